@@ -1,0 +1,122 @@
+import EventSourcing
+import PQ
+
+/// Every statement the event store runs against `streams`, `events`, `checkpoints` and
+/// `projection_failures`: the one place their SQL lives (STYLE.md habit 5).
+enum EventStoreSQL {
+    /// The NOTIFY channel that wakes projection daemons.
+    static let channel = "modgud_events"
+
+    /// The columns `RecordedEvent.init(row:)` decodes, in order.
+    static let eventColumns = """
+        position, tx_id, stream_id, stream_type, stream_version, realm, type, revision, payload,
+        metadata->>'correlationID', metadata->>'causationID', metadata->>'actor', metadata->>'clientIP', recorded_at
+        """
+
+    static func append(
+        stream: StreamRef, expected: ExpectedVersion, types: [String], revisions: [Int32], payloads: [PQJSON], metadata: PQJSON
+    ) -> PQQuery {
+        """
+        SELECT r_position, r_tx_id, r_stream_version, r_recorded_at
+        FROM modgud_append(\(stream.id), \(stream.type), \(stream.realm), \(expected.value), \(types), \(revisions), \(payloads), \(metadata))
+        """
+    }
+
+    static let notify: PQQuery = "SELECT pg_notify('\(unescaped: channel)', '')"
+
+    static func readStream(_ streamID: String, after version: Int64) -> PQQuery {
+        """
+        SELECT \(unescaped: eventColumns) FROM events
+        WHERE stream_id = \(streamID) AND stream_version > \(version)
+        ORDER BY stream_version
+        """
+    }
+
+    /// The gap-safe read of the log (DESIGN.md section 2): after the cursor in (tx_id, position)
+    /// order, admitting only transactions older than every transaction still running, so a
+    /// transaction that inserted earlier but commits later is never passed over.
+    static func readLog(after cursor: LogCursor, limit: Int, filter: LogFilter, gapSafe: Bool = true) -> PQQuery {
+        let types = filter.types.map { Array($0).sorted() }
+        return """
+            SELECT \(unescaped: eventColumns) FROM events
+            WHERE (tx_id, position) > (\(PQTransactionID(cursor.transactionID)), \(cursor.position))
+              \(unescaped: gapSafe ? "AND tx_id < pg_snapshot_xmin(pg_current_snapshot())" : "")
+              AND (\(filter.realm)::text IS NULL OR realm = \(filter.realm))
+              AND (\(filter.streamID)::text IS NULL OR stream_id = \(filter.streamID))
+              AND (\(types)::text[] IS NULL OR type = ANY(\(types)))
+            ORDER BY tx_id, position
+            LIMIT \(limit)
+            """
+    }
+
+    // MARK: Projections
+
+    static func tryLockProjectionForTransaction(_ name: String) -> PQQuery {
+        "SELECT pg_try_advisory_xact_lock(hashtextextended(\("modgud.projection/" + name), 0))"
+    }
+
+    static func tryLockProjectionForSession(_ name: String) -> PQQuery {
+        "SELECT pg_try_advisory_lock(hashtextextended(\("modgud.projection/" + name), 0))"
+    }
+
+    static func unlockProjectionForSession(_ name: String) -> PQQuery {
+        "SELECT pg_advisory_unlock(hashtextextended(\("modgud.projection/" + name), 0))"
+    }
+
+    static func checkpoint(_ name: String) -> PQQuery {
+        "SELECT tx_id, position, applied, updated_at FROM checkpoints WHERE projection = \(name)"
+    }
+
+    static func saveCheckpoint(_ name: String, cursor: LogCursor, applied: Int) -> PQQuery {
+        """
+        INSERT INTO checkpoints (projection, tx_id, position, applied, updated_at)
+        VALUES (\(name), \(PQTransactionID(cursor.transactionID)), \(cursor.position), \(applied), now())
+        ON CONFLICT (projection) DO UPDATE
+        SET tx_id = EXCLUDED.tx_id, position = EXCLUDED.position,
+            applied = checkpoints.applied + EXCLUDED.applied, updated_at = now()
+        """
+    }
+
+    static func replaceCheckpoint(_ name: String, cursor: LogCursor, applied: Int) -> PQQuery {
+        """
+        INSERT INTO checkpoints (projection, tx_id, position, applied, updated_at)
+        VALUES (\(name), \(PQTransactionID(cursor.transactionID)), \(cursor.position), \(applied), now())
+        ON CONFLICT (projection) DO UPDATE
+        SET tx_id = EXCLUDED.tx_id, position = EXCLUDED.position, applied = EXCLUDED.applied, updated_at = now()
+        """
+    }
+
+    static func recordFailure(_ name: String, event: RecordedEvent, error: String, parkAfter attempts: Int) -> PQQuery {
+        """
+        INSERT INTO projection_failures AS f (projection, position, tx_id, event_type, attempts, last_error, parked)
+        VALUES (\(name), \(event.position), \(PQTransactionID(event.transactionID)), \(event.type), 1, \(error), 1 >= \(attempts))
+        ON CONFLICT (projection, position) DO UPDATE
+        SET attempts = f.attempts + 1, last_error = EXCLUDED.last_error, last_failed_at = now(),
+            parked = f.parked OR f.attempts + 1 >= \(attempts)
+        RETURNING parked, attempts
+        """
+    }
+
+    static func parkedPositions(_ name: String) -> PQQuery {
+        "SELECT position FROM projection_failures WHERE projection = \(name) AND parked"
+    }
+
+    static func failures(_ name: String) -> PQQuery {
+        """
+        SELECT position, event_type, attempts, parked, last_error, last_failed_at
+        FROM projection_failures WHERE projection = \(name) ORDER BY position
+        """
+    }
+
+    /// Events after the cursor (committed and visible now), and how many of them wait behind
+    /// a transaction that is still open (the lag an open transaction causes).
+    static func lag(after cursor: LogCursor) -> PQQuery {
+        """
+        SELECT count(*),
+               count(*) FILTER (WHERE tx_id >= pg_snapshot_xmin(pg_current_snapshot()))
+        FROM events WHERE (tx_id, position) > (\(PQTransactionID(cursor.transactionID)), \(cursor.position))
+        """
+    }
+
+    static let countEvents: PQQuery = "SELECT count(*) FROM events"
+}

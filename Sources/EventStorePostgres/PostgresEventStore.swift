@@ -1,0 +1,117 @@
+import EventSourcing
+import PQ
+
+/// The event store on PostgreSQL (DESIGN.md section 2).
+///
+/// An append is one pipelined round trip in one implicit transaction: the guarded stream
+/// update and event insert (`modgud_append`), every inline projection's statements, the
+/// caller's extra statements (an outbox row, say) and a NOTIFY. If any of them fails,
+/// nothing is written.
+public final class PostgresEventStore: EventStore {
+    /// When the store sends the NOTIFY that wakes projection daemons.
+    public enum NotifyMode: Sendable {
+        /// Inside the append transaction (delivered exactly at commit).
+        case inTransaction
+        /// Never: daemons rely on polling (for benchmarks and tests of polling).
+        case off
+    }
+
+    public let pool: PQPool
+    public let inlineProjections: [any SQLProjection]
+    public let notifyMode: NotifyMode
+
+    /// - Parameters:
+    ///   - pool: where to run.
+    ///   - inlineProjections: projections updated in every append's transaction.
+    public init(pool: PQPool, inlineProjections: [any SQLProjection] = [], notifyMode: NotifyMode = .inTransaction) {
+        precondition(inlineProjections.allSatisfy { $0.mode == .inline }, "only inline projections run in the append")
+        self.pool = pool
+        self.inlineProjections = inlineProjections
+        self.notifyMode = notifyMode
+    }
+
+    public func append(_ events: [NewEvent], to stream: StreamRef, expected: ExpectedVersion, metadata: EventMetadata) async throws
+        -> [RecordedEvent]
+    {
+        try await append(events, to: stream, expected: expected, metadata: metadata, alsoExecuting: [])
+    }
+
+    /// Appends events and runs `extra` statements in the same transaction.
+    /// - Throws: `EventStoreError.wrongExpectedVersion` on a concurrency conflict,
+    ///   `EventStoreError.inlineProjectionFailed` when a projection's statement failed
+    ///   (nothing is written in either case), `PQError` for anything else.
+    public func append(
+        _ events: [NewEvent], to stream: StreamRef, expected: ExpectedVersion, metadata: EventMetadata, alsoExecuting extra: [PQQuery]
+    ) async throws -> [RecordedEvent] {
+        guard !events.isEmpty else { throw EventStoreError.emptyAppend(stream: stream.id) }
+        let envelopes = events.enumerated().map { offset, event in
+            EventEnvelope(
+                stream: stream, streamVersion: expected.value + Int64(offset) + 1, type: event.type,
+                revision: event.revision, payload: event.payload, metadata: metadata)
+        }
+        var statements: [PQQuery] = [
+            EventStoreSQL.append(
+                stream: stream, expected: expected, types: events.map(\.type), revisions: events.map { Int32($0.revision) },
+                payloads: events.map { PQJSON(bytes: $0.payload) }, metadata: metadata.json)
+        ]
+        // Which projection produced each statement, to name it when one fails.
+        var owners: [String?] = [nil]
+        for projection in inlineProjections {
+            let tables = ProjectionTables.live(projection)
+            for envelope in envelopes where projection.handles(envelope.type) {
+                let produced = try projection.statements(for: envelope, tables: tables)
+                statements.append(contentsOf: produced)
+                owners.append(contentsOf: repeatElement(Optional(projection.name), count: produced.count))
+            }
+        }
+        statements.append(contentsOf: extra)
+        if notifyMode == .inTransaction { statements.append(EventStoreSQL.notify) }
+
+        let finalStatements = statements
+        let results: [PQResult]
+        do {
+            results = try await pool.withConnection { connection in
+                try await connection.pipeline(finalStatements)
+            }
+        } catch let failure as PQPipelineError {
+            throw Self.translate(failure, stream: stream, expected: expected, owners: owners)
+        }
+        return try results[0].rows.enumerated().map { offset, row in
+            RecordedEvent(
+                envelope: envelopes[offset],
+                position: try row.decode(Int64.self, at: 0),
+                transactionID: try row.decode(PQTransactionID.self, at: 1).rawValue,
+                recordedAt: try row.decode(at: 3))
+        }
+    }
+
+    private static func translate(_ failure: PQPipelineError, stream: StreamRef, expected: ExpectedVersion, owners: [String?])
+        -> any Error
+    {
+        let error = failure.error
+        if error.sqlState == "MG409" {
+            return EventStoreError.wrongExpectedVersion(
+                stream: stream.id, expected: expected, actual: error.detail.flatMap { Int64($0) } ?? -1)
+        }
+        if let index = failure.index, index > 0, index < owners.count, let projection = owners[index] {
+            return EventStoreError.inlineProjectionFailed(projection: projection, reason: error.description)
+        }
+        return error
+    }
+
+    public func readStream(_ streamID: String, after version: Int64) async throws -> [RecordedEvent] {
+        let result = try await pool.query(EventStoreSQL.readStream(streamID, after: version))
+        return try result.rows.map(RecordedEvent.init(row:))
+    }
+
+    public func readAll(after cursor: LogCursor, limit: Int, filter: LogFilter) async throws -> [RecordedEvent] {
+        let result = try await pool.query(EventStoreSQL.readLog(after: cursor, limit: limit, filter: filter))
+        return try result.rows.map(RecordedEvent.init(row:))
+    }
+
+    /// The current version of a stream (0 when it does not exist).
+    public func version(of streamID: String) async throws -> Int64 {
+        let result = try await pool.query("SELECT version FROM streams WHERE id = \(streamID)")
+        return try result.first?.decode(Int64.self, at: 0) ?? 0
+    }
+}

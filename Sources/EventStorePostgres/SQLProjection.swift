@@ -1,0 +1,42 @@
+import EventSourcing
+import PQ
+
+/// A projection whose read model lives in PostgreSQL tables and is written by SQL statements.
+///
+/// `statements(for:tables:)` is pure: it turns one event into the statements that apply it.
+/// The store runs them inside the append transaction (inline) or inside the daemon's batch
+/// transaction with the checkpoint (async), and into fresh tables during a rebuild, so one
+/// function serves all three. Write every table name through `tables` and make statements
+/// idempotent per stream order (upserts keyed by the aggregate), since a rebuild applies the
+/// log in (transaction id, position) order, which need not equal the original commit order
+/// of unrelated streams.
+public protocol SQLProjection: Projection {
+    /// The tables this projection owns. They are created by a migration in `schema/`.
+    var tables: [String] { get }
+    /// The statements that apply one event.
+    func statements(for event: EventEnvelope, tables: ProjectionTables) throws -> [PQQuery]
+}
+
+/// Resolves a projection's table names: the live tables, or their `__rebuild` copies.
+public struct ProjectionTables: Sendable {
+    private let suffix: String
+    private let known: Set<String>
+
+    /// The live tables.
+    public static func live(_ projection: some SQLProjection) -> ProjectionTables {
+        ProjectionTables(suffix: "", known: Set(projection.tables))
+    }
+
+    /// The fresh copies a rebuild fills before swapping them in.
+    public static func rebuild(_ projection: some SQLProjection) -> ProjectionTables {
+        ProjectionTables(suffix: rebuildSuffix, known: Set(projection.tables))
+    }
+
+    static let rebuildSuffix = "__rebuild"
+
+    /// The physical name of a logical table, quoted for use in SQL.
+    public func callAsFunction(_ table: String) -> String {
+        precondition(known.contains(table), "table \(table) is not declared by the projection")
+        return PQQuery.quoteIdentifier(table + suffix)
+    }
+}

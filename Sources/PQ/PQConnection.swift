@@ -1,0 +1,274 @@
+import CLibPQ
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One connection to PostgreSQL, running every libpq call on its own thread.
+///
+/// The actor's executor is a `ThreadExecutor`, so its blocking libpq calls never occupy
+/// Swift's cooperative pool. Methods are synchronous inside the actor: use `run` or
+/// `transaction` to do several statements in one hop, `query` for one.
+///
+/// Statements are prepared once per connection and reused (keyed by SQL text and
+/// parameter types), which spares the server a parse and plan on every call.
+public actor PQConnection {
+    private let executor: ThreadExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        executor.asUnownedSerialExecutor()
+    }
+
+    private var handle: OpaquePointer?
+    private var prepared: [StatementKey: String] = [:]
+    private var nextStatement = 0
+    /// Prepared statements kept per connection before the cache is reset.
+    private let preparedLimit = 512
+
+    /// The server process serving this connection (`pg_backend_pid()`).
+    public private(set) var backendPID: Int32 = 0
+
+    /// Opens a connection.
+    /// - Throws: `PQError` with code `.connectionFailed` and libpq's message.
+    public static func connect(_ configuration: PQConfiguration) async throws(PQError) -> PQConnection {
+        let connection = PQConnection(executor: ThreadExecutor(name: "pq"))
+        try await connection.open(configuration)
+        return connection
+    }
+
+    private init(executor: ThreadExecutor) {
+        self.executor = executor
+    }
+
+    isolated deinit {
+        if let handle { PQfinish(handle) }
+    }
+
+    private func open(_ configuration: PQConfiguration) throws(PQError) {
+        switch Self.open(configuration) {
+        case .success(let opened):
+            handle = opened
+            backendPID = PQbackendPID(opened)
+        case .failure(let error):
+            throw error
+        }
+    }
+
+    private static func open(_ configuration: PQConfiguration) -> Result<OpaquePointer, PQError> {
+        let pairs = configuration.keywordsAndValues
+        let keywords = pairs.map { strdup($0.0) } + [nil]
+        let values = pairs.map { strdup($0.1) } + [nil]
+        defer {
+            keywords.forEach { free($0) }
+            values.forEach { free($0) }
+        }
+        let connection = keywords.withUnsafeBufferPointer { k in
+            values.withUnsafeBufferPointer { v in
+                k.withMemoryRebound(to: UnsafePointer<CChar>?.self) { kp in
+                    v.withMemoryRebound(to: UnsafePointer<CChar>?.self) { vp in
+                        PQconnectdbParams(kp.baseAddress, vp.baseAddress, 1)
+                    }
+                }
+            }
+        }
+        guard let connection else {
+            return .failure(PQError(.connectionFailed, message: "libpq could not allocate a connection"))
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(connection)).trimmingTrailingNewlines()
+            PQfinish(connection)
+            return .failure(
+                PQError(.connectionFailed, message: "\(message) [\(configuration.redactedDescription)]"))
+        }
+        modgud_silence_notices(connection)
+        return .success(connection)
+    }
+
+    // MARK: Running work on the connection's thread
+
+    /// Runs `body` on the connection's thread with synchronous access to the connection.
+    public func run<T: Sendable>(_ body: @Sendable (isolated PQConnection) throws -> T) throws -> T {
+        try body(self)
+    }
+
+    /// Runs `body` inside BEGIN … COMMIT; any error rolls back and is rethrown.
+    public func transaction<T: Sendable>(_ body: @Sendable (isolated PQConnection) throws -> T) throws -> T {
+        try execute("BEGIN")
+        do {
+            let value = try body(self)
+            try execute("COMMIT")
+            return value
+        } catch {
+            rollbackQuietly()
+            throw error
+        }
+    }
+
+    /// Rolls back an open transaction, ignoring errors (the connection may be broken).
+    public func rollbackQuietly() {
+        guard let handle, PQtransactionStatus(handle) != PQTRANS_IDLE else { return }
+        if let result = PQexec(handle, "ROLLBACK") { PQclear(result) }
+    }
+
+    // MARK: Statements
+
+    /// Executes one statement with its bound parameters and returns its rows.
+    @discardableResult
+    public func query(_ query: PQQuery) throws(PQError) -> PQResult {
+        let handle = try liveHandle()
+        let name = try preparedName(for: query, handle: handle)
+        let result = withParameterValues(query.binds) { values in
+            PQexecPrepared(handle, name, Int32(query.binds.count), values, nil, nil, 0)
+        }
+        return try check(result, handle: handle)
+    }
+
+    /// Executes SQL text without parameters (several statements allowed; used for migrations).
+    public func execute(_ sql: String) throws(PQError) {
+        let handle = try liveHandle()
+        let result = PQexec(handle, sql)
+        _ = try check(result, handle: handle)
+    }
+
+    /// Whether a transaction is open on this connection.
+    public var isInTransaction: Bool {
+        guard let handle else { return false }
+        let status = PQtransactionStatus(handle)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
+    }
+
+    /// True once libpq has seen the connection fail or it was closed.
+    public var isBroken: Bool {
+        guard let handle else { return true }
+        return PQstatus(handle) != CONNECTION_OK
+    }
+
+    /// Checks, without a round trip, whether the server closed the connection while it was idle.
+    ///
+    /// A terminated backend sends an error and closes its socket; reading what is pending
+    /// reveals it. The pool calls this on checkout so a dropped connection is replaced
+    /// before anybody uses it.
+    public func checkIdleHealth() -> Bool {
+        guard let handle, PQstatus(handle) == CONNECTION_OK else { return false }
+        for _ in 0..<4 {
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, 0)
+            if ready <= 0 { break }
+            if PQconsumeInput(handle) == 0 { return false }
+            while let notice = PQnotifies(handle) { PQfreemem(notice) }
+        }
+        return PQstatus(handle) == CONNECTION_OK
+    }
+
+    /// Closes the connection; later calls throw `.closed`.
+    public func close() {
+        if let handle { PQfinish(handle) }
+        handle = nil
+        prepared.removeAll()
+    }
+
+    // MARK: Internals shared with the pipeline and LISTEN extensions
+
+    func liveHandle() throws(PQError) -> OpaquePointer {
+        guard let handle else { throw PQError(.closed, message: "the connection is closed") }
+        return handle
+    }
+
+    struct StatementKey: Hashable {
+        var sql: String
+        var oids: [UInt32]
+    }
+
+    /// The name of a prepared statement for this query, preparing it on first use.
+    func preparedName(for query: PQQuery, handle: OpaquePointer) throws(PQError) -> String {
+        let key = StatementKey(sql: query.sql, oids: query.binds.map(\.oid))
+        if let name = prepared[key] { return name }
+        try resetPreparedIfFull(handle: handle)
+        let name = nextStatementName()
+        let oids = key.oids
+        let result = oids.withUnsafeBufferPointer { types in
+            PQprepare(handle, name, query.sql, Int32(oids.count), types.baseAddress)
+        }
+        _ = try check(result, handle: handle)
+        prepared[key] = name
+        return name
+    }
+
+    func nextStatementName() -> String {
+        nextStatement += 1
+        return "mg\(nextStatement)"
+    }
+
+    func rememberPrepared(_ key: StatementKey, name: String) {
+        prepared[key] = name
+    }
+
+    func lookupPrepared(_ key: StatementKey) -> String? {
+        prepared[key]
+    }
+
+    func resetPreparedIfFull(handle: OpaquePointer) throws(PQError) {
+        guard prepared.count >= preparedLimit else { return }
+        let result = PQexec(handle, "DEALLOCATE ALL")
+        _ = try check(result, handle: handle)
+        prepared.removeAll()
+    }
+
+    /// Turns a libpq result into rows or a typed error (freeing the result on error).
+    func check(_ result: OpaquePointer?, handle: OpaquePointer) throws(PQError) -> PQResult {
+        guard let result else {
+            throw connectionError(handle: handle)
+        }
+        let status = PQresultStatus(result)
+        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY {
+            return PQResult(taking: result)
+        }
+        let error = Self.error(from: result, handle: handle)
+        PQclear(result)
+        throw error
+    }
+
+    func connectionError(handle: OpaquePointer) -> PQError {
+        let message = String(cString: PQerrorMessage(handle)).trimmingTrailingNewlines()
+        let code: PQError.Code = PQstatus(handle) == CONNECTION_OK ? .client : .connectionLost
+        return PQError(code, message: message.isEmpty ? "no result from libpq" : message)
+    }
+
+    static func error(from result: OpaquePointer, handle: OpaquePointer) -> PQError {
+        func field(_ code: Int32) -> String? {
+            PQresultErrorField(result, code).map { String(cString: $0) }
+        }
+        let sqlState = field(modgud_pg_diag_sqlstate)
+        var message = field(modgud_pg_diag_message_primary)
+            ?? String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines()
+        if message.isEmpty { message = String(cString: PQerrorMessage(handle)).trimmingTrailingNewlines() }
+        let lost = PQstatus(handle) != CONNECTION_OK
+            || (sqlState.map { $0.hasPrefix("08") || $0.hasPrefix("57P0") } ?? false)
+        return PQError(
+            lost ? .connectionLost : .server,
+            message: message,
+            sqlState: sqlState,
+            detail: field(modgud_pg_diag_message_detail),
+            constraint: field(modgud_pg_diag_constraint_name)
+        )
+    }
+
+    /// Calls `body` with C strings for the parameter values (NULL for SQL NULL).
+    func withParameterValues<R>(_ binds: [PQBind], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
+        if binds.isEmpty { return body(nil) }
+        let copies: [UnsafeMutablePointer<CChar>?] = binds.map { bind in bind.text.map { strdup($0) } }
+        defer { copies.forEach { free($0) } }
+        return copies.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { body($0.baseAddress) }
+        }
+    }
+}
+
+extension String {
+    func trimmingTrailingNewlines() -> String {
+        var text = self
+        while let last = text.last, last == "\n" || last == "\r" || last == " " { text.removeLast() }
+        return text
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import PQ
+import PostgresTestSupport
+import XCTest
+
+final class PQConnectionTests: XCTestCase {
+    var database: TestDatabase!
+
+    override func setUp() async throws {
+        database = try await TestDatabase.create(maxConnections: 20)
+    }
+
+    override func tearDown() async throws {
+        await database?.drop()
+    }
+
+    func testServerErrorsCarrySQLStateAndConstraint() async throws {
+        try await database.pool.query("CREATE TABLE items (id int CONSTRAINT items_pk PRIMARY KEY)")
+        try await database.pool.query("INSERT INTO items VALUES (1)")
+        do {
+            try await database.pool.query("INSERT INTO items VALUES (1)")
+            XCTFail("a duplicate key must fail")
+        } catch let error as PQError {
+            XCTAssertEqual(error.code, .server)
+            XCTAssertEqual(error.sqlState, "23505")
+            XCTAssertEqual(error.constraint, "items_pk")
+        }
+        do {
+            try await database.pool.query("SELEKT 1")
+            XCTFail("a syntax error must fail")
+        } catch let error as PQError {
+            XCTAssertEqual(error.sqlState, "42601")
+        }
+    }
+
+    func testTransactionRollsBackWhenTheBodyThrows() async throws {
+        try await database.pool.query("CREATE TABLE items (id int PRIMARY KEY)")
+        struct Abort: Error {}
+        do {
+            _ = try await database.pool.transaction { connection in
+                try connection.query("INSERT INTO items VALUES (1)")
+                throw Abort()
+            }
+            XCTFail("the body's error must be rethrown")
+        } catch is Abort {}
+        let count = try await database.pool.query("SELECT count(*) FROM items").first!.decode(Int.self, at: 0)
+        XCTAssertEqual(count, 0)
+    }
+
+    func testPipelineIsAtomicAndNamesTheFailingStatement() async throws {
+        try await database.pool.query("CREATE TABLE items (id int PRIMARY KEY)")
+        do {
+            _ = try await database.pool.withConnection { connection in
+                try await connection.pipeline([
+                    "INSERT INTO items VALUES (\(Int32(1)))",
+                    "INSERT INTO items VALUES (\(Int32(2)))",
+                    "INSERT INTO items VALUES (\(Int32(1)))",
+                    "INSERT INTO items VALUES (\(Int32(3)))",
+                ])
+            }
+            XCTFail("a duplicate in the pipeline must fail")
+        } catch let failure as PQPipelineError {
+            XCTAssertEqual(failure.index, 2)
+            XCTAssertEqual(failure.error.sqlState, "23505")
+        }
+        let count = try await database.pool.query("SELECT count(*) FROM items").first!.decode(Int.self, at: 0)
+        XCTAssertEqual(count, 0, "nothing of a failed pipeline is written")
+
+        let results = try await database.pool.withConnection { connection in
+            try await connection.pipeline(["INSERT INTO items VALUES (\(Int32(5)))", "SELECT count(*) FROM items"])
+        }
+        XCTAssertEqual(try results[1].first!.decode(Int.self, at: 0), 1)
+    }
+
+    func testListenReceivesNotifyAfterCommitOnly() async throws {
+        let listener = try await PQConnection.connect(PQConfiguration(connectionString: database.url))
+        try await listener.listen("wake_up")
+        let silent = try await listener.waitForNotifications(timeout: .milliseconds(50))
+        XCTAssertTrue(silent.isEmpty)
+        try await database.pool.query("SELECT pg_notify('wake_up', 'hello')")
+        let received = try await listener.waitForNotifications(timeout: .seconds(5))
+        XCTAssertEqual(received.map(\.payload), ["hello"])
+        XCTAssertEqual(received.first?.channel, "wake_up")
+        await listener.close()
+    }
+
+    func testBlockingCallsDoNotOccupyTheCooperativePool() async throws {
+        // 16 statements that each sleep 300 ms on the server. On the cooperative pool (2 threads
+        // on this machine) they would take at least 8 x 300 ms; on their own threads they overlap.
+        let clock = ContinuousClock()
+        let started = clock.now
+        let pool = database.pool
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<16 {
+                group.addTask { try await pool.query("SELECT pg_sleep(0.3)") }
+            }
+            try await group.waitForAll()
+        }
+        let elapsed = clock.now - started
+        XCTAssertLessThan(elapsed, .milliseconds(1500), "blocked libpq calls serialized on the cooperative pool: \(elapsed)")
+    }
+
+    func testConnectionFailureIsATypedErrorNotAHang() async throws {
+        let unused = "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2"
+        do {
+            _ = try await PQConnection.connect(PQConfiguration(connectionString: unused))
+            XCTFail("nothing listens on port 1")
+        } catch {
+            XCTAssertEqual(error.code, .connectionFailed)
+        }
+    }
+
+    func testRedactedURLHidesThePassword() {
+        let configuration = PQConfiguration(connectionString: "postgresql://app:s3cret@db.internal:5432/modgud")
+        XCTAssertEqual(configuration.redactedDescription, "postgresql://app:***@db.internal:5432/modgud")
+        XCTAssertEqual(PQConfiguration(connectionString: "host=x password=hunter2").redactedDescription, "host=x password=***")
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import PQ
+import PostgresTestSupport
+import XCTest
+
+final class PQPoolTests: XCTestCase {
+    var database: TestDatabase!
+
+    override func setUp() async throws {
+        database = try await TestDatabase.create(maxConnections: 2)
+    }
+
+    override func tearDown() async throws {
+        await database?.drop()
+    }
+
+    func testServerTerminatedConnectionIsReplaced() async throws {
+        let pool = database.makePool(maxConnections: 1)
+        let pid = try await pool.query("SELECT pg_backend_pid()").first!.decode(Int32.self, at: 0)
+        let admin = try await TestDatabase.adminPool()
+        let terminated = try await admin.query("SELECT pg_terminate_backend(\(pid))").first!.decode(Bool.self, at: 0)
+        XCTAssertTrue(terminated)
+        // Wait until the server has really let go of the backend.
+        for _ in 0..<100 {
+            let alive = try await admin.query("SELECT count(*) FROM pg_stat_activity WHERE pid = \(pid)").first!.decode(Int.self, at: 0)
+            if alive == 0 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let next = try await pool.query("SELECT pg_backend_pid()").first!.decode(Int32.self, at: 0)
+        XCTAssertNotEqual(next, pid, "the dropped connection was replaced by a new backend")
+        await pool.close()
+    }
+
+    func testConnectionBrokenDuringUseIsDiscardedAndTheNextCallerGetsAFreshOne() async throws {
+        let pool = database.makePool(maxConnections: 1)
+        do {
+            try await pool.query("SELECT pg_terminate_backend(pg_backend_pid())")
+            XCTFail("terminating our own backend fails the statement")
+        } catch let error as PQError {
+            XCTAssertTrue(error.isConnectionFailure, "\(error)")
+        }
+        let value = try await pool.query("SELECT 42").first!.decode(Int.self, at: 0)
+        XCTAssertEqual(value, 42)
+        await pool.close()
+    }
+
+    func testWaitersAreServedInArrivalOrder() async throws {
+        let pool = PQPool(configuration: PQConfiguration(connectionString: database.url), options: .init(maxConnections: 1))
+        let order = OrderLog()
+        let holder = Task {
+            try await pool.withConnection { connection in
+                try await connection.query("SELECT pg_sleep(0.3)")
+            }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        var waiters: [Task<Void, any Error>] = []
+        for index in 0..<5 {
+            waiters.append(Task {
+                try await pool.withConnection { _ in await order.append(index) }
+            })
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        _ = try await holder.value
+        for waiter in waiters { try await waiter.value }
+        let served = await order.values
+        XCTAssertEqual(served, [0, 1, 2, 3, 4])
+        await pool.close()
+    }
+
+    func testAcquireTimesOutWhenThePoolStaysFull() async throws {
+        let pool = PQPool(
+            configuration: PQConfiguration(connectionString: database.url),
+            options: .init(maxConnections: 1, acquireTimeout: .milliseconds(200)))
+        let holder = Task {
+            try await pool.withConnection { connection in try await connection.query("SELECT pg_sleep(1)") }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        do {
+            _ = try await pool.query("SELECT 1")
+            XCTFail("the pool is full for longer than the timeout")
+        } catch let error as PQError {
+            XCTAssertEqual(error.code, .poolTimeout)
+        }
+        _ = try await holder.value
+        let after = try await pool.query("SELECT 1").first!.decode(Int.self, at: 0)
+        XCTAssertEqual(after, 1, "the pool works again once the connection is back")
+        await pool.close()
+    }
+
+    func testConnectionReturnedInsideATransactionIsRolledBack() async throws {
+        let pool = database.makePool(maxConnections: 1)
+        try await pool.query("CREATE TABLE items (id int)")
+        try await pool.withConnection { connection in
+            try await connection.execute("BEGIN")
+            try await connection.query("INSERT INTO items VALUES (1)")
+        }
+        let count = try await pool.query("SELECT count(*) FROM items").first!.decode(Int.self, at: 0)
+        XCTAssertEqual(count, 0)
+        await pool.close()
+    }
+}
+
+actor OrderLog {
+    var values: [Int] = []
+    func append(_ value: Int) { values.append(value) }
+}

@@ -1,0 +1,20 @@
+/// The forward-only SQL migrations of the product, embedded in the binary.
+///
+/// Each file in this folder is listed here in order; a test checks that the list and the
+/// folder agree. `modgud migrate` applies them.
+public enum ModgudSchema {
+    /// One migration file: its name and its SQL text.
+    public struct Migration: Sendable {
+        public let name: String
+        public let sql: String
+    }
+
+    /// Every migration, in the order they apply.
+    public static let migrations: [Migration] = [
+        Migration(name: "0001_event_store.sql", sql: text(PackageResources._001_event_store_sql)),
+    ]
+
+    private static func text(_ bytes: [UInt8]) -> String {
+        String(decoding: bytes, as: UTF8.self)
+    }
+}
