@@ -13,14 +13,24 @@ actor NotificationListener {
         self.channel = channel
     }
 
-    /// Returns after a notification or after `timeout`.
+    /// The longest one blocking wait lasts, so that cancellation is noticed promptly.
+    private let slice: Duration = .milliseconds(200)
+
+    /// Returns after a notification, after `timeout`, or soon after the task is cancelled.
     func wait(timeout: Duration) async {
-        do {
-            let connection = try await connected()
-            _ = try await connection.waitForNotifications(timeout: timeout)
-        } catch {
-            await close()
-            try? await Task.sleep(for: timeout)
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while !Task.isCancelled {
+            let remaining = deadline - clock.now
+            if remaining <= .zero { return }
+            do {
+                let connection = try await connected()
+                let received = try await connection.waitForNotifications(timeout: min(remaining, slice))
+                if !received.isEmpty { return }
+            } catch {
+                await close()
+                try? await Task.sleep(for: min(remaining, slice))
+            }
         }
     }
 
