@@ -33,7 +33,10 @@ let package = Package(
         .target(
             name: "ModgudSchema",
             path: "schema",
-            resources: [.embedInCode("0001_event_store.sql")],
+            resources: [
+                .embedInCode("0001_event_store.sql"),
+                .embedInCode("0002_log_statistics.sql"),
+            ],
             swiftSettings: strict
         ),
         // The event store on PostgreSQL: appends, gap-safe log reads, projection daemon, rebuilds.

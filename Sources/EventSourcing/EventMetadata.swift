@@ -21,4 +21,18 @@ public struct EventMetadata: Codable, Hashable, Sendable {
 
     /// No metadata.
     public static let none = EventMetadata()
+
+    /// A JSON object holding only the fields that are set (the stored form).
+    public var jsonText: String {
+        var fields: [String] = []
+        func add(_ key: String, _ value: String?) {
+            guard let value else { return }
+            fields.append("\"\(key)\":\(JSONText.quote(value))")
+        }
+        add("correlationID", correlationID)
+        add("causationID", causationID)
+        add("actor", actor)
+        add("clientIP", clientIP)
+        return "{" + fields.joined(separator: ",") + "}"
+    }
 }

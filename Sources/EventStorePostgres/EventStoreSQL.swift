@@ -13,13 +13,41 @@ enum EventStoreSQL {
         metadata->>'correlationID', metadata->>'causationID', metadata->>'actor', metadata->>'clientIP', recorded_at
         """
 
+    /// The name of the CHECK constraint a version conflict violates.
+    static let conflictConstraint = "events_expected_version"
+
+    /// Appends events to one stream at an exact expected version, in one statement.
+    ///
+    /// `created` makes the stream row when none is expected; `advanced` moves an existing row
+    /// from exactly the expected version (a concurrent writer holds the row lock until it
+    /// commits, after which the re-checked condition fails). When neither matched, every
+    /// event gets version -1, which violates `events_expected_version`: the statement fails,
+    /// and with it the whole pipelined append. Measured about twice as fast as the same
+    /// logic in a PL/pgSQL function (README, "Event store performance").
     static func append(
         stream: StreamRef, expected: ExpectedVersion, types: [String], revisions: [Int32], payloads: [PQJSON], metadata: PQJSON
     ) -> PQQuery {
-        """
-        SELECT r_position, r_tx_id, r_stream_version, r_recorded_at
-        FROM modgud_append(\(stream.id), \(stream.type), \(stream.realm), \(expected.value), \(types), \(revisions), \(payloads), \(metadata))
-        """
+        PQQuery(
+            """
+            WITH created AS (
+                INSERT INTO streams (id, type, realm, version)
+                SELECT $1, $2, $3, $5 WHERE $4 = 0
+                ON CONFLICT (id) DO NOTHING
+                RETURNING version
+            ), advanced AS (
+                UPDATE streams SET version = version + $5, updated_at = now()
+                WHERE id = $1 AND version = $4 AND $4 > 0
+                RETURNING version
+            ), guarded AS (
+                SELECT version FROM created UNION ALL SELECT version FROM advanced
+            )
+            INSERT INTO events (stream_id, stream_type, stream_version, realm, type, revision, payload, metadata)
+            SELECT $1, $2, coalesce((SELECT version FROM guarded) - $5 + e.ordinality, -1), $3, e.type, e.revision, e.payload, $9
+            FROM unnest($6::text[], $7::int[], $8::jsonb[]) WITH ORDINALITY AS e (type, revision, payload, ordinality)
+            ORDER BY e.ordinality
+            RETURNING position, tx_id, stream_version, recorded_at
+            """,
+            stream.id, stream.type, stream.realm, expected.value, Int64(types.count), types, revisions, payloads, metadata)
     }
 
     static let notify: PQQuery = "SELECT pg_notify('\(unescaped: channel)', '')"

@@ -4,30 +4,32 @@ import PQ
 /// The event store on PostgreSQL (DESIGN.md section 2).
 ///
 /// An append is one pipelined round trip in one implicit transaction: the guarded stream
-/// update and event insert (`modgud_append`), every inline projection's statements, the
-/// caller's extra statements (an outbox row, say) and a NOTIFY. If any of them fails,
-/// nothing is written.
+/// update and event insert (one statement), every inline projection's statements and the
+/// caller's extra statements (an outbox row, say). If any of them fails, nothing is
+/// written. After the commit a NOTIFY wakes projection daemons (see `AppendNotifier`).
 public final class PostgresEventStore: EventStore {
-    /// When the store sends the NOTIFY that wakes projection daemons.
+    /// Whether the store sends the NOTIFY that wakes projection daemons.
     public enum NotifyMode: Sendable {
-        /// Inside the append transaction (delivered exactly at commit).
-        case inTransaction
-        /// Never: daemons rely on polling (for benchmarks and tests of polling).
+        /// After each append commits, coalesced to one in flight per instance.
+        case afterCommit
+        /// Never: daemons rely on polling alone.
         case off
     }
 
     public let pool: PQPool
     public let inlineProjections: [any SQLProjection]
     public let notifyMode: NotifyMode
+    private let notifier: AppendNotifier
 
     /// - Parameters:
     ///   - pool: where to run.
     ///   - inlineProjections: projections updated in every append's transaction.
-    public init(pool: PQPool, inlineProjections: [any SQLProjection] = [], notifyMode: NotifyMode = .inTransaction) {
+    public init(pool: PQPool, inlineProjections: [any SQLProjection] = [], notifyMode: NotifyMode = .afterCommit) {
         precondition(inlineProjections.allSatisfy { $0.mode == .inline }, "only inline projections run in the append")
         self.pool = pool
         self.inlineProjections = inlineProjections
         self.notifyMode = notifyMode
+        self.notifier = AppendNotifier(pool: pool)
     }
 
     public func append(_ events: [NewEvent], to stream: StreamRef, expected: ExpectedVersion, metadata: EventMetadata) async throws
@@ -57,15 +59,13 @@ public final class PostgresEventStore: EventStore {
         // Which projection produced each statement, to name it when one fails.
         var owners: [String?] = [nil]
         for projection in inlineProjections {
-            let tables = ProjectionTables.live(projection)
-            for envelope in envelopes where projection.handles(envelope.type) {
-                let produced = try projection.statements(for: envelope, tables: tables)
-                statements.append(contentsOf: produced)
-                owners.append(contentsOf: repeatElement(Optional(projection.name), count: produced.count))
-            }
+            let handled = envelopes.filter { projection.handles($0.type) }
+            guard !handled.isEmpty else { continue }
+            let produced = try projection.statements(forBatch: handled, tables: .live(projection))
+            statements.append(contentsOf: produced)
+            owners.append(contentsOf: repeatElement(Optional(projection.name), count: produced.count))
         }
         statements.append(contentsOf: extra)
-        if notifyMode == .inTransaction { statements.append(EventStoreSQL.notify) }
 
         let finalStatements = statements
         let results: [PQResult]
@@ -74,8 +74,9 @@ public final class PostgresEventStore: EventStore {
                 try await connection.pipeline(finalStatements)
             }
         } catch let failure as PQPipelineError {
-            throw Self.translate(failure, stream: stream, expected: expected, owners: owners)
+            throw await translate(failure, stream: stream, expected: expected, owners: owners)
         }
+        if notifyMode == .afterCommit { notifier.poke() }
         return try results[0].rows.enumerated().map { offset, row in
             RecordedEvent(
                 envelope: envelopes[offset],
@@ -85,13 +86,14 @@ public final class PostgresEventStore: EventStore {
         }
     }
 
-    private static func translate(_ failure: PQPipelineError, stream: StreamRef, expected: ExpectedVersion, owners: [String?])
+    private func translate(_ failure: PQPipelineError, stream: StreamRef, expected: ExpectedVersion, owners: [String?]) async
         -> any Error
     {
         let error = failure.error
-        if error.sqlState == "MG409" {
-            return EventStoreError.wrongExpectedVersion(
-                stream: stream.id, expected: expected, actual: error.detail.flatMap { Int64($0) } ?? -1)
+        if failure.index == 0, error.constraint == EventStoreSQL.conflictConstraint {
+            // Only the conflict path pays for reading the version it lost to.
+            let actual = (try? await version(of: stream.id)) ?? -1
+            return EventStoreError.wrongExpectedVersion(stream: stream.id, expected: expected, actual: actual)
         }
         if let index = failure.index, index > 0, index < owners.count, let projection = owners[index] {
             return EventStoreError.inlineProjectionFailed(projection: projection, reason: error.description)

@@ -8,8 +8,10 @@ import PQ
 /// (another instance holding it means "busy", not "wait"), read the checkpoint, read the next
 /// events gap-safely, apply their statements and move the checkpoint, commit. Output and
 /// checkpoint commit together, so every event is applied exactly once however many daemons
-/// run. An event whose statements fail is retried on later turns; after `maxAttempts` it is
-/// parked in `projection_failures` and skipped, and the projection carries on.
+/// run. When a batch fails, it is replayed one event per transaction to find the event at
+/// fault (the ones before it are applied); that event is retried on later turns, and after
+/// `maxAttempts` it is parked in `projection_failures` and skipped, and the projection
+/// carries on.
 public actor PostgresProjectionWorker: ProjectionWorker {
     public let pool: PQPool
     public let projections: [String: any SQLProjection]
@@ -49,36 +51,55 @@ public actor PostgresProjectionWorker: ProjectionWorker {
             parked[name] = Set(try rows.map { try $0.decode(Int64.self, at: 0) })
             parkedLoaded.insert(name)
         }
-        let skip = parked[name] ?? []
-        let batchSize = self.batchSize
-        let outcome = try await pool.withConnection { connection in
-            try await connection.run { connection in
-                try BatchApplier.applyNextBatch(
-                    projection, on: connection, tables: .live(projection), skipping: skip, limit: batchSize,
-                    lock: .transaction, gapSafe: true)
-            }
-        }
-        switch outcome {
+        switch try await applyBatch(projection, limit: batchSize) {
         case .applied(let count, _): return .applied(count)
         case .caughtUp: return .caughtUp
         case .busy: return .busy
-        case .eventFailed(let event, let reason):
-            let result = try await pool.query(
-                EventStoreSQL.recordFailure(name, event: event, error: reason, parkAfter: maxAttempts))
-            let isParked = try result.first?.decode(Bool.self, at: 0) ?? false
-            let attempts = try result.first?.decode(Int.self, at: 1) ?? 0
-            if isParked {
-                parked[name, default: []].insert(event.position)
-                logger.error(
-                    "projection event parked",
-                    metadata: ["projection": "\(name)", "position": "\(event.position)", "type": "\(event.type)", "error": "\(reason)"])
-            } else {
-                logger.warning(
-                    "projection event failed",
-                    metadata: ["projection": "\(name)", "position": "\(event.position)", "attempt": "\(attempts)", "error": "\(reason)"])
+        case .eventFailed(let event, let reason): return try await recordFailure(of: event, in: name, reason: reason)
+        case .batchFailed:
+            // Replay the batch one event per transaction: events before the faulty one are
+            // applied, and the faulty one is identified and counted.
+            var applied = 0
+            for _ in 0..<batchSize {
+                switch try await applyBatch(projection, limit: 1) {
+                case .applied(let count, _): applied += count
+                case .caughtUp, .busy: return applied > 0 ? .applied(applied) : .caughtUp
+                case .eventFailed(let event, let reason):
+                    return try await recordFailure(of: event, in: name, reason: reason)
+                case .batchFailed(let reason): return .failed(reason)
+                }
             }
-            return .failed(reason)
+            return .applied(applied)
         }
+    }
+
+    private func applyBatch(_ projection: any SQLProjection, limit: Int) async throws -> BatchApplier.Outcome {
+        let skip = parked[projection.name] ?? []
+        return try await pool.withConnection { connection in
+            try await connection.run { connection in
+                try BatchApplier.applyNextBatch(
+                    projection, on: connection, tables: .live(projection), skipping: skip, limit: limit,
+                    lock: .transaction, gapSafe: true)
+            }
+        }
+    }
+
+    private func recordFailure(of event: RecordedEvent, in name: String, reason: String) async throws -> ProjectionStep {
+        let result = try await pool.query(
+            EventStoreSQL.recordFailure(name, event: event, error: reason, parkAfter: maxAttempts))
+        let isParked = try result.first?.decode(Bool.self, at: 0) ?? false
+        let attempts = try result.first?.decode(Int.self, at: 1) ?? 0
+        if isParked {
+            parked[name, default: []].insert(event.position)
+            logger.error(
+                "projection event parked",
+                metadata: ["projection": "\(name)", "position": "\(event.position)", "type": "\(event.type)", "error": "\(reason)"])
+        } else {
+            logger.warning(
+                "projection event failed",
+                metadata: ["projection": "\(name)", "position": "\(event.position)", "attempt": "\(attempts)", "error": "\(reason)"])
+        }
+        return .failed(reason)
     }
 }
 
@@ -95,7 +116,10 @@ enum BatchApplier {
         case applied(Int, last: LogCursor)
         case caughtUp
         case busy
+        /// One event's statements failed (or could not be produced).
         case eventFailed(RecordedEvent, String)
+        /// The statements of a batch of several events failed: which event is at fault is unknown.
+        case batchFailed(String)
     }
 
     /// One transaction: lock, read checkpoint (or use `from`), read events, apply, save checkpoint, commit.
@@ -130,19 +154,15 @@ enum BatchApplier {
                 connection.rollbackQuietly()
                 return .caughtUp
             }
-            var statements: [PQQuery] = []
-            var owners: [Int] = []
-            for (index, event) in events.enumerated() where projection.handles(event.type) && !parked.contains(event.position) {
-                let produced: [PQQuery]
-                do {
-                    produced = try projection.statements(for: event.envelope, tables: tables)
-                } catch {
-                    connection.rollbackQuietly()
-                    return .eventFailed(event, "\(error)")
-                }
-                statements.append(contentsOf: produced)
-                owners.append(contentsOf: repeatElement(index, count: produced.count))
+            let handled = events.filter { projection.handles($0.type) && !parked.contains($0.position) }
+            var statements: [PQQuery]
+            do {
+                statements = try projection.statements(forBatch: handled.map(\.envelope), tables: tables)
+            } catch {
+                connection.rollbackQuietly()
+                return handled.count == 1 ? .eventFailed(handled[0], "\(error)") : .batchFailed("\(error)")
             }
+            let producedCount = statements.count
             if saveCheckpoint {
                 statements.append(EventStoreSQL.saveCheckpoint(projection.name, cursor: last.cursor, applied: events.count))
             }
@@ -151,10 +171,9 @@ enum BatchApplier {
                 _ = try connection.pipeline(statements)
             } catch {
                 connection.rollbackQuietly()
-                if let index = error.index, index < owners.count, !error.error.isConnectionFailure {
-                    return .eventFailed(events[owners[index]], error.error.description)
-                }
-                throw error.error
+                guard let index = error.index, index < producedCount, !error.error.isConnectionFailure else { throw error.error }
+                return handled.count == 1
+                    ? .eventFailed(handled[0], error.error.description) : .batchFailed(error.error.description)
             }
             return .applied(events.count, last: last.cursor)
         } catch {

@@ -82,6 +82,9 @@ public struct ProjectionRebuilder: Sendable {
                 if case .eventFailed(let event, let reason) = outcome {
                     throw ProjectionRebuildError.eventFailed(projection: name, position: event.position, reason: reason)
                 }
+                if case .batchFailed(let reason) = outcome {
+                    throw ProjectionRebuildError.eventFailed(projection: name, position: -1, reason: reason)
+                }
                 break
             }
             applied += count
@@ -101,10 +104,8 @@ public struct ProjectionRebuilder: Sendable {
                     EventStoreSQL.readLog(after: cursor, limit: batchSize, filter: .all, gapSafe: !inline)
                 ).rows.map(RecordedEvent.init(row:))
                 guard let last = events.last else { break }
-                var statements: [PQQuery] = []
-                for event in events where projection.handles(event.type) && !parked.contains(event.position) {
-                    statements.append(contentsOf: try projection.statements(for: event.envelope, tables: fresh))
-                }
+                let handled = events.filter { projection.handles($0.type) && !parked.contains($0.position) }
+                let statements = try projection.statements(forBatch: handled.map(\.envelope), tables: fresh)
                 do {
                     _ = try connection.pipeline(statements)
                 } catch {

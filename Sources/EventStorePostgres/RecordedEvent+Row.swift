@@ -27,41 +27,6 @@ extension RecordedEvent {
 }
 
 extension EventMetadata {
-    /// The metadata as a JSON object with only the fields that are set.
-    var json: PQJSON {
-        var fields: [String] = []
-        func add(_ key: String, _ value: String?) {
-            guard let value else { return }
-            fields.append("\"\(key)\":\(JSONText.quote(value))")
-        }
-        add("correlationID", correlationID)
-        add("causationID", causationID)
-        add("actor", actor)
-        add("clientIP", clientIP)
-        return PQJSON("{" + fields.joined(separator: ",") + "}")
-    }
-}
-
-/// JSON string quoting (RFC 8259 section 7) without a full encoder.
-enum JSONText {
-    static func quote(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
+    /// The metadata as a `jsonb` parameter.
+    var json: PQJSON { PQJSON(jsonText) }
 }

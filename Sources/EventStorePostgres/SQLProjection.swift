@@ -15,6 +15,15 @@ public protocol SQLProjection: Projection {
     var tables: [String] { get }
     /// The statements that apply one event.
     func statements(for event: EventEnvelope, tables: ProjectionTables) throws -> [PQQuery]
+    /// The statements that apply several events in log order. The default applies them one by
+    /// one; override it to fold a batch into fewer statements (counters, last-writer-wins rows).
+    func statements(forBatch events: [EventEnvelope], tables: ProjectionTables) throws -> [PQQuery]
+}
+
+extension SQLProjection {
+    public func statements(forBatch events: [EventEnvelope], tables: ProjectionTables) throws -> [PQQuery] {
+        try events.flatMap { try statements(for: $0, tables: tables) }
+    }
 }
 
 /// Resolves a projection's table names: the live tables, or their `__rebuild` copies.

@@ -18,7 +18,7 @@ extension PQConnection {
     /// dedicated connection for listening, not a pooled one.
     /// - Throws: `.connectionLost` when the server goes away.
     public func waitForNotifications(timeout: Duration) throws(PQError) -> [PQNotification] {
-        let handle = try liveHandle()
+        let handle = try liveHandle(reconnect: false)
         var received = drainNotifications(handle)
         if !received.isEmpty { return received }
         let (seconds, attoseconds) = timeout.components

@@ -9,6 +9,7 @@ extension PQConnection {
     /// (the caller rolls back). Throws the first statement's error; `failedIndex` in the
     /// returned error's detail is not needed by callers, who get it through `PQPipelineError`.
     public func pipeline(_ queries: [PQQuery]) throws(PQPipelineError) -> [PQResult] {
+        defer { recordLeaseState() }
         let handle: OpaquePointer
         do { handle = try liveHandle() } catch { throw PQPipelineError(index: nil, error: error) }
         if queries.isEmpty { return [] }

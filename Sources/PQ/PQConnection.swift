@@ -1,4 +1,5 @@
 import CLibPQ
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -28,6 +29,35 @@ public actor PQConnection {
 
     /// The server process serving this connection (`pg_backend_pid()`).
     public private(set) var backendPID: Int32 = 0
+
+    /// What the pool needs to know when the connection comes back, readable without a hop.
+    private nonisolated let leaseState = Atomic<UInt8>(LeaseState.idle.rawValue)
+
+    /// The connection's state after its last operation.
+    public enum LeaseState: UInt8, Sendable {
+        /// Idle and healthy: ready for the next caller.
+        case idle = 0
+        /// A transaction is still open: roll back before reuse.
+        case inTransaction = 1
+        /// Broken or closed: discard.
+        case broken = 2
+    }
+
+    /// The state after the last operation (read by the pool without hopping onto the connection's thread).
+    public nonisolated var stateAfterLastOperation: LeaseState {
+        LeaseState(rawValue: leaseState.load(ordering: .acquiring)) ?? .broken
+    }
+
+    /// Records the state for the pool; called at the end of every public operation.
+    func recordLeaseState() {
+        let state: LeaseState
+        if let handle, PQstatus(handle) == CONNECTION_OK {
+            state = PQtransactionStatus(handle) == PQTRANS_IDLE ? .idle : .inTransaction
+        } else {
+            state = .broken
+        }
+        leaseState.store(state.rawValue, ordering: .releasing)
+    }
 
     /// Opens a connection.
     /// - Throws: `PQError` with code `.connectionFailed` and libpq's message.
@@ -89,11 +119,13 @@ public actor PQConnection {
 
     /// Runs `body` on the connection's thread with synchronous access to the connection.
     public func run<T: Sendable>(_ body: @Sendable (isolated PQConnection) throws -> T) throws -> T {
-        try body(self)
+        defer { recordLeaseState() }
+        return try body(self)
     }
 
     /// Runs `body` inside BEGIN … COMMIT; any error rolls back and is rethrown.
     public func transaction<T: Sendable>(_ body: @Sendable (isolated PQConnection) throws -> T) throws -> T {
+        defer { recordLeaseState() }
         try execute("BEGIN")
         do {
             let value = try body(self)
@@ -107,6 +139,7 @@ public actor PQConnection {
 
     /// Rolls back an open transaction, ignoring errors (the connection may be broken).
     public func rollbackQuietly() {
+        defer { recordLeaseState() }
         guard let handle, PQtransactionStatus(handle) != PQTRANS_IDLE else { return }
         if let result = PQexec(handle, "ROLLBACK") { PQclear(result) }
     }
@@ -116,6 +149,7 @@ public actor PQConnection {
     /// Executes one statement with its bound parameters and returns its rows.
     @discardableResult
     public func query(_ query: PQQuery) throws(PQError) -> PQResult {
+        defer { recordLeaseState() }
         let handle = try liveHandle()
         let name = try preparedName(for: query, handle: handle)
         let result = withParameterValues(query.binds) { values in
@@ -126,6 +160,7 @@ public actor PQConnection {
 
     /// Executes SQL text without parameters (several statements allowed; used for migrations).
     public func execute(_ sql: String) throws(PQError) {
+        defer { recordLeaseState() }
         let handle = try liveHandle()
         let result = PQexec(handle, sql)
         _ = try check(result, handle: handle)
@@ -144,34 +179,42 @@ public actor PQConnection {
         return PQstatus(handle) != CONNECTION_OK
     }
 
-    /// Checks, without a round trip, whether the server closed the connection while it was idle.
-    ///
-    /// A terminated backend sends an error and closes its socket; reading what is pending
-    /// reveals it. The pool calls this on checkout so a dropped connection is replaced
-    /// before anybody uses it.
-    public func checkIdleHealth() -> Bool {
-        guard let handle, PQstatus(handle) == CONNECTION_OK else { return false }
-        for _ in 0..<4 {
-            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, 0)
-            if ready <= 0 { break }
-            if PQconsumeInput(handle) == 0 { return false }
-            while let notice = PQnotifies(handle) { PQfreemem(notice) }
-        }
-        return PQstatus(handle) == CONNECTION_OK
-    }
-
     /// Closes the connection; later calls throw `.closed`.
     public func close() {
         if let handle { PQfinish(handle) }
         handle = nil
         prepared.removeAll()
+        recordLeaseState()
     }
 
     // MARK: Internals shared with the pipeline and LISTEN extensions
 
-    func liveHandle() throws(PQError) -> OpaquePointer {
+    /// The connection handle, reconnected first if the server dropped it while it was idle.
+    ///
+    /// A backend ended by `pg_terminate_backend`, a restart or an idle timeout sends an error
+    /// and closes its socket. Between transactions nothing is lost by reconnecting, so an
+    /// idle connection whose socket has something to say is checked and, if dead, reset
+    /// (`PQreset`) before it is used. Inside a transaction a dead connection is an error.
+    /// - Parameter reconnect: false for a LISTEN connection, whose subscriptions a reset would lose.
+    func liveHandle(reconnect: Bool = true) throws(PQError) -> OpaquePointer {
         guard let handle else { throw PQError(.closed, message: "the connection is closed") }
+        guard reconnect else { return handle }
+        guard PQtransactionStatus(handle) == PQTRANS_IDLE || PQstatus(handle) != CONNECTION_OK else { return handle }
+        var healthy = PQstatus(handle) == CONNECTION_OK
+        while healthy {
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 0) > 0 else { break }
+            if PQconsumeInput(handle) == 0 || PQstatus(handle) != CONNECTION_OK { healthy = false }
+        }
+        if !healthy {
+            prepared.removeAll()
+            PQreset(handle)
+            guard PQstatus(handle) == CONNECTION_OK else {
+                throw PQError(.connectionLost, message: String(cString: PQerrorMessage(handle)).trimmingTrailingNewlines())
+            }
+            modgud_silence_notices(handle)
+            backendPID = PQbackendPID(handle)
+        }
         return handle
     }
 

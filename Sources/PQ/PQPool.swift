@@ -1,10 +1,13 @@
+import Synchronization
+
 /// A bounded pool of connections with fair (first come, first served) waiting and a timeout.
 ///
-/// A connection is checked for a server-side drop when it leaves the pool and discarded
-/// when it comes back broken, so a backend killed by `pg_terminate_backend` or a restart
-/// is replaced transparently for the next caller. Leases never nest: a caller that needs
-/// two connections at once can deadlock a full pool, so don't.
-public actor PQPool {
+/// Leasing and returning take a mutex, not an actor hop: the only thread switch on the
+/// path of a statement is onto the connection's own thread. A connection that the server
+/// dropped while idle reconnects itself on its next use (see `PQConnection`); one that
+/// comes back broken is discarded and its slot reopened for the next caller. Leases
+/// never nest: a caller that needs two connections at once can deadlock a full pool.
+public final class PQPool: Sendable {
     /// Pool limits.
     public struct Options: Sendable {
         /// Most connections open at once.
@@ -18,19 +21,24 @@ public actor PQPool {
         }
     }
 
+    /// A caller waiting for a connection; resumed with one, or with nil meaning "open a new one".
     private struct Waiter {
         let id: Int
-        let continuation: CheckedContinuation<PQConnection, any Error>
+        let continuation: CheckedContinuation<PQConnection?, any Error>
+    }
+
+    private struct State {
+        var idle: [PQConnection] = []
+        var open = 0
+        var waiters: [Waiter] = []
+        var nextWaiterID = 0
+        var closed = false
     }
 
     /// The server this pool connects to.
-    public nonisolated let configuration: PQConfiguration
-    public nonisolated let options: Options
-    private var idle: [PQConnection] = []
-    private var openCount = 0
-    private var waiters: [Waiter] = []
-    private var nextWaiterID = 0
-    private var isClosed = false
+    public let configuration: PQConfiguration
+    public let options: Options
+    private let state = Mutex(State())
 
     public init(configuration: PQConfiguration, options: Options = Options()) {
         self.configuration = configuration
@@ -38,9 +46,7 @@ public actor PQPool {
     }
 
     /// Leases a connection for the duration of `body` and returns it to the pool afterwards.
-    public nonisolated func withConnection<T: Sendable>(
-        _ body: (PQConnection) async throws -> T
-    ) async throws -> T {
+    public func withConnection<T: Sendable>(_ body: (PQConnection) async throws -> T) async throws -> T {
         let connection = try await acquire()
         do {
             let value = try await body(connection)
@@ -54,108 +60,123 @@ public actor PQPool {
 
     /// Runs one statement on a pooled connection.
     @discardableResult
-    public nonisolated func query(_ query: PQQuery) async throws -> PQResult {
+    public func query(_ query: PQQuery) async throws -> PQResult {
         try await withConnection { connection in try await connection.query(query) }
     }
 
     /// Runs `body` in a transaction on a pooled connection.
-    public nonisolated func transaction<T: Sendable>(
-        _ body: @Sendable (isolated PQConnection) throws -> T
-    ) async throws -> T {
+    public func transaction<T: Sendable>(_ body: @Sendable (isolated PQConnection) throws -> T) async throws -> T {
         try await withConnection { connection in try await connection.transaction(body) }
     }
 
     /// Counts for monitoring: open connections, idle ones, callers waiting.
     public var statistics: (open: Int, idle: Int, waiting: Int) {
-        (openCount, idle.count, waiters.count)
+        state.withLock { ($0.open, $0.idle.count, $0.waiters.count) }
     }
 
     /// Closes idle connections and refuses new leases; leased ones close when returned.
     public func close() async {
-        isClosed = true
-        let closing = idle
-        idle.removeAll()
-        openCount -= closing.count
-        for connection in closing { await connection.close() }
-        let pending = waiters
-        waiters.removeAll()
-        for waiter in pending {
+        let (closing, waiting) = state.withLock { state in
+            state.closed = true
+            let closing = state.idle
+            state.open -= closing.count
+            state.idle.removeAll()
+            let waiting = state.waiters
+            state.waiters.removeAll()
+            return (closing, waiting)
+        }
+        for waiter in waiting {
             waiter.continuation.resume(throwing: PQError(.closed, message: "the pool was closed"))
         }
+        for connection in closing { await connection.close() }
     }
 
     // MARK: Leasing
 
+    private enum Decision {
+        case use(PQConnection)
+        case open
+        case wait(Int)
+        case closed
+    }
+
     func acquire() async throws -> PQConnection {
-        guard !isClosed else { throw PQError(.closed, message: "the pool is closed") }
-        while let candidate = idle.popLast() {
-            if await candidate.checkIdleHealth() { return candidate }
-            openCount -= 1
-            await candidate.close()
-        }
-        if openCount < options.maxConnections {
-            openCount += 1
-            do {
-                return try await PQConnection.connect(configuration)
-            } catch {
-                openCount -= 1
-                throw error
-            }
-        }
-        let id = nextWaiterID
-        nextWaiterID += 1
+        // Fast path: an idle connection, no suspension.
+        if let idle = state.withLock({ $0.closed ? nil : $0.idle.popLast() }) { return idle }
         let timeout = options.acquireTimeout
-        return try await withCheckedThrowingContinuation { continuation in
-            waiters.append(Waiter(id: id, continuation: continuation))
-            Task { [weak self] in
-                try? await Task.sleep(for: timeout)
-                await self?.expireWaiter(id)
+        let leased: PQConnection? = try await withCheckedThrowingContinuation { continuation in
+            let decision = state.withLock { state -> Decision in
+                if state.closed { return .closed }
+                if let idle = state.idle.popLast() { return .use(idle) }
+                if state.open < options.maxConnections {
+                    state.open += 1
+                    return .open
+                }
+                let id = state.nextWaiterID
+                state.nextWaiterID += 1
+                state.waiters.append(Waiter(id: id, continuation: continuation))
+                return .wait(id)
             }
+            switch decision {
+            case .use(let connection): continuation.resume(returning: connection)
+            case .open: continuation.resume(returning: nil)
+            case .closed: continuation.resume(throwing: PQError(.closed, message: "the pool is closed"))
+            case .wait(let id):
+                Task { [weak self] in
+                    try? await Task.sleep(for: timeout)
+                    self?.expireWaiter(id)
+                }
+            }
+        }
+        if let leased { return leased }
+        do {
+            return try await PQConnection.connect(configuration)
+        } catch {
+            slotFreed()
+            throw error
         }
     }
 
     private func expireWaiter(_ id: Int) {
-        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
-        let waiter = waiters.remove(at: index)
-        waiter.continuation.resume(
+        let expired = state.withLock { state -> Waiter? in
+            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.waiters.remove(at: index)
+        }
+        expired?.continuation.resume(
             throwing: PQError(.poolTimeout, message: "no database connection became free within \(options.acquireTimeout)"))
     }
 
     func release(_ connection: PQConnection) async {
-        if await connection.isBroken || isClosed {
-            openCount -= 1
+        var status = connection.stateAfterLastOperation
+        if status == .inTransaction {
+            await connection.rollbackQuietly()
+            status = connection.stateAfterLastOperation
+        }
+        if status == .broken {
             await connection.close()
-            replaceForWaiter()
+            slotFreed()
             return
         }
-        if await connection.isInTransaction {
-            await connection.rollbackQuietly()
-        }
-        if !waiters.isEmpty {
-            let waiter = waiters.removeFirst()
-            waiter.continuation.resume(returning: connection)
-        } else {
-            idle.append(connection)
-        }
-    }
-
-    /// A connection was discarded: open a fresh one for the longest waiter, if any.
-    private func replaceForWaiter() {
-        guard !waiters.isEmpty, openCount < options.maxConnections, !isClosed else { return }
-        let waiter = waiters.removeFirst()
-        openCount += 1
-        let configuration = self.configuration
-        Task {
-            do {
-                waiter.continuation.resume(returning: try await PQConnection.connect(configuration))
-            } catch {
-                self.connectFailed()
-                waiter.continuation.resume(throwing: error)
+        let (waiter, discard) = state.withLock { state -> (Waiter?, Bool) in
+            if state.closed {
+                state.open -= 1
+                return (nil, true)
             }
+            if !state.waiters.isEmpty { return (state.waiters.removeFirst(), false) }
+            state.idle.append(connection)
+            return (nil, false)
         }
+        if discard { await connection.close() }
+        waiter?.continuation.resume(returning: connection)
     }
 
-    private func connectFailed() {
-        openCount -= 1
+    /// A slot was given up: let the longest waiter open a fresh connection in it.
+    private func slotFreed() {
+        let waiter = state.withLock { state -> Waiter? in
+            if !state.waiters.isEmpty && !state.closed { return state.waiters.removeFirst() }
+            state.open -= 1
+            return nil
+        }
+        waiter?.continuation.resume(returning: nil)
     }
 }

@@ -71,6 +71,18 @@ final class RebuildTests: XCTestCase {
         XCTAssertEqual(indexes, 1, "the primary key came along with the new table")
     }
 
+    func testFoldingProjectionRebuildsToWhatTheDaemonBuilt() async throws {
+        try await appendMixed(250)
+        let statistics = LogStatisticsProjection()
+        let daemon = ProjectionDaemon(pool: database.pool, projections: [statistics], batchSize: 33)
+        try await daemon.catchUp()
+        let continuous = try await snapshot("SELECT realm, type, events FROM log_statistics ORDER BY 1, 2")
+        XCTAssertEqual(continuous, ["default|test.counted|200", "default|test.noted|50"])
+        _ = try await ProjectionRebuilder(pool: database.pool, batchSize: 7).rebuild(statistics)
+        let rebuilt = try await snapshot("SELECT realm, type, events FROM log_statistics ORDER BY 1, 2")
+        XCTAssertEqual(rebuilt, continuous)
+    }
+
     func testInlineRebuildWhileAppendsContinueMatchesTheLog() async throws {
         try await appendMixed(100)
         let store = self.store!

@@ -1,0 +1,8 @@
+import ArgumentParser
+
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Benchmarks that print numbers (build with -c release).",
+        subcommands: [EventStoreBenchCommand.self])
+}

@@ -1,0 +1,66 @@
+import ArgumentParser
+import EventSourcing
+import EventStorePostgres
+import FoundationEssentials
+
+struct EventsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "events",
+        abstract: "Read the event log.",
+        subcommands: [Replay.self])
+
+    struct Replay: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stream the log as JSON lines on standard output, in log order.",
+            discussion: """
+                Each line: {"cursor","position","stream","streamType","realm","version","type","revision",\
+                "recordedAt","metadata","payload"}. Pass a line's cursor to --after to continue from it.
+                Events behind a still-open write transaction are not shown until it ends (the log is read gap-safely).
+                """)
+
+        @OptionGroup var database: DatabaseOptions
+        @Option(help: "Only this stream id.") var stream: String?
+        @Option(help: "Only this event type (repeatable).") var type: [String] = []
+        @Option(help: "Only this realm.") var realm: String?
+        @Option(help: "Start after this cursor (TRANSACTION:POSITION, from a previous line).") var after: String?
+        @Option(help: "Stop after this many events.") var limit: Int?
+
+        func validate() throws {
+            if let after, LogCursor(after) == nil {
+                throw ValidationError("--after must look like 1234:56 (transaction id:position)")
+            }
+            if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
+        }
+
+        func run() async throws {
+            let pool = database.makePool(maxConnections: 1)
+            let store = PostgresEventStore(pool: pool)
+            let filter = LogFilter(realm: realm, streamID: stream, types: type.isEmpty ? nil : Set(type))
+            var cursor = after.flatMap(LogCursor.init) ?? .start
+            var remaining = limit ?? Int.max
+            while remaining > 0 {
+                let batch = try await store.readAll(after: cursor, limit: min(1000, remaining), filter: filter)
+                guard let last = batch.last else { break }
+                var output = ""
+                for event in batch { output += event.jsonLine + "\n" }
+                print(output, terminator: "")
+                cursor = last.cursor
+                remaining -= batch.count
+            }
+            await pool.close()
+        }
+    }
+}
+
+extension RecordedEvent {
+    /// One JSON object on one line; the payload is embedded as stored.
+    var jsonLine: String {
+        let recorded = recordedAt.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        let envelope = self.envelope
+        return "{\"cursor\":\"\(cursor)\",\"position\":\(position),\"stream\":\(JSONText.quote(envelope.stream.id)),"
+            + "\"streamType\":\(JSONText.quote(envelope.stream.type)),\"realm\":\(JSONText.quote(envelope.stream.realm)),"
+            + "\"version\":\(envelope.streamVersion),\"type\":\(JSONText.quote(envelope.type)),\"revision\":\(envelope.revision),"
+            + "\"recordedAt\":\"\(recorded)\",\"metadata\":\(envelope.metadata.jsonText),"
+            + "\"payload\":\(String(decoding: envelope.payload, as: UTF8.self))}"
+    }
+}

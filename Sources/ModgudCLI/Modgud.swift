@@ -1,0 +1,17 @@
+import ArgumentParser
+
+/// `modgud`: the one executable of Modgud for Swift.
+@main
+struct Modgud: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "modgud",
+        abstract: "Modgud for Swift: passwordless sign-in tokens for native apps.",
+        subcommands: [
+            DevCommand.self,
+            MigrateCommand.self,
+            EventsCommand.self,
+            ProjectionsCommand.self,
+            BenchCommand.self,
+        ]
+    )
+}
