@@ -66,6 +66,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "PQTests", dependencies: ["PQ", "PostgresTestSupport"], swiftSettings: strict),
+        .testTarget(name: "EmbeddedPostgresTests", dependencies: ["EmbeddedPostgres", "PQ"], swiftSettings: strict),
         .testTarget(name: "EventSourcingTests", dependencies: ["EventSourcing"], swiftSettings: strict),
         .testTarget(
             name: "EventStorePostgresTests",
