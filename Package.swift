@@ -13,10 +13,15 @@ let package = Package(
         .executable(name: "modgud", targets: ["ModgudCLI"]),
         .library(name: "EventSourcing", targets: ["EventSourcing"]),
         .library(name: "PQ", targets: ["PQ"]),
+        .library(name: "CBOR", targets: ["CBOR"]),
+        .library(name: "WebAuthn", targets: ["WebAuthn"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         // libpq, found through pkg-config (Debian/Ubuntu: libpq-dev; macOS: brew libpq).
@@ -36,6 +41,30 @@ let package = Package(
             resources: [
                 .embedInCode("0001_event_store.sql"),
                 .embedInCode("0002_log_statistics.sql"),
+            ],
+            swiftSettings: strict
+        ),
+        // Strict CTAP2 canonical CBOR: decoder with limits, canonical encoder.
+        .target(name: "CBOR", swiftSettings: strict),
+        // WebAuthn relying-party verification: no HTTP, storage or OAuth inside.
+        .target(
+            name: "WebAuthn",
+            dependencies: [
+                "CBOR",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: strict
+        ),
+        // A software authenticator producing real attestations and assertions (test support).
+        .target(
+            name: "WebAuthnTesting",
+            dependencies: [
+                "WebAuthn", "CBOR",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),
@@ -66,6 +95,12 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "PQTests", dependencies: ["PQ", "PostgresTestSupport"], swiftSettings: strict),
+        .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: strict),
+        .testTarget(
+            name: "WebAuthnTests",
+            dependencies: ["WebAuthn", "WebAuthnTesting", "CBOR", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
         .testTarget(name: "EmbeddedPostgresTests", dependencies: ["EmbeddedPostgres", "PQ"], swiftSettings: strict),
         .testTarget(name: "EventSourcingTests", dependencies: ["EventSourcing"], swiftSettings: strict),
         .testTarget(

@@ -1,0 +1,98 @@
+import SwiftASN1
+import X509
+
+/// `android-key` (WebAuthn section 8.4): a key in Android's hardware-backed keystore, whose
+/// attestation certificate describes the key (the KeyDescription extension).
+public struct AndroidKeyAttestation: AttestationFormat {
+    public let identifier = "android-key"
+    public init() {}
+
+    /// 1.3.6.1.4.1.11129.2.1.17
+    static let keyDescription: ASN1ObjectIdentifier = [1, 3, 6, 1, 4, 1, 11129, 2, 1, 17]
+    /// KM_ORIGIN_GENERATED: the key was generated in the keystore.
+    static let originGenerated: Int64 = 0
+    /// KM_PURPOSE_SIGN.
+    static let purposeSign: Int64 = 2
+
+    public func verify(_ input: AttestationInput) throws(WebAuthnError) -> AttestationResult {
+        guard let alg = input.statement[text: "alg"]?.intValue, let sig = input.statement[text: "sig"]?.bytesValue else {
+            throw .attestationInvalid(format: identifier, reason: "attStmt needs alg and sig")
+        }
+        let chain = try AttestationCertificates.chain(input.statement[text: "x5c"], format: identifier)
+        let leaf = chain[0]
+        // §8.4 step 2: sig over authenticatorData || clientDataHash by the leaf's key.
+        guard AttestationCertificates.verify(sig, over: input.signedData, with: leaf.publicKey, algorithm: alg) else {
+            throw .attestationInvalid(format: identifier, reason: "sig does not verify with the attestation certificate")
+        }
+        // §8.4 step 3: the leaf's key is the credential key.
+        guard AttestationCertificates.sameKey(leaf, input.credential.publicKey) else {
+            throw .attestationInvalid(format: identifier, reason: "the credential key is not the certificate's key")
+        }
+        // §8.4 step 4: the extension's attestationChallenge is clientDataHash; allApplications
+        // absent; origin KM_ORIGIN_GENERATED and purpose KM_PURPOSE_SIGN (union of both lists).
+        guard let value = AttestationCertificates.extensionValue(leaf, oid: Self.keyDescription),
+            let description = KeyDescription(der: Array(value))
+        else {
+            throw .attestationInvalid(format: identifier, reason: "the key description extension is missing or malformed")
+        }
+        guard description.attestationChallenge == input.clientDataHash else {
+            throw .attestationInvalid(format: identifier, reason: "attestationChallenge is not the client data hash")
+        }
+        guard !description.allApplications else {
+            throw .attestationInvalid(format: identifier, reason: "the key is not scoped to the RP (allApplications)")
+        }
+        guard description.origins.contains(Self.originGenerated) else {
+            throw .attestationInvalid(format: identifier, reason: "the key was not generated in the keystore (origin)")
+        }
+        guard description.purposes.contains(Self.purposeSign) else {
+            throw .attestationInvalid(format: identifier, reason: "the key's purpose is not signing")
+        }
+        let anchored = try AttestationCertificates.validate(chain, policy: input.policy, format: identifier)
+        return AttestationResult(type: .basic, trustPath: chain, anchored: anchored)
+    }
+
+    /// The parts of Android's KeyDescription this check needs.
+    struct KeyDescription {
+        var attestationChallenge: [UInt8] = []
+        var allApplications = false
+        var origins: Set<Int64> = []
+        var purposes: Set<Int64> = []
+
+        /// KeyDescription ::= SEQUENCE { attestationVersion, attestationSecurityLevel, keymasterVersion,
+        /// keymasterSecurityLevel, attestationChallenge OCTET STRING, uniqueId, softwareEnforced, teeEnforced }
+        init?(der: [UInt8]) {
+            guard let root = try? DER.parse(der), case .constructed(let fields) = root.content else { return nil }
+            let elements = Array(fields)
+            guard elements.count >= 8, case .primitive(let challenge) = elements[4].content else { return nil }
+            attestationChallenge = Array(challenge)
+            for list in elements[6...7] {
+                guard case .constructed(let entries) = list.content else { return nil }
+                for entry in entries where entry.identifier.tagClass == .contextSpecific {
+                    guard case .constructed(let wrapped) = entry.content, let inner = wrapped.first(where: { _ in true }) else {
+                        continue
+                    }
+                    switch entry.identifier.tagNumber {
+                    case 1:  // purpose [1] EXPLICIT SET OF INTEGER
+                        guard case .constructed(let values) = inner.content else { return nil }
+                        for value in values { if let number = Self.integer(value) { purposes.insert(number) } }
+                    case 702:  // origin [702] EXPLICIT INTEGER
+                        if let number = Self.integer(inner) { origins.insert(number) }
+                    case 600:  // allApplications [600] EXPLICIT NULL
+                        allApplications = true
+                    default:
+                        continue
+                    }
+                }
+            }
+        }
+
+        static func integer(_ node: ASN1Node) -> Int64? {
+            guard node.identifier == .integer, case .primitive(let bytes) = node.content, !bytes.isEmpty, bytes.count <= 8 else {
+                return nil
+            }
+            var value: Int64 = bytes.first! & 0x80 != 0 ? -1 : 0
+            for byte in bytes { value = value << 8 | Int64(byte) }
+            return value
+        }
+    }
+}
