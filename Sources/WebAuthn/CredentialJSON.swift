@@ -1,8 +1,8 @@
 import Foundation
 
 /// A registration as the client sends it: PublicKeyCredential.toJSON() of create() (WebAuthn L3 section 5.1.8).
-public struct RegistrationCredential: Sendable, Decodable {
-    public struct Response: Sendable, Decodable {
+public struct RegistrationCredential: Sendable, Codable {
+    public struct Response: Sendable, Codable {
         public var clientDataJSON: String
         public var attestationObject: String
         public var transports: [String]?
@@ -41,8 +41,8 @@ public struct RegistrationCredential: Sendable, Decodable {
 }
 
 /// A sign-in as the client sends it: PublicKeyCredential.toJSON() of get().
-public struct AssertionCredential: Sendable, Decodable {
-    public struct Response: Sendable, Decodable {
+public struct AssertionCredential: Sendable, Codable {
+    public struct Response: Sendable, Codable {
         public var clientDataJSON: String
         public var authenticatorData: String
         public var signature: String

@@ -102,7 +102,7 @@ final class VectorTests: XCTestCase {
                 "new_sign_count": Int(verdict.newSignCount), "user_verified": verdict.userVerified, "backed_up": verdict.backedUp,
             ])
         } catch {
-            return .failure(error as! WebAuthnError)
+            return .failure(error)
         }
     }
 

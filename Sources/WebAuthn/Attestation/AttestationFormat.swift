@@ -10,6 +10,17 @@ public struct AttestationInput: Sendable {
     public let clientDataHash: [UInt8]
     public let policy: VerificationPolicy
 
+    public init(
+        statement: CBOR, authenticatorData: AuthenticatorData, credential: AuthenticatorData.AttestedCredential, clientDataHash: [UInt8],
+        policy: VerificationPolicy
+    ) {
+        self.statement = statement
+        self.authenticatorData = authenticatorData
+        self.credential = credential
+        self.clientDataHash = clientDataHash
+        self.policy = policy
+    }
+
     /// authenticatorData || clientDataHash: what most formats sign.
     public var signedData: [UInt8] { authenticatorData.raw + clientDataHash }
 }
