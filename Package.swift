@@ -82,7 +82,10 @@ let package = Package(
         .executableTarget(
             name: "ModgudCLI",
             dependencies: [
-                "PQ", "EventSourcing", "EventStorePostgres", "EmbeddedPostgres", "ModgudSchema",
+                "PQ", "EventSourcing", "EventStorePostgres", "EmbeddedPostgres", "ModgudSchema", "WebAuthn",
+                // For `modgud bench webauthn` only: it signs with the software authenticator.
+                "WebAuthnTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
