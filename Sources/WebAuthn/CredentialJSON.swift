@@ -1,7 +1,7 @@
 import Foundation
 
 /// A registration as the client sends it: PublicKeyCredential.toJSON() of create() (WebAuthn L3 section 5.1.8).
-public struct RegistrationCredential: Sendable, Codable {
+public struct RegistrationCredential: ClientCredentialJSON {
     public struct Response: Sendable, Codable {
         public var clientDataJSON: String
         public var attestationObject: String
@@ -28,20 +28,10 @@ public struct RegistrationCredential: Sendable, Codable {
         self.type = type
         self.response = response
     }
-
-    /// Parses the JSON a client sent.
-    /// - Throws: `WebAuthnError.malformedCredential`.
-    public init(json: [UInt8]) throws(WebAuthnError) {
-        do {
-            self = try JSONDecoder().decode(Self.self, from: Data(json))
-        } catch {
-            throw .malformedCredential(CredentialJSONError.describe(error))
-        }
-    }
 }
 
 /// A sign-in as the client sends it: PublicKeyCredential.toJSON() of get().
-public struct AssertionCredential: Sendable, Codable {
+public struct AssertionCredential: ClientCredentialJSON {
     public struct Response: Sendable, Codable {
         public var clientDataJSON: String
         public var authenticatorData: String
@@ -67,9 +57,14 @@ public struct AssertionCredential: Sendable, Codable {
         self.type = type
         self.response = response
     }
+}
 
+/// A credential in the JSON form clients send (PublicKeyCredential.toJSON()).
+public protocol ClientCredentialJSON: Sendable, Codable {}
+
+extension ClientCredentialJSON {
     /// Parses the JSON a client sent.
-    /// - Throws: `WebAuthnError.malformedCredential`.
+    /// - Throws: `WebAuthnError.malformedCredential` naming the missing or mistyped member.
     public init(json: [UInt8]) throws(WebAuthnError) {
         do {
             self = try JSONDecoder().decode(Self.self, from: Data(json))

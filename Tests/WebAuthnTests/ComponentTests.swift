@@ -102,6 +102,16 @@ final class ClientDataAndOriginTests: XCTestCase {
         }
     }
 
+    func testCredentialJSONNamesWhatIsMissingOrMistyped() {
+        XCTAssertThrowsWebAuthn(.malformedCredential("member response is missing")) {
+            _ = try AssertionCredential(json: Array(#"{"id":"AA","rawId":"AA","type":"public-key"}"#.utf8))
+        }
+        XCTAssertThrowsWebAuthn(.malformedCredential("member id has the wrong type")) {
+            _ = try RegistrationCredential(json: Array(#"{"id":1,"rawId":"AA","type":"public-key","response":{}}"#.utf8))
+        }
+        XCTAssertThrowsWebAuthn(.malformedCredential("not a JSON object")) { _ = try AssertionCredential(json: Array("{".utf8)) }
+    }
+
     func testOriginPolicyAcceptsTheRPIDAndItsSubdomainsOverHTTPSOnly() {
         let policy = OriginPolicy.rpID("example.com", plus: ["android:apk-key-hash:abc"])
         for good in ["https://example.com", "https://login.example.com", "https://a.b.example.com", "android:apk-key-hash:abc"] {
