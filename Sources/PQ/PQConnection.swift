@@ -200,13 +200,12 @@ public actor PQConnection {
         guard let handle else { throw PQError(.closed, message: "the connection is closed") }
         guard reconnect else { return handle }
         guard PQtransactionStatus(handle) == PQTRANS_IDLE || PQstatus(handle) != CONNECTION_OK else { return handle }
-        var healthy = PQstatus(handle) == CONNECTION_OK
-        while healthy {
-            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, 0) > 0 else { break }
-            if PQconsumeInput(handle) == 0 || PQstatus(handle) != CONNECTION_OK { healthy = false }
-        }
-        if !healthy {
+        // An idle connection that is not listening should receive nothing. Input here is the
+        // server's goodbye (a FATAL error, then the socket closing a moment later), so the
+        // connection is reset as soon as anything arrives, without waiting for the close.
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        let hasInput = poll(&descriptor, 1, 0) > 0
+        if hasInput || PQstatus(handle) != CONNECTION_OK {
             prepared.removeAll()
             PQreset(handle)
             guard PQstatus(handle) == CONNECTION_OK else {
