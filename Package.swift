@@ -44,6 +44,8 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The pure domain: aggregates with decide/evolve, events, validation. No I/O.
+        .target(name: "ModgudDomain", dependencies: ["EventSourcing"], swiftSettings: strict),
         // Strict CTAP2 canonical CBOR: decoder with limits, canonical encoder.
         .target(name: "CBOR", swiftSettings: strict),
         // WebAuthn relying-party verification: no HTTP, storage or OAuth inside.
@@ -98,6 +100,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "PQTests", dependencies: ["PQ", "PostgresTestSupport"], swiftSettings: strict),
+        .testTarget(name: "ModgudDomainTests", dependencies: ["ModgudDomain", "EventSourcing"], swiftSettings: strict),
         .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: strict),
         .testTarget(
             name: "WebAuthnTests",

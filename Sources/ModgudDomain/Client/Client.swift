@@ -1,0 +1,80 @@
+import Foundation
+
+/// An OAuth client of a realm.
+public enum Client: Aggregate {
+    public static let streamType = "client"
+
+    public struct State: Sendable, Equatable {
+        public var id: String?
+        public var settings: ClientSettings?
+        public var secretHash: String?
+        public var enabled = true
+
+        public var exists: Bool { id != nil }
+    }
+
+    public enum Command: Sendable {
+        /// `secretHash` is required for confidential clients and refused for public ones.
+        case register(id: String, settings: ClientSettings, secretHash: String?)
+        case update(ClientSettings)
+        case disable
+        case enable
+        case rotateSecret(secretHash: String)
+    }
+
+    public static let initialState = State()
+
+    public static func decide(_ command: Command, state: State, now: Date) throws(DomainError) -> [ClientEvent] {
+        switch command {
+        case .register(let id, let settings, let secretHash):
+            guard !state.exists else { throw DomainError("Client.AlreadyExists", "Client \(id) already exists.") }
+            guard (1...128).contains(id.count), id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+                throw DomainError("Client.InvalidID", "A client id is 1 to 128 letters, digits, '-', '_' or '.'.")
+            }
+            try settings.validate()
+            try checkSecret(type: settings.type, secretHash: secretHash)
+            return [.registered(ClientRegistered(clientID: id, settings: settings, secretHash: secretHash))]
+        case .update(let settings):
+            guard let current = state.settings else { throw DomainError("Client.NotFound", "No such client.") }
+            try settings.validate()
+            guard settings.type == current.type else {
+                throw DomainError("Client.TypeChange", "A client's type cannot change; register a new client.")
+            }
+            guard settings != current else { return [] }
+            return [.updated(ClientUpdated(settings: settings, previousRPID: current.rpID))]
+        case .disable:
+            guard state.exists else { throw DomainError("Client.NotFound", "No such client.") }
+            return state.enabled ? [.disabled(ClientDisabled())] : []
+        case .enable:
+            guard state.exists else { throw DomainError("Client.NotFound", "No such client.") }
+            return state.enabled ? [] : [.enabled(ClientEnabled())]
+        case .rotateSecret(let secretHash):
+            guard let settings = state.settings else { throw DomainError("Client.NotFound", "No such client.") }
+            try checkSecret(type: settings.type, secretHash: secretHash)
+            return [.secretRotated(ClientSecretRotated(secretHash: secretHash))]
+        }
+    }
+
+    private static func checkSecret(type: ClientType, secretHash: String?) throws(DomainError) {
+        switch (type, secretHash) {
+        case (.confidential, nil): throw DomainError("Client.SecretRequired", "A confidential client needs a secret.")
+        case (.public, .some): throw DomainError("Client.PublicSecret", "A public client has no secret.")
+        default: return
+        }
+    }
+
+    public static func evolve(_ state: State, _ event: ClientEvent) -> State {
+        var next = state
+        switch event {
+        case .registered(let registered):
+            next.id = registered.clientID
+            next.settings = registered.settings
+            next.secretHash = registered.secretHash
+        case .updated(let updated): next.settings = updated.settings
+        case .disabled: next.enabled = false
+        case .enabled: next.enabled = true
+        case .secretRotated(let rotated): next.secretHash = rotated.secretHash
+        }
+        return next
+    }
+}

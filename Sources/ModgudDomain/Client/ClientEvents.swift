@@ -1,0 +1,90 @@
+import EventSourcing
+
+/// client.registered. `secretHash` is the hash of the secret (never the secret).
+public struct ClientRegistered: DomainEvent, Equatable {
+    public static let eventType = "client.registered"
+    public var clientID: String
+    public var settings: ClientSettings
+    public var secretHash: String?
+
+    public init(clientID: String, settings: ClientSettings, secretHash: String? = nil) {
+        self.clientID = clientID
+        self.settings = settings
+        self.secretHash = secretHash
+    }
+}
+
+/// client.updated: the complete settings after the change, and the RP-ID before it (so that
+/// passkeys enrolled under the old RP-ID can be flagged).
+public struct ClientUpdated: DomainEvent, Equatable {
+    public static let eventType = "client.updated"
+    public var settings: ClientSettings
+    public var previousRPID: String?
+
+    public init(settings: ClientSettings, previousRPID: String? = nil) {
+        self.settings = settings
+        self.previousRPID = previousRPID
+    }
+}
+
+/// client.disabled
+public struct ClientDisabled: DomainEvent, Equatable {
+    public static let eventType = "client.disabled"
+
+    public init() {}
+}
+
+/// client.enabled
+public struct ClientEnabled: DomainEvent, Equatable {
+    public static let eventType = "client.enabled"
+
+    public init() {}
+}
+
+/// client.secret_rotated (hash only).
+public struct ClientSecretRotated: DomainEvent, Equatable {
+    public static let eventType = "client.secret_rotated"
+    public var secretHash: String
+
+    public init(secretHash: String) {
+        self.secretHash = secretHash
+    }
+}
+
+/// The events of a client.
+public enum ClientEvent: AggregateEvent, Equatable {
+    case registered(ClientRegistered)
+    case updated(ClientUpdated)
+    case disabled(ClientDisabled)
+    case enabled(ClientEnabled)
+    case secretRotated(ClientSecretRotated)
+
+    public func newEvent() throws -> NewEvent {
+        switch self {
+        case .registered(let event): return try NewEvent(event)
+        case .updated(let event): return try NewEvent(event)
+        case .disabled(let event): return try NewEvent(event)
+        case .enabled(let event): return try NewEvent(event)
+        case .secretRotated(let event): return try NewEvent(event)
+        }
+    }
+
+    public init(decoding envelope: EventEnvelope, registry: EventTypeRegistry) throws {
+        switch try registry.decode(envelope) {
+        case let event as ClientRegistered: self = .registered(event)
+        case let event as ClientUpdated: self = .updated(event)
+        case let event as ClientDisabled: self = .disabled(event)
+        case let event as ClientEnabled: self = .enabled(event)
+        case let event as ClientSecretRotated: self = .secretRotated(event)
+        default: throw ForeignEventError(type: envelope.type, aggregate: "client")
+        }
+    }
+
+    static func register(in registry: inout EventTypeRegistry) {
+        registry.register(ClientRegistered.self)
+        registry.register(ClientUpdated.self)
+        registry.register(ClientDisabled.self)
+        registry.register(ClientEnabled.self)
+        registry.register(ClientSecretRotated.self)
+    }
+}

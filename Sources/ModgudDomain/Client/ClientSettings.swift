@@ -1,0 +1,85 @@
+/// The grant types a client may hold (SPEC.md sections 0 and 1).
+public enum GrantType: String, Codable, Hashable, Sendable, CaseIterable, Comparable {
+    case otp = "urn:cocoar:otp"
+    case magic = "urn:cocoar:magic"
+    case passkey = "urn:cocoar:passkey"
+    case refreshToken = "refresh_token"
+    case clientCredentials = "client_credentials"
+
+    /// The three native passwordless grants.
+    public static let native: Set<GrantType> = [.otp, .magic, .passkey]
+
+    /// Whether the grant signs a user in (as opposed to a service).
+    public var isUserGrant: Bool { self != .clientCredentials }
+
+    public static func < (lhs: GrantType, rhs: GrantType) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// Public clients cannot keep a secret; confidential ones authenticate with one.
+public enum ClientType: String, Codable, Hashable, Sendable {
+    case `public` = "public"
+    case confidential = "confidential"
+}
+
+/// How a client's access tokens look (DESIGN.md section 4).
+public enum AccessTokenFormat: String, Codable, Hashable, Sendable {
+    /// Opaque, 256-bit random, stored hashed, revocable at once; resource servers introspect.
+    case reference
+    /// A signed JWT resource servers verify with the JWKS.
+    case jwt
+}
+
+/// What an administrator sets on a client.
+public struct ClientSettings: Codable, Hashable, Sendable {
+    public var type: ClientType
+    public var displayName: String
+    public var grants: Set<GrantType>
+    public var allowedScopes: Set<String>
+    /// Audiences (RFC 8707 resources) tokens may be narrowed to, besides the client itself.
+    public var audiences: Set<String>
+    /// WebAuthn RP-ID for passkeys; nil falls back to the realm's primary domain.
+    public var rpID: String?
+    /// Android app origins (`android:apk-key-hash:…`) accepted per RP-ID.
+    public var androidOrigins: Set<String>
+    public var accessTokenFormat: AccessTokenFormat
+
+    public init(
+        type: ClientType, displayName: String = "", grants: Set<GrantType>, allowedScopes: Set<String>, audiences: Set<String> = [],
+        rpID: String? = nil, androidOrigins: Set<String> = [], accessTokenFormat: AccessTokenFormat = .reference
+    ) {
+        self.type = type
+        self.displayName = displayName
+        self.grants = grants
+        self.allowedScopes = allowedScopes
+        self.audiences = audiences
+        self.rpID = rpID
+        self.androidOrigins = androidOrigins
+        self.accessTokenFormat = accessTokenFormat
+    }
+
+    /// Strict grant separation and the other rules of SPEC.md sections 0 and 1.
+    public func validate() throws(DomainError) {
+        guard !grants.isEmpty else { throw DomainError("Client.GrantsRequired", "A client needs at least one grant.") }
+        if grants.contains(.clientCredentials) {
+            guard grants == [.clientCredentials] else {
+                throw DomainError(
+                    "Client.MixedGrants", "A client holds either user grants or client_credentials, never both (strict grant separation).")
+            }
+            guard type == .confidential else {
+                throw DomainError("Client.PublicServiceClient", "client_credentials needs a confidential client.")
+            }
+        }
+        if grants == [.refreshToken] {
+            throw DomainError("Client.RefreshOnly", "refresh_token needs a grant that signs the user in.")
+        }
+        for scope in allowedScopes where scope.isEmpty || scope.contains(where: { $0 == " " || $0 == "\"" || $0 == "\\" }) {
+            throw DomainError("Client.InvalidScope", "Scope '\(scope)' is not a scope token (RFC 6749 section 3.3).")
+        }
+        if let rpID, !RealmSettings.isValidHost(rpID) {
+            throw DomainError("Client.InvalidRpId", "\(rpID) is not a domain name.")
+        }
+        for origin in androidOrigins where !origin.hasPrefix("android:apk-key-hash:") || origin.count <= "android:apk-key-hash:".count {
+            throw DomainError("Client.InvalidAndroidOrigin", "Android origins look like android:apk-key-hash:<base64url>.")
+        }
+    }
+}

@@ -1,0 +1,13 @@
+import EventSourcing
+
+/// The event-type registry of the product, built once at start-up (STYLE.md habit 6).
+public enum ModgudEvents {
+    public static let registry: EventTypeRegistry = {
+        var registry = EventTypeRegistry()
+        RealmEvent.register(in: &registry)
+        ClientEvent.register(in: &registry)
+        UserEvent.register(in: &registry)
+        TokenFamilyEvent.register(in: &registry)
+        return registry
+    }()
+}

@@ -1,0 +1,132 @@
+/// Everything an administrator sets on a realm (SPEC.md section 1).
+public struct RealmSettings: Codable, Hashable, Sendable {
+    /// Hosts whose requests belong to this realm (lower case, no port).
+    public var hosts: [String]
+    public var displayName: String
+    /// Passkey RP-ID fallback when a client has none.
+    public var primaryDomain: String?
+    /// Base of magic links (`https://login.example.com`).
+    public var publicBaseURL: String?
+    public var nativeGrants: NativeGrantSettings
+    public var registrationPosture: RegistrationPosture
+    public var registrationFields: RegistrationFields
+    public var magicLinkEnabled: Bool
+    /// Per-policy overrides of the rate limits (policy name → limit).
+    public var rateLimitOverrides: [String: RateLimitSetting]
+
+    public init(
+        hosts: [String], displayName: String, primaryDomain: String? = nil, publicBaseURL: String? = nil,
+        nativeGrants: NativeGrantSettings = NativeGrantSettings(), registrationPosture: RegistrationPosture = .jitOnOtp,
+        registrationFields: RegistrationFields = RegistrationFields(), magicLinkEnabled: Bool = false,
+        rateLimitOverrides: [String: RateLimitSetting] = [:]
+    ) {
+        self.hosts = hosts
+        self.displayName = displayName
+        self.primaryDomain = primaryDomain
+        self.publicBaseURL = publicBaseURL
+        self.nativeGrants = nativeGrants
+        self.registrationPosture = registrationPosture
+        self.registrationFields = registrationFields
+        self.magicLinkEnabled = magicLinkEnabled
+        self.rateLimitOverrides = rateLimitOverrides
+    }
+
+    /// Checks every value against SPEC.md section 1; the first problem found is reported.
+    public func validate() throws(DomainError) {
+        guard !hosts.isEmpty else { throw DomainError("Realm.HostsRequired", "A realm needs at least one host.") }
+        for host in hosts where !Self.isValidHost(host) {
+            throw DomainError("Realm.InvalidHost", "\(host) is not a host name (lower case, no scheme, port or path).")
+        }
+        guard Set(hosts).count == hosts.count else { throw DomainError("Realm.DuplicateHost", "A host is listed twice.") }
+        guard !displayName.trimmingCharacters(in: .whitespaces).isEmpty, displayName.count <= 200 else {
+            throw DomainError("Realm.InvalidDisplayName", "The display name must be 1 to 200 characters.")
+        }
+        if let primaryDomain, !Self.isValidHost(primaryDomain) {
+            throw DomainError("Realm.InvalidPrimaryDomain", "\(primaryDomain) is not a domain name.")
+        }
+        if let publicBaseURL, !(publicBaseURL.hasPrefix("https://") || publicBaseURL.hasPrefix("http://localhost")) {
+            throw DomainError("Realm.InvalidPublicBaseURL", "The public base URL must be https (http only for localhost).")
+        }
+        try nativeGrants.validate()
+        for (policy, limit) in rateLimitOverrides {
+            guard limit.limit > 0, limit.windowSeconds > 0, limit.burst >= 0 else {
+                throw DomainError("RateLimit.Invalid", "The rate limit \(policy) needs a positive limit and window.")
+            }
+        }
+    }
+
+    static func isValidHost(_ host: String) -> Bool {
+        guard !host.isEmpty, host.count <= 253, host == host.lowercased() else { return false }
+        return host.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
+            !label.isEmpty && label.count <= 63 && label.first != "-" && label.last != "-"
+                && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+        }
+    }
+}
+
+/// The native passwordless grants switch and token lifetimes (SPEC.md sections 1 and 5).
+public struct NativeGrantSettings: Codable, Hashable, Sendable {
+    public var enabled: Bool
+    /// Access-token lifetime in minutes, 1–60 (default 15).
+    public var accessTokenLifetimeMinutes: Int
+    /// Refresh-token lifetime in days, 1–30 (default 14).
+    public var refreshTokenLifetimeDays: Int
+
+    public init(enabled: Bool = false, accessTokenLifetimeMinutes: Int = 15, refreshTokenLifetimeDays: Int = 14) {
+        self.enabled = enabled
+        self.accessTokenLifetimeMinutes = accessTokenLifetimeMinutes
+        self.refreshTokenLifetimeDays = refreshTokenLifetimeDays
+    }
+
+    public func validate() throws(DomainError) {
+        guard (1...60).contains(accessTokenLifetimeMinutes) else {
+            throw DomainError("NativeGrants.InvalidAccessTokenLifetime", "The access-token lifetime must be 1 to 60 minutes.")
+        }
+        guard (1...30).contains(refreshTokenLifetimeDays) else {
+            throw DomainError("NativeGrants.InvalidRefreshTokenLifetime", "The refresh-token lifetime must be 1 to 30 days.")
+        }
+    }
+}
+
+/// Who may create an account, and how (SPEC.md sections 1 and 2).
+public enum RegistrationPosture: String, Codable, Hashable, Sendable, CaseIterable {
+    /// An unknown email asking for a code gets a registration code (default).
+    case jitOnOtp = "JitOnOtp"
+    /// No self-registration.
+    case off = "Off"
+    /// Only through POST /api/account/native/register.
+    case explicitEndpoint = "ExplicitEndpoint"
+}
+
+/// Whether a registration field is asked for.
+public enum FieldRequirement: String, Codable, Hashable, Sendable, CaseIterable {
+    case off = "Off"
+    case optional = "Optional"
+    case required = "Required"
+}
+
+/// The registration form (Email is always required).
+public struct RegistrationFields: Codable, Hashable, Sendable {
+    public var username: FieldRequirement
+    public var firstname: FieldRequirement
+    public var lastname: FieldRequirement
+
+    public init(username: FieldRequirement = .off, firstname: FieldRequirement = .off, lastname: FieldRequirement = .off) {
+        self.username = username
+        self.firstname = firstname
+        self.lastname = lastname
+    }
+}
+
+/// One rate limit: `limit` requests per `windowSeconds`, with a burst allowance.
+public struct RateLimitSetting: Codable, Hashable, Sendable {
+    public var limit: Int
+    public var windowSeconds: Int
+    public var burst: Int
+
+    public init(limit: Int, windowSeconds: Int, burst: Int) {
+        self.limit = limit
+        self.windowSeconds = windowSeconds
+        self.burst = burst
+    }
+}

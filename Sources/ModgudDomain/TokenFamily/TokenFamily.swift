@@ -1,0 +1,83 @@
+import Foundation
+
+/// One sign-in's chain of tokens: the refresh token rotates on every use, and presenting a
+/// spent one revokes the whole family (RFC 9700 section 4.14.2, reuse detection).
+public enum TokenFamily: Aggregate {
+    public static let streamType = "token-family"
+
+    public struct State: Sendable, Equatable {
+        public var started: TokenFamilyStarted?
+        public var currentRefreshHash: String?
+        public var refreshExpiresAt: Date?
+        public var spentRefreshHashes: Set<String> = []
+        public var accessTokenHashes: [String] = []
+        public var generation = 0
+        public var revoked: RevocationReason?
+
+        public var exists: Bool { started != nil }
+    }
+
+    public enum Command: Sendable {
+        case start(TokenFamilyStarted)
+        /// Present a refresh token. `userStamp` is the user's current security stamp (nil: the
+        /// user is gone or disabled).
+        case refresh(
+            presentedHash: String, newRefreshHash: String, newRefreshExpiresAt: Date, accessToken: IssuedAccessToken, userStamp: String?)
+        case revoke(RevocationReason)
+    }
+
+    public static let initialState = State()
+
+    public static func decide(_ command: Command, state: State, now: Date) throws(DomainError) -> [TokenFamilyEvent] {
+        switch command {
+        case .start(let started):
+            guard !state.exists else { throw DomainError("TokenFamily.AlreadyExists", "The family exists.") }
+            return [.started(started)]
+        case .refresh(let presented, let newHash, let newExpiry, let accessToken, let userStamp):
+            guard let started = state.started else { throw DomainError("TokenFamily.NotFound", "No such token family.") }
+            guard state.revoked == nil else { throw DomainError("TokenFamily.Revoked", "The token family was revoked.") }
+            if state.spentRefreshHashes.contains(presented) {
+                // A spent token presented again: someone holds a copy. Kill the family.
+                return [.revoked(TokenFamilyRevoked(reason: .reuse, presentedRefreshHash: presented))]
+            }
+            guard presented == state.currentRefreshHash else {
+                throw DomainError("TokenFamily.UnknownRefreshToken", "The refresh token is not this family's.")
+            }
+            guard let userStamp, userStamp == started.securityStamp else {
+                return [.revoked(TokenFamilyRevoked(reason: .stamp, presentedRefreshHash: nil))]
+            }
+            guard let expiry = state.refreshExpiresAt, now < expiry else {
+                throw DomainError("TokenFamily.Expired", "The refresh token has expired.")
+            }
+            return [
+                .refreshed(
+                    TokenFamilyRefreshed(
+                        spentRefreshHash: presented, refreshTokenHash: newHash, refreshExpiresAt: newExpiry, accessToken: accessToken,
+                        generation: state.generation + 1))
+            ]
+        case .revoke(let reason):
+            guard state.exists else { throw DomainError("TokenFamily.NotFound", "No such token family.") }
+            return state.revoked == nil ? [.revoked(TokenFamilyRevoked(reason: reason, presentedRefreshHash: nil))] : []
+        }
+    }
+
+    public static func evolve(_ state: State, _ event: TokenFamilyEvent) -> State {
+        var next = state
+        switch event {
+        case .started(let started):
+            next.started = started
+            next.currentRefreshHash = started.refreshTokenHash
+            next.refreshExpiresAt = started.refreshExpiresAt
+            next.accessTokenHashes = [started.accessToken.hash]
+        case .refreshed(let refreshed):
+            next.spentRefreshHashes.insert(refreshed.spentRefreshHash)
+            next.currentRefreshHash = refreshed.refreshTokenHash
+            next.refreshExpiresAt = refreshed.refreshExpiresAt
+            next.accessTokenHashes.append(refreshed.accessToken.hash)
+            next.generation = refreshed.generation
+        case .revoked(let revoked):
+            next.revoked = revoked.reason
+        }
+        return next
+    }
+}

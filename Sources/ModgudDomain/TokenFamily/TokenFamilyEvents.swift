@@ -1,0 +1,125 @@
+import EventSourcing
+import Foundation
+
+/// An issued access token as the log remembers it: its hash, never the token.
+public struct IssuedAccessToken: Codable, Hashable, Sendable {
+    /// SHA-256 of the token (reference tokens) or of its jti (JWTs), base64url.
+    public var hash: String
+    public var expiresAt: Date
+    public var format: AccessTokenFormat
+
+    public init(hash: String, expiresAt: Date, format: AccessTokenFormat) {
+        self.hash = hash
+        self.expiresAt = expiresAt
+        self.format = format
+    }
+}
+
+/// token_family.started: one sign-in (or one client_credentials grant).
+public struct TokenFamilyStarted: DomainEvent, Equatable {
+    public static let eventType = "token_family.started"
+    public var familyID: UUID
+    public var clientID: String
+    /// nil for client_credentials.
+    public var userID: UUID?
+    public var scopes: [String]
+    public var audiences: [String]
+    public var grantType: String
+    public var authTime: Date
+    /// Authentication methods (RFC 8176): `otp`, `mfa`, `hwk`, `user`, …
+    public var amr: [String]
+    /// The user's security stamp at sign-in; a later stamp kills the family.
+    public var securityStamp: String?
+    public var accessToken: IssuedAccessToken
+    /// SHA-256 of the refresh token, when one was issued.
+    public var refreshTokenHash: String?
+    public var refreshExpiresAt: Date?
+
+    public init(familyID: UUID, clientID: String, userID: UUID? = nil, scopes: [String], audiences: [String], grantType: String, authTime: Date, amr: [String], securityStamp: String? = nil, accessToken: IssuedAccessToken, refreshTokenHash: String? = nil, refreshExpiresAt: Date? = nil) {
+        self.familyID = familyID
+        self.clientID = clientID
+        self.userID = userID
+        self.scopes = scopes
+        self.audiences = audiences
+        self.grantType = grantType
+        self.authTime = authTime
+        self.amr = amr
+        self.securityStamp = securityStamp
+        self.accessToken = accessToken
+        self.refreshTokenHash = refreshTokenHash
+        self.refreshExpiresAt = refreshExpiresAt
+    }
+}
+
+/// token_family.refreshed: the presented refresh token is spent; a new pair was issued.
+public struct TokenFamilyRefreshed: DomainEvent, Equatable {
+    public static let eventType = "token_family.refreshed"
+    public var spentRefreshHash: String
+    public var refreshTokenHash: String
+    public var refreshExpiresAt: Date
+    public var accessToken: IssuedAccessToken
+    public var generation: Int
+
+    public init(spentRefreshHash: String, refreshTokenHash: String, refreshExpiresAt: Date, accessToken: IssuedAccessToken, generation: Int) {
+        self.spentRefreshHash = spentRefreshHash
+        self.refreshTokenHash = refreshTokenHash
+        self.refreshExpiresAt = refreshExpiresAt
+        self.accessToken = accessToken
+        self.generation = generation
+    }
+}
+
+/// Why a family was revoked.
+public enum RevocationReason: String, Codable, Hashable, Sendable {
+    /// A spent refresh token was presented again (RFC 9700 section 4.14.2).
+    case reuse
+    /// The client revoked it (RFC 7009) or the user logged out.
+    case logout
+    /// The user's security stamp changed.
+    case stamp
+    /// An administrator revoked it.
+    case admin
+}
+
+/// token_family.revoked: every token of the family is dead.
+public struct TokenFamilyRevoked: DomainEvent, Equatable {
+    public static let eventType = "token_family.revoked"
+    public var reason: RevocationReason
+    /// For reuse: the spent hash that was presented (a security event for the audit trail).
+    public var presentedRefreshHash: String?
+
+    public init(reason: RevocationReason, presentedRefreshHash: String? = nil) {
+        self.reason = reason
+        self.presentedRefreshHash = presentedRefreshHash
+    }
+}
+
+/// The events of a token family.
+public enum TokenFamilyEvent: AggregateEvent, Equatable {
+    case started(TokenFamilyStarted)
+    case refreshed(TokenFamilyRefreshed)
+    case revoked(TokenFamilyRevoked)
+
+    public func newEvent() throws -> NewEvent {
+        switch self {
+        case .started(let event): return try NewEvent(event)
+        case .refreshed(let event): return try NewEvent(event)
+        case .revoked(let event): return try NewEvent(event)
+        }
+    }
+
+    public init(decoding envelope: EventEnvelope, registry: EventTypeRegistry) throws {
+        switch try registry.decode(envelope) {
+        case let event as TokenFamilyStarted: self = .started(event)
+        case let event as TokenFamilyRefreshed: self = .refreshed(event)
+        case let event as TokenFamilyRevoked: self = .revoked(event)
+        default: throw ForeignEventError(type: envelope.type, aggregate: "token-family")
+        }
+    }
+
+    static func register(in registry: inout EventTypeRegistry) {
+        registry.register(TokenFamilyStarted.self)
+        registry.register(TokenFamilyRefreshed.self)
+        registry.register(TokenFamilyRevoked.self)
+    }
+}

@@ -1,0 +1,160 @@
+import EventSourcing
+import Foundation
+
+/// user.registered
+public struct UserRegistered: DomainEvent, Equatable {
+    public static let eventType = "user.registered"
+    public var userID: UUID
+    public var email: EmailAddress
+    public var emailConfirmed: Bool
+    public var username: String?
+    public var firstName: String?
+    public var lastName: String?
+    public var securityStamp: String
+    /// How the account came to be: `otp`, `magic`, `passkey`, `admin`.
+    public var via: String
+
+    public init(userID: UUID, email: EmailAddress, emailConfirmed: Bool, username: String? = nil, firstName: String? = nil, lastName: String? = nil, securityStamp: String, via: String) {
+        self.userID = userID
+        self.email = email
+        self.emailConfirmed = emailConfirmed
+        self.username = username
+        self.firstName = firstName
+        self.lastName = lastName
+        self.securityStamp = securityStamp
+        self.via = via
+    }
+}
+
+/// user.profile_changed: the names after the change.
+public struct UserProfileChanged: DomainEvent, Equatable {
+    public static let eventType = "user.profile_changed"
+    public var username: String?
+    public var firstName: String?
+    public var lastName: String?
+
+    public init(username: String? = nil, firstName: String? = nil, lastName: String? = nil) {
+        self.username = username
+        self.firstName = firstName
+        self.lastName = lastName
+    }
+}
+
+/// user.email_confirmed
+public struct UserEmailConfirmed: DomainEvent, Equatable {
+    public static let eventType = "user.email_confirmed"
+
+    public init() {}
+}
+
+/// user.totp_enabled: the TOTP secret encrypted under the master key (never in plaintext).
+public struct UserTOTPEnabled: DomainEvent, Equatable {
+    public static let eventType = "user.totp_enabled"
+    public var encryptedSecret: String
+
+    public init(encryptedSecret: String) {
+        self.encryptedSecret = encryptedSecret
+    }
+}
+
+/// user.totp_disabled
+public struct UserTOTPDisabled: DomainEvent, Equatable {
+    public static let eventType = "user.totp_disabled"
+
+    public init() {}
+}
+
+/// Why a security stamp changed.
+public enum StampRotationReason: String, Codable, Hashable, Sendable {
+    case logoutEverywhere = "logout_everywhere"
+    case disabled
+    case deleted
+    case admin
+}
+
+/// user.security_stamp_rotated: every refresh token issued before is dead.
+public struct UserSecurityStampRotated: DomainEvent, Equatable {
+    public static let eventType = "user.security_stamp_rotated"
+    public var securityStamp: String
+    public var reason: StampRotationReason
+
+    public init(securityStamp: String, reason: StampRotationReason) {
+        self.securityStamp = securityStamp
+        self.reason = reason
+    }
+}
+
+/// user.disabled
+public struct UserDisabled: DomainEvent, Equatable {
+    public static let eventType = "user.disabled"
+
+    public init() {}
+}
+
+/// user.enabled
+public struct UserEnabled: DomainEvent, Equatable {
+    public static let eventType = "user.enabled"
+
+    public init() {}
+}
+
+/// user.deleted
+public struct UserDeleted: DomainEvent, Equatable {
+    public static let eventType = "user.deleted"
+
+    public init() {}
+}
+
+/// The events of a user.
+public enum UserEvent: AggregateEvent, Equatable {
+    case registered(UserRegistered)
+    case profileChanged(UserProfileChanged)
+    case emailConfirmed(UserEmailConfirmed)
+    case totpEnabled(UserTOTPEnabled)
+    case totpDisabled(UserTOTPDisabled)
+    case securityStampRotated(UserSecurityStampRotated)
+    case disabled(UserDisabled)
+    case enabled(UserEnabled)
+    case deleted(UserDeleted)
+
+    public func newEvent() throws -> NewEvent {
+        switch self {
+        case .registered(let event): return try NewEvent(event)
+        case .profileChanged(let event): return try NewEvent(event)
+        case .emailConfirmed(let event): return try NewEvent(event)
+        case .totpEnabled(let event): return try NewEvent(event)
+        case .totpDisabled(let event): return try NewEvent(event)
+        case .securityStampRotated(let event): return try NewEvent(event)
+        case .disabled(let event): return try NewEvent(event)
+        case .enabled(let event): return try NewEvent(event)
+        case .deleted(let event): return try NewEvent(event)
+        }
+    }
+
+    public init(decoding envelope: EventEnvelope, registry: EventTypeRegistry) throws {
+        switch try registry.decode(envelope) {
+        case let event as UserRegistered: self = .registered(event)
+        case let event as UserProfileChanged: self = .profileChanged(event)
+        case let event as UserEmailConfirmed: self = .emailConfirmed(event)
+        case let event as UserTOTPEnabled: self = .totpEnabled(event)
+        case let event as UserTOTPDisabled: self = .totpDisabled(event)
+        case let event as UserSecurityStampRotated: self = .securityStampRotated(event)
+        case let event as UserDisabled: self = .disabled(event)
+        case let event as UserEnabled: self = .enabled(event)
+        case let event as UserDeleted: self = .deleted(event)
+        default: throw ForeignEventError(type: envelope.type, aggregate: "user")
+        }
+    }
+
+    static func register(in registry: inout EventTypeRegistry) {
+        registry.register(UserRegistered.self)
+        registry.register(UserProfileChanged.self)
+        registry.register(UserEmailConfirmed.self)
+        registry.register(UserTOTPEnabled.self)
+        registry.register(UserTOTPDisabled.self)
+        registry.register(UserSecurityStampRotated.self)
+        registry.register(UserDisabled.self)
+        registry.register(UserEnabled.self)
+        registry.register(UserDeleted.self)
+    }
+}

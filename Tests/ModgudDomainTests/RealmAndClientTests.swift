@@ -1,0 +1,143 @@
+import EventSourcing
+import Foundation
+import ModgudDomain
+import XCTest
+
+func XCTAssertRefused(_ code: String, file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> Void) {
+    do {
+        try body()
+        XCTFail("expected \(code)", file: file, line: line)
+    } catch let error as DomainError {
+        XCTAssertEqual(error.code, code, error.message, file: file, line: line)
+    } catch {
+        XCTFail("unexpected \(error)", file: file, line: line)
+    }
+}
+
+let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+final class RealmTests: XCTestCase {
+    let settings = RealmSettings(hosts: ["login.example.com"], displayName: "Example", primaryDomain: "example.com")
+
+    func testCreateThenChangeThenRotate() throws {
+        var state = Realm.initialState
+        let created = try Realm.decide(.create(id: "demo", settings: settings), state: state, now: now)
+        state = created.reduce(state, Realm.evolve)
+        XCTAssertEqual(state.id, "demo")
+        XCTAssertFalse(state.settings!.nativeGrants.enabled, "native grants are off by default")
+        XCTAssertEqual(state.settings!.nativeGrants.accessTokenLifetimeMinutes, 15)
+        XCTAssertEqual(state.settings!.nativeGrants.refreshTokenLifetimeDays, 14)
+        XCTAssertEqual(state.settings!.registrationPosture, .jitOnOtp)
+
+        var changed = settings
+        changed.nativeGrants.enabled = true
+        state = try Realm.decide(.changeSettings(changed), state: state, now: now).reduce(state, Realm.evolve)
+        XCTAssertTrue(state.settings!.nativeGrants.enabled)
+        XCTAssertEqual(try Realm.decide(.changeSettings(changed), state: state, now: now), [], "no change, no event")
+
+        for kid in ["k1", "k2"] {
+            state = try Realm.decide(.rotateSigningKey(kid: kid, algorithm: "ES256", publicJWK: "{}"), state: state, now: now)
+                .reduce(state, Realm.evolve)
+        }
+        XCTAssertEqual(state.signingKeys.map(\.kid), ["k1", "k2"], "old keys stay for verification")
+        XCTAssertEqual(state.activeKey?.kid, "k2")
+        XCTAssertRefused("SigningKey.DuplicateKid") {
+            _ = try Realm.decide(.rotateSigningKey(kid: "k1", algorithm: "ES256", publicJWK: "{}"), state: state, now: now)
+        }
+        XCTAssertRefused("Realm.AlreadyExists") { _ = try Realm.decide(.create(id: "demo", settings: settings), state: state, now: now) }
+    }
+
+    func testLifetimesOutsideTheirRangeAreNamedErrors() {
+        for minutes in [0, 61, -5] {
+            var bad = settings
+            bad.nativeGrants.accessTokenLifetimeMinutes = minutes
+            XCTAssertRefused("NativeGrants.InvalidAccessTokenLifetime") {
+                _ = try Realm.decide(.create(id: "r", settings: bad), state: Realm.initialState, now: now)
+            }
+        }
+        for days in [0, 31] {
+            var bad = settings
+            bad.nativeGrants.refreshTokenLifetimeDays = days
+            XCTAssertRefused("NativeGrants.InvalidRefreshTokenLifetime") {
+                _ = try Realm.decide(.create(id: "r", settings: bad), state: Realm.initialState, now: now)
+            }
+        }
+        var edges = settings
+        edges.nativeGrants = NativeGrantSettings(enabled: true, accessTokenLifetimeMinutes: 60, refreshTokenLifetimeDays: 1)
+        XCTAssertNoThrow(try Realm.decide(.create(id: "r", settings: edges), state: Realm.initialState, now: now))
+    }
+
+    func testHostsAndIdsAreChecked() {
+        let cases: [(RealmSettings, String)] = [
+            (RealmSettings(hosts: [], displayName: "x"), "Realm.HostsRequired"),
+            (RealmSettings(hosts: ["https://a.com"], displayName: "x"), "Realm.InvalidHost"),
+            (RealmSettings(hosts: ["A.com"], displayName: "x"), "Realm.InvalidHost"),
+            (RealmSettings(hosts: ["a.com", "a.com"], displayName: "x"), "Realm.DuplicateHost"),
+            (RealmSettings(hosts: ["a.com"], displayName: " "), "Realm.InvalidDisplayName"),
+            (RealmSettings(hosts: ["a.com"], displayName: "x", publicBaseURL: "http://a.com"), "Realm.InvalidPublicBaseURL"),
+        ]
+        for (bad, code) in cases {
+            XCTAssertRefused(code) { _ = try Realm.decide(.create(id: "r", settings: bad), state: Realm.initialState, now: now) }
+        }
+        XCTAssertRefused("Realm.InvalidID") { _ = try Realm.decide(.create(id: "Bad Id", settings: settings), state: Realm.initialState, now: now) }
+        XCTAssertRefused("Realm.NotFound") { _ = try Realm.decide(.changeSettings(settings), state: Realm.initialState, now: now) }
+    }
+}
+
+final class ClientTests: XCTestCase {
+    let native = ClientSettings(type: .public, grants: [.otp, .passkey, .refreshToken], allowedScopes: ["openid", "offline_access"])
+
+    func testStrictGrantSeparationAndSecrets() {
+        var mixed = native
+        mixed.grants.insert(.clientCredentials)
+        XCTAssertRefused("Client.MixedGrants") {
+            _ = try Client.decide(.register(id: "app", settings: mixed, secretHash: nil), state: Client.initialState, now: now)
+        }
+        let service = ClientSettings(type: .public, grants: [.clientCredentials], allowedScopes: ["api"])
+        XCTAssertRefused("Client.PublicServiceClient") {
+            _ = try Client.decide(.register(id: "svc", settings: service, secretHash: nil), state: Client.initialState, now: now)
+        }
+        var confidential = service
+        confidential.type = .confidential
+        XCTAssertRefused("Client.SecretRequired") {
+            _ = try Client.decide(.register(id: "svc", settings: confidential, secretHash: nil), state: Client.initialState, now: now)
+        }
+        XCTAssertNoThrow(try Client.decide(.register(id: "svc", settings: confidential, secretHash: "h"), state: Client.initialState, now: now))
+        XCTAssertRefused("Client.PublicSecret") {
+            _ = try Client.decide(.register(id: "app", settings: native, secretHash: "h"), state: Client.initialState, now: now)
+        }
+        var refreshOnly = native
+        refreshOnly.grants = [.refreshToken]
+        XCTAssertRefused("Client.RefreshOnly") {
+            _ = try Client.decide(.register(id: "app", settings: refreshOnly, secretHash: nil), state: Client.initialState, now: now)
+        }
+    }
+
+    func testUpdateRecordsThePreviousRPIDAndRefusesATypeChange() throws {
+        var settings = native
+        settings.rpID = "old.example.com"
+        var state = try Client.decide(.register(id: "app", settings: settings, secretHash: nil), state: Client.initialState, now: now)
+            .reduce(Client.initialState, Client.evolve)
+        var moved = settings
+        moved.rpID = "new.example.com"
+        let events = try Client.decide(.update(moved), state: state, now: now)
+        XCTAssertEqual(events, [.updated(ClientUpdated(settings: moved, previousRPID: "old.example.com"))])
+        state = events.reduce(state, Client.evolve)
+        var retyped = moved
+        retyped.type = .confidential
+        XCTAssertRefused("Client.TypeChange") { _ = try Client.decide(.update(retyped), state: state, now: now) }
+        var badOrigin = moved
+        badOrigin.androidOrigins = ["https://not-android"]
+        XCTAssertRefused("Client.InvalidAndroidOrigin") { _ = try Client.decide(.update(badOrigin), state: state, now: now) }
+    }
+
+    func testDisableAndEnableAreIdempotent() throws {
+        var state = try Client.decide(.register(id: "app", settings: native, secretHash: nil), state: Client.initialState, now: now)
+            .reduce(Client.initialState, Client.evolve)
+        state = try Client.decide(.disable, state: state, now: now).reduce(state, Client.evolve)
+        XCTAssertFalse(state.enabled)
+        XCTAssertEqual(try Client.decide(.disable, state: state, now: now), [])
+        state = try Client.decide(.enable, state: state, now: now).reduce(state, Client.evolve)
+        XCTAssertTrue(state.enabled)
+    }
+}

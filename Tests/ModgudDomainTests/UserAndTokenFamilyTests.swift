@@ -1,0 +1,151 @@
+import EventSourcing
+import Foundation
+import ModgudDomain
+import XCTest
+
+final class UserTests: XCTestCase {
+    let id = UUID()
+
+    func registered() throws -> User.State {
+        try User.decide(
+            .register(
+                id: id, email: EmailAddress("  Ada@Example.COM ")!, emailConfirmed: true, username: nil, firstName: " Ada ",
+                lastName: nil, securityStamp: "s1", via: "otp"), state: User.initialState, now: now
+        ).reduce(User.initialState, User.evolve)
+    }
+
+    func testRegistrationNormalizesEmailAndNames() throws {
+        let state = try registered()
+        XCTAssertEqual(state.email?.value, "ada@example.com")
+        XCTAssertEqual(state.firstName, "Ada")
+        XCTAssertTrue(state.canSignIn)
+        XCTAssertNil(EmailAddress("no-at-sign"))
+        XCTAssertNil(EmailAddress("a@b"))
+        XCTAssertNil(EmailAddress("a b@c.com"))
+    }
+
+    func testDisableAndDeleteRotateTheStamp() throws {
+        var state = try registered()
+        let disabled = try User.decide(.disable(newStamp: "s2"), state: state, now: now)
+        XCTAssertEqual(disabled.count, 2)
+        state = disabled.reduce(state, User.evolve)
+        XCTAssertEqual(state.securityStamp, "s2")
+        XCTAssertFalse(state.canSignIn)
+        state = try User.decide(.enable, state: state, now: now).reduce(state, User.evolve)
+        XCTAssertTrue(state.canSignIn)
+        XCTAssertEqual(state.securityStamp, "s2", "enabling does not resurrect old tokens")
+        state = try User.decide(.delete(newStamp: "s3"), state: state, now: now).reduce(state, User.evolve)
+        XCTAssertEqual(state.status, .deleted)
+        XCTAssertRefused("User.Deleted") { _ = try User.decide(.enable, state: state, now: now) }
+    }
+
+    func testTOTPAndProfileChanges() throws {
+        var state = try registered()
+        state = try User.decide(.enableTOTP(encryptedSecret: "ciphertext"), state: state, now: now).reduce(state, User.evolve)
+        XCTAssertRefused("TOTP.AlreadyEnabled") { _ = try User.decide(.enableTOTP(encryptedSecret: "x"), state: state, now: now) }
+        XCTAssertEqual(try User.decide(.changeProfile(username: nil, firstName: "Ada", lastName: nil), state: state, now: now), [])
+        state = try User.decide(.disableTOTP, state: state, now: now).reduce(state, User.evolve)
+        XCTAssertNil(state.encryptedTOTPSecret)
+    }
+}
+
+final class TokenFamilyTests: XCTestCase {
+    func access(_ hash: String) -> IssuedAccessToken { IssuedAccessToken(hash: hash, expiresAt: now + 900, format: .reference) }
+
+    func started(stamp: String = "s1") throws -> TokenFamily.State {
+        let start = TokenFamilyStarted(
+            familyID: UUID(), clientID: "app", userID: UUID(), scopes: ["openid", "offline_access"], audiences: ["app"],
+            grantType: "urn:cocoar:otp", authTime: now, amr: ["otp"], securityStamp: stamp, accessToken: access("a0"),
+            refreshTokenHash: "r0", refreshExpiresAt: now + 14 * 86400)
+        return try TokenFamily.decide(.start(start), state: TokenFamily.initialState, now: now).reduce(TokenFamily.initialState, TokenFamily.evolve)
+    }
+
+    func refresh(_ presented: String, to next: String, state: TokenFamily.State, stamp: String? = "s1", at time: Date = now) throws
+        -> [TokenFamilyEvent]
+    {
+        try TokenFamily.decide(
+            .refresh(presentedHash: presented, newRefreshHash: next, newRefreshExpiresAt: time + 14 * 86400, accessToken: access("a-\(next)"),
+                userStamp: stamp), state: state, now: time)
+    }
+
+    func testRefreshRotatesEveryTime() throws {
+        var state = try started()
+        for (generation, (old, new)) in [("r0", "r1"), ("r1", "r2"), ("r2", "r3")].enumerated() {
+            state = try refresh(old, to: new, state: state).reduce(state, TokenFamily.evolve)
+            XCTAssertEqual(state.generation, generation + 1)
+            XCTAssertEqual(state.currentRefreshHash, new)
+        }
+        XCTAssertEqual(state.spentRefreshHashes, ["r0", "r1", "r2"])
+        XCTAssertEqual(state.accessTokenHashes.count, 4)
+    }
+
+    func testReplayingASpentTokenRevokesTheWholeFamily() throws {
+        var state = try started()
+        state = try refresh("r0", to: "r1", state: state).reduce(state, TokenFamily.evolve)
+        let replay = try refresh("r0", to: "rX", state: state)
+        XCTAssertEqual(replay, [.revoked(TokenFamilyRevoked(reason: .reuse, presentedRefreshHash: "r0"))])
+        state = replay.reduce(state, TokenFamily.evolve)
+        XCTAssertRefused("TokenFamily.Revoked") { _ = try refresh("r1", to: "r2", state: state) }
+    }
+
+    func testStampChangeExpiryAndStrangersFail() throws {
+        let state = try started()
+        XCTAssertEqual(try refresh("r0", to: "r1", state: state, stamp: "s2"), [.revoked(TokenFamilyRevoked(reason: .stamp, presentedRefreshHash: nil))])
+        XCTAssertEqual(try refresh("r0", to: "r1", state: state, stamp: nil), [.revoked(TokenFamilyRevoked(reason: .stamp, presentedRefreshHash: nil))])
+        XCTAssertRefused("TokenFamily.Expired") { _ = try refresh("r0", to: "r1", state: state, at: now + 15 * 86400) }
+        XCTAssertRefused("TokenFamily.UnknownRefreshToken") { _ = try refresh("nope", to: "r1", state: state) }
+        let revoked = try TokenFamily.decide(.revoke(.logout), state: state, now: now).reduce(state, TokenFamily.evolve)
+        XCTAssertEqual(try TokenFamily.decide(.revoke(.admin), state: revoked, now: now), [], "revoking twice is a no-op")
+    }
+}
+
+final class EventRoundTripTests: XCTestCase {
+    /// Every event type is registered and reads back as written.
+    func testEveryEventRoundTripsThroughTheRegistry() throws {
+        let stream = StreamRef(type: "x", key: "1", realm: "demo")
+        func roundTrip<E: AggregateEvent & Equatable>(_ event: E) throws -> E {
+            let stored = try event.newEvent()
+            let envelope = EventEnvelope(
+                stream: stream, streamVersion: 1, type: stored.type, revision: stored.revision, payload: stored.payload, metadata: .none)
+            return try E(decoding: envelope, registry: ModgudEvents.registry)
+        }
+        let realm: [RealmEvent] = [
+            .created(RealmCreated(realmID: "demo", settings: RealmSettings(hosts: ["a.com"], displayName: "A"))),
+            .settingsChanged(RealmSettingsChanged(settings: RealmSettings(hosts: ["b.com"], displayName: "B"))),
+            .signingKeyRotated(SigningKeyRotated(kid: "k", algorithm: "ES256", publicJWK: "{}", rotatedAt: now)),
+        ]
+        for event in realm { XCTAssertEqual(try roundTrip(event), event) }
+        let settings = ClientSettings(type: .public, grants: [.otp], allowedScopes: ["openid"])
+        let client: [ClientEvent] = [
+            .registered(ClientRegistered(clientID: "c", settings: settings, secretHash: nil)),
+            .updated(ClientUpdated(settings: settings, previousRPID: "x.com")), .disabled(ClientDisabled()), .enabled(ClientEnabled()),
+            .secretRotated(ClientSecretRotated(secretHash: "h")),
+        ]
+        for event in client { XCTAssertEqual(try roundTrip(event), event) }
+        let user: [UserEvent] = [
+            .registered(
+                UserRegistered(
+                    userID: UUID(), email: EmailAddress("a@b.co")!, emailConfirmed: true, username: "u", firstName: nil, lastName: "L",
+                    securityStamp: "s", via: "admin")),
+            .profileChanged(UserProfileChanged(username: nil, firstName: "F", lastName: nil)), .emailConfirmed(UserEmailConfirmed()),
+            .totpEnabled(UserTOTPEnabled(encryptedSecret: "c")), .totpDisabled(UserTOTPDisabled()),
+            .securityStampRotated(UserSecurityStampRotated(securityStamp: "s2", reason: .logoutEverywhere)), .disabled(UserDisabled()),
+            .enabled(UserEnabled()), .deleted(UserDeleted()),
+        ]
+        for event in user { XCTAssertEqual(try roundTrip(event), event) }
+        let family: [TokenFamilyEvent] = [
+            .refreshed(
+                TokenFamilyRefreshed(
+                    spentRefreshHash: "a", refreshTokenHash: "b", refreshExpiresAt: now,
+                    accessToken: IssuedAccessToken(hash: "h", expiresAt: now, format: .jwt), generation: 1)),
+            .revoked(TokenFamilyRevoked(reason: .reuse, presentedRefreshHash: "a")),
+        ]
+        for event in family { XCTAssertEqual(try roundTrip(event), event) }
+        let foreign = try realm[0].newEvent()
+        let envelope = EventEnvelope(
+            stream: stream, streamVersion: 1, type: foreign.type, revision: foreign.revision, payload: foreign.payload, metadata: .none)
+        XCTAssertThrowsError(try ClientEvent(decoding: envelope, registry: ModgudEvents.registry)) { error in
+            XCTAssertTrue(error is ForeignEventError, "a realm event is not a client's")
+        }
+    }
+}
