@@ -41,11 +41,18 @@ let package = Package(
             resources: [
                 .embedInCode("0001_event_store.sql"),
                 .embedInCode("0002_log_statistics.sql"),
+                .embedInCode("0003_identity.sql"),
             ],
             swiftSettings: strict
         ),
         // The pure domain: aggregates with decide/evolve, events, validation. No I/O.
         .target(name: "ModgudDomain", dependencies: ["EventSourcing"], swiftSettings: strict),
+        // Actors owning aggregates, inline identity projections, the services above the domain.
+        .target(
+            name: "ModgudService",
+            dependencies: ["ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ"],
+            swiftSettings: strict
+        ),
         // Strict CTAP2 canonical CBOR: decoder with limits, canonical encoder.
         .target(name: "CBOR", swiftSettings: strict),
         // WebAuthn relying-party verification: no HTTP, storage or OAuth inside.
@@ -84,7 +91,7 @@ let package = Package(
         .executableTarget(
             name: "ModgudCLI",
             dependencies: [
-                "PQ", "EventSourcing", "EventStorePostgres", "EmbeddedPostgres", "ModgudSchema", "WebAuthn",
+                "PQ", "EventSourcing", "EventStorePostgres", "EmbeddedPostgres", "ModgudSchema", "WebAuthn", "ModgudService",
                 // For `modgud bench webauthn` only: it signs with the software authenticator.
                 "WebAuthnTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -101,6 +108,11 @@ let package = Package(
         ),
         .testTarget(name: "PQTests", dependencies: ["PQ", "PostgresTestSupport"], swiftSettings: strict),
         .testTarget(name: "ModgudDomainTests", dependencies: ["ModgudDomain", "EventSourcing"], swiftSettings: strict),
+        .testTarget(
+            name: "ModgudServiceTests",
+            dependencies: ["ModgudService", "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ", "PostgresTestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: strict),
         .testTarget(
             name: "WebAuthnTests",

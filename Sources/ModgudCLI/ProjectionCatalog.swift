@@ -1,10 +1,9 @@
 import EventStorePostgres
+import ModgudService
 
 /// Every projection of the product, by name. Later issues add theirs here.
 enum ProjectionCatalog {
-    static let all: [any SQLProjection] = [
-        LogStatisticsProjection()
-    ]
+    static let all: [any SQLProjection] = TokenProjection.identity + [LogStatisticsProjection()]
 
     static func named(_ name: String) -> (any SQLProjection)? {
         all.first { $0.name == name }

@@ -1,0 +1,95 @@
+import EventSourcing
+import EventStorePostgres
+import Foundation
+import ModgudDomain
+import PQ
+
+/// What a command did: the events it appended (none if it changed nothing) and the state after.
+public struct CommandOutcome<A: Aggregate>: Sendable where A.State: Sendable, A.Event: Sendable {
+    public var events: [A.Event]
+    public var state: A.State
+    public var version: Int64
+}
+
+/// The one owner of an aggregate in this instance (DESIGN.md section 1).
+///
+/// A command runs alone (`SerialGate`): decide on the cached state, append with exactly the
+/// version that state came from, evolve. The cache is never the authority: if another
+/// instance appended meanwhile, the store refuses the append, the actor reads the newer
+/// events and decides again (bounded retries).
+public actor AggregateActor<A: Aggregate> where A.State: Sendable {
+    public nonisolated let stream: StreamRef
+    private let store: PostgresEventStore
+    private let registry: EventTypeRegistry
+    private var state = A.initialState
+    private var version: Int64 = 0
+    private var gate = SerialGate()
+    /// Attempts before a persistent conflict is reported.
+    private let maxAttempts = 8
+
+    init(stream: StreamRef, store: PostgresEventStore, registry: EventTypeRegistry) {
+        self.stream = stream
+        self.store = store
+        self.registry = registry
+    }
+
+    /// The state with every committed event applied.
+    public func current() async throws -> (state: A.State, version: Int64) {
+        await enter()
+        defer { gate.leave() }
+        try await catchUp()
+        return (state, version)
+    }
+
+    /// Runs a command.
+    /// - Parameters:
+    ///   - extra: statements to commit with the events (an outbox row, say), given the events.
+    /// - Throws: `DomainError` when refused; `AggregateConflict` after repeated conflicts.
+    public func execute(
+        _ command: A.Command, now: Date, metadata: EventMetadata,
+        extra: @Sendable ([A.Event]) -> [PQQuery] = { _ in [] }
+    ) async throws -> CommandOutcome<A> {
+        await enter()
+        defer { gate.leave() }
+        if version == 0 { try await catchUp() }
+        for _ in 0..<maxAttempts {
+            let events = try A.decide(command, state: state, now: now)
+            if events.isEmpty { return CommandOutcome(events: [], state: state, version: version) }
+            do {
+                _ = try await store.append(
+                    try events.map { try $0.newEvent() }, to: stream, expected: ExpectedVersion(current: version), metadata: metadata,
+                    alsoExecuting: extra(events))
+            } catch EventStoreError.wrongExpectedVersion {
+                try await catchUp()  // another instance wrote: decide again on the newer state
+                continue
+            }
+            state = events.reduce(state, A.evolve)
+            version += Int64(events.count)
+            return CommandOutcome(events: events, state: state, version: version)
+        }
+        throw AggregateConflict(stream: stream.id, attempts: maxAttempts)
+    }
+
+    private func enter() async {
+        if gate.tryEnter() { return }
+        await withCheckedContinuation { gate.enqueue($0) }
+    }
+
+    /// Reads and applies the events after the cached version.
+    private func catchUp() async throws {
+        let newer = try await store.readStream(stream.id, after: version)
+        for recorded in newer {
+            state = A.evolve(state, try A.Event(decoding: recorded.envelope, registry: registry))
+            version = recorded.streamVersion
+        }
+    }
+
+    var isIdle: Bool { gate.isIdle }
+}
+
+/// A command kept losing the race for its stream.
+public struct AggregateConflict: Error, CustomStringConvertible {
+    public var stream: String
+    public var attempts: Int
+    public var description: String { "stream \(stream) changed under \(attempts) attempts in a row" }
+}

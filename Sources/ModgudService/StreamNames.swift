@@ -1,0 +1,36 @@
+import EventSourcing
+import Foundation
+import ModgudDomain
+
+/// How aggregates map to streams. Every stream carries its realm.
+public enum StreamNames {
+    public static func realm(_ realmID: String) -> StreamRef {
+        StreamRef(type: Realm.streamType, key: realmID, realm: realmID)
+    }
+
+    /// Client ids are unique per realm, so the key is `realm/client`.
+    public static func client(realm: String, clientID: String) -> StreamRef {
+        StreamRef(type: Client.streamType, key: "\(realm)/\(clientID)", realm: realm)
+    }
+
+    public static func user(realm: String, userID: UUID) -> StreamRef {
+        StreamRef(type: User.streamType, key: userID.uuidString.lowercased(), realm: realm)
+    }
+
+    public static func tokenFamily(realm: String, familyID: UUID) -> StreamRef {
+        StreamRef(type: TokenFamily.streamType, key: familyID.uuidString.lowercased(), realm: realm)
+    }
+
+    /// The key part of a stream id (`user-<key>` → `<key>`).
+    static func key(of stream: StreamRef) -> String {
+        String(stream.id.dropFirst(stream.type.count + 1))
+    }
+
+    static func clientID(of stream: StreamRef) -> String {
+        String(key(of: stream).dropFirst(stream.realm.count + 1))
+    }
+
+    static func uuid(of stream: StreamRef) -> UUID? {
+        UUID(uuidString: key(of: stream))
+    }
+}
