@@ -131,6 +131,16 @@ final class ClientTests: XCTestCase {
         XCTAssertRefused("Client.InvalidAndroidOrigin") { _ = try Client.decide(.update(badOrigin), state: state, now: now) }
     }
 
+    func testSettingsEncodeSetsInSortedOrder() throws {
+        let settings = ClientSettings(
+            type: .public, grants: [.passkey, .otp, .refreshToken, .magic], allowedScopes: ["profile", "email", "openid"],
+            audiences: ["b", "a"], androidOrigins: ["android:apk-key-hash:z", "android:apk-key-hash:a"])
+        let text = String(decoding: try EventJSON.encode(settings), as: UTF8.self)
+        XCTAssertTrue(text.contains(#""allowedScopes":["email","openid","profile"]"#), text)
+        XCTAssertTrue(text.contains(#""grants":["refresh_token","urn:cocoar:magic","urn:cocoar:otp","urn:cocoar:passkey"]"#), text)
+        XCTAssertEqual(try EventJSON.decode(ClientSettings.self, from: Array(text.utf8)), settings)
+    }
+
     func testDisableAndEnableAreIdempotent() throws {
         var state = try Client.decide(.register(id: "app", settings: native, secretHash: nil), state: Client.initialState, now: now)
             .reduce(Client.initialState, Client.evolve)

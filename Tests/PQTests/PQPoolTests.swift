@@ -47,24 +47,35 @@ final class PQPoolTests: XCTestCase {
     func testWaitersAreServedInArrivalOrder() async throws {
         let pool = PQPool(configuration: PQConfiguration(connectionString: database.url), options: .init(maxConnections: 1))
         let order = OrderLog()
+        let (release, releaseSignal) = AsyncStream.makeStream(of: Void.self)
         let holder = Task {
-            try await pool.withConnection { connection in
-                try await connection.query("SELECT pg_sleep(0.3)")
+            try await pool.withConnection { _ in
+                for await _ in release { break }  // hold the only connection until told
             }
         }
-        try await Task.sleep(for: .milliseconds(50))
+        try await waitFor { pool.statistics.open == 1 && pool.statistics.idle == 0 }
         var waiters: [Task<Void, any Error>] = []
         for index in 0..<5 {
             waiters.append(Task {
                 try await pool.withConnection { _ in await order.append(index) }
             })
-            try await Task.sleep(for: .milliseconds(20))
+            // The next waiter starts only once this one is queued: arrival order is known.
+            try await waitFor { pool.statistics.waiting == index + 1 }
         }
-        _ = try await holder.value
+        releaseSignal.yield()
+        try await holder.value
         for waiter in waiters { try await waiter.value }
         let served = await order.values
         XCTAssertEqual(served, [0, 1, 2, 3, 4])
         await pool.close()
+    }
+
+    private func waitFor(_ condition: () -> Bool) async throws {
+        for _ in 0..<1000 {
+            if condition() { return }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        XCTFail("condition not reached")
     }
 
     func testAcquireTimesOutWhenThePoolStaysFull() async throws {
@@ -74,7 +85,7 @@ final class PQPoolTests: XCTestCase {
         let holder = Task {
             try await pool.withConnection { connection in try await connection.query("SELECT pg_sleep(1)") }
         }
-        try await Task.sleep(for: .milliseconds(50))
+        try await waitFor { pool.statistics.open == 1 && pool.statistics.idle == 0 }
         do {
             _ = try await pool.query("SELECT 1")
             XCTFail("the pool is full for longer than the timeout")

@@ -57,6 +57,24 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         self.accessTokenFormat = accessTokenFormat
     }
 
+    private enum CodingKeys: String, CodingKey {
+        case type, displayName, grants, allowedScopes, audiences, rpID, androidOrigins, accessTokenFormat
+    }
+
+    /// Sets are written sorted, so equal settings always encode to equal bytes (events, read
+    /// models and rebuilds compare them).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(type, forKey: .type)
+        try container.encode(displayName, forKey: .displayName)
+        try container.encode(grants.sorted(), forKey: .grants)
+        try container.encode(allowedScopes.sorted(), forKey: .allowedScopes)
+        try container.encode(audiences.sorted(), forKey: .audiences)
+        try container.encodeIfPresent(rpID, forKey: .rpID)
+        try container.encode(androidOrigins.sorted(), forKey: .androidOrigins)
+        try container.encode(accessTokenFormat, forKey: .accessTokenFormat)
+    }
+
     /// Strict grant separation and the other rules of SPEC.md sections 0 and 1.
     public func validate() throws(DomainError) {
         guard !grants.isEmpty else { throw DomainError("Client.GrantsRequired", "A client needs at least one grant.") }
