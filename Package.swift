@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
     ],
     targets: [
         // libpq, found through pkg-config (Debian/Ubuntu: libpq-dev; macOS: brew libpq).
@@ -50,7 +51,12 @@ let package = Package(
         // Actors owning aggregates, inline identity projections, the services above the domain.
         .target(
             name: "ModgudService",
-            dependencies: ["ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ"],
+            dependencies: [
+                "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
             swiftSettings: strict
         ),
         // Strict CTAP2 canonical CBOR: decoder with limits, canonical encoder.
@@ -110,7 +116,10 @@ let package = Package(
         .testTarget(name: "ModgudDomainTests", dependencies: ["ModgudDomain", "EventSourcing"], swiftSettings: strict),
         .testTarget(
             name: "ModgudServiceTests",
-            dependencies: ["ModgudService", "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ", "PostgresTestSupport"],
+            dependencies: [
+                "ModgudService", "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ", "PostgresTestSupport",
+                .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: strict),

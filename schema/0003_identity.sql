@@ -87,3 +87,15 @@ CREATE TABLE refresh_tokens (
     spent       boolean     NOT NULL DEFAULT false
 );
 CREATE INDEX refresh_tokens_family ON refresh_tokens (family_id);
+
+-- Private signing keys, sealed with AES-256-GCM under the master key from configuration
+-- (nonce | ciphertext | tag; additional data "realm/kid"). Written in the same transaction
+-- as the realm.signing_key_rotated event, which carries only the public key. Not a read
+-- model: it cannot be rebuilt from the log, by design.
+CREATE TABLE signing_key_secrets (
+    realm_id    text        NOT NULL,
+    kid         text        NOT NULL,
+    sealed      bytea       NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (realm_id, kid)
+);

@@ -1,0 +1,95 @@
+import EventSourcing
+import Foundation
+import JWTKit
+import ModgudDomain
+import PQ
+
+/// The signing keys of each realm: rotation (event with the public key, sealed private key in
+/// the same transaction), signing with the active key, and the JWKS with every key.
+public actor SigningKeyRing {
+    private struct Loaded {
+        var collection: JWTKeyCollection
+        var activeKid: String
+        var loadedAt: ContinuousClock.Instant
+    }
+
+    private let pool: PQPool
+    private let sealer: KeySealer
+    private let realms: AggregateRegistry<Realm>
+    private var cache: [String: Loaded] = [:]
+    /// How long a realm's keys are trusted before re-reading (another instance may have rotated).
+    private let maxAge: Duration = .seconds(30)
+
+    public init(pool: PQPool, sealer: KeySealer, realms: AggregateRegistry<Realm>) {
+        self.pool = pool
+        self.sealer = sealer
+        self.realms = realms
+    }
+
+    /// Creates a new active key; earlier keys stay published for verification.
+    @discardableResult
+    public func rotate(realm: String, algorithm: SigningKeyMaterial.Algorithm = .es256, now: Date, metadata: EventMetadata) async throws
+        -> String
+    {
+        let key = try SigningKeyMaterial.generate(algorithm)
+        let sealed = try sealer.seal(key.privateBytes, realm: realm, kid: key.kid)
+        let actor = await realms.actor(for: StreamNames.realm(realm))
+        _ = try await actor.execute(
+            .rotateSigningKey(kid: key.kid, algorithm: algorithm.rawValue, publicJWK: try key.publicJWK()), now: now, metadata: metadata,
+            extra: { _ in
+                ["INSERT INTO signing_key_secrets (realm_id, kid, sealed) VALUES (\(realm), \(key.kid), \(PQBytes(sealed)))"]
+            })
+        cache[realm] = nil
+        return key.kid
+    }
+
+    /// Signs a payload with the realm's active key.
+    /// - Throws: `SigningKeyRingError.noKey` when the realm has none yet.
+    public func sign(_ payload: some JWTPayload, realm: String) async throws -> String {
+        let loaded = try await load(realm)
+        return try await loaded.collection.sign(payload, kid: JWKIdentifier(string: loaded.activeKid))
+    }
+
+    /// The realm's JWKS document: every key it ever signed with (RFC 7517 section 5).
+    public func jwks(realm: String) async throws -> String {
+        let rows = try await pool.query(
+            "SELECT public_jwk::text FROM signing_keys WHERE realm_id = \(realm) ORDER BY rotated_at DESC, kid").rows
+        let keys = try rows.map { try $0.decode(String.self, at: 0) }
+        return #"{"keys":["# + keys.joined(separator: ",") + "]}"
+    }
+
+    private func load(_ realm: String) async throws -> Loaded {
+        if let loaded = cache[realm], ContinuousClock.now - loaded.loadedAt < maxAge { return loaded }
+        let rows = try await pool.query(
+            """
+            SELECT k.kid, k.algorithm, s.sealed FROM signing_keys k
+            JOIN signing_key_secrets s ON s.realm_id = k.realm_id AND s.kid = k.kid
+            WHERE k.realm_id = \(realm) ORDER BY k.rotated_at, k.kid
+            """
+        ).rows
+        // The realm's own history says which key is newest (timestamps can tie).
+        guard !rows.isEmpty, let active = try await realms.actor(for: StreamNames.realm(realm)).current().state.activeKey?.kid else {
+            throw SigningKeyRingError.noKey(realm: realm)
+        }
+        let collection = JWTKeyCollection()
+        for row in rows {
+            let kid = try row.decode(String.self, at: 0)
+            guard let algorithm = SigningKeyMaterial.Algorithm(rawValue: try row.decode(String.self, at: 1)) else { continue }
+            let privateBytes = try sealer.open(try row.decode(PQBytes.self, at: 2).bytes, realm: realm, kid: kid)
+            try await SigningKeyMaterial(kid: kid, algorithm: algorithm, privateBytes: privateBytes).add(to: collection)
+        }
+        let loaded = Loaded(collection: collection, activeKid: active, loadedAt: .now)
+        cache[realm] = loaded
+        return loaded
+    }
+}
+
+public enum SigningKeyRingError: Error, Equatable, CustomStringConvertible {
+    case noKey(realm: String)
+
+    public var description: String {
+        switch self {
+        case .noKey(let realm): return "realm \(realm) has no signing key yet (modgud realm rotate-key)"
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import JWTKit
+
+/// Claims of a JWT access token (RFC 9068 shape: iss, sub, aud, exp, iat, jti, scope, client_id).
+public struct AccessTokenClaims: JWTPayload, Equatable {
+    public var iss: IssuerClaim
+    public var sub: SubjectClaim
+    public var aud: AudienceClaim
+    public var exp: ExpirationClaim
+    public var iat: IssuedAtClaim
+    public var jti: IDClaim
+    public var scope: String
+    public var clientID: String
+
+    enum CodingKeys: String, CodingKey {
+        case iss, sub, aud, exp, iat, jti, scope
+        case clientID = "client_id"
+    }
+
+    public func verify(using algorithm: some JWTAlgorithm) async throws {
+        try exp.verifyNotExpired()
+    }
+}
+
+/// Claims of an OpenID Connect ID token (OIDC Core section 2, section 5.1 for the profile claims).
+public struct IDTokenClaims: JWTPayload, Equatable {
+    public var iss: IssuerClaim
+    public var sub: SubjectClaim
+    public var aud: AudienceClaim
+    public var exp: ExpirationClaim
+    public var iat: IssuedAtClaim
+    public var authTime: Date
+    public var amr: [String]
+    public var acr: String?
+    public var nonce: String?
+    public var email: String?
+    public var emailVerified: Bool?
+    public var givenName: String?
+    public var familyName: String?
+    public var preferredUsername: String?
+
+    enum CodingKeys: String, CodingKey {
+        case iss, sub, aud, exp, iat, amr, acr, nonce, email
+        case authTime = "auth_time"
+        case emailVerified = "email_verified"
+        case givenName = "given_name"
+        case familyName = "family_name"
+        case preferredUsername = "preferred_username"
+    }
+
+    public func verify(using algorithm: some JWTAlgorithm) async throws {
+        try exp.verifyNotExpired()
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import JWTKit
+import ModgudDomain
+
+/// Mints the tokens of one grant: access token (reference or JWT), refresh token, ID token.
+///
+/// Pure apart from signing: what to remember of each token (its hash, expiry) comes back with
+/// it, for the caller to record in the token family's event.
+public struct TokenMinter: Sendable {
+    /// What was minted, and what the log keeps of it.
+    public struct Minted: Sendable {
+        public var accessToken: String
+        public var accessRecord: IssuedAccessToken
+        public var refreshToken: String?
+        public var refreshHash: String?
+        public var refreshExpiresAt: Date?
+        public var idToken: String?
+        public var expiresIn: Int
+    }
+
+    /// Who the tokens are for and what they allow.
+    public struct Request: Sendable {
+        public var realm: String
+        /// The issuer URL of the realm (`https://<host>`), as discovery names it.
+        public var issuer: String
+        public var clientID: String
+        public var format: AccessTokenFormat
+        /// nil for client_credentials (the client is the subject).
+        public var user: User.State?
+        public var scopes: [String]
+        public var audiences: [String]
+        public var authTime: Date
+        public var amr: [String]
+        public var accessLifetime: TimeInterval
+        /// nil: no refresh token.
+        public var refreshLifetime: TimeInterval?
+        public var nonce: String?
+
+        public init(
+            realm: String, issuer: String, clientID: String, format: AccessTokenFormat, user: User.State?, scopes: [String],
+            audiences: [String], authTime: Date, amr: [String], accessLifetime: TimeInterval, refreshLifetime: TimeInterval?,
+            nonce: String? = nil
+        ) {
+            self.realm = realm
+            self.issuer = issuer
+            self.clientID = clientID
+            self.format = format
+            self.user = user
+            self.scopes = scopes
+            self.audiences = audiences
+            self.authTime = authTime
+            self.amr = amr
+            self.accessLifetime = accessLifetime
+            self.refreshLifetime = refreshLifetime
+            self.nonce = nonce
+        }
+    }
+
+    public let keys: SigningKeyRing
+
+    public init(keys: SigningKeyRing) {
+        self.keys = keys
+    }
+
+    public func mint(_ request: Request, now: Date) async throws -> Minted {
+        let subject = request.user?.id?.uuidString.lowercased() ?? request.clientID
+        let expiresAt = now.addingTimeInterval(request.accessLifetime)
+        let access: String
+        let accessHash: String
+        switch request.format {
+        case .reference:
+            (access, accessHash) = OpaqueToken.generate()
+        case .jwt:
+            // The jti is random; its hash identifies the token for revocation and introspection.
+            let jti = OpaqueToken.generate().token
+            let claims = AccessTokenClaims(
+                iss: .init(value: request.issuer), sub: .init(value: subject), aud: .init(value: request.audiences),
+                exp: .init(value: expiresAt), iat: .init(value: now), jti: .init(value: jti),
+                scope: request.scopes.joined(separator: " "), clientID: request.clientID)
+            access = try await keys.sign(claims, realm: request.realm)
+            accessHash = OpaqueToken.hash(jti)
+        }
+        var minted = Minted(
+            accessToken: access, accessRecord: IssuedAccessToken(hash: accessHash, expiresAt: expiresAt, format: request.format),
+            refreshToken: nil, refreshHash: nil, refreshExpiresAt: nil, idToken: nil, expiresIn: Int(request.accessLifetime))
+        if let lifetime = request.refreshLifetime {
+            let (token, hash) = OpaqueToken.generate()
+            minted.refreshToken = token
+            minted.refreshHash = hash
+            minted.refreshExpiresAt = now.addingTimeInterval(lifetime)
+        }
+        if request.scopes.contains("openid"), let user = request.user {
+            let email = request.scopes.contains("email")
+            let profile = request.scopes.contains("profile")
+            let claims = IDTokenClaims(
+                iss: .init(value: request.issuer), sub: .init(value: subject), aud: .init(value: [request.clientID]),
+                exp: .init(value: expiresAt), iat: .init(value: now), authTime: request.authTime, amr: request.amr,
+                acr: request.amr.contains("mfa") ? "urn:modgud:acr:mfa" : "urn:modgud:acr:single-factor", nonce: request.nonce,
+                email: email ? user.email?.value : nil, emailVerified: email ? user.emailConfirmed : nil,
+                givenName: profile ? user.firstName : nil, familyName: profile ? user.lastName : nil,
+                preferredUsername: profile ? user.username : nil)
+            minted.idToken = try await keys.sign(claims, realm: request.realm)
+        }
+        return minted
+    }
+}
