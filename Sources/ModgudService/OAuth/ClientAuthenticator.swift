@@ -1,0 +1,60 @@
+import Crypto
+import EventSourcing
+import Foundation
+import ModgudDomain
+import PQ
+
+/// A client that passed authentication (or, if public, identified itself).
+public struct AuthenticatedClient: Sendable, Equatable {
+    public var realm: String
+    public var id: String
+    public var settings: ClientSettings
+}
+
+/// Client authentication for the token, introspection and revocation endpoints: none for
+/// public clients, `client_secret_basic` or `client_secret_post` for confidential ones
+/// (RFC 6749 section 2.3.1). Secrets are 256-bit random values stored as SHA-256.
+public struct ClientAuthenticator: Sendable {
+    public let pool: PQPool
+
+    public init(pool: PQPool) {
+        self.pool = pool
+    }
+
+    /// A fresh client secret and its stored hash.
+    public static func generateSecret() -> (secret: String, hash: String) {
+        let (token, hash) = OpaqueToken.generate()
+        return (token, hash)
+    }
+
+    /// Authenticates `clientID` with `secret` (nil: none presented).
+    /// - Throws: `invalid_client` (401 when a secret was presented or the client is
+    ///   confidential), `invalid_grant` "The OAuth client is disabled.".
+    public func authenticate(realm: String, clientID: String, secret: String?) async throws -> AuthenticatedClient {
+        let row = try await pool.query(
+            "SELECT settings::text, secret_hash, enabled FROM clients WHERE realm_id = \(realm) AND client_id = \(clientID)"
+        ).first
+        // Hash even when the client is unknown, so timing does not tell unknown from wrong.
+        let presentedHash = secret.map(OpaqueToken.hash) ?? OpaqueToken.hash("")
+        guard let row else { throw OAuthError.invalidClient(attempted: secret != nil) }
+        let settings = try EventJSON.decode(ClientSettings.self, from: Array(try row.decode(String.self, at: 0).utf8))
+        let storedHash = try row.decode(String?.self, at: 1)
+        switch settings.type {
+        case .confidential:
+            guard secret != nil, let storedHash, Self.constantTimeEqual(Array(presentedHash.utf8), Array(storedHash.utf8)) else {
+                throw OAuthError.invalidClient(attempted: true)
+            }
+        case .public:
+            guard secret == nil else { throw OAuthError.invalidClient(attempted: true) }
+        }
+        guard try row.decode(Bool.self, at: 2) else { throw OAuthError.invalidGrant("The OAuth client is disabled.") }
+        return AuthenticatedClient(realm: realm, id: clientID, settings: settings)
+    }
+
+    static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        var difference: UInt8 = 0
+        for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
+        return difference == 0
+    }
+}

@@ -1,0 +1,37 @@
+/// A successful token response (RFC 6749 section 5.1; OIDC Core section 3.1.3.3).
+public struct TokenResponse: Sendable, Equatable {
+    public var accessToken: String
+    public var tokenType = "Bearer"
+    public var expiresIn: Int
+    /// Only when `offline_access` was granted and the client holds `refresh_token`.
+    public var refreshToken: String?
+    public var scope: String
+    /// Only with scope `openid`.
+    public var idToken: String?
+}
+
+/// What introspection reports (RFC 7662 section 2.2); inactive tokens report only `active: false`.
+public struct Introspection: Sendable, Equatable {
+    public var active: Bool
+    public var scope: String?
+    public var clientID: String?
+    public var subject: String?
+    public var audiences: [String]?
+    public var expiresAt: Int?
+    public var tokenType: String?
+
+    public static let inactive = Introspection(active: false)
+
+    public init(
+        active: Bool, scope: String? = nil, clientID: String? = nil, subject: String? = nil, audiences: [String]? = nil,
+        expiresAt: Int? = nil, tokenType: String? = nil
+    ) {
+        self.active = active
+        self.scope = scope
+        self.clientID = clientID
+        self.subject = subject
+        self.audiences = audiences
+        self.expiresAt = expiresAt
+        self.tokenType = tokenType
+    }
+}

@@ -1,0 +1,181 @@
+import EventSourcing
+import EventStorePostgres
+import Foundation
+import ModgudDomain
+import PQ
+
+/// Everything after the proof of identity: which scopes and audiences, which tokens, how they
+/// are refreshed, introspected and revoked (SPEC.md sections 0 and 5). The HTTP layer parses
+/// requests and maps `OAuthError`s; the rules live here.
+public struct TokenService: Sendable {
+    public let pool: PQPool
+    public let families: AggregateRegistry<TokenFamily>
+    public let users: AggregateRegistry<User>
+    public let tokens: TokenDirectory
+    public let minter: TokenMinter
+    public let now: @Sendable () -> Date
+
+    public init(
+        pool: PQPool, families: AggregateRegistry<TokenFamily>, users: AggregateRegistry<User>, minter: TokenMinter,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.pool = pool
+        self.families = families
+        self.users = users
+        self.tokens = TokenDirectory(pool: pool)
+        self.minter = minter
+        self.now = now
+    }
+
+    /// Signs a user in: a new token family (called by the passwordless grants once the proof holds).
+    public func signIn(
+        client: AuthenticatedClient, user: User.State, grantType: GrantType, scope: String?, resources: [String], amr: [String],
+        issuer: String, nonce: String? = nil, metadata: EventMetadata
+    ) async throws -> TokenResponse {
+        guard let userID = user.id, user.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
+        let scopes = try ScopePolicy.grantedScopes(requested: scope, client: client.settings)
+        let audiences = try ScopePolicy.audiences(resources: resources, allowed: client.settings.audiences, clientID: client.id)
+        let lifetimes = try await realmLifetimes(client.realm)
+        let wantsRefresh = scopes.contains("offline_access") && client.settings.grants.contains(.refreshToken)
+        let time = now()
+        let minted = try await minter.mint(
+            TokenMinter.Request(
+                realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: user,
+                scopes: scopes, audiences: audiences, authTime: time, amr: amr, accessLifetime: lifetimes.access,
+                refreshLifetime: wantsRefresh ? lifetimes.refresh : nil, nonce: nonce), now: time)
+        let familyID = UUID()
+        let started = TokenFamilyStarted(
+            familyID: familyID, clientID: client.id, userID: userID, scopes: scopes, audiences: audiences, grantType: grantType.rawValue,
+            authTime: time, amr: amr, securityStamp: user.securityStamp, accessToken: minted.accessRecord,
+            refreshTokenHash: minted.refreshHash, refreshExpiresAt: minted.refreshExpiresAt)
+        _ = try await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: familyID))
+            .execute(.start(started), now: time, metadata: metadata)
+        return TokenResponse(
+            accessToken: minted.accessToken, expiresIn: minted.expiresIn, refreshToken: minted.refreshToken,
+            scope: scopes.joined(separator: " "), idToken: minted.idToken)
+    }
+
+    /// grant_type=refresh_token: rotates the refresh token; a spent one revokes the family.
+    public func refresh(client: AuthenticatedClient, refreshToken: String, resources: [String], issuer: String, metadata: EventMetadata)
+        async throws -> TokenResponse
+    {
+        guard client.settings.grants.contains(.refreshToken) else {
+            throw OAuthError.unauthorizedClient("The client may not use grant_type refresh_token.")
+        }
+        let presented = OpaqueToken.hash(refreshToken)
+        guard let record = try await tokens.refreshToken(hash: presented, realm: client.realm) else {
+            throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
+        }
+        let family = await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: record.familyID))
+        let familyState = try await family.current().state
+        guard let started = familyState.started, started.clientID == client.id, let userID = started.userID else {
+            throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
+        }
+        // RFC 8707: a refresh may narrow the audience, never widen it.
+        let audiences = try ScopePolicy.audiences(resources: resources, allowed: Set(started.audiences), clientID: client.id)
+        let userState = try await users.actor(for: StreamNames.user(realm: client.realm, userID: userID)).current().state
+        let lifetimes = try await realmLifetimes(client.realm)
+        let time = now()
+        let minted = try await minter.mint(
+            TokenMinter.Request(
+                realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: userState,
+                scopes: started.scopes, audiences: audiences, authTime: started.authTime, amr: started.amr,
+                accessLifetime: lifetimes.access, refreshLifetime: lifetimes.refresh), now: time)
+        let outcome: CommandOutcome<TokenFamily>
+        do {
+            outcome = try await family.execute(
+                .refresh(
+                    presentedHash: presented, newRefreshHash: minted.refreshHash!, newRefreshExpiresAt: minted.refreshExpiresAt!,
+                    accessToken: minted.accessRecord, userStamp: userState.canSignIn ? userState.securityStamp : nil),
+                now: time, metadata: metadata)
+        } catch is DomainError {
+            throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
+        }
+        guard case .refreshed = outcome.events.first else {
+            // Reuse (the family is now revoked, an audited event) or a changed security stamp.
+            throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
+        }
+        return TokenResponse(
+            accessToken: minted.accessToken, expiresIn: minted.expiresIn, refreshToken: minted.refreshToken,
+            scope: started.scopes.joined(separator: " "), idToken: minted.idToken)
+    }
+
+    /// grant_type=client_credentials: a service client's own token, no refresh token, no ID token.
+    public func clientCredentials(client: AuthenticatedClient, scope: String?, resources: [String], issuer: String, metadata: EventMetadata)
+        async throws -> TokenResponse
+    {
+        guard client.settings.grants.contains(.clientCredentials) else {
+            throw OAuthError.unauthorizedClient("The client may not use grant_type client_credentials.")
+        }
+        let scopes = try ScopePolicy.grantedScopes(requested: scope, client: client.settings).filter { $0 != "openid" && $0 != "offline_access" }
+        let audiences = try ScopePolicy.audiences(resources: resources, allowed: client.settings.audiences, clientID: client.id)
+        let lifetimes = try await realmLifetimes(client.realm)
+        let time = now()
+        let minted = try await minter.mint(
+            TokenMinter.Request(
+                realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: nil,
+                scopes: scopes, audiences: audiences, authTime: time, amr: [], accessLifetime: lifetimes.access, refreshLifetime: nil),
+            now: time)
+        let familyID = UUID()
+        _ = try await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: familyID)).execute(
+            .start(
+                TokenFamilyStarted(
+                    familyID: familyID, clientID: client.id, userID: nil, scopes: scopes, audiences: audiences,
+                    grantType: GrantType.clientCredentials.rawValue, authTime: time, amr: [], securityStamp: nil,
+                    accessToken: minted.accessRecord)), now: time, metadata: metadata)
+        return TokenResponse(accessToken: minted.accessToken, expiresIn: minted.expiresIn, scope: scopes.joined(separator: " "))
+    }
+
+    /// RFC 7662: whether an access token is active, and what it allows. Unknown, expired and
+    /// revoked tokens are all just inactive.
+    public func introspect(realm: String, token: String) async throws -> Introspection {
+        guard let found = try await tokens.accessToken(hash: Self.accessHash(of: token), realm: realm, now: now()) else { return .inactive }
+        return Introspection(
+            active: true, scope: found.scopes.joined(separator: " "), clientID: found.clientID,
+            subject: found.userID?.uuidString.lowercased() ?? found.clientID, audiences: found.audiences,
+            expiresAt: Int(found.expiresAt.timeIntervalSince1970), tokenType: "Bearer")
+    }
+
+    /// RFC 7009: revokes the family of a refresh or access token the client owns. Unknown
+    /// tokens and other clients' tokens are ignored (the endpoint answers 200 either way).
+    public func revoke(client: AuthenticatedClient, token: String, metadata: EventMetadata) async throws {
+        let familyID: UUID?
+        if let refresh = try await tokens.refreshToken(hash: OpaqueToken.hash(token), realm: client.realm) {
+            familyID = refresh.familyID
+        } else {
+            familyID = try await pool.query(
+                "SELECT family_id FROM access_tokens WHERE token_hash = \(Self.accessHash(of: token)) AND realm_id = \(client.realm)"
+            ).first?.decode(UUID.self, at: 0)
+        }
+        guard let familyID else { return }
+        let family = await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: familyID))
+        guard try await family.current().state.started?.clientID == client.id else { return }
+        _ = try await family.execute(.revoke(.logout), now: now(), metadata: metadata)
+    }
+
+    /// A JWT access token is found by the hash of its jti; a reference token by its own hash.
+    static func accessHash(of token: String) -> String {
+        let parts = token.split(separator: ".")
+        if parts.count == 3, let payload = base64URLDecode(String(parts[1])),
+            let claims = try? JSONDecoder().decode(JTI.self, from: Data(payload))
+        {
+            return OpaqueToken.hash(claims.jti)
+        }
+        return OpaqueToken.hash(token)
+    }
+
+    private struct JTI: Decodable { var jti: String }
+
+    private static func base64URLDecode(_ text: String) -> [UInt8]? {
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while standard.count % 4 != 0 { standard += "=" }
+        return Data(base64Encoded: standard).map(Array.init)
+    }
+
+    private func realmLifetimes(_ realm: String) async throws -> (access: TimeInterval, refresh: TimeInterval) {
+        guard let text = try await pool.query("SELECT settings::text FROM realms WHERE realm_id = \(realm)").first?.decode(String.self, at: 0)
+        else { throw OAuthError.invalidRequest("Unknown realm.") }
+        let settings = try EventJSON.decode(RealmSettings.self, from: Array(text.utf8))
+        return (TimeInterval(settings.nativeGrants.accessTokenLifetimeMinutes * 60), TimeInterval(settings.nativeGrants.refreshTokenLifetimeDays * 86400))
+    }
+}

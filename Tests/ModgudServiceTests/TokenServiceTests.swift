@@ -1,0 +1,186 @@
+import EventSourcing
+import Foundation
+import ModgudDomain
+import ModgudService
+import PQ
+import PostgresTestSupport
+import XCTest
+
+final class TokenServiceTests: XCTestCase {
+    var database: TestDatabase!
+    var instance: IdentityInstance!
+    var service: TokenService!
+    var authenticator: ClientAuthenticator!
+    var serviceSecret = ""
+    var user: User.State!
+    let issuer = "https://login.demo.test"
+
+    override func setUp() async throws {
+        database = try await TestDatabase.create(maxConnections: 20)
+        instance = IdentityInstance(pool: database.pool)
+        let ring = SigningKeyRing(pool: database.pool, sealer: try KeySealer(masterKey: Array(repeating: 1, count: 32)), realms: instance.realms)
+        service = TokenService(pool: database.pool, families: instance.families, users: instance.users, minter: TokenMinter(keys: ring))
+        authenticator = ClientAuthenticator(pool: database.pool)
+        _ = try await instance.realm("demo").execute(.create(id: "demo", settings: demoSettings), now: now, metadata: .none)
+        try await ring.rotate(realm: "demo", now: now, metadata: .none)
+        try await register("app", ClientSettings(
+            type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "email", "offline_access", "api"],
+            audiences: ["https://api.demo.test", "https://files.demo.test"]), secretHash: nil)
+        try await register("jwt-app", ClientSettings(
+            type: .public, grants: [.otp], allowedScopes: ["openid", "api"], accessTokenFormat: .jwt), secretHash: nil)
+        let (secret, hash) = ClientAuthenticator.generateSecret()
+        serviceSecret = secret
+        try await register("svc", ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["api"]), secretHash: hash)
+        let id = UUID()
+        user = try await instance.user(id).execute(
+            .register(id: id, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: nil, firstName: "Ada", lastName: nil,
+                securityStamp: "s1", via: "otp"), now: now, metadata: .none).state
+    }
+
+    override func tearDown() async throws {
+        await database?.drop()
+    }
+
+    func register(_ id: String, _ settings: ClientSettings, secretHash: String?) async throws {
+        _ = try await instance.clients.actor(for: StreamNames.client(realm: "demo", clientID: id))
+            .execute(.register(id: id, settings: settings, secretHash: secretHash), now: now, metadata: .none)
+    }
+
+    func expect(_ error: String, status: Int = 400, _ body: () async throws -> Void) async {
+        do {
+            try await body()
+            XCTFail("expected \(error)")
+        } catch let failure as OAuthError {
+            XCTAssertEqual(failure.error, error, failure.description)
+            XCTAssertEqual(failure.status, status)
+        } catch {
+            XCTFail("unexpected \(error)")
+        }
+    }
+
+    func signIn(_ clientID: String = "app", scope: String = "openid email offline_access") async throws -> TokenResponse {
+        let client = try await authenticator.authenticate(realm: "demo", clientID: clientID, secret: nil)
+        return try await service.signIn(client: client, user: user, grantType: .otp, scope: scope, resources: [], amr: ["otp"], issuer: issuer, metadata: .none)
+    }
+
+    func testClientAuthentication() async throws {
+        await expect("invalid_client", status: 401) { _ = try await self.authenticator.authenticate(realm: "demo", clientID: "svc", secret: "wrong") }
+        await expect("invalid_client", status: 401) { _ = try await self.authenticator.authenticate(realm: "demo", clientID: "svc", secret: nil) }
+        await expect("invalid_client", status: 400) { _ = try await self.authenticator.authenticate(realm: "demo", clientID: "nobody", secret: nil) }
+        await expect("invalid_client", status: 401) { _ = try await self.authenticator.authenticate(realm: "demo", clientID: "nobody", secret: "x") }
+        await expect("invalid_client", status: 401) { _ = try await self.authenticator.authenticate(realm: "demo", clientID: "app", secret: "x") }
+        await expect("invalid_client", status: 400) { _ = try await self.authenticator.authenticate(realm: "other", clientID: "app", secret: nil) }
+        let svc = try await authenticator.authenticate(realm: "demo", clientID: "svc", secret: serviceSecret)
+        XCTAssertEqual(svc.id, "svc")
+        _ = try await instance.clients.actor(for: StreamNames.client(realm: "demo", clientID: "app")).execute(.disable, now: now, metadata: .none)
+        do {
+            _ = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
+            XCTFail("disabled")
+        } catch let error as OAuthError {
+            XCTAssertEqual(error, .invalidGrant("The OAuth client is disabled."))
+        }
+    }
+
+    func testSignInRefreshRotationAndReuse() async throws {
+        let first = try await signIn()
+        XCTAssertNotNil(first.refreshToken)
+        XCTAssertNotNil(first.idToken)
+        XCTAssertEqual(first.expiresIn, 900)
+        XCTAssertEqual(first.scope, "openid email offline_access")
+        let active = try await service.introspect(realm: "demo", token: first.accessToken)
+        XCTAssertTrue(active.active)
+        XCTAssertEqual(active.subject, user.id!.uuidString.lowercased())
+
+        let client = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
+        let second = try await service.refresh(client: client, refreshToken: first.refreshToken!, resources: [], issuer: issuer, metadata: .none)
+        XCTAssertNotEqual(second.refreshToken, first.refreshToken, "rotated")
+        await expect("invalid_grant") {
+            _ = try await self.service.refresh(client: client, refreshToken: first.refreshToken!, resources: [], issuer: self.issuer, metadata: .none)
+        }
+        await expect("invalid_grant") {
+            _ = try await self.service.refresh(client: client, refreshToken: second.refreshToken!, resources: [], issuer: self.issuer, metadata: .none)
+        }
+        for token in [first.accessToken, second.accessToken] {
+            let result = try await service.introspect(realm: "demo", token: token)
+            XCTAssertEqual(result, .inactive, "the whole family died")
+        }
+        let reuse = try await database.pool.query("SELECT count(*) FROM events WHERE type = 'token_family.revoked' AND payload->>'reason' = 'reuse'")
+            .first!.decode(Int.self, at: 0)
+        XCTAssertEqual(reuse, 1, "the reuse is an audited event")
+    }
+
+    func testNoRefreshTokenWithoutOfflineAccessAndNoIDTokenWithoutOpenID() async throws {
+        let plain = try await signIn(scope: "api")
+        XCTAssertNil(plain.refreshToken)
+        XCTAssertNil(plain.idToken)
+        await expect("invalid_scope") { _ = try await self.signIn(scope: "admin") }
+    }
+
+    func testResourcesNarrowTheAudienceAndUnknownOnesAreRefused() async throws {
+        let client = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
+        let narrowed = try await service.signIn(
+            client: client, user: user, grantType: .otp, scope: "api offline_access", resources: ["https://api.demo.test"], amr: ["otp"],
+            issuer: issuer, metadata: .none)
+        let introspected = try await service.introspect(realm: "demo", token: narrowed.accessToken)
+        XCTAssertEqual(introspected.audiences, ["https://api.demo.test"])
+        await expect("invalid_target") {
+            _ = try await self.service.refresh(
+                client: client, refreshToken: narrowed.refreshToken!, resources: ["https://files.demo.test"], issuer: self.issuer, metadata: .none)
+        }
+        await expect("invalid_target") {
+            _ = try await self.service.signIn(
+                client: client, user: self.user, grantType: .otp, scope: "api", resources: ["https://evil.test"], amr: ["otp"], issuer: self.issuer,
+                metadata: .none)
+        }
+    }
+
+    func testLogoutEverywhereEndsRefreshAndAccessAtOnce() async throws {
+        let tokens = try await signIn()
+        _ = try await instance.user(user.id!).execute(.rotateSecurityStamp(newStamp: "s2", reason: .logoutEverywhere), now: now, metadata: .none)
+        let introspected = try await service.introspect(realm: "demo", token: tokens.accessToken)
+        XCTAssertFalse(introspected.active)
+        let client = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
+        await expect("invalid_grant") {
+            _ = try await self.service.refresh(client: client, refreshToken: tokens.refreshToken!, resources: [], issuer: self.issuer, metadata: .none)
+        }
+    }
+
+    func testClientCredentialsOnlyForServiceClients() async throws {
+        let svc = try await authenticator.authenticate(realm: "demo", clientID: "svc", secret: serviceSecret)
+        let token = try await service.clientCredentials(client: svc, scope: "api", resources: [], issuer: issuer, metadata: .none)
+        XCTAssertNil(token.refreshToken)
+        XCTAssertNil(token.idToken)
+        let introspected = try await service.introspect(realm: "demo", token: token.accessToken)
+        XCTAssertEqual(introspected.subject, "svc")
+        let app = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
+        await expect("unauthorized_client") {
+            _ = try await self.service.clientCredentials(client: app, scope: nil, resources: [], issuer: self.issuer, metadata: .none)
+        }
+        await expect("unauthorized_client") {
+            _ = try await self.service.refresh(client: svc, refreshToken: "x", resources: [], issuer: self.issuer, metadata: .none)
+        }
+    }
+
+    func testRevocationPerRFC7009() async throws {
+        let tokens = try await signIn()
+        let app = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
+        let svc = try await authenticator.authenticate(realm: "demo", clientID: "svc", secret: serviceSecret)
+        try await service.revoke(client: svc, token: tokens.refreshToken!, metadata: .none)  // not svc's: ignored
+        let stillActive = try await service.introspect(realm: "demo", token: tokens.accessToken)
+        XCTAssertTrue(stillActive.active)
+        try await service.revoke(client: app, token: "never-issued", metadata: .none)  // unknown: no error
+        try await service.revoke(client: app, token: tokens.refreshToken!, metadata: .none)
+        let revoked = try await service.introspect(realm: "demo", token: tokens.accessToken)
+        XCTAssertFalse(revoked.active)
+        let unknown = try await service.introspect(realm: "demo", token: "garbage")
+        XCTAssertEqual(unknown, .inactive)
+    }
+
+    func testJWTAccessTokensIntrospectThroughTheirJTI() async throws {
+        let tokens = try await signIn("jwt-app", scope: "openid api")
+        XCTAssertEqual(tokens.accessToken.split(separator: ".").count, 3)
+        let introspected = try await service.introspect(realm: "demo", token: tokens.accessToken)
+        XCTAssertTrue(introspected.active)
+        XCTAssertEqual(introspected.clientID, "jwt-app")
+    }
+}
