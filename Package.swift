@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        // traits: [] keeps full Foundation and ICU out of the binary (SWIFT-NOTES.md).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
     ],
     targets: [
         // libpq, found through pkg-config (Debian/Ubuntu: libpq-dev; macOS: brew libpq).
@@ -56,6 +58,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+            ],
+            swiftSettings: strict
+        ),
+        // The thin HTTP adapter: parse, call one service method, map the result or error.
+        .target(
+            name: "ModgudHTTP",
+            dependencies: [
+                "ModgudService", "ModgudDomain", "EventSourcing",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -119,6 +131,15 @@ let package = Package(
             dependencies: [
                 "ModgudService", "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ", "PostgresTestSupport",
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ModgudHTTPTests",
+            dependencies: [
+                "ModgudHTTP", "ModgudService", "ModgudDomain", "PostgresTestSupport", "PQ",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: strict
         ),

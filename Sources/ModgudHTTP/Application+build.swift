@@ -1,0 +1,41 @@
+import Hummingbird
+import Logging
+import ModgudService
+
+/// Builds the HTTP application. `modgud serve`, `modgud dev` and the tests all use this one
+/// function (STYLE.md: the production composition is what tests run).
+public func buildApplication(
+    core: ModgudCore, configuration: HTTPConfiguration = HTTPConfiguration(), server: ApplicationConfiguration = ApplicationConfiguration(),
+    logger: Logger = Logger(label: "modgud.http")
+) -> some ApplicationProtocol {
+    let router = buildRouter(core: core, configuration: configuration)
+    return Application(router: router, configuration: server, logger: logger)
+}
+
+/// The routes, for in-process tests.
+public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTTPConfiguration()) -> Router<ModgudRequestContext> {
+    let parsing = RequestParsing(core: core, configuration: configuration)
+    let router = Router(context: ModgudRequestContext.self)
+    router.add(middleware: RequestIDMiddleware())
+    let tokens = TokenController(core: core, parsing: parsing)
+    let introspection = IntrospectionController(core: core, parsing: parsing)
+    let discovery = DiscoveryController(core: core, parsing: parsing)
+    router.post("/connect/token", use: tokens.token)
+    router.post("/connect/introspect", use: introspection.introspect)
+    router.post("/connect/revoke", use: introspection.revoke)
+    router.get("/.well-known/openid-configuration", use: discovery.configuration)
+    router.get("/.well-known/jwks.json", use: discovery.jwks)
+    router.get("/health/live") { _, _ in "ok" }
+    return router
+}
+
+/// Echoes or assigns `X-Request-Id`, so logs and responses can be correlated.
+struct RequestIDMiddleware: RouterMiddleware {
+    typealias Context = ModgudRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var response = try await next(request, context)
+        response.headers[.init("X-Request-Id")!] = request.headers[.init("X-Request-Id")!] ?? context.id
+        return response
+    }
+}

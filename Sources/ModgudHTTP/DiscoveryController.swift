@@ -1,0 +1,75 @@
+import Hummingbird
+import ModgudDomain
+import ModgudService
+
+/// GET /.well-known/openid-configuration and /.well-known/jwks.json, per realm host.
+struct DiscoveryController: Sendable {
+    let core: ModgudCore
+    let parsing: RequestParsing
+
+    struct Metadata: Encodable {
+        var issuer: String
+        var tokenEndpoint: String
+        var introspectionEndpoint: String
+        var revocationEndpoint: String
+        var userinfoEndpoint: String
+        var jwksURI: String
+        var grantTypesSupported: [String]
+        var tokenEndpointAuthMethodsSupported = ["none", "client_secret_basic", "client_secret_post"]
+        var idTokenSigningAlgValuesSupported = ["ES256", "RS256"]
+        var subjectTypesSupported = ["public"]
+        var responseTypesSupported = ["none"]
+        var scopesSupported = ["openid", "email", "profile", "offline_access"]
+        var claimsSupported = ["sub", "iss", "aud", "exp", "iat", "auth_time", "amr", "acr", "email", "email_verified", "given_name",
+            "family_name", "preferred_username"]
+
+        enum CodingKeys: String, CodingKey {
+            case issuer
+            case tokenEndpoint = "token_endpoint"
+            case introspectionEndpoint = "introspection_endpoint"
+            case revocationEndpoint = "revocation_endpoint"
+            case userinfoEndpoint = "userinfo_endpoint"
+            case jwksURI = "jwks_uri"
+            case grantTypesSupported = "grant_types_supported"
+            case tokenEndpointAuthMethodsSupported = "token_endpoint_auth_methods_supported"
+            case idTokenSigningAlgValuesSupported = "id_token_signing_alg_values_supported"
+            case subjectTypesSupported = "subject_types_supported"
+            case responseTypesSupported = "response_types_supported"
+            case scopesSupported = "scopes_supported"
+            case claimsSupported = "claims_supported"
+        }
+    }
+
+    func configuration(_ request: Request, context: ModgudRequestContext) async -> Response {
+        do {
+            let (realm, issuer) = try await parsing.realm(request)
+            var grants = [GrantType.refreshToken.rawValue, GrantType.clientCredentials.rawValue]
+            // Better than the original server: the native URNs are listed only when enabled.
+            if realm.settings.nativeGrants.enabled { grants += GrantType.native.map(\.rawValue).sorted() }
+            return OAuthResponses.json(
+                Metadata(
+                    issuer: issuer, tokenEndpoint: issuer + "/connect/token", introspectionEndpoint: issuer + "/connect/introspect",
+                    revocationEndpoint: issuer + "/connect/revoke", userinfoEndpoint: issuer + "/connect/userinfo",
+                    jwksURI: issuer + "/.well-known/jwks.json", grantTypesSupported: grants))
+        } catch RequestParsing.Failure.response(let response) {
+            return response
+        } catch {
+            return Response(status: .serviceUnavailable)
+        }
+    }
+
+    func jwks(_ request: Request, context: ModgudRequestContext) async -> Response {
+        do {
+            let (realm, _) = try await parsing.realm(request)
+            var headers = HTTPFields()
+            headers[.contentType] = "application/jwk-set+json"
+            headers[.cacheControl] = "public, max-age=300"
+            let body = try await core.keys.jwks(realm: realm.realmID)
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+        } catch RequestParsing.Failure.response(let response) {
+            return response
+        } catch {
+            return Response(status: .serviceUnavailable)
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Hummingbird
+import ModgudService
+
+/// Writes OAuth JSON responses: `Cache-Control: no-store` on everything carrying tokens or
+/// errors (RFC 6749 section 5.1), never a `Set-Cookie`.
+enum OAuthResponses {
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok, contentType: String = "application/json") -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        var headers = HTTPFields()
+        headers[.contentType] = contentType
+        headers[.cacheControl] = "no-store"
+        headers[.init("Pragma")!] = "no-cache"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static func error(_ error: OAuthError) -> Response {
+        var response = json(ErrorBody(error: error.error, errorDescription: error.description), status: .init(code: error.status))
+        if error.status == 401 { response.headers[.wwwAuthenticate] = #"Basic realm="modgud""# }
+        return response
+    }
+
+    static func token(_ token: TokenResponse) -> Response {
+        json(
+            TokenBody(
+                accessToken: token.accessToken, tokenType: token.tokenType, expiresIn: token.expiresIn, refreshToken: token.refreshToken,
+                scope: token.scope, idToken: token.idToken))
+    }
+
+    static func introspection(_ result: Introspection) -> Response {
+        json(
+            IntrospectionBody(
+                active: result.active, scope: result.scope, clientID: result.clientID, sub: result.subject, aud: result.audiences,
+                exp: result.expiresAt, tokenType: result.tokenType))
+    }
+
+    struct ErrorBody: Encodable {
+        var error: String
+        var errorDescription: String
+        enum CodingKeys: String, CodingKey {
+            case error
+            case errorDescription = "error_description"
+        }
+    }
+
+    struct TokenBody: Encodable {
+        var accessToken: String
+        var tokenType: String
+        var expiresIn: Int
+        var refreshToken: String?
+        var scope: String
+        var idToken: String?
+        enum CodingKeys: String, CodingKey {
+            case scope
+            case accessToken = "access_token"
+            case tokenType = "token_type"
+            case expiresIn = "expires_in"
+            case refreshToken = "refresh_token"
+            case idToken = "id_token"
+        }
+    }
+
+    struct IntrospectionBody: Encodable {
+        var active: Bool
+        var scope: String?
+        var clientID: String?
+        var sub: String?
+        var aud: [String]?
+        var exp: Int?
+        var tokenType: String?
+        enum CodingKeys: String, CodingKey {
+            case active, scope, sub, aud, exp
+            case clientID = "client_id"
+            case tokenType = "token_type"
+        }
+    }
+}
+
+/// RFC 7807 problem details (`title` = the error code, SPEC.md section 0).
+struct Problem: Encodable {
+    var type = "about:blank"
+    var title: String
+    var status: Int
+    var detail: String
+
+    static func response(_ title: String, status: Int, detail: String) -> Response {
+        OAuthResponses.json(
+            Problem(title: title, status: status, detail: detail), status: .init(code: status), contentType: "application/problem+json")
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Hummingbird
+import ModgudService
+
+/// The parsing every OAuth endpoint shares: realm by Host, form body, client credentials.
+struct RequestParsing: Sendable {
+    let core: ModgudCore
+    let configuration: HTTPConfiguration
+
+    enum Failure: Error {
+        case response(Response)
+    }
+
+    /// The realm of the request's Host, or a 404 `Realm.NotFound` problem.
+    func realm(_ request: Request) async throws -> (entry: RealmDirectory.Entry, issuer: String) {
+        let host = request.head.authority ?? ""
+        guard !host.isEmpty, let entry = try await core.realmDirectory.realm(forHost: host) else {
+            throw Failure.response(Problem.response("Realm.NotFound", status: 404, detail: "No realm serves this host."))
+        }
+        return (entry, "\(configuration.issuerScheme)://\(host.lowercased())")
+    }
+
+    /// The form body, with the content type, size and repetition rules of RFC 6749.
+    func form(_ request: Request) async throws -> FormBody {
+        guard let type = request.headers[.contentType]?.lowercased(), type.hasPrefix("application/x-www-form-urlencoded") else {
+            throw Failure.response(OAuthResponses.error(.invalidRequest("The request body must be application/x-www-form-urlencoded.")))
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: configuration.maxBodyBytes)
+        } catch {
+            throw Failure.response(OAuthResponses.json(
+                OAuthResponses.ErrorBody(error: "invalid_request", errorDescription: "The request body is too large."), status: .contentTooLarge))
+        }
+        do {
+            return try FormBody(Array(buffer.readableBytesView))
+        } catch .repeated(let name) {
+            throw Failure.response(OAuthResponses.error(.invalidRequest("The parameter \(name) must not be repeated.")))
+        } catch {
+            throw Failure.response(OAuthResponses.error(.invalidRequest("The request body is not valid form encoding.")))
+        }
+    }
+
+    /// Client credentials: `client_secret_basic` (RFC 6749 section 2.3.1) or `client_secret_post`,
+    /// never both; or only `client_id` for a public client.
+    func clientCredentials(_ request: Request, _ form: FormBody) throws -> (id: String, secret: String?) {
+        if let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("basic ") {
+            guard form["client_secret"] == nil else {
+                throw OAuthError.invalidRequest("Use one client authentication method, not two.")
+            }
+            guard let decoded = Data(base64Encoded: String(authorization.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+                let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":"),
+                let id = Self.formDecode(String(text[..<colon])), let secret = Self.formDecode(String(text[text.index(after: colon)...]))
+            else {
+                throw OAuthError.invalidClient(attempted: true)
+            }
+            if let formID = form["client_id"], formID != id { throw OAuthError.invalidRequest("client_id differs from the authenticated client.") }
+            return (id, secret)
+        }
+        guard let id = form["client_id"] else { throw OAuthError.invalidRequest("client_id is required.") }
+        return (id, form["client_secret"])
+    }
+
+    /// RFC 6749 section 2.3.1: Basic credentials are form-encoded before base64.
+    static func formDecode(_ text: String) -> String? {
+        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+}

@@ -1,0 +1,196 @@
+import EventSourcing
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import JWTKit
+import ModgudDomain
+import ModgudHTTP
+import ModgudService
+import PQ
+import PostgresTestSupport
+import XCTest
+
+/// Through HTTP, in process, on the production router and a real PostgreSQL.
+final class TokenEndpointTests: XCTestCase {
+    var database: TestDatabase!
+    var core: ModgudCore!
+    var serviceSecret = ""
+    var user: User.State!
+
+    override func setUp() async throws {
+        database = try await TestDatabase.create(maxConnections: 20)
+        core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
+        let settings = RealmSettings(hosts: ["localhost"], displayName: "Dev", nativeGrants: NativeGrantSettings(enabled: false))
+        _ = try await core.realms.actor(for: StreamNames.realm("dev")).execute(.create(id: "dev", settings: settings), now: Date(), metadata: .none)
+        try await core.keys.rotate(realm: "dev", now: Date(), metadata: .none)
+        try await register("app", ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "email", "offline_access"]))
+        let (secret, hash) = ClientAuthenticator.generateSecret()
+        serviceSecret = secret
+        try await register("svc", ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["api"]), secretHash: hash)
+        let id = UUID()
+        user = try await core.users.actor(for: StreamNames.user(realm: "dev", userID: id)).execute(
+            .register(id: id, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: nil, firstName: "Ada", lastName: nil,
+                securityStamp: "s1", via: "otp"), now: Date(), metadata: .none).state
+    }
+
+    override func tearDown() async throws {
+        await database?.drop()
+    }
+
+    func register(_ id: String, _ settings: ClientSettings, secretHash: String? = nil) async throws {
+        _ = try await core.realms.actor(for: StreamNames.realm("dev")).current()
+        _ = try await core.clients.actor(for: StreamNames.client(realm: "dev", clientID: id))
+            .execute(.register(id: id, settings: settings, secretHash: secretHash), now: Date(), metadata: .none)
+    }
+
+    /// A sign-in the way the passwordless grants will do it (they land in later issues).
+    func signIn() async throws -> TokenResponse {
+        let client = try await core.clientAuthenticator.authenticate(realm: "dev", clientID: "app", secret: nil)
+        return try await core.tokenService.signIn(
+            client: client, user: user, grantType: .otp, scope: "openid email offline_access", resources: [], amr: ["otp"],
+            issuer: "https://localhost", metadata: .none)
+    }
+
+    var app: some ApplicationProtocol {
+        buildApplication(core: core, configuration: HTTPConfiguration(issuerScheme: "https"))
+    }
+
+    static let form: HTTPFields = [.contentType: "application/x-www-form-urlencoded"]
+
+    static func post(_ client: some TestClientProtocol, _ path: String, _ body: String, headers: HTTPFields = form) async throws -> (TestResponse, [String: Any]) {
+        let response = try await client.execute(uri: path, method: .post, headers: headers, body: ByteBuffer(string: body))
+        let json = (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? [String: Any] ?? [:]
+        return (response, json)
+    }
+
+    func testRefreshOverHTTPRotatesAndReplayRevokesTheFamily() async throws {
+        let tokens = try await signIn()
+        let serviceSecret = self.serviceSecret
+        try await app.test(.router) { client in
+            let (first, body) = try await Self.post(client, "/connect/token", "grant_type=refresh_token&client_id=app&refresh_token=\(tokens.refreshToken!)")
+            XCTAssertEqual(first.status, .ok)
+            XCTAssertEqual(first.headers[.cacheControl], "no-store")
+            XCTAssertNil(first.headers[.setCookie], "no cookie, ever")
+            XCTAssertEqual(body["token_type"] as? String, "Bearer")
+            XCTAssertEqual(body["expires_in"] as? Int, 900)
+            let newRefresh = try XCTUnwrap(body["refresh_token"] as? String)
+            XCTAssertNotNil(body["id_token"])
+
+            let (replay, replayBody) = try await Self.post(client, "/connect/token", "grant_type=refresh_token&client_id=app&refresh_token=\(tokens.refreshToken!)")
+            XCTAssertEqual(replay.status, .badRequest)
+            XCTAssertEqual(replayBody["error"] as? String, "invalid_grant")
+            let (newest, newestBody) = try await Self.post(client, "/connect/token", "grant_type=refresh_token&client_id=app&refresh_token=\(newRefresh)")
+            XCTAssertEqual(newest.status, .badRequest)
+            XCTAssertEqual(newestBody["error"] as? String, "invalid_grant", "the whole family died")
+
+            let basic = "Basic " + Data("svc:\(serviceSecret)".utf8).base64EncodedString()
+            var headers = Self.form
+            headers[.authorization] = basic
+            let (_, introspection) = try await Self.post(client, "/connect/introspect", "token=\(body["access_token"] as! String)", headers: headers)
+            XCTAssertEqual(introspection["active"] as? Bool, false)
+            XCTAssertEqual(introspection.count, 1, "inactive tokens reveal nothing else")
+        }
+    }
+
+    func testDiscoveryAndJWKSVerifyIssuedTokens() async throws {
+        let tokens = try await signIn()
+        try await app.test(.router) { client in
+            let discovery = try await client.execute(uri: "/.well-known/openid-configuration", method: .get)
+            let metadata = try JSONSerialization.jsonObject(with: Data(buffer: discovery.body)) as! [String: Any]
+            XCTAssertEqual(metadata["issuer"] as? String, "https://localhost")
+            XCTAssertEqual(metadata["jwks_uri"] as? String, "https://localhost/.well-known/jwks.json")
+            XCTAssertEqual(metadata["grant_types_supported"] as? [String], ["refresh_token", "client_credentials"], "native URNs only when enabled")
+            let jwks = try await client.execute(uri: "/.well-known/jwks.json", method: .get)
+            let keys = try await JWTKeyCollection().add(jwksJSON: String(buffer: jwks.body))
+            let claims = try await keys.verify(tokens.idToken!, as: IDTokenClaims.self)
+            XCTAssertEqual(claims.iss.value, metadata["issuer"] as? String)
+        }
+        var settings = RealmSettings(hosts: ["localhost"], displayName: "Dev")
+        settings.nativeGrants.enabled = true
+        _ = try await core.realms.actor(for: StreamNames.realm("dev")).execute(.changeSettings(settings), now: Date(), metadata: .none)
+        let fresh = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))  // a new instance: no cached realm
+        try await buildApplication(core: fresh).test(.router) { client in
+            let discovery = try await client.execute(uri: "/.well-known/openid-configuration", method: .get)
+            let metadata = try JSONSerialization.jsonObject(with: Data(buffer: discovery.body)) as! [String: Any]
+            XCTAssertEqual(
+                metadata["grant_types_supported"] as? [String],
+                ["refresh_token", "client_credentials", "urn:cocoar:magic", "urn:cocoar:otp", "urn:cocoar:passkey"])
+        }
+    }
+
+    func testClientAuthenticationFailures() async throws {
+        let serviceSecret = self.serviceSecret
+        try await app.test(.router) { client in
+            var wrong = Self.form
+            wrong[.authorization] = "Basic " + Data("svc:wrong".utf8).base64EncodedString()
+            let (response, body) = try await Self.post(client, "/connect/token", "grant_type=client_credentials", headers: wrong)
+            XCTAssertEqual(response.status, .unauthorized)
+            XCTAssertEqual(body["error"] as? String, "invalid_client")
+            XCTAssertNotNil(response.headers[.wwwAuthenticate])
+            let (unknown, unknownBody) = try await Self.post(client, "/connect/token", "grant_type=refresh_token&client_id=nobody&refresh_token=x")
+            XCTAssertEqual(unknownBody["error"] as? String, "invalid_client")
+            XCTAssertEqual(unknown.status, .badRequest)
+            let (ok, okBody) = try await Self.post(client, "/connect/token", "grant_type=client_credentials&client_id=svc&client_secret=\(serviceSecret)&scope=api")
+            XCTAssertEqual(ok.status, .ok)
+            XCTAssertNil(okBody["refresh_token"])
+            XCTAssertEqual(okBody["scope"] as? String, "api")
+        }
+        _ = try await core.clients.actor(for: StreamNames.client(realm: "dev", clientID: "app")).execute(.disable, now: Date(), metadata: .none)
+        try await app.test(.router) { client in
+            let (_, body) = try await Self.post(client, "/connect/token", "grant_type=refresh_token&client_id=app&refresh_token=x")
+            XCTAssertEqual(body["error"] as? String, "invalid_grant")
+            XCTAssertEqual(body["error_description"] as? String, "The OAuth client is disabled.")
+        }
+    }
+
+    func testBadInputGetsTheDocumentedErrorAndWritesNothing() async throws {
+        let before = try await database.pool.query("SELECT count(*) FROM events").first!.decode(Int.self, at: 0)
+        try await app.test(.router) { client in
+            let cases: [(String, HTTPFields, String)] = [
+                ("client_id=app", Self.form, "invalid_request"),  // no grant_type
+                ("grant_type=refresh_token&grant_type=refresh_token&client_id=app&refresh_token=x", Self.form, "invalid_request"),
+                ("grant_type=refresh_token&client_id=app&refresh_token=%zz", Self.form, "invalid_request"),
+                ("grant_type=refresh_token&client_id=app", Self.form, "invalid_request"),  // no refresh_token
+                ("{\"grant_type\":\"refresh_token\"}", [.contentType: "application/json"], "invalid_request"),
+                ("grant_type=password&client_id=app", Self.form, "unsupported_grant_type"),
+                ("grant_type=urn:cocoar:otp&client_id=app", Self.form, "unsupported_grant_type"),  // realm flag off
+            ]
+            for (body, headers, error) in cases {
+                let (response, json) = try await Self.post(client, "/connect/token", body, headers: headers)
+                XCTAssertEqual(response.status, .badRequest, body)
+                XCTAssertEqual(json["error"] as? String, error, body)
+                XCTAssertEqual(response.headers[.cacheControl], "no-store")
+            }
+            let huge = "grant_type=refresh_token&client_id=app&refresh_token=" + String(repeating: "a", count: 70_000)
+            let (tooLarge, _) = try await Self.post(client, "/connect/token", huge)
+            XCTAssertEqual(tooLarge.status, .contentTooLarge)
+        }
+        let after = try await database.pool.query("SELECT count(*) FROM events").first!.decode(Int.self, at: 0)
+        XCTAssertEqual(after, before, "nothing written")
+    }
+
+    func testNativeGrantOptInsAreCheckedInOrder() async throws {
+        var settings = RealmSettings(hosts: ["localhost"], displayName: "Dev")
+        settings.nativeGrants.enabled = true
+        _ = try await core.realms.actor(for: StreamNames.realm("dev")).execute(.changeSettings(settings), now: Date(), metadata: .none)
+        let fresh = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
+        try await buildApplication(core: fresh).test(.router) { client in
+            let (_, body) = try await Self.post(client, "/connect/token", "grant_type=urn:cocoar:passkey&client_id=app")
+            XCTAssertEqual(body["error"] as? String, "unauthorized_client", "the realm allows it, the client lacks the permission")
+        }
+    }
+
+    func testUnknownHostIsAProblemNotFound() async throws {
+        var settings = RealmSettings(hosts: ["login.example.com"], displayName: "Dev")
+        settings.nativeGrants.enabled = false
+        _ = try await core.realms.actor(for: StreamNames.realm("dev")).execute(.changeSettings(settings), now: Date(), metadata: .none)
+        let fresh = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
+        try await buildApplication(core: fresh).test(.router) { client in
+            let response = try await client.execute(uri: "/.well-known/openid-configuration", method: .get)
+            XCTAssertEqual(response.status, .notFound)
+            XCTAssertEqual(response.headers[.contentType], "application/problem+json")
+            let problem = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as! [String: Any]
+            XCTAssertEqual(problem["title"] as? String, "Realm.NotFound")
+        }
+    }
+}
