@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // traits: [] keeps full Foundation and ICU out of the binary (SWIFT-NOTES.md).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
     ],
@@ -109,7 +110,10 @@ let package = Package(
         .executableTarget(
             name: "ModgudCLI",
             dependencies: [
-                "PQ", "EventSourcing", "EventStorePostgres", "EmbeddedPostgres", "ModgudSchema", "WebAuthn", "ModgudService",
+                "PQ", "EventSourcing", "EventStorePostgres", "EmbeddedPostgres", "ModgudSchema", "WebAuthn", "ModgudService", "ModgudHTTP",
+                "ModgudDomain",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 // For `modgud bench webauthn` only: it signs with the software authenticator.
                 "WebAuthnTesting",
                 .product(name: "Crypto", package: "swift-crypto"),

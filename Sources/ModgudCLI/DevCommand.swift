@@ -1,9 +1,9 @@
 import ArgumentParser
-import Dispatch
 import EmbeddedPostgres
 import EventStorePostgres
 import Glibc
 import Logging
+import ModgudService
 import PQ
 
 /// `modgud dev`: zero-setup development mode on a private PostgreSQL cluster.
@@ -14,32 +14,41 @@ struct DevCommand: AsyncParsableCommand {
 
     @Option(help: "Folder for the development cluster and keys.") var dataDir = ".modgud/dev"
     @Option(help: "PostgreSQL port (default: a free one, or the running cluster's).") var postgresPort: Int?
+    @Option(help: "HTTP port.") var port = 8080
 
     func run() async throws {
-        let cluster = try EmbeddedPostgres(.init(dataDirectory: absolute(dataDir) + "/postgres", port: postgresPort))
-        let pool = PQPool(configuration: PQConfiguration(connectionString: cluster.url), options: .init(maxConnections: 8))
+        let folder = absolute(dataDir)
+        let cluster = try EmbeddedPostgres(.init(dataDirectory: folder + "/postgres", port: postgresPort))
+        let pool = PQPool(configuration: PQConfiguration(connectionString: cluster.url), options: .init(maxConnections: 16))
         let report = try await Migrator.product(pool: pool).migrate()
+        let masterKey = try DevMasterKey.load(folder + "/master.key")
+        let core = try ModgudCore(pool: pool, masterKey: masterKey)
+        try await DevSeed.seed(core, port: port)
         print(
             """
-            Modgud dev: PostgreSQL is running.
+            Modgud dev is running.
+              http         http://localhost:\(port)  (realm "\(DevSeed.realmID)", public client "\(DevSeed.clientID)")
               database     \(cluster.url)
-              data folder  \(absolute(dataDir))/postgres
+              data folder  \(folder)
               migrations   \(report.applied.count) applied now, \(report.alreadyApplied.count) already applied
 
             Try, in another terminal:
+              curl -s http://localhost:\(port)/.well-known/openid-configuration
+              curl -s http://localhost:\(port)/.well-known/jwks.json
               export MODGUD_DATABASE_URL=\(cluster.url)
               modgud projections status
               modgud events replay
 
-            The projection daemon is running. Ctrl-C stops it and the cluster.
+            Ctrl-C stops the server, the projection daemon and the cluster.
             """)
         fflush(nil)
-        let daemon = ProjectionDaemon(pool: pool, projections: ProjectionCatalog.asynchronous)
-        let running = Task { try await daemon.run() }
-        let signal = await Self.waitForTerminationSignal()
-        print("\nreceived \(signal == SIGINT ? "SIGINT" : "SIGTERM"), stopping")
-        running.cancel()
-        _ = await running.result
+        do {
+            try await Server.run(core: core, host: "127.0.0.1", port: port, issuerScheme: "http")
+        } catch {
+            await pool.close()
+            try cluster.stop()
+            throw error
+        }
         await pool.close()
         try cluster.stop()
     }
@@ -50,21 +59,5 @@ struct DevCommand: AsyncParsableCommand {
         guard getcwd(&buffer, buffer.count) != nil else { return path }
         let cwd = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return cwd + "/" + path
-    }
-
-    /// Suspends until SIGINT or SIGTERM arrives; returns which.
-    static func waitForTerminationSignal() async -> Int32 {
-        let (signals, continuation) = AsyncStream.makeStream(of: Int32.self)
-        var sources: [any DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM] {
-            Glibc.signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { continuation.yield(number) }
-            source.resume()
-            sources.append(source)
-        }
-        defer { sources.forEach { $0.cancel() } }
-        for await number in signals { return number }
-        return SIGTERM
     }
 }

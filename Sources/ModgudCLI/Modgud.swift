@@ -8,6 +8,7 @@ struct Modgud: AsyncParsableCommand {
         abstract: "Modgud for Swift: passwordless sign-in tokens for native apps.",
         subcommands: [
             DevCommand.self,
+            ServeCommand.self,
             MigrateCommand.self,
             EventsCommand.self,
             ProjectionsCommand.self,

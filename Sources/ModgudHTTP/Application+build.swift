@@ -20,9 +20,12 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     let tokens = TokenController(core: core, parsing: parsing)
     let introspection = IntrospectionController(core: core, parsing: parsing)
     let discovery = DiscoveryController(core: core, parsing: parsing)
+    let userinfo = UserInfoController(core: core, parsing: parsing)
     router.post("/connect/token", use: tokens.token)
     router.post("/connect/introspect", use: introspection.introspect)
     router.post("/connect/revoke", use: introspection.revoke)
+    router.get("/connect/userinfo", use: userinfo.userinfo)
+    router.post("/connect/userinfo", use: userinfo.userinfo)
     router.get("/.well-known/openid-configuration", use: discovery.configuration)
     router.get("/.well-known/jwks.json", use: discovery.jwks)
     router.get("/health/live") { _, _ in "ok" }

@@ -180,6 +180,25 @@ final class TokenEndpointTests: XCTestCase {
         }
     }
 
+    func testUserInfoFollowsTheTokenAndItsScopes() async throws {
+        let tokens = try await signIn()
+        let subject = user.id!.uuidString.lowercased()
+        try await app.test(.router) { client in
+            let ok = try await client.execute(uri: "/connect/userinfo", method: .get, headers: [.authorization: "Bearer \(tokens.accessToken)"])
+            XCTAssertEqual(ok.status, .ok)
+            let claims = try JSONSerialization.jsonObject(with: Data(buffer: ok.body)) as! [String: Any]
+            XCTAssertEqual(claims["sub"] as? String, subject)
+            XCTAssertEqual(claims["email"] as? String, "ada@example.com")
+            XCTAssertNil(claims["given_name"], "no profile scope, no names")
+            let missing = try await client.execute(uri: "/connect/userinfo", method: .get)
+            XCTAssertEqual(missing.status, .unauthorized)
+            XCTAssertEqual(missing.headers[.wwwAuthenticate], #"Bearer realm="modgud""#)
+            let bad = try await client.execute(uri: "/connect/userinfo", method: .post, headers: [.authorization: "Bearer nope"])
+            XCTAssertEqual(bad.status, .unauthorized)
+            XCTAssertEqual(bad.headers[.wwwAuthenticate], #"Bearer realm="modgud", error="invalid_token""#)
+        }
+    }
+
     func testUnknownHostIsAProblemNotFound() async throws {
         var settings = RealmSettings(hosts: ["login.example.com"], displayName: "Dev")
         settings.nativeGrants.enabled = false

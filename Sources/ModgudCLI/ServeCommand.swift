@@ -1,0 +1,23 @@
+import ArgumentParser
+import EventStorePostgres
+import ModgudService
+import PQ
+
+/// `modgud serve`: the production server on a configured PostgreSQL.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve HTTP on MODGUD_HOST:MODGUD_PORT with MODGUD_DATABASE_URL (migrations are applied first).")
+
+    func run() async throws {
+        let settings = try ModgudConfiguration.fromEnvironment()
+        guard let masterKey = settings.masterKey else {
+            throw CommandError("MODGUD_MASTER_KEY is required (32 bytes, base64): it seals the signing keys")
+        }
+        let pool = PQPool(configuration: settings.database, options: .init(maxConnections: 32))
+        _ = try await Migrator.product(pool: pool).migrate()
+        let core = try ModgudCore(pool: pool, masterKey: masterKey)
+        try await Server.run(core: core, host: settings.host, port: settings.port, issuerScheme: settings.issuerScheme)
+        await pool.close()
+    }
+}
