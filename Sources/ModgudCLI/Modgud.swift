@@ -9,6 +9,10 @@ struct Modgud: AsyncParsableCommand {
         subcommands: [
             DevCommand.self,
             ServeCommand.self,
+            RealmCommand.self,
+            ClientCommand.self,
+            UserCommand.self,
+            AuditCommand.self,
             MigrateCommand.self,
             EventsCommand.self,
             ProjectionsCommand.self,

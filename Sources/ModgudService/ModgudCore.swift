@@ -19,16 +19,16 @@ public struct ModgudCore: Sendable {
     public let realmDirectory: RealmDirectory
 
     /// - Parameters:
-    ///   - masterKey: 32 bytes sealing the realms' private signing keys.
+    ///   - masterKey: 32 bytes sealing the realms' private signing keys (nil: a tool that never signs).
     ///   - now: the clock (tests inject one).
-    public init(pool: PQPool, masterKey: [UInt8], now: @escaping @Sendable () -> Date = { Date() }) throws {
+    public init(pool: PQPool, masterKey: [UInt8]?, now: @escaping @Sendable () -> Date = { Date() }) throws {
         self.pool = pool
         store = PostgresEventStore(pool: pool, inlineProjections: TokenProjection.identity)
         realms = AggregateRegistry(store: store)
         clients = AggregateRegistry(store: store)
         users = AggregateRegistry(store: store)
         families = AggregateRegistry(store: store)
-        keys = SigningKeyRing(pool: pool, sealer: try KeySealer(masterKey: masterKey), realms: realms)
+        keys = SigningKeyRing(pool: pool, sealer: try masterKey.map { try KeySealer(masterKey: $0) }, realms: realms)
         tokenService = TokenService(pool: pool, families: families, users: users, minter: TokenMinter(keys: keys), now: now)
         clientAuthenticator = ClientAuthenticator(pool: pool)
         realmDirectory = RealmDirectory(pool: pool)

@@ -14,13 +14,14 @@ public actor SigningKeyRing {
     }
 
     private let pool: PQPool
-    private let sealer: KeySealer
+    private let sealer: KeySealer?
     private let realms: AggregateRegistry<Realm>
     private var cache: [String: Loaded] = [:]
     /// How long a realm's keys are trusted before re-reading (another instance may have rotated).
     private let maxAge: Duration = .seconds(30)
 
-    public init(pool: PQPool, sealer: KeySealer, realms: AggregateRegistry<Realm>) {
+    /// - Parameter sealer: nil for tools that never sign (admin commands): signing and rotation then fail clearly.
+    public init(pool: PQPool, sealer: KeySealer?, realms: AggregateRegistry<Realm>) {
         self.pool = pool
         self.sealer = sealer
         self.realms = realms
@@ -31,6 +32,7 @@ public actor SigningKeyRing {
     public func rotate(realm: String, algorithm: SigningKeyMaterial.Algorithm = .es256, now: Date, metadata: EventMetadata) async throws
         -> String
     {
+        guard let sealer else { throw SigningKeyRingError.noMasterKey }
         let key = try SigningKeyMaterial.generate(algorithm)
         let sealed = try sealer.seal(key.privateBytes, realm: realm, kid: key.kid)
         let actor = await realms.actor(for: StreamNames.realm(realm))
@@ -59,6 +61,7 @@ public actor SigningKeyRing {
     }
 
     private func load(_ realm: String) async throws -> Loaded {
+        guard let sealer else { throw SigningKeyRingError.noMasterKey }
         if let loaded = cache[realm], ContinuousClock.now - loaded.loadedAt < maxAge { return loaded }
         let rows = try await pool.query(
             """
@@ -86,10 +89,12 @@ public actor SigningKeyRing {
 
 public enum SigningKeyRingError: Error, Equatable, CustomStringConvertible {
     case noKey(realm: String)
+    case noMasterKey
 
     public var description: String {
         switch self {
         case .noKey(let realm): return "realm \(realm) has no signing key yet (modgud realm rotate-key)"
+        case .noMasterKey: return "no master key configured (MODGUD_MASTER_KEY): signing keys cannot be used"
         }
     }
 }

@@ -1,0 +1,28 @@
+import ArgumentParser
+import Foundation
+import ModgudService
+
+struct AuditCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "audit", abstract: "Histories from the log.", subcommands: [UserAudit.self])
+
+    struct UserAudit: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "user", abstract: "A user's history: time, event, actor, client, IP.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var realm: String
+        @Argument(help: "Email or user id.") var user: String
+
+        func run() async throws {
+            let context = try AdminContext.open(database)
+            guard let id = try await context.admin.findUser(realm: realm, user) else {
+                await context.close()
+                throw CommandError("no such user")
+            }
+            print("TIME\tEVENT\tDETAIL\tACTOR\tCLIENT\tIP")
+            for entry in try await context.admin.audit(realm: realm, userID: id) {
+                let time = entry.recordedAt.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: false))
+                print("\(time)\t\(entry.event)\t\(entry.detail)\t\(entry.actor ?? "-")\t\(entry.client ?? "-")\t\(entry.clientIP ?? "-")")
+            }
+            await context.close()
+        }
+    }
+}

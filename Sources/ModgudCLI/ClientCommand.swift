@@ -1,0 +1,153 @@
+import ArgumentParser
+import ModgudDomain
+import ModgudService
+
+struct ClientCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "client", abstract: "Register, change and inspect OAuth clients.",
+        subcommands: [Create.self, Update.self, Show.self, List.self, Disable.self, Enable.self])
+
+    struct SettingsOptions: ParsableArguments {
+        @Option(name: .customLong("grant"), help: "urn:cocoar:otp, urn:cocoar:magic, urn:cocoar:passkey, refresh_token, client_credentials (repeatable).")
+        var grants: [String] = []
+        @Option(name: .customLong("scope"), help: "An allowed scope (repeatable).") var scopes: [String] = []
+        @Option(name: .customLong("audience"), help: "An audience tokens may be narrowed to (repeatable).") var audiences: [String] = []
+        @Option(help: "WebAuthn RP-ID (empty: the realm's primary domain).") var rpID: String?
+        @Option(name: .customLong("android-origin"), help: "android:apk-key-hash:… (repeatable).") var androidOrigins: [String] = []
+        @Option(help: "Access-token format: reference or jwt.") var format: String?
+        @Option(help: "Display name.") var displayName: String?
+
+        func apply(to settings: inout ClientSettings) throws {
+            if !grants.isEmpty {
+                settings.grants = Set(try grants.map { name in
+                    guard let grant = GrantType(rawValue: name) else { throw ValidationError("unknown grant \(name)") }
+                    return grant
+                })
+            }
+            if !scopes.isEmpty { settings.allowedScopes = Set(scopes) }
+            if !audiences.isEmpty { settings.audiences = Set(audiences) }
+            if let rpID { settings.rpID = rpID.isEmpty ? nil : rpID }
+            if !androidOrigins.isEmpty { settings.androidOrigins = Set(androidOrigins) }
+            if let format {
+                guard let value = AccessTokenFormat(rawValue: format) else { throw ValidationError("--format is reference or jwt") }
+                settings.accessTokenFormat = value
+            }
+            if let displayName { settings.displayName = displayName }
+        }
+    }
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Register a client; a confidential client's secret is printed once.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var realm: String
+        @Argument var id: String
+        @Option(help: "public or confidential.") var type = "public"
+        @OptionGroup var settings: SettingsOptions
+
+        func run() async throws {
+            guard let clientType = ClientType(rawValue: type) else { throw ValidationError("--type is public or confidential") }
+            var clientSettings = ClientSettings(type: clientType, grants: [], allowedScopes: [])
+            try settings.apply(to: &clientSettings)
+            let context = try AdminContext.open(database)
+            do {
+                let (state, secret) = try await context.admin.createClient(realm: realm, id: id, settings: clientSettings, metadata: context.metadata)
+                ClientCommand.print(state)
+                if let secret { Swift.print("secret       \(secret)   (shown once; store it now)") }
+            } catch let error as DomainError {
+                await context.close()
+                throw CommandError("\(error.code): \(error.message)")
+            }
+            await context.close()
+        }
+    }
+
+    struct Update: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Change a client (warns when the RP-ID changes).")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var realm: String
+        @Argument var id: String
+        @OptionGroup var settings: SettingsOptions
+
+        func run() async throws {
+            let context = try AdminContext.open(database)
+            var failure: (any Error)?
+            do {
+                let (state, warning) = try await context.admin.updateClient(realm: realm, id: id, metadata: context.metadata) { clientSettings in
+                    do { try settings.apply(to: &clientSettings) } catch { failure = error }
+                }
+                if let failure { throw failure }
+                ClientCommand.print(state)
+                if let warning { Swift.print("warning: \(warning)") }
+            } catch let error as DomainError {
+                await context.close()
+                throw CommandError("\(error.code): \(error.message)")
+            }
+            await context.close()
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a client.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var realm: String
+        @Argument var id: String
+
+        func run() async throws {
+            let context = try AdminContext.open(database)
+            let state = try await context.admin.client(realm: realm, id: id)
+            await context.close()
+            guard state.exists else { throw CommandError("no client \(id) in realm \(realm)") }
+            ClientCommand.print(state)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List a realm's clients.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var realm: String
+
+        func run() async throws {
+            let context = try AdminContext.open(database)
+            for client in try await context.admin.clients(realm: realm) {
+                Swift.print("\(client.id)\t\(client.type)\t\(client.enabled ? "enabled" : "disabled")")
+            }
+            await context.close()
+        }
+    }
+
+    struct Disable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Disable a client (its grants then fail with invalid_grant).")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var realm: String
+        @Argument var id: String
+
+        func run() async throws {
+            let context = try AdminContext.open(database)
+            ClientCommand.print(try await context.admin.setClientEnabled(realm: realm, id: id, enabled: false, metadata: context.metadata))
+            await context.close()
+        }
+    }
+
+    struct Enable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Enable a client.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var realm: String
+        @Argument var id: String
+
+        func run() async throws {
+            let context = try AdminContext.open(database)
+            ClientCommand.print(try await context.admin.setClientEnabled(realm: realm, id: id, enabled: true, metadata: context.metadata))
+            await context.close()
+        }
+    }
+
+    static func print(_ state: Client.State) {
+        guard let id = state.id, let settings = state.settings else { return }
+        Swift.print("client       \(id) (\(settings.type.rawValue), \(state.enabled ? "enabled" : "disabled"))")
+        Swift.print("grants       \(settings.grants.sorted().map(\.rawValue).joined(separator: " "))")
+        Swift.print("scopes       \(settings.allowedScopes.sorted().joined(separator: " "))")
+        Swift.print("audiences    \(settings.audiences.sorted().joined(separator: " "))")
+        Swift.print("rp-id        \(settings.rpID ?? "(realm primary domain)")")
+        Swift.print("tokens       \(settings.accessTokenFormat.rawValue)")
+    }
+}

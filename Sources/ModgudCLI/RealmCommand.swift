@@ -1,0 +1,121 @@
+import ArgumentParser
+import Foundation
+import ModgudDomain
+import ModgudService
+
+struct RealmCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "realm", abstract: "Create, change and inspect realms.", subcommands: [Create.self, Update.self, Show.self, RotateKey.self])
+
+    /// Settings options shared by create and update (unset options leave values alone on update).
+    struct SettingsOptions: ParsableArguments {
+        @Option(name: .customLong("host"), help: "A host of the realm (repeatable; update replaces the list).") var hosts: [String] = []
+        @Option(help: "Display name.") var displayName: String?
+        @Option(help: "Passkey RP-ID fallback.") var primaryDomain: String?
+        @Option(help: "Base URL of magic links.") var publicBaseURL: String?
+        @Option(help: "Native passwordless grants on or off.") var nativeGrants: Bool?
+        @Option(help: "Access-token lifetime, minutes (1-60).") var accessTokenMinutes: Int?
+        @Option(help: "Refresh-token lifetime, days (1-30).") var refreshTokenDays: Int?
+        @Option(help: "Self-registration: JitOnOtp, Off or ExplicitEndpoint.") var registration: String?
+        @Option(help: "Magic links on or off.") var magicLink: Bool?
+
+        func apply(to settings: inout RealmSettings) throws {
+            if !hosts.isEmpty { settings.hosts = hosts.map { $0.lowercased() } }
+            if let displayName { settings.displayName = displayName }
+            if let primaryDomain { settings.primaryDomain = primaryDomain.isEmpty ? nil : primaryDomain }
+            if let publicBaseURL { settings.publicBaseURL = publicBaseURL.isEmpty ? nil : publicBaseURL }
+            if let nativeGrants { settings.nativeGrants.enabled = nativeGrants }
+            if let accessTokenMinutes { settings.nativeGrants.accessTokenLifetimeMinutes = accessTokenMinutes }
+            if let refreshTokenDays { settings.nativeGrants.refreshTokenLifetimeDays = refreshTokenDays }
+            if let registration {
+                guard let posture = RegistrationPosture(rawValue: registration) else {
+                    throw ValidationError("--registration is JitOnOtp, Off or ExplicitEndpoint")
+                }
+                settings.registrationPosture = posture
+            }
+            if let magicLink { settings.magicLinkEnabled = magicLink }
+        }
+    }
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a realm.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument(help: "Realm id (lower-case letters, digits, dashes).") var id: String
+        @OptionGroup var settings: SettingsOptions
+
+        func run() async throws {
+            let context = try AdminContext.open(database)
+            var realmSettings = RealmSettings(hosts: [], displayName: settings.displayName ?? id)
+            try settings.apply(to: &realmSettings)
+            try await report { try await context.admin.createRealm(id, settings: realmSettings, metadata: context.metadata) }
+            await context.close()
+        }
+    }
+
+    struct Update: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Change a realm's settings.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var id: String
+        @OptionGroup var settings: SettingsOptions
+
+        func run() async throws {
+            let context = try AdminContext.open(database)
+            var failure: (any Error)?
+            try await report {
+                try await context.admin.updateRealm(id, metadata: context.metadata) { realmSettings in
+                    do { try settings.apply(to: &realmSettings) } catch { failure = error }
+                }
+            }
+            await context.close()
+            if let failure { throw failure }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a realm.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var id: String
+
+        func run() async throws {
+            let context = try AdminContext.open(database)
+            try await report { try await context.admin.realm(id) }
+            await context.close()
+        }
+    }
+
+    struct RotateKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-key", abstract: "Create a new signing key (needs MODGUD_MASTER_KEY); old keys stay in the JWKS.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var id: String
+        @Option(help: "ES256 or RS256.") var algorithm = "ES256"
+
+        func run() async throws {
+            guard let algorithm = SigningKeyMaterial.Algorithm(rawValue: algorithm) else { throw ValidationError("--algorithm is ES256 or RS256") }
+            let context = try AdminContext.open(database)
+            let kid = try await context.admin.core.keys.rotate(realm: id, algorithm: algorithm, now: Date(), metadata: context.metadata)
+            print("new signing key \(kid) (\(algorithm.rawValue)) for realm \(id)")
+            await context.close()
+        }
+    }
+
+    static func report(_ body: () async throws -> Realm.State) async throws {
+        do {
+            let state = try await body()
+            guard let id = state.id, let settings = state.settings else { throw CommandError("no such realm") }
+            print("realm        \(id)")
+            print("hosts        \(settings.hosts.joined(separator: ", "))")
+            print("display name \(settings.displayName)")
+            print("primary dom. \(settings.primaryDomain ?? "-")")
+            print("native       \(settings.nativeGrants.enabled ? "on" : "off") (access \(settings.nativeGrants.accessTokenLifetimeMinutes) min, refresh \(settings.nativeGrants.refreshTokenLifetimeDays) d)")
+            print("registration \(settings.registrationPosture.rawValue), magic links \(settings.magicLinkEnabled ? "on" : "off")")
+            print("keys         \(state.signingKeys.map { "\($0.kid) \($0.algorithm)" }.joined(separator: ", "))")
+        } catch let error as DomainError {
+            throw CommandError("\(error.code): \(error.message)")
+        }
+    }
+}
+
+private func report(_ body: () async throws -> Realm.State) async throws {
+    try await RealmCommand.report(body)
+}

@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+import ModgudDomain
+import ModgudService
+
+struct UserCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "user", abstract: "Inspect users and end their sessions.",
+        subcommands: [List.self, Show.self, Disable.self, Enable.self, LogoutEverywhere.self, Delete.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List a realm's users.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var realm: String
+
+        func run() async throws {
+            let context = try AdminContext.open(database)
+            for user in try await context.admin.users(realm: realm) {
+                print("\(user.id.uuidString.lowercased())\t\(user.email)\t\(user.status)")
+            }
+            await context.close()
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a user by email or id.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var realm: String
+        @Argument(help: "Email or user id.") var user: String
+
+        func run() async throws {
+            let context = try AdminContext.open(database)
+            guard let id = try await context.admin.findUser(realm: realm, user) else {
+                await context.close()
+                throw CommandError("no such user")
+            }
+            let state = try await context.admin.core.user(realm: realm, id: id)
+            await context.close()
+            print("user         \(id.uuidString.lowercased())")
+            print("email        \(state.email?.value ?? "-") (\(state.emailConfirmed ? "confirmed" : "unconfirmed"))")
+            print("name         \([state.firstName, state.lastName].compactMap { $0 }.joined(separator: " "))")
+            print("status       \(state.status.rawValue)")
+            print("two-factor   \(state.encryptedTOTPSecret == nil ? "off" : "on")")
+        }
+    }
+
+    struct Target: ParsableArguments {
+        @OptionGroup var database: DatabaseOptions
+        @Argument var realm: String
+        @Argument(help: "Email or user id.") var user: String
+
+        func apply(_ action: AdminService.UserAction) async throws {
+            let context = try AdminContext.open(database)
+            guard let id = try await context.admin.findUser(realm: realm, user) else {
+                await context.close()
+                throw CommandError("no such user")
+            }
+            let state = try await context.admin.apply(action, realm: realm, userID: id, metadata: context.metadata)
+            print("\(id.uuidString.lowercased()) \(action.rawValue): status \(state.status.rawValue)")
+            await context.close()
+        }
+    }
+
+    struct Disable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Disable a user: sign-in and refresh stop at once.")
+        @OptionGroup var target: Target
+        func run() async throws { try await target.apply(.disable) }
+    }
+
+    struct Enable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Enable a disabled user (earlier sessions stay ended).")
+        @OptionGroup var target: Target
+        func run() async throws { try await target.apply(.enable) }
+    }
+
+    struct LogoutEverywhere: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "logout-everywhere", abstract: "End every session: the next refresh fails, reference tokens die at once.")
+        @OptionGroup var target: Target
+        func run() async throws { try await target.apply(.logoutEverywhere) }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a user (sessions end; the email becomes free).")
+        @OptionGroup var target: Target
+        func run() async throws { try await target.apply(.delete) }
+    }
+}

@@ -1,0 +1,144 @@
+import EventSourcing
+import EventStorePostgres
+import Foundation
+import ModgudDomain
+import PQ
+
+/// Administration shared by the CLI and the admin API: realms, clients, users, audit.
+public struct AdminService: Sendable {
+    public let core: ModgudCore
+
+    public init(core: ModgudCore) {
+        self.core = core
+    }
+
+    // MARK: Realms
+
+    public func createRealm(_ id: String, settings: RealmSettings, metadata: EventMetadata) async throws -> Realm.State {
+        try await core.realms.actor(for: StreamNames.realm(id)).execute(.create(id: id, settings: settings), now: Date(), metadata: metadata).state
+    }
+
+    public func updateRealm(_ id: String, metadata: EventMetadata, change: (inout RealmSettings) -> Void) async throws -> Realm.State {
+        let actor = await core.realms.actor(for: StreamNames.realm(id))
+        guard var settings = try await actor.current().state.settings else { throw DomainError("Realm.NotFound", "No realm \(id).") }
+        change(&settings)
+        return try await actor.execute(.changeSettings(settings), now: Date(), metadata: metadata).state
+    }
+
+    public func realm(_ id: String) async throws -> Realm.State {
+        try await core.realms.actor(for: StreamNames.realm(id)).current().state
+    }
+
+    // MARK: Clients
+
+    /// Registers a client; a confidential one gets a secret, returned once and stored hashed.
+    public func createClient(realm: String, id: String, settings: ClientSettings, metadata: EventMetadata) async throws -> (Client.State, secret: String?)
+    {
+        guard try await self.realm(realm).exists else { throw DomainError("Realm.NotFound", "No realm \(realm).") }
+        let secret = settings.type == .confidential ? ClientAuthenticator.generateSecret() : nil
+        let state = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
+            .execute(.register(id: id, settings: settings, secretHash: secret?.hash), now: Date(), metadata: metadata).state
+        return (state, secret?.secret)
+    }
+
+    /// Updates a client. Returns a warning when the RP-ID changed: passkeys enrolled under the
+    /// old RP-ID stop working.
+    public func updateClient(realm: String, id: String, metadata: EventMetadata, change: (inout ClientSettings) -> Void) async throws
+        -> (Client.State, warning: String?)
+    {
+        let actor = await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
+        guard var settings = try await actor.current().state.settings else { throw DomainError("Client.NotFound", "No client \(id).") }
+        let before = settings.rpID
+        change(&settings)
+        let state = try await actor.execute(.update(settings), now: Date(), metadata: metadata).state
+        let warning = before != settings.rpID
+            ? "The RP-ID changed from \(before ?? "(realm primary domain)") to \(settings.rpID ?? "(realm primary domain)"): passkeys enrolled under the old RP-ID will no longer sign in."
+            : nil
+        return (state, warning)
+    }
+
+    public func setClientEnabled(realm: String, id: String, enabled: Bool, metadata: EventMetadata) async throws -> Client.State {
+        try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
+            .execute(enabled ? .enable : .disable, now: Date(), metadata: metadata).state
+    }
+
+    public func client(realm: String, id: String) async throws -> Client.State {
+        try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id)).current().state
+    }
+
+    public func clients(realm: String) async throws -> [(id: String, type: String, enabled: Bool)] {
+        try await core.pool.query(
+            "SELECT client_id, settings->>'type', enabled FROM clients WHERE realm_id = \(realm) ORDER BY client_id"
+        ).rows.map { (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1), try $0.decode(Bool.self, at: 2)) }
+    }
+
+    // MARK: Users
+
+    /// A user by id or by email.
+    public func findUser(realm: String, _ key: String) async throws -> UUID? {
+        if let id = UUID(uuidString: key) { return id }
+        guard let email = EmailAddress(key) else { return nil }
+        return try await core.pool.query(
+            "SELECT user_id FROM users WHERE realm_id = \(realm) AND email = \(email.value) AND status <> 'deleted'"
+        ).first?.decode(UUID.self, at: 0)
+    }
+
+    public func users(realm: String, limit: Int = 1000) async throws -> [(id: UUID, email: String, status: String)] {
+        try await core.pool.query(
+            "SELECT user_id, email, status FROM users WHERE realm_id = \(realm) ORDER BY email LIMIT \(limit)"
+        ).rows.map { (try $0.decode(UUID.self, at: 0), try $0.decode(String.self, at: 1), try $0.decode(String.self, at: 2)) }
+    }
+
+    public enum UserAction: String, CaseIterable, Sendable {
+        case disable, enable, logoutEverywhere = "logout-everywhere", delete
+    }
+
+    public func apply(_ action: UserAction, realm: String, userID: UUID, metadata: EventMetadata) async throws -> User.State {
+        let stamp = OpaqueToken.generate().hash
+        let command: User.Command
+        switch action {
+        case .disable: command = .disable(newStamp: stamp)
+        case .enable: command = .enable
+        case .logoutEverywhere: command = .rotateSecurityStamp(newStamp: stamp, reason: .logoutEverywhere)
+        case .delete: command = .delete(newStamp: stamp)
+        }
+        return try await core.users.actor(for: StreamNames.user(realm: realm, userID: userID)).execute(command, now: Date(), metadata: metadata).state
+    }
+
+    // MARK: Audit
+
+    /// One line of a user's history.
+    public struct AuditEntry: Sendable {
+        public var recordedAt: Date
+        public var event: String
+        public var detail: String
+        public var actor: String?
+        public var client: String?
+        public var clientIP: String?
+    }
+
+    /// A user's history from the log: their own stream and their token families, in log order.
+    public func audit(realm: String, userID: UUID) async throws -> [AuditEntry] {
+        let userStream = StreamNames.user(realm: realm, userID: userID).id
+        let rows = try await core.pool.query(
+            """
+            SELECT e.recorded_at, e.type, e.payload->>'reason', e.metadata->>'actor', f.client_id, e.metadata->>'clientIP',
+                   e.payload->>'grantType', e.payload->>'generation'
+            FROM events e
+            LEFT JOIN token_families f ON e.stream_id = 'token-family-' || f.family_id::text
+            WHERE e.realm = \(realm) AND (e.stream_id = \(userStream) OR f.user_id = \(userID))
+            ORDER BY e.tx_id, e.position
+            """
+        ).rows
+        return try rows.map { row in
+            var details: [String] = []
+            if let grant = try row.decode(String?.self, at: 6) { details.append("grant=\(grant)") }
+            if let generation = try row.decode(String?.self, at: 7) { details.append("generation=\(generation)") }
+            if let reason = try row.decode(String?.self, at: 2) { details.append("reason=\(reason)") }
+            return AuditEntry(
+                recordedAt: try row.decode(Date.self, at: 0), event: try row.decode(String.self, at: 1),
+                detail: details.joined(separator: " "), actor: try row.decode(String?.self, at: 3), client: try row.decode(String?.self, at: 4),
+                clientIP: try row.decode(String?.self, at: 5))
+        }
+    }
+}

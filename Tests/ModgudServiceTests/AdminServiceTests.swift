@@ -1,0 +1,68 @@
+import EventSourcing
+import Foundation
+import ModgudDomain
+import ModgudService
+import PQ
+import PostgresTestSupport
+import XCTest
+
+final class AdminServiceTests: XCTestCase {
+    func testAdministrationAndAudit() async throws {
+        let database = try await TestDatabase.create(maxConnections: 10)
+        let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 5, count: 32))
+        let admin = AdminService(core: core)
+        let metadata = EventMetadata(actor: "admin:test", clientIP: "198.51.100.7")
+        _ = try await admin.createRealm("demo", settings: demoSettings, metadata: metadata)
+        try await core.keys.rotate(realm: "demo", now: now, metadata: metadata)
+        do {
+            _ = try await admin.createRealm("demo", settings: demoSettings, metadata: metadata)
+            XCTFail("exists")
+        } catch let error as DomainError {
+            XCTAssertEqual(error.code, "Realm.AlreadyExists")
+        }
+        let realm = try await admin.updateRealm("demo", metadata: metadata) { $0.nativeGrants.accessTokenLifetimeMinutes = 30 }
+        XCTAssertEqual(realm.settings?.nativeGrants.accessTokenLifetimeMinutes, 30)
+
+        let (_, secret) = try await admin.createClient(
+            realm: "demo", id: "svc", settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["api"]),
+            metadata: metadata)
+        XCTAssertNotNil(secret)
+        let stored = try await database.pool.query("SELECT secret_hash FROM clients WHERE client_id = 'svc'").first!.decode(String.self, at: 0)
+        XCTAssertNotEqual(stored, secret, "only the hash is stored")
+        let (_, none) = try await admin.createClient(
+            realm: "demo", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "offline_access"], rpID: "a.demo.test"),
+            metadata: metadata)
+        XCTAssertNil(none)
+        let (_, warning) = try await admin.updateClient(realm: "demo", id: "app", metadata: metadata) { $0.rpID = "b.demo.test" }
+        XCTAssertTrue(warning?.contains("passkeys enrolled under the old RP-ID") == true, warning ?? "no warning")
+        let (_, quiet) = try await admin.updateClient(realm: "demo", id: "app", metadata: metadata) { $0.allowedScopes.insert("email") }
+        XCTAssertNil(quiet)
+        let clients = try await admin.clients(realm: "demo").map(\.id)
+        XCTAssertEqual(clients, ["app", "svc"])
+
+        let id = UUID()
+        let user = try await core.users.actor(for: StreamNames.user(realm: "demo", userID: id)).execute(
+            .register(id: id, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
+                securityStamp: "s1", via: "otp"), now: now, metadata: metadata).state
+        let foundByEmail = try await admin.findUser(realm: "demo", "ADA@example.com")
+        XCTAssertEqual(foundByEmail, id)
+        let app = try await core.clientAuthenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
+        let tokens = try await core.tokenService.signIn(
+            client: app, user: user, grantType: .otp, scope: "openid offline_access", resources: [], amr: ["otp"], issuer: "https://x",
+            metadata: EventMetadata(actor: "user:\(id)", clientIP: "203.0.113.5"))
+        _ = try await core.tokenService.refresh(client: app, refreshToken: tokens.refreshToken!, resources: [], issuer: "https://x", metadata: .none)
+        _ = try? await core.tokenService.refresh(client: app, refreshToken: tokens.refreshToken!, resources: [], issuer: "https://x", metadata: .none)
+        let loggedOut = try await admin.apply(.logoutEverywhere, realm: "demo", userID: id, metadata: metadata)
+        XCTAssertEqual(loggedOut.status, .active)
+
+        let audit = try await admin.audit(realm: "demo", userID: id)
+        XCTAssertEqual(
+            audit.map(\.event),
+            ["user.registered", "token_family.started", "token_family.refreshed", "token_family.revoked", "user.security_stamp_rotated"])
+        XCTAssertEqual(audit[1].client, "app")
+        XCTAssertEqual(audit[1].clientIP, "203.0.113.5")
+        XCTAssertEqual(audit[3].detail, "reason=reuse", "the reuse is visible in the user's audit")
+        XCTAssertEqual(audit[4].actor, "admin:test")
+        await database.drop()
+    }
+}
