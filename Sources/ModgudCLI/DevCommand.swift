@@ -43,7 +43,8 @@ struct DevCommand: AsyncParsableCommand {
             """)
         fflush(nil)
         do {
-            try await Server.run(core: core, host: "127.0.0.1", port: port, issuerScheme: "http")
+            try await Server.run(
+                core: core, host: "127.0.0.1", port: port, issuerScheme: "http", adminToken: try ModgudConfiguration.fromEnvironment().adminToken)
         } catch {
             await pool.close()
             try cluster.stop()

@@ -10,6 +10,8 @@ struct ModgudConfiguration {
     var host: String
     var port: Int
     var issuerScheme: String
+    /// The bootstrap admin token for /admin/api (`MODGUD_ADMIN_TOKEN`); unset: realm tokens with scope modgud:admin only.
+    var adminToken: String?
 
     static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ModgudConfiguration {
         var masterKey: [UInt8]? = nil
@@ -24,6 +26,7 @@ struct ModgudConfiguration {
         }
         return ModgudConfiguration(
             database: .fromEnvironment(), masterKey: masterKey, host: environment["MODGUD_HOST"] ?? "127.0.0.1", port: port,
-            issuerScheme: environment["MODGUD_ISSUER_SCHEME"] ?? "https")
+            issuerScheme: environment["MODGUD_ISSUER_SCHEME"] ?? "https",
+            adminToken: environment["MODGUD_ADMIN_TOKEN"].flatMap { $0.count >= 32 ? $0 : nil })
     }
 }

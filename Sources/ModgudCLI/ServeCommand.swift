@@ -17,7 +17,7 @@ struct ServeCommand: AsyncParsableCommand {
         let pool = PQPool(configuration: settings.database, options: .init(maxConnections: 32))
         _ = try await Migrator.product(pool: pool).migrate()
         let core = try ModgudCore(pool: pool, masterKey: masterKey)
-        try await Server.run(core: core, host: settings.host, port: settings.port, issuerScheme: settings.issuerScheme)
+        try await Server.run(core: core, host: settings.host, port: settings.port, issuerScheme: settings.issuerScheme, adminToken: settings.adminToken)
         await pool.close()
     }
 }

@@ -4,9 +4,12 @@ public struct HTTPConfiguration: Sendable {
     public var issuerScheme: String
     /// Largest request body accepted; larger ones get 413.
     public var maxBodyBytes: Int
+    /// The bootstrap admin token (`MODGUD_ADMIN_TOKEN`); nil: only realm tokens with scope `modgud:admin`.
+    public var adminToken: String?
 
-    public init(issuerScheme: String = "https", maxBodyBytes: Int = 64 * 1024) {
+    public init(issuerScheme: String = "https", maxBodyBytes: Int = 64 * 1024, adminToken: String? = nil) {
         self.issuerScheme = issuerScheme
         self.maxBodyBytes = maxBodyBytes
+        self.adminToken = adminToken
     }
 }

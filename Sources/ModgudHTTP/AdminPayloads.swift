@@ -1,0 +1,114 @@
+import ModgudDomain
+
+/// Admin API bodies: PascalCase like the rest of Modgud's own JSON (SPEC.md section 0).
+enum AdminPayloads {
+    struct NativeGrants: Codable {
+        var Enabled: Bool?
+        var AccessTokenLifetimeMinutes: Int?
+        var RefreshTokenLifetimeDays: Int?
+    }
+
+    /// Creating (all required members present) or patching a realm (members optional).
+    struct Realm: Codable {
+        var Id: String?
+        var Hosts: [String]?
+        var DisplayName: String?
+        var PrimaryDomain: String?
+        var PublicBaseURL: String?
+        var NativeGrants: NativeGrants?
+        var RegistrationPosture: String?
+        var MagicLinkEnabled: Bool?
+
+        static let members: Set<String> = [
+            "Id", "Hosts", "DisplayName", "PrimaryDomain", "PublicBaseURL", "NativeGrants", "RegistrationPosture", "MagicLinkEnabled",
+        ]
+
+        func apply(to settings: inout RealmSettings) throws(AdminProblem) {
+            if let Hosts { settings.hosts = Hosts.map { $0.lowercased() } }
+            if let DisplayName { settings.displayName = DisplayName }
+            if let PrimaryDomain { settings.primaryDomain = PrimaryDomain.isEmpty ? nil : PrimaryDomain }
+            if let PublicBaseURL { settings.publicBaseURL = PublicBaseURL.isEmpty ? nil : PublicBaseURL }
+            if let grants = NativeGrants {
+                if let enabled = grants.Enabled { settings.nativeGrants.enabled = enabled }
+                if let minutes = grants.AccessTokenLifetimeMinutes { settings.nativeGrants.accessTokenLifetimeMinutes = minutes }
+                if let days = grants.RefreshTokenLifetimeDays { settings.nativeGrants.refreshTokenLifetimeDays = days }
+            }
+            if let RegistrationPosture {
+                guard let posture = ModgudDomain.RegistrationPosture(rawValue: RegistrationPosture) else {
+                    throw AdminProblem("Realm.InvalidRegistrationPosture", "RegistrationPosture is JitOnOtp, Off or ExplicitEndpoint.")
+                }
+                settings.registrationPosture = posture
+            }
+            if let MagicLinkEnabled { settings.magicLinkEnabled = MagicLinkEnabled }
+        }
+    }
+
+    struct Client: Codable {
+        var Id: String?
+        var `Type`: String?
+        var DisplayName: String?
+        var Grants: [String]?
+        var Scopes: [String]?
+        var Audiences: [String]?
+        var RpId: String?
+        var AndroidOrigins: [String]?
+        var AccessTokenFormat: String?
+
+        static let members: Set<String> = ["Id", "Type", "DisplayName", "Grants", "Scopes", "Audiences", "RpId", "AndroidOrigins", "AccessTokenFormat"]
+
+        func apply(to settings: inout ClientSettings) throws(AdminProblem) {
+            if let DisplayName { settings.displayName = DisplayName }
+            if let Grants {
+                var grants = Set<GrantType>()
+                for name in Grants {
+                    guard let grant = GrantType(rawValue: name) else { throw AdminProblem("Client.UnknownGrant", "Unknown grant \(name).") }
+                    grants.insert(grant)
+                }
+                settings.grants = grants
+            }
+            if let Scopes { settings.allowedScopes = Set(Scopes) }
+            if let Audiences { settings.audiences = Set(Audiences) }
+            if let RpId { settings.rpID = RpId.isEmpty ? nil : RpId }
+            if let AndroidOrigins { settings.androidOrigins = Set(AndroidOrigins) }
+            if let AccessTokenFormat {
+                guard let format = ModgudDomain.AccessTokenFormat(rawValue: AccessTokenFormat) else {
+                    throw AdminProblem("Client.InvalidAccessTokenFormat", "AccessTokenFormat is reference or jwt.")
+                }
+                settings.accessTokenFormat = format
+            }
+        }
+    }
+
+    static func realmView(_ state: ModgudDomain.Realm.State) -> Realm {
+        let settings = state.settings
+        return Realm(
+            Id: state.id, Hosts: settings?.hosts, DisplayName: settings?.displayName, PrimaryDomain: settings?.primaryDomain,
+            PublicBaseURL: settings?.publicBaseURL,
+            NativeGrants: settings.map {
+                NativeGrants(
+                    Enabled: $0.nativeGrants.enabled, AccessTokenLifetimeMinutes: $0.nativeGrants.accessTokenLifetimeMinutes,
+                    RefreshTokenLifetimeDays: $0.nativeGrants.refreshTokenLifetimeDays)
+            }, RegistrationPosture: settings?.registrationPosture.rawValue, MagicLinkEnabled: settings?.magicLinkEnabled)
+    }
+
+    static func clientView(_ state: ModgudDomain.Client.State) -> Client {
+        let settings = state.settings
+        return Client(
+            Id: state.id, Type: settings?.type.rawValue, DisplayName: settings?.displayName, Grants: settings?.grants.sorted().map(\.rawValue),
+            Scopes: settings?.allowedScopes.sorted(), Audiences: settings?.audiences.sorted(), RpId: settings?.rpID,
+            AndroidOrigins: settings?.androidOrigins.sorted(), AccessTokenFormat: settings?.accessTokenFormat.rawValue)
+    }
+}
+
+/// A refusal of the admin API: a problem with a named title.
+struct AdminProblem: Error {
+    var title: String
+    var detail: String
+    var status: Int
+
+    init(_ title: String, _ detail: String, status: Int = 400) {
+        self.title = title
+        self.detail = detail
+        self.status = status
+    }
+}

@@ -1,0 +1,39 @@
+import Foundation
+
+/// Decodes admin API bodies strictly: malformed JSON and unknown members are refused with a
+/// named problem, never silently ignored.
+enum StrictJSON {
+    enum Failure: Error, Equatable {
+        case malformed
+        case unknownMember(String)
+        case invalid(String)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], allowed: Set<String>) throws(Failure) -> T {
+        let data = Data(bytes)
+        guard let members = try? JSONDecoder().decode([String: AnyJSON].self, from: data) else { throw .malformed }
+        if let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }) { throw .unknownMember(unknown) }
+        do {
+            return try JSONDecoder().decode(T.self, from: data)
+        } catch DecodingError.keyNotFound(let key, _) {
+            throw .invalid("\(key.stringValue) is required.")
+        } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context) {
+            throw .invalid("\(context.codingPath.map(\.stringValue).joined(separator: ".")) has the wrong type.")
+        } catch {
+            throw .malformed
+        }
+    }
+
+    /// Any JSON value, to list an object's members.
+    struct AnyJSON: Decodable {
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() { return }
+            if (try? container.decode(Bool.self)) != nil { return }
+            if (try? container.decode(Double.self)) != nil { return }
+            if (try? container.decode(String.self)) != nil { return }
+            if (try? container.decode([AnyJSON].self)) != nil { return }
+            _ = try container.decode([String: AnyJSON].self)
+        }
+    }
+}
