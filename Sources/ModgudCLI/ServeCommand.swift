@@ -1,5 +1,6 @@
 import ArgumentParser
 import EventStorePostgres
+import Logging
 import ModgudService
 import PQ
 
@@ -10,6 +11,7 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Serve HTTP on MODGUD_HOST:MODGUD_PORT with MODGUD_DATABASE_URL (migrations are applied first).")
 
     func run() async throws {
+        LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
         let settings = try ModgudConfiguration.fromEnvironment()
         guard let masterKey = settings.masterKey else {
             throw CommandError("MODGUD_MASTER_KEY is required (32 bytes, base64): it seals the signing keys")

@@ -17,6 +17,7 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     let parsing = RequestParsing(core: core, configuration: configuration)
     let router = Router(context: ModgudRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
+    router.add(middleware: AccessLogMiddleware())
     let tokens = TokenController(core: core, parsing: parsing)
     let introspection = IntrospectionController(core: core, parsing: parsing)
     let discovery = DiscoveryController(core: core, parsing: parsing)

@@ -213,3 +213,71 @@ final class TokenEndpointTests: XCTestCase {
         }
     }
 }
+
+/// Two instances (two applications on one database, each with its own actors and caches).
+final class TwoInstanceTests: XCTestCase {
+    func testTwoInstancesNeverDoubleSpendARefreshToken() async throws {
+        let database = try await TestDatabase.create(maxConnections: 40)
+        let first = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
+        let second = try ModgudCore(pool: database.makePool(maxConnections: 20), masterKey: Array(repeating: 3, count: 32))
+        let admin = AdminService(core: first)
+        _ = try await admin.createRealm("dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), metadata: .init())
+        try await first.keys.rotate(realm: "dev", now: Date(), metadata: .init())
+        _ = try await admin.createClient(
+            realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["offline_access"]),
+            metadata: .init())
+        let id = UUID()
+        let user = try await first.users.actor(for: StreamNames.user(realm: "dev", userID: id)).execute(
+            .register(id: id, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
+                securityStamp: "s", via: "otp"), now: Date(), metadata: .init()).state
+        let app = try await first.clientAuthenticator.authenticate(realm: "dev", clientID: "app", secret: nil)
+        let tokens = try await first.tokenService.signIn(
+            client: app, user: user, grantType: .otp, scope: "offline_access", resources: [], amr: ["otp"], issuer: "https://localhost", metadata: .init())
+        let body = "grant_type=refresh_token&client_id=app&refresh_token=\(tokens.refreshToken!)"
+        let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+            for core in [first, second] {
+                group.addTask {
+                    try await buildApplication(core: core).test(.router) { client in
+                        try await client.execute(
+                            uri: "/connect/token", method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
+                            body: ByteBuffer(string: body)
+                        ).status
+                    }
+                }
+            }
+            return try await group.reduce(into: [HTTPResponse.Status]()) { $0.append($1) }
+        }
+        XCTAssertEqual(statuses.filter { $0 == .ok }.count, 1, "\(statuses)")
+        XCTAssertEqual(statuses.filter { $0 == .badRequest }.count, 1, "\(statuses)")
+        await second.pool.close()
+        await database.drop()
+    }
+
+    func testRevocationEndpointAnswers200AndRevokes() async throws {
+        let database = try await TestDatabase.create(maxConnections: 20)
+        let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
+        let admin = AdminService(core: core)
+        _ = try await admin.createRealm("dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), metadata: .init())
+        try await core.keys.rotate(realm: "dev", now: Date(), metadata: .init())
+        let (_, secret) = try await admin.createClient(
+            realm: "dev", id: "svc", settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["api"]), metadata: .init())
+        let svc = try await core.clientAuthenticator.authenticate(realm: "dev", clientID: "svc", secret: secret)
+        let token = try await core.tokenService.clientCredentials(client: svc, scope: "api", resources: [], issuer: "https://localhost", metadata: .init())
+        let form: HTTPFields = [.contentType: "application/x-www-form-urlencoded"]
+        try await buildApplication(core: core).test(.router) { client in
+            let unknown = try await client.execute(
+                uri: "/connect/revoke", method: .post, headers: form, body: ByteBuffer(string: "token=never-issued&client_id=svc&client_secret=\(secret!)"))
+            XCTAssertEqual(unknown.status, .ok, "RFC 7009: unknown tokens are not an error")
+            let revoke = try await client.execute(
+                uri: "/connect/revoke", method: .post, headers: form, body: ByteBuffer(string: "token=\(token.accessToken)&client_id=svc&client_secret=\(secret!)"))
+            XCTAssertEqual(revoke.status, .ok)
+            let introspect = try await client.execute(
+                uri: "/connect/introspect", method: .post, headers: form, body: ByteBuffer(string: "token=\(token.accessToken)&client_id=svc&client_secret=\(secret!)"))
+            XCTAssertEqual(String(buffer: introspect.body), #"{"active":false}"#)
+            let publicIntrospection = try await client.execute(
+                uri: "/connect/introspect", method: .post, headers: form, body: ByteBuffer(string: "token=x&client_id=svc"))
+            XCTAssertEqual(publicIntrospection.status, .unauthorized, "introspection requires client authentication")
+        }
+        await database.drop()
+    }
+}
