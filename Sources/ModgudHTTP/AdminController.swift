@@ -187,7 +187,7 @@ struct AdminController: Sendable {
             throw AdminProblem("Admin.Unauthorized", "A bearer token is required.", status: 401)
         }
         let token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        if let bootstrap = configuration.adminToken, Self.constantTimeEqual(Array(token.utf8), Array(bootstrap.utf8)) { return }
+        if let bootstrap = configuration.adminToken, ConstantTime.equal(token, bootstrap) { return }
         guard let realm else { throw AdminProblem("Admin.Forbidden", "Only the bootstrap admin token creates realms.", status: 403) }
         let result = try await core.tokenService.introspect(realm: realm, token: token)
         guard result.active else { throw AdminProblem("Admin.Unauthorized", "The token is not valid.", status: 401) }
@@ -198,12 +198,5 @@ struct AdminController: Sendable {
 
     static func ok(_ value: some Encodable, found: Bool) -> Response {
         found ? OAuthResponses.json(value) : Problem.response("Resource.NotFound", status: 404, detail: "Not found.")
-    }
-
-    static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-        guard lhs.count == rhs.count else { return false }
-        var difference: UInt8 = 0
-        for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
-        return difference == 0
     }
 }

@@ -41,7 +41,7 @@ public struct ClientAuthenticator: Sendable {
         let storedHash = try row.decode(String?.self, at: 1)
         switch settings.type {
         case .confidential:
-            guard secret != nil, let storedHash, Self.constantTimeEqual(Array(presentedHash.utf8), Array(storedHash.utf8)) else {
+            guard secret != nil, let storedHash, ConstantTime.equal(presentedHash, storedHash) else {
                 throw OAuthError.invalidClient(attempted: true)
             }
         case .public:
@@ -49,12 +49,5 @@ public struct ClientAuthenticator: Sendable {
         }
         guard try row.decode(Bool.self, at: 2) else { throw OAuthError.invalidGrant("The OAuth client is disabled.") }
         return AuthenticatedClient(realm: realm, id: clientID, settings: settings)
-    }
-
-    static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-        guard lhs.count == rhs.count else { return false }
-        var difference: UInt8 = 0
-        for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
-        return difference == 0
     }
 }
