@@ -5,7 +5,7 @@ import ModgudService
 struct ClientCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "client", abstract: "Register, change and inspect OAuth clients.",
-        subcommands: [Create.self, Update.self, Show.self, List.self, Disable.self, Enable.self])
+        subcommands: [Create.self, Update.self, Show.self, List.self, Disable.self, Enable.self, RotateSecret.self])
 
     struct SettingsOptions: ParsableArguments {
         @Option(name: .customLong("grant"), help: "urn:cocoar:otp, urn:cocoar:magic, urn:cocoar:passkey, refresh_token, client_credentials (repeatable).")
@@ -137,6 +137,26 @@ struct ClientCommand: AsyncParsableCommand {
         func run() async throws {
             let context = try AdminContext.open(database)
             ClientCommand.print(try await context.admin.setClientEnabled(realm: realm, id: id, enabled: true, metadata: context.metadata))
+            await context.close()
+        }
+    }
+
+    struct RotateSecret: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-secret", abstract: "Give a confidential client a new secret (printed once); the old one stops working.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var realm: String
+        @Argument var id: String
+
+        func run() async throws {
+            let context = try AdminContext.open(database)
+            do {
+                let secret = try await context.admin.rotateClientSecret(realm: realm, id: id, metadata: context.metadata)
+                Swift.print("secret       \(secret)   (shown once; store it now)")
+            } catch let error as DomainError {
+                await context.close()
+                throw CommandError("\(error.code): \(error.message)")
+            }
             await context.close()
         }
     }

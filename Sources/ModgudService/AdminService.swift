@@ -57,6 +57,14 @@ public struct AdminService: Sendable {
         return (state, warning)
     }
 
+    /// Gives a confidential client a new secret (returned once); the old one stops working at once.
+    public func rotateClientSecret(realm: String, id: String, metadata: EventMetadata) async throws -> String {
+        let (secret, hash) = ClientAuthenticator.generateSecret()
+        _ = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
+            .execute(.rotateSecret(secretHash: hash), now: Date(), metadata: metadata)
+        return secret
+    }
+
     public func setClientEnabled(realm: String, id: String, enabled: Bool, metadata: EventMetadata) async throws -> Client.State {
         try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
             .execute(enabled ? .enable : .disable, now: Date(), metadata: metadata).state

@@ -33,6 +33,20 @@ final class AdminServiceTests: XCTestCase {
             realm: "demo", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "offline_access"], rpID: "a.demo.test"),
             metadata: metadata)
         XCTAssertNil(none)
+        let rotated = try await admin.rotateClientSecret(realm: "demo", id: "svc", metadata: metadata)
+        _ = try await core.clientAuthenticator.authenticate(realm: "demo", clientID: "svc", secret: rotated)
+        do {
+            _ = try await core.clientAuthenticator.authenticate(realm: "demo", clientID: "svc", secret: secret)
+            XCTFail("the old secret stops working")
+        } catch let error as OAuthError {
+            XCTAssertEqual(error.status, 401)
+        }
+        do {
+            _ = try await admin.rotateClientSecret(realm: "demo", id: "app", metadata: metadata)
+            XCTFail("a public client has no secret")
+        } catch let error as DomainError {
+            XCTAssertEqual(error.code, "Client.PublicSecret")
+        }
         let (_, warning) = try await admin.updateClient(realm: "demo", id: "app", metadata: metadata) { $0.rpID = "b.demo.test" }
         XCTAssertTrue(warning?.contains("passkeys enrolled under the old RP-ID") == true, warning ?? "no warning")
         let (_, quiet) = try await admin.updateClient(realm: "demo", id: "app", metadata: metadata) { $0.allowedScopes.insert("email") }
