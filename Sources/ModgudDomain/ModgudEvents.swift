@@ -8,6 +8,7 @@ public enum ModgudEvents {
         ClientEvent.register(in: &registry)
         UserEvent.register(in: &registry)
         TokenFamilyEvent.register(in: &registry)
+        EmailChallengeEvent.register(in: &registry)
         return registry
     }()
 }

@@ -1,0 +1,103 @@
+import EventSourcing
+import Foundation
+
+/// What a challenge proves when redeemed.
+public enum ChallengePurpose: String, Codable, Hashable, Sendable {
+    /// A sign-in code for an existing user.
+    case loginCode = "login_code"
+    /// A registration code: redeeming it creates the user (no user exists before proof).
+    case registrationCode = "registration_code"
+    /// A magic link token for an existing user.
+    case magicLink = "magic_link"
+}
+
+/// challenge.issued: a code or link went out. Only its hash is kept.
+public struct ChallengeIssued: DomainEvent, Equatable {
+    public static let eventType = "challenge.issued"
+    public var challengeID: UUID
+    public var purpose: ChallengePurpose
+    public var email: EmailAddress
+    public var userID: UUID?
+    public var firstName: String?
+    public var lastName: String?
+    public var secretHash: String
+    public var issuedAt: Date
+    public var expiresAt: Date
+
+    public init(
+        challengeID: UUID, purpose: ChallengePurpose, email: EmailAddress, userID: UUID? = nil, firstName: String? = nil, lastName: String? = nil,
+        secretHash: String, issuedAt: Date, expiresAt: Date
+    ) {
+        self.challengeID = challengeID
+        self.purpose = purpose
+        self.email = email
+        self.userID = userID
+        self.firstName = firstName
+        self.lastName = lastName
+        self.secretHash = secretHash
+        self.issuedAt = issuedAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// challenge.attempt_failed: a wrong code was presented (counted by the store, across instances).
+public struct ChallengeAttemptFailed: DomainEvent, Equatable {
+    public static let eventType = "challenge.attempt_failed"
+    public var challengeID: UUID
+    public var attempts: Int
+
+    public init(challengeID: UUID, attempts: Int) {
+        self.challengeID = challengeID
+        self.attempts = attempts
+    }
+}
+
+/// challenge.burned: too many wrong guesses; the code never works again.
+public struct ChallengeBurned: DomainEvent, Equatable {
+    public static let eventType = "challenge.burned"
+    public var challengeID: UUID
+
+    public init(challengeID: UUID) { self.challengeID = challengeID }
+}
+
+/// challenge.consumed: the code or link was redeemed (single use).
+public struct ChallengeConsumed: DomainEvent, Equatable {
+    public static let eventType = "challenge.consumed"
+    public var challengeID: UUID
+
+    public init(challengeID: UUID) { self.challengeID = challengeID }
+}
+
+/// The events of an email challenge stream.
+public enum EmailChallengeEvent: AggregateEvent, Equatable {
+    case issued(ChallengeIssued)
+    case attemptFailed(ChallengeAttemptFailed)
+    case burned(ChallengeBurned)
+    case consumed(ChallengeConsumed)
+
+    public func newEvent() throws -> NewEvent {
+        switch self {
+        case .issued(let event): return try NewEvent(event)
+        case .attemptFailed(let event): return try NewEvent(event)
+        case .burned(let event): return try NewEvent(event)
+        case .consumed(let event): return try NewEvent(event)
+        }
+    }
+
+    public init(decoding envelope: EventEnvelope, registry: EventTypeRegistry) throws {
+        switch try registry.decode(envelope) {
+        case let event as ChallengeIssued: self = .issued(event)
+        case let event as ChallengeAttemptFailed: self = .attemptFailed(event)
+        case let event as ChallengeBurned: self = .burned(event)
+        case let event as ChallengeConsumed: self = .consumed(event)
+        default: throw ForeignEventError(type: envelope.type, aggregate: "email-challenge")
+        }
+    }
+
+    static func register(in registry: inout EventTypeRegistry) {
+        registry.register(ChallengeIssued.self)
+        registry.register(ChallengeAttemptFailed.self)
+        registry.register(ChallengeBurned.self)
+        registry.register(ChallengeConsumed.self)
+    }
+}

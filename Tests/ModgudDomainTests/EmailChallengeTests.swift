@@ -1,0 +1,46 @@
+import Foundation
+import ModgudDomain
+import XCTest
+
+final class EmailChallengeTests: XCTestCase {
+    let email = EmailAddress("ada@example.com")!
+
+    func issued(_ hash: String, at time: Date) -> ChallengeIssued {
+        ChallengeIssued(challengeID: UUID(), purpose: .loginCode, email: email, userID: UUID(), secretHash: hash, issuedAt: time, expiresAt: time + 600)
+    }
+
+    func run(_ command: EmailChallenge.Command, _ state: EmailChallenge.State, at time: Date) throws -> EmailChallenge.State {
+        try EmailChallenge.decide(command, state: state, now: time).reduce(state, EmailChallenge.evolve)
+    }
+
+    func testResendWithinTheCooldownIsSilentAndANewCodeVoidsTheOld() throws {
+        var state = try run(.issue(issued("h1", at: now), cooldown: 120), EmailChallenge.initialState, at: now)
+        XCTAssertEqual(try EmailChallenge.decide(.issue(issued("h2", at: now + 60), cooldown: 120), state: state, now: now + 60), [])
+        state = try run(.issue(issued("h2", at: now + 121), cooldown: 120), state, at: now + 121)
+        let oldCode = try EmailChallenge.decide(.redeem(presentedHash: "h1"), state: state, now: now + 122)
+        XCTAssertEqual(oldCode.count, 1, "the voided code is just a wrong guess now")
+        guard case .attemptFailed = oldCode[0] else { return XCTFail("\(oldCode)") }
+        state = try run(.redeem(presentedHash: "h2"), state, at: now + 122)
+        XCTAssertTrue(state.consumed)
+    }
+
+    func testThreeWrongGuessesBurnTheCodeAndTheFourthFailsEvenWhenRight() throws {
+        var state = try run(.issue(issued("right", at: now), cooldown: 120), EmailChallenge.initialState, at: now)
+        for attempt in 1...3 {
+            let events = try EmailChallenge.decide(.redeem(presentedHash: "wrong"), state: state, now: now + 1)
+            XCTAssertEqual(events.count, attempt == 3 ? 2 : 1)
+            state = events.reduce(state, EmailChallenge.evolve)
+        }
+        XCTAssertTrue(state.burned)
+        XCTAssertRefused("Challenge.Invalid") { _ = try EmailChallenge.decide(.redeem(presentedHash: "right"), state: state, now: now + 2) }
+    }
+
+    func testExpiryAndSingleUse() throws {
+        let state = try run(.issue(issued("h", at: now), cooldown: 120), EmailChallenge.initialState, at: now)
+        XCTAssertRefused("Challenge.Invalid") { _ = try EmailChallenge.decide(.redeem(presentedHash: "h"), state: state, now: now + 600) }
+        let used = try run(.redeem(presentedHash: "h"), state, at: now + 599)
+        XCTAssertRefused("Challenge.Invalid") { _ = try EmailChallenge.decide(.redeem(presentedHash: "h"), state: used, now: now + 599) }
+        // After use (or expiry) a new code may be issued at once, cooldown or not.
+        XCTAssertEqual(try EmailChallenge.decide(.issue(issued("h2", at: now + 600), cooldown: 120), state: used, now: now + 600).count, 1)
+    }
+}
