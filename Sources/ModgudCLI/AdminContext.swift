@@ -1,5 +1,6 @@
 import ArgumentParser
 import EventSourcing
+import ModgudDomain
 import ModgudService
 import PQ
 
@@ -17,4 +18,23 @@ struct AdminContext {
     }
 
     func close() async { await pool.close() }
+}
+
+extension AdminContext {
+    /// Opens a context, runs `body`, closes the context, and reports a refused command as one
+    /// line (`Client.MixedGrants: …`) instead of a stack of types.
+    static func run<T>(_ database: DatabaseOptions, _ body: (AdminContext) async throws -> T) async throws -> T {
+        let context = try open(database)
+        do {
+            let value = try await body(context)
+            await context.close()
+            return value
+        } catch let error as DomainError {
+            await context.close()
+            throw CommandError("\(error.code): \(error.message)")
+        } catch {
+            await context.close()
+            throw error
+        }
+    }
 }

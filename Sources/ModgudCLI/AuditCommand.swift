@@ -12,17 +12,15 @@ struct AuditCommand: AsyncParsableCommand {
         @Argument(help: "Email or user id.") var user: String
 
         func run() async throws {
-            let context = try AdminContext.open(database)
-            guard let id = try await context.admin.findUser(realm: realm, user) else {
-                await context.close()
-                throw CommandError("no such user")
+            let entries = try await AdminContext.run(database) { context in
+                guard let id = try await context.admin.findUser(realm: realm, user) else { throw CommandError("no such user") }
+                return try await context.admin.audit(realm: realm, userID: id)
             }
             print("TIME\tEVENT\tDETAIL\tACTOR\tCLIENT\tIP")
-            for entry in try await context.admin.audit(realm: realm, userID: id) {
+            for entry in entries {
                 let time = entry.recordedAt.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: false))
                 print("\(time)\t\(entry.event)\t\(entry.detail)\t\(entry.actor ?? "-")\t\(entry.client ?? "-")\t\(entry.clientIP ?? "-")")
             }
-            await context.close()
         }
     }
 }

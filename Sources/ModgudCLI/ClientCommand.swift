@@ -48,16 +48,11 @@ struct ClientCommand: AsyncParsableCommand {
             guard let clientType = ClientType(rawValue: type) else { throw ValidationError("--type is public or confidential") }
             var clientSettings = ClientSettings(type: clientType, grants: [], allowedScopes: [])
             try settings.apply(to: &clientSettings)
-            let context = try AdminContext.open(database)
-            do {
+            try await AdminContext.run(database) { context in
                 let (state, secret) = try await context.admin.createClient(realm: realm, id: id, settings: clientSettings, metadata: context.metadata)
                 ClientCommand.print(state)
                 if let secret { Swift.print("secret       \(secret)   (shown once; store it now)") }
-            } catch let error as DomainError {
-                await context.close()
-                throw CommandError("\(error.code): \(error.message)")
             }
-            await context.close()
         }
     }
 
@@ -69,20 +64,15 @@ struct ClientCommand: AsyncParsableCommand {
         @OptionGroup var settings: SettingsOptions
 
         func run() async throws {
-            let context = try AdminContext.open(database)
-            var failure: (any Error)?
-            do {
+            try await AdminContext.run(database) { context in
+                var failure: (any Error)?
                 let (state, warning) = try await context.admin.updateClient(realm: realm, id: id, metadata: context.metadata) { clientSettings in
                     do { try settings.apply(to: &clientSettings) } catch { failure = error }
                 }
                 if let failure { throw failure }
                 ClientCommand.print(state)
                 if let warning { Swift.print("warning: \(warning)") }
-            } catch let error as DomainError {
-                await context.close()
-                throw CommandError("\(error.code): \(error.message)")
             }
-            await context.close()
         }
     }
 
@@ -93,9 +83,7 @@ struct ClientCommand: AsyncParsableCommand {
         @Argument var id: String
 
         func run() async throws {
-            let context = try AdminContext.open(database)
-            let state = try await context.admin.client(realm: realm, id: id)
-            await context.close()
+            let state = try await AdminContext.run(database) { try await $0.admin.client(realm: realm, id: id) }
             guard state.exists else { throw CommandError("no client \(id) in realm \(realm)") }
             ClientCommand.print(state)
         }
@@ -107,11 +95,9 @@ struct ClientCommand: AsyncParsableCommand {
         @Argument var realm: String
 
         func run() async throws {
-            let context = try AdminContext.open(database)
-            for client in try await context.admin.clients(realm: realm) {
+            for client in try await AdminContext.run(database, { try await $0.admin.clients(realm: realm) }) {
                 Swift.print("\(client.id)\t\(client.type)\t\(client.enabled ? "enabled" : "disabled")")
             }
-            await context.close()
         }
     }
 
@@ -122,9 +108,8 @@ struct ClientCommand: AsyncParsableCommand {
         @Argument var id: String
 
         func run() async throws {
-            let context = try AdminContext.open(database)
-            ClientCommand.print(try await context.admin.setClientEnabled(realm: realm, id: id, enabled: false, metadata: context.metadata))
-            await context.close()
+            ClientCommand.print(
+                try await AdminContext.run(database) { try await $0.admin.setClientEnabled(realm: realm, id: id, enabled: false, metadata: $0.metadata) })
         }
     }
 
@@ -135,9 +120,8 @@ struct ClientCommand: AsyncParsableCommand {
         @Argument var id: String
 
         func run() async throws {
-            let context = try AdminContext.open(database)
-            ClientCommand.print(try await context.admin.setClientEnabled(realm: realm, id: id, enabled: true, metadata: context.metadata))
-            await context.close()
+            ClientCommand.print(
+                try await AdminContext.run(database) { try await $0.admin.setClientEnabled(realm: realm, id: id, enabled: true, metadata: $0.metadata) })
         }
     }
 
@@ -149,15 +133,8 @@ struct ClientCommand: AsyncParsableCommand {
         @Argument var id: String
 
         func run() async throws {
-            let context = try AdminContext.open(database)
-            do {
-                let secret = try await context.admin.rotateClientSecret(realm: realm, id: id, metadata: context.metadata)
-                Swift.print("secret       \(secret)   (shown once; store it now)")
-            } catch let error as DomainError {
-                await context.close()
-                throw CommandError("\(error.code): \(error.message)")
-            }
-            await context.close()
+            let secret = try await AdminContext.run(database) { try await $0.admin.rotateClientSecret(realm: realm, id: id, metadata: $0.metadata) }
+            Swift.print("secret       \(secret)   (shown once; store it now)")
         }
     }
 

@@ -44,11 +44,10 @@ struct RealmCommand: AsyncParsableCommand {
         @OptionGroup var settings: SettingsOptions
 
         func run() async throws {
-            let context = try AdminContext.open(database)
             var realmSettings = RealmSettings(hosts: [], displayName: settings.displayName ?? id)
             try settings.apply(to: &realmSettings)
-            try await report { try await context.admin.createRealm(id, settings: realmSettings, metadata: context.metadata) }
-            await context.close()
+            let state = try await AdminContext.run(database) { try await $0.admin.createRealm(id, settings: realmSettings, metadata: $0.metadata) }
+            try RealmCommand.print(state)
         }
     }
 
@@ -59,15 +58,15 @@ struct RealmCommand: AsyncParsableCommand {
         @OptionGroup var settings: SettingsOptions
 
         func run() async throws {
-            let context = try AdminContext.open(database)
-            var failure: (any Error)?
-            try await report {
-                try await context.admin.updateRealm(id, metadata: context.metadata) { realmSettings in
+            let state = try await AdminContext.run(database) { context in
+                var failure: (any Error)?
+                let state = try await context.admin.updateRealm(id, metadata: context.metadata) { realmSettings in
                     do { try settings.apply(to: &realmSettings) } catch { failure = error }
                 }
+                if let failure { throw failure }
+                return state
             }
-            await context.close()
-            if let failure { throw failure }
+            try RealmCommand.print(state)
         }
     }
 
@@ -77,9 +76,7 @@ struct RealmCommand: AsyncParsableCommand {
         @Argument var id: String
 
         func run() async throws {
-            let context = try AdminContext.open(database)
-            try await report { try await context.admin.realm(id) }
-            await context.close()
+            try RealmCommand.print(try await AdminContext.run(database) { try await $0.admin.realm(id) })
         }
     }
 
@@ -92,30 +89,22 @@ struct RealmCommand: AsyncParsableCommand {
 
         func run() async throws {
             guard let algorithm = SigningKeyMaterial.Algorithm(rawValue: algorithm) else { throw ValidationError("--algorithm is ES256 or RS256") }
-            let context = try AdminContext.open(database)
-            let kid = try await context.admin.core.keys.rotate(realm: id, algorithm: algorithm, now: Date(), metadata: context.metadata)
-            print("new signing key \(kid) (\(algorithm.rawValue)) for realm \(id)")
-            await context.close()
+            let kid = try await AdminContext.run(database) {
+                try await $0.admin.core.keys.rotate(realm: id, algorithm: algorithm, now: Date(), metadata: $0.metadata)
+            }
+            Swift.print("new signing key \(kid) (\(algorithm.rawValue)) for realm \(id)")
         }
     }
 
-    static func report(_ body: () async throws -> Realm.State) async throws {
-        do {
-            let state = try await body()
-            guard let id = state.id, let settings = state.settings else { throw CommandError("no such realm") }
-            print("realm        \(id)")
-            print("hosts        \(settings.hosts.joined(separator: ", "))")
-            print("display name \(settings.displayName)")
-            print("primary dom. \(settings.primaryDomain ?? "-")")
-            print("native       \(settings.nativeGrants.enabled ? "on" : "off") (access \(settings.nativeGrants.accessTokenLifetimeMinutes) min, refresh \(settings.nativeGrants.refreshTokenLifetimeDays) d)")
-            print("registration \(settings.registrationPosture.rawValue), magic links \(settings.magicLinkEnabled ? "on" : "off")")
-            print("keys         \(state.signingKeys.map { "\($0.kid) \($0.algorithm)" }.joined(separator: ", "))")
-        } catch let error as DomainError {
-            throw CommandError("\(error.code): \(error.message)")
-        }
+    static func print(_ state: Realm.State) throws {
+        guard let id = state.id, let settings = state.settings else { throw CommandError("no such realm") }
+        Swift.print("realm        \(id)")
+        Swift.print("hosts        \(settings.hosts.joined(separator: ", "))")
+        Swift.print("display name \(settings.displayName)")
+        Swift.print("primary dom. \(settings.primaryDomain ?? "-")")
+        Swift.print(
+            "native       \(settings.nativeGrants.enabled ? "on" : "off") (access \(settings.nativeGrants.accessTokenLifetimeMinutes) min, refresh \(settings.nativeGrants.refreshTokenLifetimeDays) d)")
+        Swift.print("registration \(settings.registrationPosture.rawValue), magic links \(settings.magicLinkEnabled ? "on" : "off")")
+        Swift.print("keys         \(state.signingKeys.map { "\($0.kid) \($0.algorithm)" }.joined(separator: ", "))")
     }
-}
-
-private func report(_ body: () async throws -> Realm.State) async throws {
-    try await RealmCommand.report(body)
 }

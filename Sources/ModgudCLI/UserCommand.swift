@@ -14,11 +14,9 @@ struct UserCommand: AsyncParsableCommand {
         @Argument var realm: String
 
         func run() async throws {
-            let context = try AdminContext.open(database)
-            for user in try await context.admin.users(realm: realm) {
+            for user in try await AdminContext.run(database, { try await $0.admin.users(realm: realm) }) {
                 print("\(user.id.uuidString.lowercased())\t\(user.email)\t\(user.status)")
             }
-            await context.close()
         }
     }
 
@@ -29,13 +27,10 @@ struct UserCommand: AsyncParsableCommand {
         @Argument(help: "Email or user id.") var user: String
 
         func run() async throws {
-            let context = try AdminContext.open(database)
-            guard let id = try await context.admin.findUser(realm: realm, user) else {
-                await context.close()
-                throw CommandError("no such user")
+            let (id, state) = try await AdminContext.run(database) { context in
+                guard let id = try await context.admin.findUser(realm: realm, user) else { throw CommandError("no such user") }
+                return (id, try await context.admin.core.user(realm: realm, id: id))
             }
-            let state = try await context.admin.core.user(realm: realm, id: id)
-            await context.close()
             print("user         \(id.uuidString.lowercased())")
             print("email        \(state.email?.value ?? "-") (\(state.emailConfirmed ? "confirmed" : "unconfirmed"))")
             print("name         \([state.firstName, state.lastName].compactMap { $0 }.joined(separator: " "))")
@@ -50,14 +45,11 @@ struct UserCommand: AsyncParsableCommand {
         @Argument(help: "Email or user id.") var user: String
 
         func apply(_ action: AdminService.UserAction) async throws {
-            let context = try AdminContext.open(database)
-            guard let id = try await context.admin.findUser(realm: realm, user) else {
-                await context.close()
-                throw CommandError("no such user")
+            try await AdminContext.run(database) { context in
+                guard let id = try await context.admin.findUser(realm: realm, user) else { throw CommandError("no such user") }
+                let state = try await context.admin.apply(action, realm: realm, userID: id, metadata: context.metadata)
+                print("\(id.uuidString.lowercased()) \(action.rawValue): status \(state.status.rawValue)")
             }
-            let state = try await context.admin.apply(action, realm: realm, userID: id, metadata: context.metadata)
-            print("\(id.uuidString.lowercased()) \(action.rawValue): status \(state.status.rawValue)")
-            await context.close()
         }
     }
 
