@@ -17,14 +17,16 @@ struct IdentityInstance {
     let families: AggregateRegistry<TokenFamily>
     let tokens: TokenDirectory
 
+    /// Wraps the production composition root (no master key: tests that sign make their own ring).
     init(pool: PQPool) {
+        let core = try! ModgudCore(pool: pool, masterKey: nil)
         self.pool = pool
-        store = PostgresEventStore(pool: pool, inlineProjections: TokenProjection.identity)
-        realms = AggregateRegistry(store: store)
-        clients = AggregateRegistry(store: store)
-        users = AggregateRegistry(store: store)
-        families = AggregateRegistry(store: store)
-        tokens = TokenDirectory(pool: pool)
+        store = core.store
+        realms = core.realms
+        clients = core.clients
+        users = core.users
+        families = core.families
+        tokens = core.tokenService.tokens
     }
 
     func realm(_ id: String) async -> AggregateActor<Realm> { await realms.actor(for: StreamNames.realm(id)) }
