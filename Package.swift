@@ -24,6 +24,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // The SMTP client: NIO is already built for Hummingbird; NIOSSL gives STARTTLS.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // traits: [] keeps full Foundation and ICU out of the binary (SWIFT-NOTES.md).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
     ],
@@ -46,6 +49,7 @@ let package = Package(
                 .embedInCode("0001_event_store.sql"),
                 .embedInCode("0002_log_statistics.sql"),
                 .embedInCode("0003_identity.sql"),
+                .embedInCode("0004_mail_and_limits.sql"),
             ],
             swiftSettings: strict
         ),
@@ -55,13 +59,26 @@ let package = Package(
         .target(
             name: "ModgudService",
             dependencies: [
-                "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ",
+                "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ", "SMTP",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: strict
         ),
+        // An SMTP client (RFC 5321, STARTTLS, AUTH PLAIN/LOGIN) and MIME rendering.
+        .target(
+            name: "SMTP",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict
+        ),
+        // Test support: a real SMTP server (Python aiosmtpd) in a child process.
+        .target(name: "MailTestSupport", swiftSettings: strict),
         // The thin HTTP adapter: parse, call one service method, map the result or error.
         .target(
             name: "ModgudHTTP",
@@ -111,7 +128,7 @@ let package = Package(
             name: "ModgudCLI",
             dependencies: [
                 "PQ", "EventSourcing", "EventStorePostgres", "EmbeddedPostgres", "ModgudSchema", "WebAuthn", "ModgudService", "ModgudHTTP",
-                "ModgudDomain",
+                "ModgudDomain", "SMTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 // For `modgud bench webauthn` only: it signs with the software authenticator.
@@ -141,12 +158,17 @@ let package = Package(
         .testTarget(
             name: "ModgudHTTPTests",
             dependencies: [
-                "ModgudHTTP", "ModgudService", "ModgudDomain", "PostgresTestSupport", "PQ",
+                "ModgudHTTP", "ModgudService", "ModgudDomain", "PostgresTestSupport", "PQ", "MailTestSupport", "SMTP", "EventSourcing",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: strict
         ),
+        .testTarget(
+            name: "SMTPTests",
+            dependencies: [
+                "SMTP", "MailTestSupport", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ], swiftSettings: strict),
         .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: strict),
         .testTarget(
             name: "WebAuthnTests",

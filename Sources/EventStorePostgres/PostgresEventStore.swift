@@ -45,21 +45,36 @@ public final class PostgresEventStore: EventStore {
     public func append(
         _ events: [NewEvent], to stream: StreamRef, expected: ExpectedVersion, metadata: EventMetadata, alsoExecuting extra: [PQQuery]
     ) async throws -> [RecordedEvent] {
-        guard !events.isEmpty else { throw EventStoreError.emptyAppend(stream: stream.id) }
-        let envelopes = events.enumerated().map { offset, event in
-            EventEnvelope(
-                stream: stream, streamVersion: expected.value + Int64(offset) + 1, type: event.type,
-                revision: event.revision, payload: event.payload, metadata: metadata)
+        try await append([StreamWrite(stream: stream, expected: expected, events: events)], metadata: metadata, alsoExecuting: extra)[0]
+    }
+
+    /// Appends to several streams in one transaction: every stream's version guard holds, or
+    /// nothing is written (a redeemed registration code and the user it creates, say).
+    /// - Returns: the recorded events of each write, in the order of `writes`.
+    /// - Throws: as the single-stream append; a conflict names the stream that lost.
+    public func append(_ writes: [StreamWrite], metadata: EventMetadata, alsoExecuting extra: [PQQuery] = []) async throws
+        -> [[RecordedEvent]]
+    {
+        guard !writes.isEmpty else { throw EventStoreError.emptyAppend(stream: "") }
+        for write in writes where write.events.isEmpty { throw EventStoreError.emptyAppend(stream: write.stream.id) }
+        let envelopes = writes.map { write in
+            write.events.enumerated().map { offset, event in
+                EventEnvelope(
+                    stream: write.stream, streamVersion: write.expected.value + Int64(offset) + 1, type: event.type,
+                    revision: event.revision, payload: event.payload, metadata: metadata)
+            }
         }
-        var statements: [PQQuery] = [
+        var statements: [PQQuery] = writes.map { write in
             EventStoreSQL.append(
-                stream: stream, expected: expected, types: events.map(\.type), revisions: events.map { Int32($0.revision) },
-                payloads: events.map { PQJSON(bytes: $0.payload) }, metadata: metadata.json)
-        ]
+                stream: write.stream, expected: write.expected, types: write.events.map(\.type),
+                revisions: write.events.map { Int32($0.revision) }, payloads: write.events.map { PQJSON(bytes: $0.payload) },
+                metadata: metadata.json)
+        }
         // Which projection produced each statement, to name it when one fails.
-        var owners: [String?] = [nil]
+        var owners: [String?] = Array(repeating: nil, count: writes.count)
+        let allEnvelopes = envelopes.flatMap { $0 }
         for projection in inlineProjections {
-            let handled = envelopes.filter { projection.handles($0.type) }
+            let handled = allEnvelopes.filter { projection.handles($0.type) }
             guard !handled.isEmpty else { continue }
             let produced = try projection.statements(forBatch: handled, tables: .live(projection))
             statements.append(contentsOf: produced)
@@ -74,28 +89,29 @@ public final class PostgresEventStore: EventStore {
                 try await connection.pipeline(finalStatements)
             }
         } catch let failure as PQPipelineError {
-            throw await translate(failure, stream: stream, expected: expected, owners: owners)
+            throw await translate(failure, writes: writes, owners: owners)
         }
         if notifyMode == .afterCommit { notifier.poke() }
-        return try results[0].rows.enumerated().map { offset, row in
-            RecordedEvent(
-                envelope: envelopes[offset],
-                position: try row.decode(Int64.self, at: 0),
-                transactionID: try row.decode(PQTransactionID.self, at: 1).rawValue,
-                recordedAt: try row.decode(at: 3))
+        return try writes.indices.map { index in
+            try results[index].rows.enumerated().map { offset, row in
+                RecordedEvent(
+                    envelope: envelopes[index][offset],
+                    position: try row.decode(Int64.self, at: 0),
+                    transactionID: try row.decode(PQTransactionID.self, at: 1).rawValue,
+                    recordedAt: try row.decode(at: 3))
+            }
         }
     }
 
-    private func translate(_ failure: PQPipelineError, stream: StreamRef, expected: ExpectedVersion, owners: [String?]) async
-        -> any Error
-    {
+    private func translate(_ failure: PQPipelineError, writes: [StreamWrite], owners: [String?]) async -> any Error {
         let error = failure.error
-        if failure.index == 0, error.constraint == EventStoreSQL.conflictConstraint {
+        if let index = failure.index, index < writes.count, error.constraint == EventStoreSQL.conflictConstraint {
             // Only the conflict path pays for reading the version it lost to.
-            let actual = (try? await version(of: stream.id)) ?? -1
-            return EventStoreError.wrongExpectedVersion(stream: stream.id, expected: expected, actual: actual)
+            let write = writes[index]
+            let actual = (try? await version(of: write.stream.id)) ?? -1
+            return EventStoreError.wrongExpectedVersion(stream: write.stream.id, expected: write.expected, actual: actual)
         }
-        if let index = failure.index, index > 0, index < owners.count, let projection = owners[index] {
+        if let index = failure.index, index >= writes.count, index < owners.count, let projection = owners[index] {
             return EventStoreError.inlineProjectionFailed(projection: projection, reason: error.description)
         }
         return error
@@ -115,5 +131,18 @@ public final class PostgresEventStore: EventStore {
     public func version(of streamID: String) async throws -> Int64 {
         let result = try await pool.query("SELECT version FROM streams WHERE id = \(streamID)")
         return try result.first?.decode(Int64.self, at: 0) ?? 0
+    }
+}
+
+/// Events for one stream, expected at one version: a part of a multi-stream append.
+public struct StreamWrite: Sendable {
+    public var stream: StreamRef
+    public var expected: ExpectedVersion
+    public var events: [NewEvent]
+
+    public init(stream: StreamRef, expected: ExpectedVersion, events: [NewEvent]) {
+        self.stream = stream
+        self.expected = expected
+        self.events = events
     }
 }

@@ -44,10 +44,14 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
     /// Runs a command.
     /// - Parameters:
     ///   - extra: statements to commit with the events (an outbox row, say), given the events.
+    ///   - alsoAppending: events for other streams to commit in the same transaction, given
+    ///     the events (a redeemed registration code creates its user, say). A conflict on one
+    ///     of those streams is not retried: it is thrown.
     /// - Throws: `DomainError` when refused; `AggregateConflict` after repeated conflicts.
     public func execute(
         _ command: A.Command, now: Date, metadata: EventMetadata,
-        extra: @Sendable ([A.Event]) -> [PQQuery] = { _ in [] }
+        extra: @Sendable ([A.Event]) throws -> [PQQuery] = { _ in [] },
+        alsoAppending: @Sendable ([A.Event]) throws -> [StreamWrite] = { _ in [] }
     ) async throws -> CommandOutcome<A> {
         await enter()
         defer { gate.leave() }
@@ -55,11 +59,10 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
         for _ in 0..<maxAttempts {
             let events = try A.decide(command, state: state, now: now)
             if events.isEmpty { return CommandOutcome(events: [], state: state, version: version) }
+            let own = StreamWrite(stream: stream, expected: ExpectedVersion(current: version), events: try events.map { try $0.newEvent() })
             do {
-                _ = try await store.append(
-                    try events.map { try $0.newEvent() }, to: stream, expected: ExpectedVersion(current: version), metadata: metadata,
-                    alsoExecuting: extra(events))
-            } catch EventStoreError.wrongExpectedVersion {
+                _ = try await store.append([own] + alsoAppending(events), metadata: metadata, alsoExecuting: extra(events))
+            } catch EventStoreError.wrongExpectedVersion(let conflicted, _, _) where conflicted == stream.id {
                 try await catchUp()  // another instance wrote: decide again on the newer state
                 continue
             }

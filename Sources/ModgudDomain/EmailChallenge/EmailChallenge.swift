@@ -46,6 +46,9 @@ public enum EmailChallenge: Aggregate {
             if constantTimeEqual(presented, current.secretHash) {
                 return [.consumed(ChallengeConsumed(challengeID: current.challengeID))]
             }
+            // A magic token carries 256 bits: guessing is hopeless, so a wrong one writes nothing
+            // (an attacker who knows a user id must not be able to burn that user's link).
+            guard current.purpose != .magicLink else { throw DomainError("Challenge.Invalid", "Invalid or expired link.") }
             let attempts = state.attempts + 1
             var events: [EmailChallengeEvent] = [.attemptFailed(ChallengeAttemptFailed(challengeID: current.challengeID, attempts: attempts))]
             if attempts >= maxAttempts { events.append(.burned(ChallengeBurned(challengeID: current.challengeID))) }

@@ -18,6 +18,8 @@ public struct ChallengeIssued: DomainEvent, Equatable {
     public var purpose: ChallengePurpose
     public var email: EmailAddress
     public var userID: UUID?
+    /// The names submitted with a registration request, kept for the user it creates.
+    public var username: String?
     public var firstName: String?
     public var lastName: String?
     public var secretHash: String
@@ -25,13 +27,14 @@ public struct ChallengeIssued: DomainEvent, Equatable {
     public var expiresAt: Date
 
     public init(
-        challengeID: UUID, purpose: ChallengePurpose, email: EmailAddress, userID: UUID? = nil, firstName: String? = nil, lastName: String? = nil,
+        challengeID: UUID, purpose: ChallengePurpose, email: EmailAddress, userID: UUID? = nil, username: String? = nil, firstName: String? = nil, lastName: String? = nil,
         secretHash: String, issuedAt: Date, expiresAt: Date
     ) {
         self.challengeID = challengeID
         self.purpose = purpose
         self.email = email
         self.userID = userID
+        self.username = username
         self.firstName = firstName
         self.lastName = lastName
         self.secretHash = secretHash

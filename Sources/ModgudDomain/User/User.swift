@@ -16,6 +16,10 @@ public enum User: Aggregate {
         public var firstName: String?
         public var lastName: String?
         public var encryptedTOTPSecret: String?
+        /// A secret handed out by enrollment, waiting for its first code.
+        public var pendingTOTPSecret: String?
+        /// The last TOTP time step accepted (a step is accepted once).
+        public var lastTOTPStep: UInt64?
         public var securityStamp = ""
         public var status = Status.active
 
@@ -30,7 +34,15 @@ public enum User: Aggregate {
             securityStamp: String, via: String)
         case changeProfile(username: String?, firstName: String?, lastName: String?)
         case confirmEmail
+        /// Turns TOTP on directly (operator tooling that handed the secret over itself).
         case enableTOTP(encryptedSecret: String)
+        /// Self-service enrollment, step 1: keep a secret until a code from it is confirmed.
+        case beginTOTPEnrollment(encryptedSecret: String)
+        /// Self-service enrollment, step 2: the pending secret produced a valid code at `step`.
+        case confirmTOTPEnrollment(step: UInt64)
+        /// A valid TOTP code at `step` was presented at sign-in: refused if that step (or a later
+        /// one) was already used, so a code works once, decided by the store.
+        case acceptTOTPStep(UInt64)
         case disableTOTP
         /// "Log out everywhere" and its kin: a new stamp kills every earlier refresh token.
         case rotateSecurityStamp(newStamp: String, reason: StampRotationReason)
@@ -67,8 +79,24 @@ public enum User: Aggregate {
         case .enableTOTP(let secret):
             guard state.encryptedTOTPSecret == nil else { throw DomainError("TOTP.AlreadyEnabled", "Two-factor is already on.") }
             return [.totpEnabled(UserTOTPEnabled(encryptedSecret: secret))]
+        case .beginTOTPEnrollment(let secret):
+            guard state.encryptedTOTPSecret == nil else { throw DomainError("TOTP.AlreadyEnabled", "Two-factor is already on.") }
+            return [.totpEnrollmentStarted(UserTOTPEnrollmentStarted(encryptedSecret: secret))]
+        case .confirmTOTPEnrollment(let step):
+            guard state.encryptedTOTPSecret == nil else { throw DomainError("TOTP.AlreadyEnabled", "Two-factor is already on.") }
+            guard let pending = state.pendingTOTPSecret else {
+                throw DomainError("TOTP.NoEnrollment", "Start the two-factor enrollment first.")
+            }
+            return [.totpEnabled(UserTOTPEnabled(encryptedSecret: pending)), .totpStepAccepted(UserTOTPStepAccepted(step: step))]
+        case .acceptTOTPStep(let step):
+            guard state.encryptedTOTPSecret != nil else { throw DomainError("TOTP.NotEnabled", "Two-factor is not on.") }
+            if let last = state.lastTOTPStep, step <= last {
+                throw DomainError("TOTP.StepUsed", "The two-factor code is invalid.")
+            }
+            return [.totpStepAccepted(UserTOTPStepAccepted(step: step))]
         case .disableTOTP:
-            return state.encryptedTOTPSecret == nil ? [] : [.totpDisabled(UserTOTPDisabled())]
+            guard state.encryptedTOTPSecret != nil || state.pendingTOTPSecret != nil else { return [] }
+            return [.totpDisabled(UserTOTPDisabled())]
         case .rotateSecurityStamp(let stamp, let reason):
             return [.securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: reason))]
         case .disable(let stamp):
@@ -102,8 +130,14 @@ public enum User: Aggregate {
             next.firstName = changed.firstName
             next.lastName = changed.lastName
         case .emailConfirmed: next.emailConfirmed = true
-        case .totpEnabled(let enabled): next.encryptedTOTPSecret = enabled.encryptedSecret
-        case .totpDisabled: next.encryptedTOTPSecret = nil
+        case .totpEnabled(let enabled):
+            next.encryptedTOTPSecret = enabled.encryptedSecret
+            next.pendingTOTPSecret = nil
+        case .totpEnrollmentStarted(let started): next.pendingTOTPSecret = started.encryptedSecret
+        case .totpStepAccepted(let accepted): next.lastTOTPStep = accepted.step
+        case .totpDisabled:
+            next.encryptedTOTPSecret = nil
+            next.pendingTOTPSecret = nil
         case .securityStampRotated(let rotated): next.securityStamp = rotated.securityStamp
         case .disabled: next.status = .disabled
         case .enabled: next.status = .active

@@ -57,6 +57,28 @@ public struct UserTOTPEnabled: DomainEvent, Equatable {
     }
 }
 
+/// user.totp_enrollment_started: a secret was handed to the user's authenticator app; it
+/// takes effect only once a code from it is confirmed (encrypted, never in plaintext).
+public struct UserTOTPEnrollmentStarted: DomainEvent, Equatable {
+    public static let eventType = "user.totp_enrollment_started"
+    public var encryptedSecret: String
+
+    public init(encryptedSecret: String) {
+        self.encryptedSecret = encryptedSecret
+    }
+}
+
+/// user.totp_step_accepted: a TOTP time step was used; it is never accepted again (RFC 6238
+/// section 5.2: "the verifier MUST NOT accept the second attempt of the same OTP").
+public struct UserTOTPStepAccepted: DomainEvent, Equatable {
+    public static let eventType = "user.totp_step_accepted"
+    public var step: UInt64
+
+    public init(step: UInt64) {
+        self.step = step
+    }
+}
+
 /// user.totp_disabled
 public struct UserTOTPDisabled: DomainEvent, Equatable {
     public static let eventType = "user.totp_disabled"
@@ -112,6 +134,8 @@ public enum UserEvent: AggregateEvent, Equatable {
     case emailConfirmed(UserEmailConfirmed)
     case totpEnabled(UserTOTPEnabled)
     case totpDisabled(UserTOTPDisabled)
+    case totpEnrollmentStarted(UserTOTPEnrollmentStarted)
+    case totpStepAccepted(UserTOTPStepAccepted)
     case securityStampRotated(UserSecurityStampRotated)
     case disabled(UserDisabled)
     case enabled(UserEnabled)
@@ -124,6 +148,8 @@ public enum UserEvent: AggregateEvent, Equatable {
         case .emailConfirmed(let event): return try NewEvent(event)
         case .totpEnabled(let event): return try NewEvent(event)
         case .totpDisabled(let event): return try NewEvent(event)
+        case .totpEnrollmentStarted(let event): return try NewEvent(event)
+        case .totpStepAccepted(let event): return try NewEvent(event)
         case .securityStampRotated(let event): return try NewEvent(event)
         case .disabled(let event): return try NewEvent(event)
         case .enabled(let event): return try NewEvent(event)
@@ -138,6 +164,8 @@ public enum UserEvent: AggregateEvent, Equatable {
         case let event as UserEmailConfirmed: self = .emailConfirmed(event)
         case let event as UserTOTPEnabled: self = .totpEnabled(event)
         case let event as UserTOTPDisabled: self = .totpDisabled(event)
+        case let event as UserTOTPEnrollmentStarted: self = .totpEnrollmentStarted(event)
+        case let event as UserTOTPStepAccepted: self = .totpStepAccepted(event)
         case let event as UserSecurityStampRotated: self = .securityStampRotated(event)
         case let event as UserDisabled: self = .disabled(event)
         case let event as UserEnabled: self = .enabled(event)
@@ -152,6 +180,8 @@ public enum UserEvent: AggregateEvent, Equatable {
         registry.register(UserEmailConfirmed.self)
         registry.register(UserTOTPEnabled.self)
         registry.register(UserTOTPDisabled.self)
+        registry.register(UserTOTPEnrollmentStarted.self)
+        registry.register(UserTOTPStepAccepted.self)
         registry.register(UserSecurityStampRotated.self)
         registry.register(UserDisabled.self)
         registry.register(UserEnabled.self)

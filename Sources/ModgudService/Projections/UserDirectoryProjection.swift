@@ -46,6 +46,8 @@ public struct UserDirectoryProjection: SQLProjection, InlineProjection {
             return [set("totp_enabled = true")]
         case .totpDisabled:
             return [set("totp_enabled = false")]
+        case .totpEnrollmentStarted, .totpStepAccepted:
+            return []  // not part of the directory (and not subscribed)
         case .securityStampRotated(let rotated):
             return [set("security_stamp = $3", rotated.securityStamp)]
         case .disabled:
