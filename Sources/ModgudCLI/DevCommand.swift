@@ -24,27 +24,42 @@ struct DevCommand: AsyncParsableCommand {
         let masterKey = try DevMasterKey.load(folder + "/master.key")
         let core = try ModgudCore(pool: pool, masterKey: masterKey)
         try await DevSeed.seed(core, port: port)
+        let environment = try ModgudConfiguration.fromEnvironment()
+        let base = "http://localhost:\(port)"
         print(
             """
             Modgud dev is running.
-              http         http://localhost:\(port)  (realm "\(DevSeed.realmID)", public client "\(DevSeed.clientID)")
+              http         \(base)  (realm "\(DevSeed.realmID)", public client "\(DevSeed.clientID)")
+              mail         \(environment.smtp.map { "SMTP \($0.host):\($0.port)" } ?? "printed here (console sink)")
               database     \(cluster.url)
               data folder  \(folder)
               migrations   \(report.applied.count) applied now, \(report.alreadyApplied.count) already applied
 
-            Try, in another terminal:
-              curl -s http://localhost:\(port)/.well-known/openid-configuration
-              curl -s http://localhost:\(port)/.well-known/jwks.json
-              export MODGUD_DATABASE_URL=\(cluster.url)
-              modgud projections status
-              modgud events replay
+            Sign in with an email code (in another terminal; the mail with the code prints here):
+              curl -s \(base)/api/account/native/otp/request -H 'Content-Type: application/json' \\
+                   -d '{"Email":"ada@example.com"}'
+              curl -s \(base)/connect/token -d grant_type=urn:cocoar:otp -d client_id=\(DevSeed.clientID) \\
+                   -d username=ada@example.com -d otp_code=<the code> -d 'scope=openid email offline_access'
 
-            Ctrl-C stops the server, the projection daemon and the cluster.
+            Sign in with a magic link (the account exists once the code above was redeemed):
+              curl -s \(base)/api/account/magic-link/request -H 'Content-Type: application/json' \\
+                   -d '{"Email":"ada@example.com"}'
+              curl -s \(base)/connect/token -d grant_type=urn:cocoar:magic -d client_id=\(DevSeed.clientID) \\
+                   -d user_id=<userId from the link> -d magic_token=<token from the link> -d 'scope=openid offline_access'
+
+            Then:
+              curl -s \(base)/connect/userinfo -H 'Authorization: Bearer <access_token>'
+              curl -s \(base)/connect/token -d grant_type=refresh_token -d client_id=\(DevSeed.clientID) -d refresh_token=<refresh_token>
+              curl -s \(base)/.well-known/openid-configuration
+              export MODGUD_DATABASE_URL=\(cluster.url); modgud events replay
+
+            Ctrl-C stops the server, the projection daemon, the mail dispatcher and the cluster.
             """)
         fflush(nil)
         do {
             try await Server.run(
-                core: core, host: "127.0.0.1", port: port, issuerScheme: "http", adminToken: try ModgudConfiguration.fromEnvironment().adminToken)
+                core: core, host: "127.0.0.1", port: port, issuerScheme: "http", configuration: environment,
+                mail: try environment.mailTransport(allowConsoleByDefault: true))
         } catch {
             await pool.close()
             try cluster.stop()

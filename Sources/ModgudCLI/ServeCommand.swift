@@ -19,7 +19,9 @@ struct ServeCommand: AsyncParsableCommand {
         let pool = PQPool(configuration: settings.database, options: .init(maxConnections: 32))
         _ = try await Migrator.product(pool: pool).migrate()
         let core = try ModgudCore(pool: pool, masterKey: masterKey)
-        try await Server.run(core: core, host: settings.host, port: settings.port, issuerScheme: settings.issuerScheme, adminToken: settings.adminToken)
+        try await Server.run(
+            core: core, host: settings.host, port: settings.port, issuerScheme: settings.issuerScheme, configuration: settings,
+            mail: try settings.mailTransport(allowConsoleByDefault: false))
         await pool.close()
     }
 }

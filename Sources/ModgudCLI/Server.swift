@@ -9,15 +9,24 @@ import ServiceLifecycle
 
 /// Runs the HTTP server and the projection daemon until SIGTERM/SIGINT, then drains.
 enum Server {
-    static func run(core: ModgudCore, host: String, port: Int, issuerScheme: String, adminToken: String?) async throws {
+    static func run(
+        core: ModgudCore, host: String, port: Int, issuerScheme: String, configuration: ModgudConfiguration, mail: any MailTransport
+    ) async throws {
         var logger = Logger(label: "modgud")
         logger.logLevel = .info
         let daemon = ProjectionDaemonService(daemon: ProjectionDaemon(pool: core.pool, projections: ProjectionCatalog.asynchronous))
         let app = buildApplication(
-            core: core, configuration: HTTPConfiguration(issuerScheme: issuerScheme, adminToken: adminToken),
+            core: core,
+            configuration: HTTPConfiguration(
+                issuerScheme: issuerScheme, adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies),
             server: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "modgud"), logger: logger)
         let group = ServiceGroup(
-            configuration: .init(services: [.init(service: daemon), .init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            configuration: .init(
+                services: [
+                    .init(service: daemon), .init(service: MailDispatcherService(dispatcher: try core.makeMailDispatcher(
+                        transport: mail, settings: configuration.mailDispatcher))),
+                    .init(service: app),
+                ], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 }
@@ -29,6 +38,17 @@ struct ProjectionDaemonService: Service {
     func run() async throws {
         try await cancelWhenGracefulShutdown {
             try await daemon.run()
+        }
+    }
+}
+
+/// The outbox dispatcher as a lifecycle service.
+struct MailDispatcherService: Service {
+    let dispatcher: MailDispatcher
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await dispatcher.run()
         }
     }
 }

@@ -1,3 +1,5 @@
+import ModgudService
+
 /// How the HTTP adapter presents itself.
 public struct HTTPConfiguration: Sendable {
     /// Scheme of the issuer URL (`https` in production; `http` for `modgud dev` on localhost).
@@ -6,10 +8,19 @@ public struct HTTPConfiguration: Sendable {
     public var maxBodyBytes: Int
     /// The bootstrap admin token (`MODGUD_ADMIN_TOKEN`); nil: only realm tokens with scope `modgud:admin`.
     public var adminToken: String?
+    /// Proxies whose `X-Forwarded-For` is believed (exact addresses); empty: the header is ignored.
+    public var trustedProxies: Set<String>
+    /// The delay of the anti-enumeration answers (SPEC.md section 0).
+    public var jitter: ResponseJitter
 
-    public init(issuerScheme: String = "https", maxBodyBytes: Int = 64 * 1024, adminToken: String? = nil) {
+    public init(
+        issuerScheme: String = "https", maxBodyBytes: Int = 64 * 1024, adminToken: String? = nil, trustedProxies: Set<String> = [],
+        jitter: ResponseJitter = ResponseJitter()
+    ) {
         self.issuerScheme = issuerScheme
         self.maxBodyBytes = maxBodyBytes
         self.adminToken = adminToken
+        self.trustedProxies = trustedProxies
+        self.jitter = jitter
     }
 }

@@ -3,9 +3,12 @@ import Hummingbird
 /// The per-request context: request facts only (STYLE.md, Hummingbird habit).
 public struct ModgudRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
+    /// The peer's IP address (the proxy's, behind one; see `SourceAddress`).
+    public let peerAddress: String?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        peerAddress = source.channel.remoteAddress?.ipAddress
     }
 
     /// Bodies of OAuth endpoints are small forms.

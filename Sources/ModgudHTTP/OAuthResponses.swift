@@ -22,6 +22,22 @@ enum OAuthResponses {
         return response
     }
 
+    /// 429 with `Retry-After` (SPEC.md section 0).
+    static func rateLimited(_ limited: RateLimited) -> Response {
+        var response = json(
+            RateLimitedBody(policy: limited.policy, dimension: limited.dimension, retryAfterSeconds: limited.retryAfterSeconds),
+            status: .tooManyRequests)
+        response.headers[.retryAfter] = String(limited.retryAfterSeconds)
+        return response
+    }
+
+    struct RateLimitedBody: Encodable {
+        var error = "rate_limited"
+        var policy: String
+        var dimension: String
+        var retryAfterSeconds: Int
+    }
+
     static func token(_ token: TokenResponse) -> Response {
         json(
             TokenBody(

@@ -41,6 +41,35 @@ struct RequestParsing: Sendable {
         }
     }
 
+    /// The rate-limit key of the request's source.
+    func source(_ request: Request, context: ModgudRequestContext) -> String {
+        SourceAddress.key(
+            peer: context.peerAddress, forwardedFor: request.headers[.init("X-Forwarded-For")!], trustedProxies: configuration.trustedProxies)
+    }
+
+    /// A JSON body of Modgud's own API: `application/json`, within the size limit, no unknown
+    /// members (400 problems otherwise).
+    func json<T: Decodable>(_ type: T.Type, _ request: Request, allowed: Set<String>) async throws -> T {
+        guard let contentType = request.headers[.contentType]?.lowercased(), contentType.hasPrefix("application/json") else {
+            throw Failure.response(Problem.response("Request.UnsupportedMediaType", status: 415, detail: "The body must be application/json."))
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: configuration.maxBodyBytes)
+        } catch {
+            throw Failure.response(Problem.response("Request.TooLarge", status: 413, detail: "The request body is too large."))
+        }
+        do {
+            return try StrictJSON.decode(T.self, from: Array(buffer.readableBytesView), allowed: allowed)
+        } catch .malformed {
+            throw Failure.response(Problem.response("Request.MalformedJSON", status: 400, detail: "The body is not a JSON object of the expected shape."))
+        } catch .unknownMember(let name) {
+            throw Failure.response(Problem.response("Request.UnknownMember", status: 400, detail: "Unknown member \(name)."))
+        } catch .invalid(let detail) {
+            throw Failure.response(Problem.response("Request.Invalid", status: 400, detail: detail))
+        }
+    }
+
     /// Client credentials: `client_secret_basic` (RFC 6749 section 2.3.1) or `client_secret_post`,
     /// never both; or only `client_id` for a public client.
     func clientCredentials(_ request: Request, _ form: FormBody) throws -> (id: String, secret: String?) {

@@ -10,11 +10,18 @@ struct TokenController: Sendable {
     let parsing: RequestParsing
 
     func token(_ request: Request, context: ModgudRequestContext) async -> Response {
+        let started = ContinuousClock.now
         do {
             let (realm, issuer) = try await parsing.realm(request)
             let form = try await parsing.form(request)
             guard let grantType = form["grant_type"] else { return OAuthResponses.error(.invalidRequest("grant_type is required.")) }
-            let metadata = EventMetadata(correlationID: context.id, actor: nil, clientIP: nil)
+            let metadata = EventMetadata(correlationID: context.id, actor: nil, clientIP: context.peerAddress)
+            // SPEC.md section 0: per source and per client_id, counted before any work.
+            let limiter = core.rateLimiter
+            try await limiter.check(.tokenPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
+            if let clientID = (try? parsing.clientCredentials(request, form))?.id {
+                try await limiter.check(.tokenPerClient, key: clientID, realm: realm.realmID, settings: realm.settings)
+            }
             switch grantType {
             case GrantType.refreshToken.rawValue:
                 let client = try await authenticate(request, form, realm: realm.realmID)
@@ -36,7 +43,25 @@ struct TokenController: Sendable {
                 guard client.settings.grants.contains(GrantType(rawValue: native)!) else {
                     return OAuthResponses.error(.unauthorizedClient("The client is not allowed to use this grant type."))
                 }
-                return OAuthResponses.error(.unsupportedGrantType("This grant type is not available on this server yet."))
+                let grant = EmailSignInService.GrantRequest(
+                    client: client, scope: form["scope"], resources: form.all("resource"), totpCode: form["totp_code"], issuer: issuer,
+                    metadata: EventMetadata(correlationID: context.id, actor: "client:\(client.id)", clientIP: context.peerAddress))
+                return try await uniformFailures(started: started) {
+                    switch GrantType(rawValue: native)! {
+                    case .otp:
+                        guard let username = form["username"], let code = form["otp_code"] else {
+                            throw OAuthError.invalidRequest("username and otp_code are required.")
+                        }
+                        return OAuthResponses.token(try await core.emailSignIn().redeemCode(email: username, code: code, grant))
+                    case .magic:
+                        guard let userID = form["user_id"], let token = form["magic_token"] else {
+                            throw OAuthError.invalidRequest("user_id and magic_token are required.")
+                        }
+                        return OAuthResponses.token(try await core.emailSignIn().redeemMagicLink(userID: userID, token: token, grant))
+                    default:
+                        return OAuthResponses.error(.unsupportedGrantType("This grant type is not available on this server yet."))
+                    }
+                }
             default:
                 return OAuthResponses.error(.unsupportedGrantType("The grant type \(grantType) is not supported."))
             }
@@ -44,9 +69,22 @@ struct TokenController: Sendable {
             return response
         } catch let error as OAuthError {
             return OAuthResponses.error(error)
+        } catch let limited as RateLimited {
+            return OAuthResponses.rateLimited(limited)
         } catch {
             context.logger.error("token endpoint failed", metadata: ["error": "\(error)"])
             return OAuthResponses.json(OAuthResponses.ErrorBody(error: "server_error", errorDescription: "Try again later."), status: .internalServerError)
+        }
+    }
+
+    /// SPEC.md section 0: a failed proof (`invalid_grant`) answers after the jitter, so timing
+    /// does not tell a wrong code from an unknown user. Successes are not delayed.
+    private func uniformFailures(started: ContinuousClock.Instant, _ body: () async throws -> Response) async throws -> Response {
+        do {
+            return try await body()
+        } catch let error as OAuthError where error.error == "invalid_grant" {
+            await parsing.configuration.jitter.wait(since: started)
+            throw error
         }
     }
 

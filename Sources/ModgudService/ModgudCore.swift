@@ -2,6 +2,7 @@ import EventSourcing
 import EventStorePostgres
 import Foundation
 import ModgudDomain
+import Logging
 import PQ
 
 /// The composition root of one instance: the store with its inline projections, the
@@ -17,6 +18,12 @@ public struct ModgudCore: Sendable {
     public let tokenService: TokenService
     public let clientAuthenticator: ClientAuthenticator
     public let realmDirectory: RealmDirectory
+    public let challenges: AggregateRegistry<EmailChallenge>
+    public let rateLimiter: RateLimiter
+    /// Keys derived from the master key; nil in tools started without one.
+    public let secrets: ServerSecrets?
+    let now: @Sendable () -> Date
+    private let mailDoorbell = Doorbell()
 
     /// - Parameters:
     ///   - masterKey: 32 bytes sealing the realms' private signing keys (nil: a tool that never signs).
@@ -32,10 +39,46 @@ public struct ModgudCore: Sendable {
         tokenService = TokenService(pool: pool, families: families, users: users, minter: TokenMinter(keys: keys), now: now)
         clientAuthenticator = ClientAuthenticator(pool: pool)
         realmDirectory = RealmDirectory(pool: pool)
+        challenges = AggregateRegistry(store: store)
+        rateLimiter = RateLimiter(pool: pool, now: now)
+        secrets = try masterKey.map { try ServerSecrets(masterKey: $0) }
+        self.now = now
+    }
+
+    /// Email codes and magic links. Needs the master key.
+    public func emailSignIn() throws -> EmailSignInService {
+        let doorbell = mailDoorbell
+        return EmailSignInService(
+            pool: pool, challenges: challenges, users: users, secrets: try requireSecrets(), limiter: rateLimiter, tokenService: tokenService,
+            mailEnqueued: { doorbell.ring() }, now: now)
+    }
+
+    /// TOTP enrollment. Needs the master key.
+    public func totpEnrollment() throws -> TOTPEnrollment {
+        TOTPEnrollment(users: users, secrets: try requireSecrets(), now: now)
+    }
+
+    /// The outbox dispatcher of this instance, woken at once by this instance's requests.
+    public func makeMailDispatcher(transport: any MailTransport, settings: MailDispatcher.Settings = MailDispatcher.Settings()) throws
+        -> MailDispatcher
+    {
+        MailDispatcher(
+            outbox: MailOutbox(pool: pool, secrets: try requireSecrets()), transport: transport, settings: settings,
+            logger: Logger(label: "modgud.mail"), doorbell: mailDoorbell)
+    }
+
+    private func requireSecrets() throws -> ServerSecrets {
+        guard let secrets else { throw MasterKeyMissing() }
+        return secrets
     }
 
     /// The state of a user, for userinfo and sign-in.
     public func user(realm: String, id: UUID) async throws -> User.State {
         try await users.actor(for: StreamNames.user(realm: realm, userID: id)).current().state
     }
+}
+
+/// An operation needs the master key and this process was started without one.
+public struct MasterKeyMissing: Error, CustomStringConvertible {
+    public var description: String { "this operation needs the master key (MODGUD_MASTER_KEY)" }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import EventSourcing
 import Foundation
 import ModgudDomain
@@ -19,6 +20,20 @@ public enum StreamNames {
 
     public static func tokenFamily(realm: String, familyID: UUID) -> StreamRef {
         StreamRef(type: TokenFamily.streamType, key: familyID.uuidString.lowercased(), realm: realm)
+    }
+
+    /// The sign-in and registration codes of one address: one stream, so the cooldown and
+    /// "a new code voids the old" hold across both purposes. Keyed by a hash of the address
+    /// (the address itself is in the issuing event, not in every stream id).
+    public static func emailCodes(realm: String, email: EmailAddress) -> StreamRef {
+        let digest = SHA256.hash(data: Array("\(realm)\u{0}\(email.value)".utf8))
+        let key = digest.prefix(16).map { String(format: "%02x", $0) }.joined()
+        return StreamRef(type: EmailChallenge.streamType, key: "code.\(key)", realm: realm)
+    }
+
+    /// The magic links of one user.
+    public static func magicLinks(realm: String, userID: UUID) -> StreamRef {
+        StreamRef(type: EmailChallenge.streamType, key: "magic.\(userID.uuidString.lowercased())", realm: realm)
     }
 
     /// The key part of a stream id (`user-<key>` → `<key>`).

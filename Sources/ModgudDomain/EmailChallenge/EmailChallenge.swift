@@ -26,8 +26,21 @@ public enum EmailChallenge: Aggregate {
     public enum Command: Sendable {
         /// Issue a challenge unless a live one was issued less than `cooldown` ago (then: no event).
         case issue(ChallengeIssued, cooldown: TimeInterval)
-        /// Present a secret, as its hash.
-        case redeem(presentedHash: String)
+        /// Present a secret, as its hash, with what the service found about the account.
+        case redeem(presentedHash: String, gate: RedeemGate = .open)
+    }
+
+    /// What stands between a right secret and a consumed challenge, found by the service
+    /// before the command (the account's status and second factor live in another stream).
+    public enum RedeemGate: Sendable, Equatable {
+        /// Nothing: consume.
+        case open
+        /// The account is disabled or deleted.
+        case accountCannotSignIn
+        /// The account has TOTP and no code came with the request.
+        case secondFactorMissing
+        /// The account has TOTP and the code that came is wrong or already used.
+        case secondFactorWrong
     }
 
     public static let initialState = State()
@@ -39,21 +52,39 @@ public enum EmailChallenge: Aggregate {
                 return []  // silent: the answer to the requester is the same either way
             }
             return [.issued(issued)]
-        case .redeem(let presented):
+        case .redeem(let presented, let gate):
             guard state.isLive(at: now), let current = state.current else {
                 throw DomainError("Challenge.Invalid", "Invalid or expired code.")
             }
-            if constantTimeEqual(presented, current.secretHash) {
-                return [.consumed(ChallengeConsumed(challengeID: current.challengeID))]
+            guard constantTimeEqual(presented, current.secretHash) else {
+                // A magic token carries 256 bits: guessing is hopeless, so a wrong one writes
+                // nothing (whoever knows a user id must not be able to burn that user's link).
+                guard current.purpose != .magicLink else { throw DomainError("Challenge.Invalid", "Invalid or expired link.") }
+                return failedAttempt(state: state, current: current, reason: .wrongCode)
             }
-            // A magic token carries 256 bits: guessing is hopeless, so a wrong one writes nothing
-            // (an attacker who knows a user id must not be able to burn that user's link).
-            guard current.purpose != .magicLink else { throw DomainError("Challenge.Invalid", "Invalid or expired link.") }
-            let attempts = state.attempts + 1
-            var events: [EmailChallengeEvent] = [.attemptFailed(ChallengeAttemptFailed(challengeID: current.challengeID, attempts: attempts))]
-            if attempts >= maxAttempts { events.append(.burned(ChallengeBurned(challengeID: current.challengeID))) }
-            return events
+            // The secret is right; what the account still owes decides (SPEC.md section 2).
+            switch gate {
+            case .open:
+                return [.consumed(ChallengeConsumed(challengeID: current.challengeID))]
+            case .accountCannotSignIn:
+                throw DomainError("Account.CannotSignIn", "The account cannot sign in.")
+            case .secondFactorMissing:
+                // The code stays live: the app asks for the TOTP code and sends both again.
+                throw DomainError("TOTP.Required", "Two-factor authentication is required; supply totp_code.")
+            case .secondFactorWrong:
+                // Counts against the code, so the code bounds guesses at the second factor too.
+                return failedAttempt(state: state, current: current, reason: .wrongSecondFactor)
+            }
         }
+    }
+
+    private static func failedAttempt(state: State, current: ChallengeIssued, reason: ChallengeAttemptFailed.Reason) -> [EmailChallengeEvent] {
+        let attempts = state.attempts + 1
+        var events: [EmailChallengeEvent] = [
+            .attemptFailed(ChallengeAttemptFailed(challengeID: current.challengeID, attempts: attempts, reason: reason))
+        ]
+        if attempts >= maxAttempts { events.append(.burned(ChallengeBurned(challengeID: current.challengeID))) }
+        return events
     }
 
     public static func evolve(_ state: State, _ event: EmailChallengeEvent) -> State {

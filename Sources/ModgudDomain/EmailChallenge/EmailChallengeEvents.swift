@@ -46,12 +46,20 @@ public struct ChallengeIssued: DomainEvent, Equatable {
 /// challenge.attempt_failed: a wrong code was presented (counted by the store, across instances).
 public struct ChallengeAttemptFailed: DomainEvent, Equatable {
     public static let eventType = "challenge.attempt_failed"
+    /// What was wrong.
+    public enum Reason: String, Codable, Sendable {
+        case wrongCode = "wrong_code"
+        case wrongSecondFactor = "wrong_second_factor"
+    }
+
     public var challengeID: UUID
     public var attempts: Int
+    public var reason: Reason?
 
-    public init(challengeID: UUID, attempts: Int) {
+    public init(challengeID: UUID, attempts: Int, reason: Reason? = .wrongCode) {
         self.challengeID = challengeID
         self.attempts = attempts
+        self.reason = reason
     }
 }
 

@@ -1,0 +1,184 @@
+import EventSourcing
+import Foundation
+import Hummingbird
+import ModgudDomain
+import ModgudService
+
+/// Modgud's own account endpoints for native apps (SPEC.md sections 2, 3 and 6): code and
+/// link requests, app info, and TOTP enrollment. JSON is PascalCase.
+struct AccountController: Sendable {
+    let core: ModgudCore
+    let parsing: RequestParsing
+
+    struct CodeRequestBody: Decodable {
+        var Email: String
+        var FirstName: String?
+        var LastName: String?
+        static let members: Set<String> = ["Email", "FirstName", "LastName"]
+    }
+
+    struct MagicLinkRequestBody: Decodable {
+        var Email: String
+        static let members: Set<String> = ["Email"]
+    }
+
+    struct MessageBody: Encodable {
+        var Message: String
+    }
+
+    struct FieldErrorBody: Encodable {
+        var error: String
+    }
+
+    static let codeMessage = "If your email is registered, you will receive a verification code."
+    static let linkMessage = "If your email is registered, you will receive a login link."
+
+    func register(on router: Router<ModgudRequestContext>) {
+        router.post("/api/account/native/otp/request") { request, context in
+            await codeRequest(request, context: context, endpoint: .otpRequest)
+        }
+        router.post("/api/account/native/register") { request, context in
+            await codeRequest(request, context: context, endpoint: .register)
+        }
+        router.post("/api/account/magic-link/request", use: magicLinkRequest)
+        router.get("/api/app-info", use: appInfo)
+        router.post("/api/account/totp/enroll", use: totpBegin)
+        router.post("/api/account/totp/confirm", use: totpConfirm)
+    }
+
+    /// POST /api/account/native/otp/request and /register: steps 1–4 of SPEC.md section 2.
+    func codeRequest(_ request: Request, context: ModgudRequestContext, endpoint: EmailSignInService.CodeEndpoint) async -> Response {
+        let started = ContinuousClock.now
+        return await respond(context) {
+            let (realm, _) = try await parsing.realm(request)
+            guard realm.settings.nativeGrants.enabled else { return Self.disabled() }
+            let body = try await parsing.json(CodeRequestBody.self, request, allowed: CodeRequestBody.members)
+            do {
+                try await core.emailSignIn().requestCode(
+                    .init(email: body.Email, firstName: body.FirstName, lastName: body.LastName, source: parsing.source(request, context: context)),
+                    endpoint: endpoint, realm: realm, metadata: metadata(context))
+            } catch let refused as EmailSignInService.RequestRefused {
+                return OAuthResponses.json(FieldErrorBody(error: refused.message), status: .badRequest)
+            }
+            await parsing.configuration.jitter.wait(since: started)
+            return OAuthResponses.json(MessageBody(Message: Self.codeMessage))
+        }
+    }
+
+    /// POST /api/account/magic-link/request (SPEC.md section 3).
+    func magicLinkRequest(_ request: Request, context: ModgudRequestContext) async -> Response {
+        let started = ContinuousClock.now
+        return await respond(context) {
+            let (realm, issuer) = try await parsing.realm(request)
+            guard realm.settings.nativeGrants.enabled else { return Self.disabled() }
+            let body = try await parsing.json(MagicLinkRequestBody.self, request, allowed: MagicLinkRequestBody.members)
+            try await core.emailSignIn().requestMagicLink(
+                email: body.Email, source: parsing.source(request, context: context), realm: realm, issuer: issuer, metadata: metadata(context))
+            await parsing.configuration.jitter.wait(since: started)
+            return OAuthResponses.json(MessageBody(Message: Self.linkMessage))
+        }
+    }
+
+    struct AppInfoBody: Encodable {
+        var RegistrationFields: [String: String]
+        var MagicLinkSelfService: Bool
+        var NativeGrantsEnabled: Bool
+        var DisplayName: String
+        var RegistrationPosture: String
+    }
+
+    /// GET /api/app-info (SPEC.md section 6): what the app's sign-in screen should ask for.
+    func appInfo(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, _) = try await parsing.realm(request)
+            let settings = realm.settings
+            let fields = settings.registrationFields
+            return OAuthResponses.json(
+                AppInfoBody(
+                    RegistrationFields: [
+                        "Email": "Required", "Username": fields.username.rawValue, "Firstname": fields.firstname.rawValue,
+                        "Lastname": fields.lastname.rawValue,
+                    ], MagicLinkSelfService: settings.magicLinkEnabled, NativeGrantsEnabled: settings.nativeGrants.enabled,
+                    DisplayName: settings.displayName, RegistrationPosture: settings.registrationPosture.rawValue))
+        }
+    }
+
+    struct TOTPEnrollmentBody: Encodable {
+        var OtpauthUri: String
+        var Secret: String
+    }
+
+    struct TOTPConfirmBody: Decodable {
+        var Code: String
+        static let members: Set<String> = ["Code"]
+    }
+
+    /// POST /api/account/totp/enroll (bearer): a new pending TOTP secret and its otpauth:// URI.
+    func totpBegin(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, issuer) = try await parsing.realm(request)
+            let userID = try await bearerUser(request, realm: realm.realmID)
+            do {
+                let provisioning = try await core.totpEnrollment().begin(
+                    realm: realm.realmID, userID: userID, issuer: realm.settings.displayName.isEmpty ? issuer : realm.settings.displayName,
+                    metadata: metadata(context, actor: userID))
+                return OAuthResponses.json(TOTPEnrollmentBody(OtpauthUri: provisioning.uri, Secret: provisioning.secret))
+            } catch let refused as DomainError {
+                return Problem.response(refused.code, status: 409, detail: refused.message)
+            }
+        }
+    }
+
+    /// POST /api/account/totp/confirm (bearer) `{ "Code" }`: turns TOTP on (204).
+    func totpConfirm(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, _) = try await parsing.realm(request)
+            let userID = try await bearerUser(request, realm: realm.realmID)
+            let body = try await parsing.json(TOTPConfirmBody.self, request, allowed: TOTPConfirmBody.members)
+            do {
+                try await core.totpEnrollment().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: metadata(context, actor: userID))
+                return Response(status: .noContent)
+            } catch let refused as DomainError {
+                return Problem.response(refused.code, status: refused.code == "TOTP.InvalidCode" ? 400 : 409, detail: refused.message)
+            }
+        }
+    }
+
+    // MARK: Shared
+
+    /// The user behind a live Bearer access token (RFC 6750), or a 401 challenge.
+    func bearerUser(_ request: Request, realm: String) async throws -> UUID {
+        guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") else {
+            throw RequestParsing.Failure.response(UserInfoController.challenge(nil))
+        }
+        let token = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        let result = try await core.tokenService.introspect(realm: realm, token: token)
+        guard result.active, let subject = result.subject, let userID = UUID(uuidString: subject) else {
+            throw RequestParsing.Failure.response(UserInfoController.challenge("invalid_token"))
+        }
+        return userID
+    }
+
+    static func disabled() -> Response {
+        Problem.response("NativeGrants.Disabled", status: 400, detail: "Native passwordless grants are not enabled for this realm.")
+    }
+
+    func metadata(_ context: ModgudRequestContext, actor: UUID? = nil) -> EventMetadata {
+        EventMetadata(correlationID: context.id, actor: actor.map { "user:\($0.uuidString.lowercased())" }, clientIP: context.peerAddress)
+    }
+
+    /// Maps the shared failures: parsing responses, rate limits, and anything else as a 500
+    /// that names nothing (the error goes to the log).
+    func respond(_ context: ModgudRequestContext, _ body: () async throws -> Response) async -> Response {
+        do {
+            return try await body()
+        } catch RequestParsing.Failure.response(let response) {
+            return response
+        } catch let limited as RateLimited {
+            return OAuthResponses.rateLimited(limited)
+        } catch {
+            context.logger.error("account endpoint failed", metadata: ["error": "\(error)"])
+            return Problem.response("Server.Error", status: 500, detail: "Try again later.")
+        }
+    }
+}

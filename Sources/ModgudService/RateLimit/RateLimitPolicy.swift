@@ -1,0 +1,34 @@
+import ModgudDomain
+
+/// A named limit on one dimension of requests (SPEC.md section 0). The name is what a realm
+/// overrides (`rateLimitOverrides["otp-request.ip"]`) and what a 429 reports.
+public struct RateLimitPolicy: Sendable, Hashable {
+    /// The family (`otp-request`, `token`, `passkey`, `signup`).
+    public var policy: String
+    /// What is counted (`ip`, `mailbox`, `client`).
+    public var dimension: String
+    public var defaultSetting: RateLimitSetting
+
+    public var name: String { "\(policy).\(dimension)" }
+
+    /// The limit a realm applies: its override, else the default.
+    public func setting(in realm: RealmSettings) -> RateLimitSetting {
+        realm.rateLimitOverrides[name] ?? defaultSetting
+    }
+
+    // SPEC.md section 0 defaults.
+    public static let requestPerIP = RateLimitPolicy(policy: "otp-request", dimension: "ip", defaultSetting: .init(limit: 1200, windowSeconds: 3600, burst: 300))
+    public static let requestPerMailbox = RateLimitPolicy(policy: "otp-request", dimension: "mailbox", defaultSetting: .init(limit: 5, windowSeconds: 3600, burst: 5))
+    /// Silent: past it, sign-up requests are answered as usual but create nothing (a 429 would be an oracle).
+    public static let signupPerIP = RateLimitPolicy(policy: "signup", dimension: "ip", defaultSetting: .init(limit: 10, windowSeconds: 3600, burst: 10))
+    public static let tokenPerIP = RateLimitPolicy(policy: "token", dimension: "ip", defaultSetting: .init(limit: 600, windowSeconds: 60, burst: 200))
+    public static let tokenPerClient = RateLimitPolicy(policy: "token", dimension: "client", defaultSetting: .init(limit: 60, windowSeconds: 60, burst: 60))
+    public static let passkeyPerIP = RateLimitPolicy(policy: "passkey", dimension: "ip", defaultSetting: .init(limit: 1200, windowSeconds: 300, burst: 300))
+}
+
+/// A request over its limit: 429 with `Retry-After`.
+public struct RateLimited: Error, Sendable, Equatable {
+    public var policy: String
+    public var dimension: String
+    public var retryAfterSeconds: Int
+}

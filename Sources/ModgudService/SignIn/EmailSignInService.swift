@@ -1,0 +1,334 @@
+import EventSourcing
+import EventStorePostgres
+import Foundation
+import ModgudDomain
+import PQ
+import SMTP
+
+/// Email one-time codes and magic links (SPEC.md sections 2 and 3): issuing them (a
+/// challenge event and its outbox row in one transaction) and redeeming them for tokens.
+///
+/// Requests answer the same whatever the address; the HTTP layer adds the jitter. Every
+/// single-use rule is decided by the challenge stream's expected-version append, so it holds
+/// across instances.
+public struct EmailSignInService: Sendable {
+    /// Code lifetime (SPEC.md section 2).
+    public static let codeLifetime: TimeInterval = 600
+    /// Magic link lifetime (SPEC.md section 3).
+    public static let linkLifetime: TimeInterval = 900
+    /// Silent resend cooldown for both.
+    public static let resendCooldown: TimeInterval = 120
+
+    let pool: PQPool
+    let challenges: AggregateRegistry<EmailChallenge>
+    let users: AggregateRegistry<User>
+    let secrets: ServerSecrets
+    let outbox: MailOutbox
+    let limiter: RateLimiter
+    let tokenService: TokenService
+    let secondFactor: SecondFactor
+    let mailEnqueued: @Sendable () -> Void
+    let now: @Sendable () -> Date
+
+    public init(
+        pool: PQPool, challenges: AggregateRegistry<EmailChallenge>, users: AggregateRegistry<User>, secrets: ServerSecrets,
+        limiter: RateLimiter, tokenService: TokenService, mailEnqueued: @escaping @Sendable () -> Void,
+        now: @escaping @Sendable () -> Date
+    ) {
+        self.pool = pool
+        self.challenges = challenges
+        self.users = users
+        self.secrets = secrets
+        self.outbox = MailOutbox(pool: pool, secrets: secrets)
+        self.limiter = limiter
+        self.tokenService = tokenService
+        self.secondFactor = SecondFactor(secrets: secrets, now: now)
+        self.mailEnqueued = mailEnqueued
+        self.now = now
+    }
+
+    /// What an app submits to ask for a code.
+    public struct CodeRequest: Sendable {
+        public var email: String
+        public var username: String?
+        public var firstName: String?
+        public var lastName: String?
+        /// The rate-limit key of the source network (see `SourceAddress`).
+        public var source: String
+
+        public init(email: String, username: String? = nil, firstName: String? = nil, lastName: String? = nil, source: String) {
+            self.email = email
+            self.username = username
+            self.firstName = firstName
+            self.lastName = lastName
+            self.source = source
+        }
+    }
+
+    /// Which endpoint asked.
+    public enum CodeEndpoint: Sendable {
+        /// POST /api/account/native/otp/request
+        case otpRequest
+        /// POST /api/account/native/register
+        case register
+    }
+
+    /// A request refused before the uniform branch (the same for every address).
+    public struct RequestRefused: Error, Sendable, Equatable {
+        public var message: String
+    }
+
+    // MARK: Requests
+
+    /// Issues a login code, a registration code, or nothing; the caller answers the same in
+    /// every case. Throws `RequestRefused` for a missing required field and `RateLimited`.
+    public func requestCode(_ request: CodeRequest, endpoint: CodeEndpoint, realm: RealmDirectory.Entry, metadata: EventMetadata)
+        async throws
+    {
+        let settings = realm.settings
+        // SPEC.md section 2 step 2: required names first, whatever the address.
+        let fields = settings.registrationFields
+        // The username is never required on native paths: it is the email (the seed's rule).
+        for (requirement, value, label) in [(fields.firstname, request.firstName, "Firstname"), (fields.lastname, request.lastName, "Lastname")]
+        where requirement == .required && (value ?? "").trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            throw RequestRefused(message: "\(label) is required.")
+        }
+        try await limiter.check(.requestPerIP, key: request.source, realm: realm.realmID, settings: settings)
+        // An address that is not one still counts against a mailbox key (its own text), so
+        // malformed input is limited like any other.
+        let email = EmailAddress(request.email)
+        try await limiter.check(.requestPerMailbox, key: Self.mailboxKey(email?.value ?? request.email), realm: realm.realmID, settings: settings)
+        guard let email else { return }
+
+        let time = now()
+        let account = try await findUser(realm: realm.realmID, email: email)
+        let issued: ChallengeIssued
+        let code = OneTimeCode.generate()
+        let hash = secrets.codes.hash(code, for: Self.codeBinding(realm: realm.realmID, email: email))
+        switch (account, endpoint, settings.registrationPosture) {
+        case (.some(let user), _, _):
+            // Step 3: a known, confirmed, active user gets a login code; anyone else nothing.
+            guard user.emailConfirmed, user.canSignIn, let userID = user.id else { return }
+            issued = ChallengeIssued(
+                challengeID: UUID(), purpose: .loginCode, email: email, userID: userID, secretHash: hash, issuedAt: time,
+                expiresAt: time + Self.codeLifetime)
+        case (.none, .otpRequest, .jitOnOtp), (.none, .register, .explicitEndpoint):
+            // A pending registration: no user exists until the code is proven. The silent
+            // sign-up cap per source applies here (a 429 would tell the address is new).
+            guard try await limiter.take(.signupPerIP, key: request.source, realm: realm.realmID, settings: settings) == nil else { return }
+            issued = ChallengeIssued(
+                challengeID: UUID(), purpose: .registrationCode, email: email, username: Self.field(request.username, fields.username),
+                firstName: Self.field(request.firstName, fields.firstname), lastName: Self.field(request.lastName, fields.lastname),
+                secretHash: hash, issuedAt: time, expiresAt: time + Self.codeLifetime)
+        default:
+            return
+        }
+        let mail = MailTemplates.code(code, to: email.value, realmName: settings.displayName, registration: issued.purpose == .registrationCode)
+        let enqueue = try outbox.enqueue(mail, realm: realm.realmID)
+        let outcome = try await challenges.actor(for: StreamNames.emailCodes(realm: realm.realmID, email: email))
+            .execute(.issue(issued, cooldown: Self.resendCooldown), now: time, metadata: metadata, extra: { _ in [enqueue] })
+        if !outcome.events.isEmpty { mailEnqueued() }
+    }
+
+    /// Issues a magic link for a known, active, confirmed user when the realm allows them.
+    public func requestMagicLink(email rawEmail: String, source: String, realm: RealmDirectory.Entry, issuer: String, metadata: EventMetadata)
+        async throws
+    {
+        let settings = realm.settings
+        try await limiter.check(.requestPerIP, key: source, realm: realm.realmID, settings: settings)
+        let email = EmailAddress(rawEmail)
+        try await limiter.check(.requestPerMailbox, key: Self.mailboxKey(email?.value ?? rawEmail), realm: realm.realmID, settings: settings)
+        guard settings.magicLinkEnabled, let email, let user = try await findUser(realm: realm.realmID, email: email), user.emailConfirmed,
+            user.canSignIn, let userID = user.id
+        else { return }
+        let time = now()
+        let token = OpaqueToken.generate()
+        let base = (settings.publicBaseURL ?? issuer).trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        let link = "\(base)/magic-login?userId=\(userID.uuidString.lowercased())&token=\(token.token)"
+        let issued = ChallengeIssued(
+            challengeID: UUID(), purpose: .magicLink, email: email, userID: userID, secretHash: token.hash, issuedAt: time,
+            expiresAt: time + Self.linkLifetime)
+        let enqueue = try outbox.enqueue(MailTemplates.magicLink(link, to: email.value, realmName: settings.displayName), realm: realm.realmID)
+        let outcome = try await challenges.actor(for: StreamNames.magicLinks(realm: realm.realmID, userID: userID))
+            .execute(.issue(issued, cooldown: Self.resendCooldown), now: time, metadata: metadata, extra: { _ in [enqueue] })
+        if !outcome.events.isEmpty { mailEnqueued() }
+    }
+
+    // MARK: Grants
+
+    /// What a token request carries besides the proof.
+    public struct GrantRequest: Sendable {
+        public var client: AuthenticatedClient
+        public var scope: String?
+        public var resources: [String]
+        public var totpCode: String?
+        public var issuer: String
+        public var metadata: EventMetadata
+
+        public init(client: AuthenticatedClient, scope: String?, resources: [String], totpCode: String?, issuer: String, metadata: EventMetadata) {
+            self.client = client
+            self.scope = scope
+            self.resources = resources
+            self.totpCode = totpCode
+            self.issuer = issuer
+            self.metadata = metadata
+        }
+    }
+
+    /// grant_type=urn:cocoar:otp (SPEC.md section 2). Failures are `OAuthError`s; every
+    /// wrong, expired, burned or used code is the same "Invalid or expired code.".
+    public func redeemCode(email rawEmail: String, code: String, _ grant: GrantRequest) async throws -> TokenResponse {
+        let invalid = OAuthError.invalidGrant("Invalid or expired code.")
+        let realm = grant.client.realm
+        guard let email = EmailAddress(rawEmail), code.count == 6, code.allSatisfy(\.isASCII), code.allSatisfy(\.isNumber) else { throw invalid }
+        // Scope and audience problems are the client's, whatever the code: check them first,
+        // so a bad request does not spend an attempt.
+        _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
+        _ = try ScopePolicy.audiences(resources: grant.resources, allowed: grant.client.settings.audiences, clientID: grant.client.id)
+        let challenge = await challenges.actor(for: StreamNames.emailCodes(realm: realm, email: email))
+        let current = try await challenge.current().state
+        guard let issued = current.current, current.isLive(at: now()) else { throw invalid }
+        let hash = secrets.codes.hash(code, for: Self.codeBinding(realm: realm, email: email))
+
+        var userVersion: Int64 = 0
+        var gate = EmailChallenge.RedeemGate.open
+        var totpStep: UInt64?
+        if issued.purpose == .loginCode, let userID = issued.userID {
+            let loaded = try await users.actor(for: StreamNames.user(realm: realm, userID: userID)).current()
+            userVersion = loaded.version
+            switch loaded.state.canSignIn ? try secondFactor.check(grant.totpCode, user: loaded.state, realm: realm) : nil {
+            case nil: gate = .accountCannotSignIn
+            case .notRequired: gate = .open
+            case .missing: gate = .secondFactorMissing
+            case .wrong: gate = .secondFactorWrong
+            case .valid(let step):
+                totpStep = step
+                gate = .open
+            }
+        }
+        // Registration: the user and the consumed code commit together, or neither does.
+        let newUserID = UUID()
+        let stamp = OpaqueToken.generate().hash
+        let userStream = issued.userID.map { StreamNames.user(realm: realm, userID: $0) }
+        let (spentStep, userAt) = (totpStep, userVersion)
+        let outcome: CommandOutcome<EmailChallenge>
+        do {
+            outcome = try await challenge.execute(
+                .redeem(presentedHash: hash, gate: gate), now: now(), metadata: grant.metadata,
+                alsoAppending: { events in
+                    guard events.contains(where: { if case .consumed = $0 { true } else { false } }) else { return [] }
+                    if issued.purpose == .registrationCode {
+                        let registered = UserRegistered(
+                            userID: newUserID, email: issued.email, emailConfirmed: true, username: issued.username,
+                            firstName: issued.firstName, lastName: issued.lastName, securityStamp: stamp, via: "urn:cocoar:otp")
+                        return [
+                            StreamWrite(
+                                stream: StreamNames.user(realm: realm, userID: newUserID), expected: .noStream,
+                                events: [try NewEvent(registered)])
+                        ]
+                    }
+                    if let spentStep, let userStream {
+                        // The TOTP step is spent in the same transaction: a replay of the same
+                        // TOTP code (or a concurrent one) loses on the user's stream version.
+                        return [
+                            StreamWrite(
+                                stream: userStream, expected: ExpectedVersion(current: userAt),
+                                events: [try NewEvent(UserTOTPStepAccepted(step: spentStep))])
+                        ]
+                    }
+                    return []
+                })
+        } catch let refused as DomainError {
+            switch refused.code {
+            case "Account.CannotSignIn": throw OAuthError.invalidGrant("The account cannot sign in.")
+            case "TOTP.Required": throw OAuthError.invalidGrant("Two-factor authentication is required; supply totp_code.")
+            default: throw invalid
+            }
+        } catch EventStoreError.wrongExpectedVersion {
+            // Only the user stream can get here: its TOTP step was taken meanwhile.
+            throw OAuthError.invalidGrant("The two-factor code is invalid.")
+        } catch EventStoreError.inlineProjectionFailed {
+            // The address got an account meanwhile (unique email): nothing was written.
+            throw invalid
+        }
+        guard outcome.events.contains(where: { if case .consumed = $0 { true } else { false } }) else {
+            if gate == .secondFactorWrong, hashMatches(outcome.events) { throw OAuthError.invalidGrant("The two-factor code is invalid.") }
+            throw invalid
+        }
+        let signedIn: User.State
+        if issued.purpose == .registrationCode {
+            signedIn = try await users.actor(for: StreamNames.user(realm: realm, userID: newUserID)).current().state
+        } else {
+            guard let userID = issued.userID else { throw invalid }
+            signedIn = try await users.actor(for: StreamNames.user(realm: realm, userID: userID)).current().state
+        }
+        let amr = totpStep == nil ? ["otp"] : ["otp", "mfa"]
+        return try await tokenService.signIn(
+            client: grant.client, user: signedIn, grantType: .otp, scope: grant.scope, resources: grant.resources, amr: amr,
+            issuer: grant.issuer, metadata: grant.metadata)
+    }
+
+    /// grant_type=urn:cocoar:magic (SPEC.md section 3). The link is consumed even when the
+    /// TOTP code is still owed.
+    public func redeemMagicLink(userID rawUserID: String, token: String, _ grant: GrantRequest) async throws -> TokenResponse {
+        let invalid = OAuthError.invalidGrant("Invalid or expired link.")
+        let realm = grant.client.realm
+        guard let userID = UUID(uuidString: rawUserID), token.count <= 128 else { throw invalid }
+        _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
+        _ = try ScopePolicy.audiences(resources: grant.resources, allowed: grant.client.settings.audiences, clientID: grant.client.id)
+        let outcome: CommandOutcome<EmailChallenge>
+        do {
+            outcome = try await challenges.actor(for: StreamNames.magicLinks(realm: realm, userID: userID))
+                .execute(.redeem(presentedHash: OpaqueToken.hash(token)), now: now(), metadata: grant.metadata)
+        } catch is DomainError {
+            throw invalid
+        }
+        guard outcome.events.contains(where: { if case .consumed = $0 { true } else { false } }) else { throw invalid }
+        let userActor = await users.actor(for: StreamNames.user(realm: realm, userID: userID))
+        let user = try await userActor.current().state
+        guard user.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
+        var amr = ["email"]
+        switch try secondFactor.check(grant.totpCode, user: user, realm: realm) {
+        case .notRequired: break
+        case .missing: throw OAuthError.invalidGrant("Two-factor authentication is required; supply totp_code.")
+        case .wrong: throw OAuthError.invalidGrant("The two-factor code is invalid.")
+        case .valid(let step):
+            do {
+                _ = try await userActor.execute(.acceptTOTPStep(step), now: now(), metadata: grant.metadata)
+            } catch is DomainError {
+                throw OAuthError.invalidGrant("The two-factor code is invalid.")
+            }
+            amr = ["email", "otp", "mfa"]
+        }
+        return try await tokenService.signIn(
+            client: grant.client, user: user, grantType: .magic, scope: grant.scope, resources: grant.resources, amr: amr,
+            issuer: grant.issuer, metadata: grant.metadata)
+    }
+
+    // MARK: Helpers
+
+    private func hashMatches(_ events: [EmailChallengeEvent]) -> Bool {
+        events.contains { if case .attemptFailed(let failed) = $0 { failed.reason == .wrongSecondFactor } else { false } }
+    }
+
+    private func findUser(realm: String, email: EmailAddress) async throws -> User.State? {
+        guard
+            let id = try await pool.query(
+                "SELECT user_id FROM users WHERE realm_id = \(realm) AND email = \(email.value) AND status <> 'deleted'"
+            ).first?.decode(UUID.self, at: 0)
+        else { return nil }
+        return try await users.actor(for: StreamNames.user(realm: realm, userID: id)).current().state
+    }
+
+    /// What a code hash is bound to: the realm and the address (a code for one address is
+    /// worthless for another).
+    static func codeBinding(realm: String, email: EmailAddress) -> String { "\(realm)\u{0}\(email.value)" }
+
+    /// Mailboxes are rate-limited by a hash, so the limits table holds no addresses.
+    static func mailboxKey(_ address: String) -> String { OpaqueToken.hash(address.lowercased()) }
+
+    /// A submitted name kept only when the realm asks for that field.
+    static func field(_ value: String?, _ requirement: FieldRequirement) -> String? {
+        requirement == .off ? nil : value
+    }
+}

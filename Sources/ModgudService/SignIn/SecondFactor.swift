@@ -1,0 +1,25 @@
+import Foundation
+import ModgudDomain
+
+/// The TOTP gate of the OTP and magic grants (SPEC.md section 2): RFC 6238, 6 digits, 30 s,
+/// ±1 step, and a step at or below the last accepted one is refused (accepted once).
+struct SecondFactor: Sendable {
+    enum Result: Equatable {
+        case notRequired
+        case missing
+        case wrong
+        case valid(step: UInt64)
+    }
+
+    let secrets: ServerSecrets
+    let now: @Sendable () -> Date
+
+    func check(_ code: String?, user: User.State, realm: String) throws -> Result {
+        guard let sealed = user.encryptedTOTPSecret, let userID = user.id else { return .notRequired }
+        guard let code, !code.isEmpty else { return .missing }
+        let secret = try secrets.openTOTPSecret(sealed, realm: realm, userID: userID)
+        guard let step = TOTP(secret: secret).match(code, at: now()) else { return .wrong }
+        if let last = user.lastTOTPStep, step <= last { return .wrong }
+        return .valid(step: step)
+    }
+}

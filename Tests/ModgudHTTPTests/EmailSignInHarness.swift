@@ -1,0 +1,242 @@
+import EventSourcing
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import MailTestSupport
+import ModgudDomain
+import ModgudHTTP
+import ModgudService
+import PQ
+import PostgresTestSupport
+import SMTP
+import Synchronization
+import XCTest
+
+/// A clock tests move by hand.
+final class TestClock: Sendable {
+    private let value: Mutex<Date>
+    init(_ start: Date = Date()) { value = Mutex(start) }
+    func now() -> Date { value.withLock { $0 } }
+    func advance(_ seconds: TimeInterval) { value.withLock { $0 += seconds } }
+}
+
+/// Collects every log line (to search them for secrets).
+final class LogCapture: Sendable {
+    private let lines = Mutex<[String]>([])
+    var text: String { lines.withLock { $0.joined(separator: "\n") } }
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+
+    func logger(_ label: String) -> Logger {
+        var logger = Logger(label: label) { _ in CapturingHandler(capture: self) }
+        logger.logLevel = .trace
+        return logger
+    }
+
+    struct CapturingHandler: LogHandler {
+        let capture: LogCapture
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            capture.append("\(event.level) \(event.message) \(metadata.merging(event.metadata ?? [:]) { $1 })")
+        }
+    }
+}
+
+/// One realm on a fresh database, a real SMTP server (aiosmtpd, STARTTLS + AUTH) and the
+/// outbox dispatcher delivering to it: everything issue 5's acceptance runs through.
+final class EmailSignInHarness: @unchecked Sendable {
+    static let form: HTTPFields = [.contentType: "application/x-www-form-urlencoded"]
+    static let json: HTTPFields = [.contentType: "application/json", .init("X-Request-Id")!: "fixed-request-id"]
+    static let masterKey = Array(repeating: UInt8(9), count: 32)
+
+    let database: TestDatabase
+    let clock: TestClock
+    let core: ModgudCore
+    let sink: SMTPSink?
+    let logs = LogCapture()
+    let confidentialSecret: String
+    var dispatcher: MailDispatcher!
+    private var dispatcherTask: Task<Void, Never>?
+    let configuration: HTTPConfiguration
+
+    /// - Parameters:
+    ///   - smtpPort: deliver to this port instead of a sink started here (nil sink then).
+    ///   - jitter: the anti-enumeration delay (short by default; the timing test uses the real one).
+    init(
+        settings: (inout RealmSettings) -> Void = { _ in }, smtpPort: Int? = nil, jitter: ResponseJitter = ResponseJitter(milliseconds: 1...3),
+        maxConnections: Int = 30
+    ) async throws {
+        database = try await TestDatabase.create(maxConnections: maxConnections)
+        let clock = TestClock()
+        self.clock = clock
+        core = try ModgudCore(pool: database.pool, masterKey: Self.masterKey, now: { clock.now() })
+        var realm = RealmSettings(
+            hosts: ["localhost"], displayName: "Acme <Sign-in>", publicBaseURL: "https://login.acme.test",
+            nativeGrants: NativeGrantSettings(enabled: true), magicLinkEnabled: true)
+        settings(&realm)
+        let admin = AdminService(core: core)
+        _ = try await admin.createRealm("dev", settings: realm, metadata: .init())
+        try await core.keys.rotate(realm: "dev", now: Date(), metadata: .init())
+        let scopes: Set<String> = ["openid", "email", "profile", "offline_access", "api"]
+        _ = try await admin.createClient(
+            realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .magic, .refreshToken], allowedScopes: scopes),
+            metadata: .init())
+        let (_, secret) = try await admin.createClient(
+            realm: "dev", id: "conf", settings: ClientSettings(type: .confidential, grants: [.otp, .magic, .refreshToken], allowedScopes: scopes),
+            metadata: .init())
+        confidentialSecret = secret!
+        _ = try await admin.createClient(
+            realm: "dev", id: "plain", settings: ClientSettings(type: .public, grants: [.passkey, .refreshToken], allowedScopes: scopes), metadata: .init())
+        configuration = HTTPConfiguration(issuerScheme: "https", jitter: jitter)
+        let port: Int
+        if let smtpPort {
+            sink = nil
+            port = smtpPort
+        } else {
+            let sink = try SMTPSink(startTLS: true, credentials: "modgud:mail-pass")
+            self.sink = sink
+            port = sink.port
+        }
+        let transport = try SMTPMailTransport(
+            configuration: SMTPConfiguration(
+                host: "127.0.0.1", port: port, security: smtpPort == nil ? .startTLS : .none, username: smtpPort == nil ? "modgud" : nil,
+                password: smtpPort == nil ? "mail-pass" : nil, from: "no-reply@acme.test", timeoutSeconds: 5, trustRootsFile: sink?.certificateFile,
+                tlsServerName: "localhost"))
+        dispatcher = try core.makeMailDispatcher(
+            transport: transport, settings: .init(maxAttempts: 50, initialBackoff: 0.1, maxBackoff: 0.3, pollInterval: 0.2, lease: 30))
+        let dispatcher = self.dispatcher!
+        dispatcherTask = Task { await dispatcher.run() }
+    }
+
+    func close() async {
+        dispatcherTask?.cancel()
+        _ = await dispatcherTask?.value
+        sink?.stop()
+        await database.drop()
+    }
+
+    var app: some ApplicationProtocol {
+        buildApplication(core: core, configuration: configuration, logger: logs.logger("modgud.http"))
+    }
+
+    // MARK: Requests
+
+    struct Reply: @unchecked Sendable {
+        var status: HTTPResponse.Status
+        var headers: HTTPFields
+        var body: String
+        var json: [String: Any] { ((try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any]) ?? [:] }
+    }
+
+    static func call(_ client: some TestClientProtocol, _ method: HTTPRequest.Method, _ path: String, _ body: String, headers: HTTPFields)
+        async throws -> Reply
+    {
+        let response = try await client.execute(uri: path, method: method, headers: headers, body: ByteBuffer(string: body))
+        return Reply(status: response.status, headers: response.headers, body: String(buffer: response.body))
+    }
+
+    static func jsonBody(_ members: [String: String]) -> String {
+        String(decoding: try! JSONSerialization.data(withJSONObject: members, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    static func requestCode(_ client: some TestClientProtocol, _ email: String, path: String = "/api/account/native/otp/request", extra: [String: String] = [:])
+        async throws -> Reply
+    {
+        try await call(client, .post, path, jsonBody(["Email": email].merging(extra) { $1 }), headers: json)
+    }
+
+    static func token(_ client: some TestClientProtocol, _ fields: [(String, String)], headers: HTTPFields = form) async throws -> Reply {
+        let body = fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0.1)" }.joined(separator: "&")
+        return try await call(client, .post, "/connect/token", body, headers: headers)
+    }
+
+    static func redeemCode(_ client: some TestClientProtocol, _ email: String, _ code: String, clientID: String = "app",
+        scope: String = "openid email offline_access", extra: [(String, String)] = []) async throws -> Reply
+    {
+        try await token(
+            client, [("grant_type", "urn:cocoar:otp"), ("client_id", clientID), ("username", email), ("otp_code", code), ("scope", scope)] + extra)
+    }
+
+    // MARK: Mail
+
+    /// Waits for the `count`-th mail to `address` and returns it.
+    func mail(to address: String, number count: Int = 1) async throws -> SMTPSink.Received {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let mails = try XCTUnwrap(sink).messages().filter { $0.rcpt_tos == [address] }
+            if mails.count >= count { return mails[count - 1] }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw SinkError.timeout(address)
+    }
+
+    func mails(to address: String) throws -> [SMTPSink.Received] {
+        try XCTUnwrap(sink).messages().filter { $0.rcpt_tos == [address] }
+    }
+
+    /// The code in the `count`-th mail to `address`, read from the received message.
+    func code(for address: String, number count: Int = 1) async throws -> String {
+        let text = try await mail(to: address, number: count).text ?? ""
+        let match = try XCTUnwrap(text.firstMatch(of: /code is (\d{6})/), "no code in: \(text)")
+        return String(match.1)
+    }
+
+    /// userId and token of the magic link in the `count`-th mail to `address`.
+    func magicLink(for address: String, number count: Int = 1) async throws -> (link: String, userID: String, token: String) {
+        let deadline = Date().addingTimeInterval(20)
+        var links: [String] = []
+        while Date() < deadline {
+            links = try mails(to: address).compactMap(\.text).filter { $0.contains("/magic-login?") }
+            if links.count >= count { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let text = links.count >= count ? links[count - 1] : ""
+        let match = try XCTUnwrap(text.firstMatch(of: /(https:\/\/\S+\/magic-login\?userId=([0-9a-f-]+)&token=([A-Za-z0-9_-]+))/), text)
+        return (String(match.1), String(match.2), String(match.3))
+    }
+
+    // MARK: State
+
+    func registerUser(_ email: String, confirmed: Bool = true) async throws -> UUID {
+        let id = UUID()
+        _ = try await core.users.actor(for: StreamNames.user(realm: "dev", userID: id)).execute(
+            .register(id: id, email: EmailAddress(email)!, emailConfirmed: confirmed, username: nil, firstName: nil, lastName: nil,
+                securityStamp: UUID().uuidString, via: "admin"), now: clock.now(), metadata: .init())
+        return id
+    }
+
+    func eventCount() async throws -> Int {
+        try await core.pool.query("SELECT count(*) FROM events").first!.decode(Int.self, at: 0)
+    }
+
+    func userCount(_ email: String) async throws -> Int {
+        try await core.pool.query("SELECT count(*) FROM users WHERE email = \(email)").first!.decode(Int.self, at: 0)
+    }
+
+    func outboxCount() async throws -> Int {
+        try await core.pool.query("SELECT count(*) FROM mail_outbox").first!.decode(Int.self, at: 0)
+    }
+
+    /// Every row of every table in the schema, as text (events, read models, outbox, limits).
+    func databaseText() async throws -> String {
+        let tables = try await core.pool.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'"
+        ).rows.map { try $0.decode(String.self, at: 0) }
+        var text = ""
+        for table in tables {
+            for row in try await core.pool.query("SELECT t::text FROM \(identifier: table) t").rows { text += try row.decode(String.self, at: 0) + "\n" }
+        }
+        return text
+    }
+}
+
+extension SinkError {
+    static func timeout(_ address: String) -> any Error {
+        NSError(domain: "EmailSignInHarness", code: 1, userInfo: [NSLocalizedDescriptionKey: "no mail to \(address) within 20 s"])
+    }
+}

@@ -1,0 +1,566 @@
+import EventSourcing
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import JWTKit
+import MailTestSupport
+import ModgudDomain
+import ModgudHTTP
+import ModgudService
+import XCTest
+
+/// Issue 5 acceptance: email codes and magic links through HTTP, real PostgreSQL and a real
+/// SMTP server; codes are read from the received mail, never from the database.
+final class EmailSignInTests: XCTestCase {
+    typealias H = EmailSignInHarness
+    var harness: EmailSignInHarness!
+
+    override func tearDown() async throws {
+        await harness?.close()
+    }
+
+    func testRegistrationCodeThenLoginCodeEndToEnd() async throws {
+        harness = try await EmailSignInHarness(settings: { $0.registrationFields.firstname = .optional })
+        let harness = self.harness!
+        try await harness.app.test(.router) { client in
+            // Unknown address under JitOnOtp: a registration code, and no user yet.
+            let request = try await H.requestCode(client, "New.User@Example.com", extra: ["FirstName": "Grace"])
+            XCTAssertEqual(request.status, .ok)
+            XCTAssertEqual(request.body, #"{"Message":"If your email is registered, you will receive a verification code."}"#)
+            let value1 = try await harness.userCount("new.user@example.com")
+            XCTAssertEqual(value1, 0, "no user exists before the code is proven")
+            let mail = try await harness.mail(to: "new.user@example.com")
+            XCTAssertTrue(mail.tls, "delivered after STARTTLS")
+            XCTAssertEqual(mail.authenticated_as, "modgud")
+            XCTAssertEqual(mail.subject, "Acme <Sign-in> verification code")
+            XCTAssertTrue(try XCTUnwrap(mail.html).contains("Acme &lt;Sign-in&gt;"), "the display name is escaped in HTML")
+            let code = try await harness.code(for: "new.user@example.com")
+
+            let tokens = try await H.redeemCode(client, "new.user@example.com", code)
+            XCTAssertEqual(tokens.status, .ok, tokens.body)
+            XCTAssertEqual(tokens.headers[.cacheControl], "no-store")
+            XCTAssertNil(tokens.headers[.setCookie])
+            XCTAssertNotNil(tokens.json["access_token"] as? String)
+            XCTAssertNotNil(tokens.json["refresh_token"] as? String, "offline_access and a refresh_token grant")
+            XCTAssertEqual(tokens.json["scope"] as? String, "openid email offline_access")
+            XCTAssertEqual(tokens.json["expires_in"] as? Int, 900)
+            let idToken = try XCTUnwrap(tokens.json["id_token"] as? String)
+            let jwks = try await client.execute(uri: "/.well-known/jwks.json", method: .get)
+            let keys = try await JWTKeyCollection().add(jwksJSON: String(buffer: jwks.body))
+            let claims = try await keys.verify(idToken, as: IDTokenClaims.self)
+            let value2 = try await harness.userCount("new.user@example.com")
+            XCTAssertEqual(value2, 1)
+            let user = try await harness.core.user(realm: "dev", id: try XCTUnwrap(UUID(uuidString: claims.sub.value)))
+            XCTAssertTrue(user.emailConfirmed)
+            XCTAssertEqual(user.firstName, "Grace", "the names submitted with the request are kept")
+
+            // The same address again, after the cooldown: now a login code for the user.
+            harness.clock.advance(121)
+            _ = try await H.requestCode(client, "new.user@example.com")
+            let login = try await harness.code(for: "new.user@example.com", number: 2)
+            let value3 = try await harness.mail(to: "new.user@example.com", number: 2).text!.contains("sign in to Acme")
+            XCTAssertTrue(value3)
+            let again = try await H.redeemCode(client, "new.user@example.com", login, scope: "openid")
+            XCTAssertEqual(again.status, .ok, again.body)
+            XCTAssertNil(again.json["refresh_token"], "no offline_access, no refresh token")
+            let second = try await keys.verify(try XCTUnwrap(again.json["id_token"] as? String), as: IDTokenClaims.self)
+            XCTAssertEqual(second.sub, claims.sub, "the same user signs in")
+            let value4 = try await harness.userCount("new.user@example.com")
+            XCTAssertEqual(value4, 1)
+        }
+    }
+
+    func testMagicLinkEndToEndWithAConfidentialClient() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        let userID = try await harness.registerUser("ada@example.com")
+        let basic = "Basic " + Data("conf:\(harness.confidentialSecret)".utf8).base64EncodedString()
+        try await harness.app.test(.router) { client in
+            let request = try await H.call(
+                client, .post, "/api/account/magic-link/request", #"{"Email":"ADA@example.com"}"#, headers: H.json)
+            XCTAssertEqual(request.status, .ok)
+            XCTAssertEqual(request.body, #"{"Message":"If your email is registered, you will receive a login link."}"#)
+            let link = try await harness.magicLink(for: "ada@example.com")
+            XCTAssertTrue(link.link.hasPrefix("https://login.acme.test/magic-login?userId="))
+            XCTAssertEqual(link.userID, userID.uuidString.lowercased())
+            XCTAssertEqual(link.token.count, 43, "32 bytes, base64url, no padding")
+            var headers = H.form
+            headers[.authorization] = basic
+            let fields = [("grant_type", "urn:cocoar:magic"), ("user_id", link.userID), ("magic_token", link.token), ("scope", "openid offline_access")]
+            let tokens = try await H.token(client, fields, headers: headers)
+            XCTAssertEqual(tokens.status, .ok, tokens.body)
+            XCTAssertNotNil(tokens.json["refresh_token"])
+            XCTAssertNotNil(tokens.json["id_token"])
+            let replay = try await H.token(client, fields, headers: headers)
+            XCTAssertEqual(replay.json["error"] as? String, "invalid_grant")
+            XCTAssertEqual(replay.json["error_description"] as? String, "Invalid or expired link.")
+            // The wrong secret for the confidential client: 401, whatever the link.
+            var wrong = H.form
+            wrong[.authorization] = "Basic " + Data("conf:nope".utf8).base64EncodedString()
+            let value5 = try await H.token(client, fields, headers: wrong).status
+            XCTAssertEqual(value5, .unauthorized)
+        }
+    }
+
+    func testOTPWithAConfidentialClientUsingClientSecretPost() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        _ = try await harness.registerUser("bob@example.com")
+        try await harness.app.test(.router) { client in
+            _ = try await H.requestCode(client, "bob@example.com")
+            let code = try await harness.code(for: "bob@example.com")
+            let reply = try await H.redeemCode(client, "bob@example.com", code, clientID: "conf", extra: [("client_secret", harness.confidentialSecret)])
+            XCTAssertEqual(reply.status, .ok, reply.body)
+        }
+    }
+
+    func testBothOptInsInOrder() async throws {
+        harness = try await EmailSignInHarness(settings: { $0.nativeGrants.enabled = false })
+        let harness = self.harness!
+        try await harness.app.test(.router) { client in
+            for path in ["/api/account/native/otp/request", "/api/account/native/register", "/api/account/magic-link/request"] {
+                let reply = try await H.requestCode(client, "ada@example.com", path: path)
+                XCTAssertEqual(reply.status, .badRequest, path)
+                XCTAssertEqual(reply.headers[.contentType], "application/problem+json")
+                XCTAssertEqual(reply.json["title"] as? String, "NativeGrants.Disabled")
+            }
+            for grant in ["urn:cocoar:otp", "urn:cocoar:magic"] {
+                let reply = try await H.token(client, [("grant_type", grant), ("client_id", "app")])
+                XCTAssertEqual(reply.json["error"] as? String, "unsupported_grant_type")
+                XCTAssertEqual(reply.json["error_description"] as? String, "This grant type is not enabled for this realm.")
+            }
+        }
+        let value6 = try await harness.outboxCount()
+        XCTAssertEqual(value6, 0)
+        var enabled = try await AdminService(core: harness.core).realm("dev").settings!
+        enabled.nativeGrants.enabled = true
+        _ = try await AdminService(core: harness.core).updateRealm("dev", metadata: .init()) { $0 = enabled }
+        let fresh = try ModgudCore(pool: harness.database.pool, masterKey: H.masterKey)  // no cached realm
+        try await buildApplication(core: fresh, configuration: harness.configuration).test(.router) { client in
+            for grant in ["urn:cocoar:otp", "urn:cocoar:magic"] {
+                let reply = try await H.token(client, [("grant_type", grant), ("client_id", "plain"), ("username", "a@b.c"), ("otp_code", "123456")])
+                XCTAssertEqual(reply.json["error"] as? String, "unauthorized_client", grant)
+            }
+        }
+    }
+
+    func testRequiredNamesAreCheckedBeforeTheUniformBranch() async throws {
+        harness = try await EmailSignInHarness(settings: {
+            $0.registrationFields.firstname = .required
+            $0.registrationFields.lastname = .required
+        })
+        let harness = self.harness!
+        _ = try await harness.registerUser("known@example.com")
+        let before = try await harness.eventCount()
+        try await harness.app.test(.router) { client in
+            for email in ["known@example.com", "unknown@example.com"] {
+                for path in ["/api/account/native/otp/request", "/api/account/native/register"] {
+                    let noFirst = try await H.requestCode(client, email, path: path, extra: ["LastName": "L"])
+                    XCTAssertEqual(noFirst.status, .badRequest)
+                    XCTAssertEqual(noFirst.body, #"{"error":"Firstname is required."}"#)
+                    let blankLast = try await H.requestCode(client, email, path: path, extra: ["FirstName": "F", "LastName": "  "])
+                    XCTAssertEqual(blankLast.body, #"{"error":"Lastname is required."}"#)
+                }
+            }
+            let info = try await H.call(client, .get, "/api/app-info", "", headers: [:])
+            XCTAssertEqual(info.status, .ok)
+            XCTAssertEqual(
+                info.json["RegistrationFields"] as? [String: String],
+                ["Email": "Required", "Username": "Off", "Firstname": "Required", "Lastname": "Required"])
+            XCTAssertEqual(info.json["NativeGrantsEnabled"] as? Bool, true)
+            XCTAssertEqual(info.json["MagicLinkSelfService"] as? Bool, true)
+        }
+        let value7 = try await harness.eventCount()
+        XCTAssertEqual(value7, before, "nothing issued")
+        let value8 = try await harness.outboxCount()
+        XCTAssertEqual(value8, 0)
+    }
+
+    func testThreeWrongGuessesBurnTheCodeAndEveryFailureLooksTheSame() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        _ = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            _ = try await H.requestCode(client, "ada@example.com")
+            let code = try await harness.code(for: "ada@example.com")
+            let wrong = code == "000000" ? "111111" : "000000"
+            var bodies: Set<String> = []
+            for _ in 0..<3 {
+                let reply = try await H.redeemCode(client, "ada@example.com", wrong)
+                XCTAssertEqual(reply.status, .badRequest)
+                bodies.insert(reply.body)
+            }
+            let fourth = try await H.redeemCode(client, "ada@example.com", code)
+            XCTAssertEqual(fourth.status, .badRequest, "the 4th try fails even when right")
+            bodies.insert(fourth.body)
+            let unknown = try await H.redeemCode(client, "nobody@example.com", code)
+            bodies.insert(unknown.body)
+            let malformed = try await H.redeemCode(client, "ada@example.com", "12ab")
+            bodies.insert(malformed.body)
+            XCTAssertEqual(bodies, [#"{"error":"invalid_grant","error_description":"Invalid or expired code."}"#])
+        }
+    }
+
+    func testExpiryCooldownVoidingAndSingleUse() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        _ = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            _ = try await H.requestCode(client, "ada@example.com")
+            let first = try await harness.code(for: "ada@example.com")
+            // Within the cooldown: same answer, no second mail.
+            harness.clock.advance(60)
+            let value9 = try await H.requestCode(client, "ada@example.com").status
+            XCTAssertEqual(value9, .ok)
+            try await harness.dispatcher.deliverDue()
+            XCTAssertEqual(try harness.mails(to: "ada@example.com").count, 1, "a resend within 2 minutes is silent")
+            // After the cooldown a new code voids the old one.
+            harness.clock.advance(61)
+            _ = try await H.requestCode(client, "ada@example.com")
+            let second = try await harness.code(for: "ada@example.com", number: 2)
+            if first != second {
+                let value10 = try await H.redeemCode(client, "ada@example.com", first).status
+                XCTAssertEqual(value10, .badRequest, "the old code is void")
+            }
+            // Expiry: 10 minutes.
+            harness.clock.advance(600)
+            let value11 = try await H.redeemCode(client, "ada@example.com", second).json["error"] as? String
+            XCTAssertEqual(value11, "invalid_grant", "expired")
+            harness.clock.advance(1)
+            _ = try await H.requestCode(client, "ada@example.com")
+            let third = try await harness.code(for: "ada@example.com", number: 3)
+            harness.clock.advance(599)
+            let value12 = try await H.redeemCode(client, "ada@example.com", third).status
+            XCTAssertEqual(value12, .ok, "still live at 9:59")
+            let value13 = try await H.redeemCode(client, "ada@example.com", third).status
+            XCTAssertEqual(value13, .badRequest, "single use")
+        }
+    }
+
+    func testTOTPEnrollmentThroughTheAccountEndpointAndTheGate() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        _ = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            _ = try await H.requestCode(client, "ada@example.com")
+            let tokens = try await H.redeemCode(client, "ada@example.com", try await harness.code(for: "ada@example.com"))
+            let bearer: HTTPFields = [
+                .authorization: "Bearer \(try XCTUnwrap(tokens.json["access_token"] as? String))", .contentType: "application/json",
+            ]
+            let value14 = try await H.call(client, .post, "/api/account/totp/enroll", "", headers: H.json).status
+            XCTAssertEqual(value14, .unauthorized)
+            let enrollment = try await H.call(client, .post, "/api/account/totp/enroll", "", headers: bearer)
+            XCTAssertEqual(enrollment.status, .ok, enrollment.body)
+            let uri = try XCTUnwrap(enrollment.json["OtpauthUri"] as? String)
+            XCTAssertTrue(uri.hasPrefix("otpauth://totp/"), uri)
+            let secret = try XCTUnwrap(Base32Test.decode(try XCTUnwrap(enrollment.json["Secret"] as? String)))
+            let totp = TOTP(secret: secret)
+            let wrongConfirm = try await H.call(client, .post, "/api/account/totp/confirm", #"{"Code":"000000"}"#, headers: bearer)
+            let right = totp.code(counter: totp.counter(at: harness.clock.now()))
+            if right != "000000" { XCTAssertEqual(wrongConfirm.status, .badRequest) }
+            let confirm = try await H.call(client, .post, "/api/account/totp/confirm", #"{"Code":"\#(right)"}"#, headers: bearer)
+            XCTAssertEqual(confirm.status, .noContent, confirm.body)
+
+            // The gate: missing, wrong, right, then the same step again.
+            harness.clock.advance(121)
+            _ = try await H.requestCode(client, "ada@example.com")
+            let code = try await harness.code(for: "ada@example.com", number: 2)
+            let missing = try await H.redeemCode(client, "ada@example.com", code)
+            XCTAssertEqual(missing.json["error_description"] as? String, "Two-factor authentication is required; supply totp_code.")
+            let wrongTOTP = try await H.redeemCode(client, "ada@example.com", code, extra: [("totp_code", right == "000000" ? "111111" : "000000")])
+            XCTAssertEqual(wrongTOTP.json["error_description"] as? String, "The two-factor code is invalid.")
+            let reused = try await H.redeemCode(client, "ada@example.com", code, extra: [("totp_code", right)])
+            XCTAssertEqual(reused.json["error_description"] as? String, "The two-factor code is invalid.", "the confirming step was spent")
+            harness.clock.advance(30)
+            let fresh = totp.code(counter: totp.counter(at: harness.clock.now()))
+            let ok = try await H.redeemCode(client, "ada@example.com", code, extra: [("totp_code", fresh)])
+            XCTAssertEqual(ok.status, .ok, "the code survived the missing-TOTP answer: \(ok.body)")
+
+            // Magic link: the link is consumed even when TOTP is still owed.
+            _ = try await H.call(client, .post, "/api/account/magic-link/request", #"{"Email":"ada@example.com"}"#, headers: H.json)
+            let link = try await harness.magicLink(for: "ada@example.com")
+            let magic = [("grant_type", "urn:cocoar:magic"), ("client_id", "app"), ("user_id", link.userID), ("magic_token", link.token)]
+            let owed = try await H.token(client, magic + [("scope", "openid")])
+            XCTAssertEqual(owed.json["error_description"] as? String, "Two-factor authentication is required; supply totp_code.")
+            harness.clock.advance(30)
+            let next = totp.code(counter: totp.counter(at: harness.clock.now()))
+            let consumed = try await H.token(client, magic + [("scope", "openid"), ("totp_code", next)])
+            XCTAssertEqual(consumed.json["error_description"] as? String, "Invalid or expired link.")
+        }
+    }
+
+    func testDisabledUserCannotSignInWithACorrectCode() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        let id = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            _ = try await H.requestCode(client, "ada@example.com")
+            let code = try await harness.code(for: "ada@example.com")
+            _ = try await AdminService(core: harness.core).apply(.disable, realm: "dev", userID: id, metadata: .init())
+            let reply = try await H.redeemCode(client, "ada@example.com", code)
+            XCTAssertEqual(reply.json["error"] as? String, "invalid_grant")
+            XCTAssertEqual(reply.json["error_description"] as? String, "The account cannot sign in.")
+            // A disabled user is sent nothing.
+            harness.clock.advance(121)
+            _ = try await H.requestCode(client, "ada@example.com")
+            try await harness.dispatcher.deliverDue()
+            XCTAssertEqual(try harness.mails(to: "ada@example.com").count, 1)
+        }
+    }
+
+    func testTwentyConcurrentRedeemsOneSuccessAndOneUser() async throws {
+        harness = try await EmailSignInHarness(maxConnections: 40)
+        let harness = self.harness!
+        _ = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            _ = try await H.requestCode(client, "ada@example.com")
+            _ = try await H.requestCode(client, "fresh@example.com")
+            let login = try await harness.code(for: "ada@example.com")
+            let registration = try await harness.code(for: "fresh@example.com")
+            for (email, code) in [("ada@example.com", login), ("fresh@example.com", registration)] {
+                let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for _ in 0..<20 {
+                        group.addTask { Int(try await H.redeemCode(client, email, code).status.code) }
+                    }
+                    return try await group.reduce(into: [Int]()) { $0.append($1) }
+                }
+                XCTAssertEqual(statuses.filter { $0 == 200 }.count, 1, "\(email): \(statuses)")
+                XCTAssertEqual(statuses.filter { $0 == 400 }.count, 19)
+            }
+        }
+        let value15 = try await harness.userCount("fresh@example.com")
+        XCTAssertEqual(value15, 1, "exactly one user")
+        let families = try await harness.core.pool.query("SELECT count(*) FROM token_families").first!.decode(Int.self, at: 0)
+        XCTAssertEqual(families, 2, "one sign-in per code")
+    }
+
+    func testPosturesDecideWhoGetsARegistrationCode() async throws {
+        harness = try await EmailSignInHarness(settings: { $0.registrationPosture = .explicitEndpoint })
+        let harness = self.harness!
+        try await harness.app.test(.router) { client in
+            let value16 = try await H.requestCode(client, "a@example.com").status
+            XCTAssertEqual(value16, .ok)
+            let register = try await H.requestCode(client, "b@example.com", path: "/api/account/native/register")
+            XCTAssertEqual(register.body, #"{"Message":"If your email is registered, you will receive a verification code."}"#)
+            let code = try await harness.code(for: "b@example.com")
+            let value17 = try await H.redeemCode(client, "b@example.com", code).status
+            XCTAssertEqual(value17, .ok)
+            let value18 = try await harness.userCount("b@example.com")
+            XCTAssertEqual(value18, 1)
+            try await harness.dispatcher.deliverDue()
+            XCTAssertEqual(try harness.mails(to: "a@example.com").count, 0, "ExplicitEndpoint: the OTP request stays strict")
+        }
+        for posture in [RegistrationPosture.off, .jitOnOtp] {
+            _ = try await AdminService(core: harness.core).updateRealm("dev", metadata: .init()) { $0.registrationPosture = posture }
+            let fresh = try ModgudCore(pool: harness.database.pool, masterKey: H.masterKey)
+            try await buildApplication(core: fresh, configuration: harness.configuration).test(.router) { client in
+                let address = "\(posture.rawValue.lowercased())@example.com"
+                let value19 = try await H.requestCode(client, address, path: "/api/account/native/register").status
+                XCTAssertEqual(value19, .ok)
+                if posture == .off {
+                    let status = try await H.requestCode(client, address).status
+                    XCTAssertEqual(status, .ok)
+                }
+            }
+        }
+        let value21 = try await harness.outboxCount()
+        XCTAssertEqual(value21, 0, "Off and the register endpoint outside ExplicitEndpoint issue nothing")
+        XCTAssertEqual(try harness.mails(to: "off@example.com").count + harness.mails(to: "jitonotp@example.com").count, 0)
+    }
+
+    func testBadInputGetsADocumentedErrorAndWritesNothing() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        let before = try await harness.eventCount()
+        try await harness.app.test(.router) { client in
+            let cases: [(String, HTTPFields, HTTPResponse.Status, String)] = [
+                (#"{"Email":"#, H.json, .badRequest, "Request.MalformedJSON"),
+                (#"{"Email":"a@b.c","Password":"x"}"#, H.json, .badRequest, "Request.UnknownMember"),
+                (#"{"FirstName":"x"}"#, H.json, .badRequest, "Request.Invalid"),
+                (#"{"Email":42}"#, H.json, .badRequest, "Request.Invalid"),
+                (#"["a"]"#, H.json, .badRequest, "Request.MalformedJSON"),
+                ("Email=a@b.c", H.form, .unsupportedMediaType, "Request.UnsupportedMediaType"),
+                (#"{"Email":"\#(String(repeating: "a", count: 70_000))@b.c"}"#, H.json, .contentTooLarge, "Request.TooLarge"),
+            ]
+            for (body, headers, status, title) in cases {
+                let reply = try await H.call(client, .post, "/api/account/native/otp/request", body, headers: headers)
+                XCTAssertEqual(reply.status, status, body.prefix(40) + "")
+                XCTAssertEqual(reply.json["title"] as? String, title)
+            }
+            // Not an address at all: the uniform answer, nothing issued.
+            let value22 = try await H.requestCode(client, "not an address").status
+            XCTAssertEqual(value22, .ok)
+            let missing = try await H.token(client, [("grant_type", "urn:cocoar:otp"), ("client_id", "app"), ("username", "a@b.c")])
+            XCTAssertEqual(missing.json["error"] as? String, "invalid_request")
+            let badUser = try await H.token(
+                client, [("grant_type", "urn:cocoar:magic"), ("client_id", "app"), ("user_id", "not-a-uuid"), ("magic_token", "x")])
+            XCTAssertEqual(badUser.json["error_description"] as? String, "Invalid or expired link.")
+            let badScope = try await H.redeemCode(client, "a@b.c", "123456", scope: "admin")
+            XCTAssertEqual(badScope.json["error"] as? String, "invalid_scope")
+            let badTarget = try await H.redeemCode(client, "a@b.c", "123456", extra: [("resource", "https://elsewhere")])
+            XCTAssertEqual(badTarget.json["error"] as? String, "invalid_target")
+        }
+        let value23 = try await harness.eventCount()
+        XCTAssertEqual(value23, before)
+    }
+
+    func testPerMailboxRateLimitAnswers429TheSameForEveryAddress() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        _ = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            for email in ["ada@example.com", "ghost@example.com"] {
+                for _ in 0..<5 {
+                    let status = try await H.requestCode(client, email).status
+                    XCTAssertEqual(status, .ok)
+                }
+                let limited = try await H.requestCode(client, email)
+                XCTAssertEqual(limited.status, .tooManyRequests)
+                XCTAssertEqual(limited.json["error"] as? String, "rate_limited")
+                XCTAssertEqual(limited.json["policy"] as? String, "otp-request")
+                XCTAssertEqual(limited.json["dimension"] as? String, "mailbox")
+                let retry = try XCTUnwrap(limited.json["retryAfterSeconds"] as? Int)
+                XCTAssertEqual(limited.headers[.retryAfter], String(retry))
+                XCTAssertTrue((1...720).contains(retry), "one more request per 12 minutes: \(retry)")
+            }
+            // The bucket refills: 12 minutes later one more is allowed.
+            harness.clock.advance(721)
+            let value25 = try await H.requestCode(client, "ada@example.com").status
+            XCTAssertEqual(value25, .ok)
+        }
+    }
+
+    func testSMTPDownTheRequestStillAnswersAndTheMailGoesOutOnceItIsBack() async throws {
+        let port = try SMTPSink.freePort()
+        harness = try await EmailSignInHarness(smtpPort: port)
+        let harness = self.harness!
+        _ = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            let reply = try await H.requestCode(client, "ada@example.com")
+            XCTAssertEqual(reply.status, .ok)
+            XCTAssertEqual(reply.body, #"{"Message":"If your email is registered, you will receive a verification code."}"#)
+        }
+        // Wait until the dispatcher failed at least twice.
+        let deadline = Date().addingTimeInterval(20)
+        while try await harness.core.pool.query("SELECT attempts FROM mail_outbox").first?.decode(Int.self, at: 0) ?? 0 < 2 {
+            XCTAssertLessThan(Date(), deadline)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let sink = try SMTPSink(port: port)
+        defer { sink.stop() }
+        let received = try await sink.waitForMessages(1)
+        XCTAssertEqual(received.count, 1)
+        XCTAssertEqual(received[0].rcpt_tos, ["ada@example.com"])
+        while try await harness.outboxCount() > 0 {
+            XCTAssertLessThan(Date(), deadline)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        XCTAssertEqual(try sink.messages().count, 1, "delivered once")
+    }
+
+    func testNoCodeOrMagicTokenInTheDatabaseOrTheLogs() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        _ = try await harness.registerUser("ada@example.com")
+        let secrets = try await harness.app.test(.router) { client in
+            _ = try await H.requestCode(client, "ada@example.com")
+            _ = try await H.requestCode(client, "newbie@example.com")
+            _ = try await H.call(client, .post, "/api/account/magic-link/request", #"{"Email":"ada@example.com"}"#, headers: H.json)
+            let login = try await harness.code(for: "ada@example.com")
+            let registration = try await harness.code(for: "newbie@example.com")
+            let link = try await harness.magicLink(for: "ada@example.com")
+            let secrets = [login, registration, link.token]
+            // A wrong try, then the redemptions: the secrets pass through every layer once.
+            _ = try await H.redeemCode(client, "ada@example.com", login == "999999" ? "999998" : "999999")
+            let value26 = try await H.redeemCode(client, "ada@example.com", login).status
+            XCTAssertEqual(value26, .ok)
+            let value27 = try await H.redeemCode(client, "newbie@example.com", registration).status
+            XCTAssertEqual(value27, .ok)
+            harness.clock.advance(1)
+            let magic = try await H.token(
+                client, [("grant_type", "urn:cocoar:magic"), ("client_id", "app"), ("user_id", link.userID), ("magic_token", link.token)])
+            XCTAssertEqual(magic.status, .ok, magic.body)
+            return secrets
+        }
+        let database = try await harness.databaseText()
+        XCTAssertTrue(database.contains("challenge.issued"), "the search covers the events table")
+        let logs = harness.logs.text
+        XCTAssertFalse(logs.isEmpty, "the search covers the logs")
+        for secret in secrets {
+            XCTAssertFalse(database.contains(secret), "\(secret) found in the database")
+            XCTAssertFalse(logs.contains(secret), "\(secret) found in the logs")
+        }
+    }
+
+    /// Known, unknown and unconfirmed addresses: byte-identical answers, and the same timing
+    /// (the median of each group is printed; SPEC.md section 0 "measure it").
+    func testKnownUnknownAndUnconfirmedAddressesAreIndistinguishable() async throws {
+        harness = try await EmailSignInHarness(jitter: ResponseJitter(), maxConnections: 40)
+        let harness = self.harness!
+        let perGroup = 40
+        for index in 0..<perGroup {
+            _ = try await harness.registerUser("known\(index)@example.com")
+            _ = try await harness.registerUser("unconfirmed\(index)@example.com", confirmed: false)
+        }
+        let groups = ["known", "unknown", "unconfirmed"]
+        let results = try await harness.app.test(.router) { client in
+            try await withThrowingTaskGroup(of: (String, [Double], Set<String>).self) { group in
+                for name in groups {
+                    group.addTask {
+                        var latencies: [Double] = []
+                        var answers: Set<String> = []
+                        for index in 0..<perGroup {
+                            let started = ContinuousClock.now
+                            let reply = try await H.requestCode(client, "\(name)\(index)@example.com")
+                            let elapsed = ContinuousClock.now - started
+                            latencies.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+                            let headers = reply.headers.map { "\($0.name.canonicalName): \($0.value)" }.sorted().joined(separator: "\n")
+                            answers.insert("\(reply.status.code)\n\(headers)\n\n\(reply.body)")
+                        }
+                        return (name, latencies, answers)
+                    }
+                }
+                return try await group.reduce(into: [String: ([Double], Set<String>)]()) { $0[$1.0] = ($1.1, $1.2) }
+            }
+        }
+        let answers = groups.map { results[$0]!.1 }
+        XCTAssertEqual(answers[0].count, 1, "one answer for every known address")
+        XCTAssertEqual(answers[0], answers[1], "known and unknown answer byte for byte the same")
+        XCTAssertEqual(answers[0], answers[2], "known and unconfirmed answer byte for byte the same")
+        var medians: [String: Double] = [:]
+        for name in groups {
+            let sorted = results[name]!.0.sorted()
+            medians[name] = sorted[sorted.count / 2]
+            XCTAssertGreaterThanOrEqual(sorted.first!, 99, "\(name): every answer waits at least the jitter floor")
+        }
+        print(
+            "uniform-timing medians over \(perGroup) requests each: "
+                + groups.map { "\($0) \(String(format: "%.1f", medians[$0]!)) ms" }.joined(separator: ", "))
+        let spread = medians.values.max()! - medians.values.min()!
+        XCTAssertLessThan(spread, 100, "the medians differ by \(spread) ms (the jitter's own sampling spread is ~30 ms)")
+        try await harness.dispatcher.deliverDue()
+        let mails = try harness.sink!.messages().count
+        XCTAssertEqual(mails, perGroup + 10, "known got login codes; unknown registration codes up to the silent sign-up cap (10 per source per hour); unconfirmed nothing")
+    }
+}
+
+/// Base32 decoding for the test's authenticator app (RFC 4648 section 6).
+enum Base32Test {
+    static func decode(_ text: String) -> [UInt8]? {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+        var buffer = 0
+        var bits = 0
+        var out: [UInt8] = []
+        for character in text where character != "=" {
+            guard let value = alphabet.firstIndex(of: character) else { return nil }
+            buffer = buffer << 5 | value
+            bits += 5
+            if bits >= 8 {
+                out.append(UInt8(buffer >> (bits - 8) & 0xff))
+                bits -= 8
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import ModgudDomain
+import ModgudService
+import PostgresTestSupport
+import Synchronization
+import XCTest
+
+/// GCRA in PostgreSQL: bursts, refill, isolation of keys, realm overrides, and concurrency
+/// across pools (instances).
+final class RateLimiterTests: XCTestCase {
+    var database: TestDatabase!
+
+    override func tearDown() async throws {
+        await database?.drop()
+    }
+
+    final class Clock: Sendable {
+        let value = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+        func now() -> Date { value.withLock { $0 } }
+        func advance(_ seconds: TimeInterval) { value.withLock { $0 += seconds } }
+    }
+
+    func testBurstThenOnePerIntervalWithRetryAfter() async throws {
+        database = try await TestDatabase.create()
+        let clock = Clock()
+        let limiter = RateLimiter(pool: database.pool, now: { clock.now() })
+        let settings = RealmSettings(hosts: ["x"], displayName: "X")
+        for attempt in 1...5 {
+            let wait = try await limiter.take(.requestPerMailbox, key: "m", realm: "r", settings: settings)
+            XCTAssertNil(wait, "request \(attempt) of the burst")
+        }
+        let wait = try await limiter.take(.requestPerMailbox, key: "m", realm: "r", settings: settings)
+        XCTAssertEqual(wait, 720, "5 per hour: the next one in 12 minutes")
+        let other = try await limiter.take(.requestPerMailbox, key: "other", realm: "r", settings: settings)
+        XCTAssertNil(other, "keys are counted apart")
+        clock.advance(719)
+        let early = try await limiter.take(.requestPerMailbox, key: "m", realm: "r", settings: settings)
+        XCTAssertEqual(early, 1)
+        clock.advance(1)
+        let refilled = try await limiter.take(.requestPerMailbox, key: "m", realm: "r", settings: settings)
+        XCTAssertNil(refilled)
+    }
+
+    func testRealmOverrideAndConcurrentInstancesNeverOverspend() async throws {
+        database = try await TestDatabase.create(maxConnections: 20)
+        let clock = Clock()
+        var settings = RealmSettings(hosts: ["x"], displayName: "X")
+        settings.rateLimitOverrides["token.client"] = RateLimitSetting(limit: 10, windowSeconds: 3600, burst: 10)
+        let first = RateLimiter(pool: database.pool, now: { clock.now() })
+        let second = RateLimiter(pool: try await database.makePool(maxConnections: 10), now: { clock.now() })
+        let frozen = settings
+        let allowed = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<40 {
+                let limiter = index.isMultiple(of: 2) ? first : second
+                group.addTask { try await limiter.take(.tokenPerClient, key: "app", realm: "r", settings: frozen) == nil }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        XCTAssertEqual(allowed, 10, "exactly the burst, decided by the database")
+    }
+}
