@@ -18,6 +18,12 @@ struct AdminContext {
     }
 
     func close() async { await pool.close() }
+
+    /// The mail outbox (opening messages needs the master key; listing does not use it).
+    func outbox() throws -> MailOutbox {
+        guard let secrets = admin.core.secrets else { throw CommandError("set MODGUD_MASTER_KEY") }
+        return MailOutbox(pool: pool, secrets: secrets)
+    }
 }
 
 extension AdminContext {

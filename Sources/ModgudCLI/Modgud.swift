@@ -13,6 +13,7 @@ struct Modgud: AsyncParsableCommand {
             ClientCommand.self,
             UserCommand.self,
             AuditCommand.self,
+            MailCommand.self,
             MigrateCommand.self,
             EventsCommand.self,
             ProjectionsCommand.self,

@@ -6,7 +6,7 @@ import ModgudService
 struct UserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user", abstract: "Inspect users and end their sessions.",
-        subcommands: [List.self, Show.self, Disable.self, Enable.self, LogoutEverywhere.self, Delete.self])
+        subcommands: [List.self, Show.self, Disable.self, Enable.self, LogoutEverywhere.self, Delete.self, TOTPEnable.self, TOTPDisable.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List a realm's users.")
@@ -76,5 +76,33 @@ struct UserCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Delete a user (sessions end; the email becomes free).")
         @OptionGroup var target: Target
         func run() async throws { try await target.apply(.delete) }
+    }
+
+    struct TOTPEnable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "totp-enable", abstract: "Turn two-factor (TOTP) on with a new secret; prints the otpauth:// URI for the user's app.")
+        @OptionGroup var target: Target
+
+        func run() async throws {
+            let provisioning = try await AdminContext.run(target.database) { context in
+                guard let id = try await context.admin.findUser(realm: target.realm, target.user) else { throw CommandError("no such user") }
+                return try await context.admin.enableTOTP(realm: target.realm, userID: id, metadata: context.metadata)
+            }
+            print("otpauth uri  \(provisioning.uri)")
+            print("secret       \(provisioning.secret)")
+        }
+    }
+
+    struct TOTPDisable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "totp-disable", abstract: "Turn two-factor (TOTP) off.")
+        @OptionGroup var target: Target
+
+        func run() async throws {
+            try await AdminContext.run(target.database) { context in
+                guard let id = try await context.admin.findUser(realm: target.realm, target.user) else { throw CommandError("no such user") }
+                try await context.admin.disableTOTP(realm: target.realm, userID: id, metadata: context.metadata)
+            }
+            print("two-factor off")
+        }
     }
 }

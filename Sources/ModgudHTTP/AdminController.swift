@@ -44,6 +44,22 @@ struct AdminController: Sendable {
                 Self.ok(try await self.admin.users(realm: realm).map { ["Id": $0.id.uuidString.lowercased(), "Email": $0.email, "Status": $0.status] }, found: true)
             }
         }
+        api.post("realms/:realm/users/:user/totp") { request, context in
+            let user = context.parameters.get("user") ?? ""
+            return await self.handle(request, context) { realm in
+                guard let id = try await self.admin.findUser(realm: realm, user) else { throw AdminProblem("User.NotFound", "No such user.", status: 404) }
+                let provisioning = try await self.admin.enableTOTP(realm: realm, userID: id, metadata: self.metadata(context))
+                return Self.ok(["OtpauthUri": provisioning.uri, "Secret": provisioning.secret], found: true)
+            }
+        }
+        api.delete("realms/:realm/users/:user/totp") { request, context in
+            let user = context.parameters.get("user") ?? ""
+            return await self.handle(request, context) { realm in
+                guard let id = try await self.admin.findUser(realm: realm, user) else { throw AdminProblem("User.NotFound", "No such user.", status: 404) }
+                try await self.admin.disableTOTP(realm: realm, userID: id, metadata: self.metadata(context))
+                return Self.ok(["Id": id.uuidString.lowercased(), "TwoFactor": "off"], found: true)
+            }
+        }
         api.post("realms/:realm/users/:user/:action") { request, context in
             let user = context.parameters.get("user") ?? ""
             let action = context.parameters.get("action") ?? ""

@@ -113,6 +113,17 @@ public struct AdminService: Sendable {
         return try await core.users.actor(for: StreamNames.user(realm: realm, userID: userID)).execute(command, now: Date(), metadata: metadata).state
     }
 
+    /// Turns TOTP on for a user with a new secret; hand the provisioning to the user.
+    public func enableTOTP(realm: String, userID: UUID, metadata: EventMetadata) async throws -> TOTPEnrollment.Provisioning {
+        let issuer = try await self.realm(realm).settings?.displayName ?? realm
+        return try await core.totpEnrollment().enableDirectly(realm: realm, userID: userID, issuer: issuer, metadata: metadata)
+    }
+
+    /// Turns TOTP off (a lost authenticator, say).
+    public func disableTOTP(realm: String, userID: UUID, metadata: EventMetadata) async throws {
+        try await core.totpEnrollment().disable(realm: realm, userID: userID, metadata: metadata)
+    }
+
     // MARK: Audit
 
     /// One line of a user's history.

@@ -43,4 +43,31 @@ final class EmailChallengeTests: XCTestCase {
         // After use (or expiry) a new code may be issued at once, cooldown or not.
         XCTAssertEqual(try EmailChallenge.decide(.issue(issued("h2", at: now + 600), cooldown: 120), state: used, now: now + 600).count, 1)
     }
+
+    func testGateDecidesWhatARightCodeDoes() throws {
+        let state = try run(.issue(issued("h", at: now), cooldown: 120), EmailChallenge.initialState, at: now)
+        XCTAssertRefused("TOTP.Required") { _ = try EmailChallenge.decide(.redeem(presentedHash: "h", gate: .secondFactorMissing), state: state, now: now + 1) }
+        XCTAssertRefused("Account.CannotSignIn") {
+            _ = try EmailChallenge.decide(.redeem(presentedHash: "h", gate: .accountCannotSignIn), state: state, now: now + 1)
+        }
+        // A gate never helps a wrong code: it is a wrong code first.
+        let wrongCode = try EmailChallenge.decide(.redeem(presentedHash: "x", gate: .secondFactorMissing), state: state, now: now + 1)
+        guard case .attemptFailed(let failed) = wrongCode.first else { return XCTFail("\(wrongCode)") }
+        XCTAssertEqual(failed.reason, .wrongCode)
+        // Wrong second factors count against the code and burn it like wrong codes.
+        var current = state
+        for _ in 1...3 { current = try run(.redeem(presentedHash: "h", gate: .secondFactorWrong), current, at: now + 1) }
+        XCTAssertTrue(current.burned)
+        XCTAssertRefused("Challenge.Invalid") { _ = try EmailChallenge.decide(.redeem(presentedHash: "h"), state: current, now: now + 2) }
+    }
+
+    func testAWrongMagicTokenWritesNothing() throws {
+        let link = ChallengeIssued(
+            challengeID: UUID(), purpose: .magicLink, email: email, userID: UUID(), secretHash: "t", issuedAt: now, expiresAt: now + 900)
+        let state = try run(.issue(link, cooldown: 120), EmailChallenge.initialState, at: now)
+        for _ in 0..<5 {
+            XCTAssertRefused("Challenge.Invalid") { _ = try EmailChallenge.decide(.redeem(presentedHash: "guess"), state: state, now: now + 1) }
+        }
+        XCTAssertEqual(try EmailChallenge.decide(.redeem(presentedHash: "t"), state: state, now: now + 899).count, 1, "guesses did not burn it")
+    }
 }

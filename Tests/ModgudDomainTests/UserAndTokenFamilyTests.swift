@@ -47,6 +47,22 @@ final class UserTests: XCTestCase {
         state = try User.decide(.disableTOTP, state: state, now: now).reduce(state, User.evolve)
         XCTAssertNil(state.encryptedTOTPSecret)
     }
+
+    func testTOTPEnrollmentNeedsAPendingSecretAndEachStepIsAcceptedOnce() throws {
+        var state = try registered()
+        XCTAssertRefused("TOTP.NoEnrollment") { _ = try User.decide(.confirmTOTPEnrollment(step: 10), state: state, now: now) }
+        XCTAssertRefused("TOTP.NotEnabled") { _ = try User.decide(.acceptTOTPStep(10), state: state, now: now) }
+        state = try User.decide(.beginTOTPEnrollment(encryptedSecret: "pending"), state: state, now: now).reduce(state, User.evolve)
+        XCTAssertNil(state.encryptedTOTPSecret, "not on before a code is confirmed")
+        state = try User.decide(.confirmTOTPEnrollment(step: 10), state: state, now: now).reduce(state, User.evolve)
+        XCTAssertEqual(state.encryptedTOTPSecret, "pending")
+        XCTAssertNil(state.pendingTOTPSecret)
+        XCTAssertEqual(state.lastTOTPStep, 10, "the confirming code is spent")
+        XCTAssertRefused("TOTP.StepUsed") { _ = try User.decide(.acceptTOTPStep(10), state: state, now: now) }
+        XCTAssertRefused("TOTP.StepUsed") { _ = try User.decide(.acceptTOTPStep(9), state: state, now: now) }
+        state = try User.decide(.acceptTOTPStep(11), state: state, now: now).reduce(state, User.evolve)
+        XCTAssertEqual(state.lastTOTPStep, 11)
+    }
 }
 
 final class TokenFamilyTests: XCTestCase {
@@ -131,6 +147,7 @@ final class EventRoundTripTests: XCTestCase {
             .totpEnabled(UserTOTPEnabled(encryptedSecret: "c")), .totpDisabled(UserTOTPDisabled()),
             .securityStampRotated(UserSecurityStampRotated(securityStamp: "s2", reason: .logoutEverywhere)), .disabled(UserDisabled()),
             .enabled(UserEnabled()), .deleted(UserDeleted()),
+            .totpEnrollmentStarted(UserTOTPEnrollmentStarted(encryptedSecret: "p")), .totpStepAccepted(UserTOTPStepAccepted(step: 59_000_000)),
         ]
         for event in user { XCTAssertEqual(try roundTrip(event), event) }
         let family: [TokenFamilyEvent] = [
@@ -141,6 +158,15 @@ final class EventRoundTripTests: XCTestCase {
             .revoked(TokenFamilyRevoked(reason: .reuse, presentedRefreshHash: "a")),
         ]
         for event in family { XCTAssertEqual(try roundTrip(event), event) }
+        let challenge: [EmailChallengeEvent] = [
+            .issued(
+                ChallengeIssued(
+                    challengeID: UUID(), purpose: .registrationCode, email: EmailAddress("a@b.co")!, firstName: "F", secretHash: "h", issuedAt: now,
+                    expiresAt: now + 600)),
+            .attemptFailed(ChallengeAttemptFailed(challengeID: UUID(), attempts: 2, reason: .wrongSecondFactor)),
+            .burned(ChallengeBurned(challengeID: UUID())), .consumed(ChallengeConsumed(challengeID: UUID())),
+        ]
+        for event in challenge { XCTAssertEqual(try roundTrip(event), event) }
         let foreign = try realm[0].newEvent()
         let envelope = EventEnvelope(
             stream: stream, streamVersion: 1, type: foreign.type, revision: foreign.revision, payload: foreign.payload, metadata: .none)

@@ -53,6 +53,7 @@ final class EmailSignInHarness: @unchecked Sendable {
     static let form: HTTPFields = [.contentType: "application/x-www-form-urlencoded"]
     static let json: HTTPFields = [.contentType: "application/json", .init("X-Request-Id")!: "fixed-request-id"]
     static let masterKey = Array(repeating: UInt8(9), count: 32)
+    static let adminToken = String(repeating: "k", count: 40)
 
     let database: TestDatabase
     let clock: TestClock
@@ -92,7 +93,7 @@ final class EmailSignInHarness: @unchecked Sendable {
         confidentialSecret = secret!
         _ = try await admin.createClient(
             realm: "dev", id: "plain", settings: ClientSettings(type: .public, grants: [.passkey, .refreshToken], allowedScopes: scopes), metadata: .init())
-        configuration = HTTPConfiguration(issuerScheme: "https", jitter: jitter)
+        configuration = HTTPConfiguration(issuerScheme: "https", adminToken: Self.adminToken, jitter: jitter)
         let port: Int
         if let smtpPort {
             sink = nil

@@ -289,6 +289,31 @@ final class EmailSignInTests: XCTestCase {
         }
     }
 
+    func testOperatorTurnsTOTPOnAndOffThroughTheAdminAPI() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        _ = try await harness.registerUser("ada@example.com")
+        let admin: HTTPFields = [.authorization: "Bearer \(H.adminToken)"]
+        try await harness.app.test(.router) { client in
+            let enabled = try await H.call(client, .post, "/admin/api/realms/dev/users/ada@example.com/totp", "", headers: admin)
+            XCTAssertEqual(enabled.status, .ok, enabled.body)
+            let uri = try XCTUnwrap(enabled.json["OtpauthUri"] as? String)
+            XCTAssertTrue(uri.hasPrefix("otpauth://totp/Acme%20%3CSign-in%3E:ada@example.com?secret="), uri)
+            let events = try await harness.databaseText()
+            XCTAssertFalse(events.contains(try XCTUnwrap(enabled.json["Secret"] as? String)), "the TOTP secret is sealed in the event")
+            _ = try await H.requestCode(client, "ada@example.com")
+            let code = try await harness.code(for: "ada@example.com")
+            let owed = try await H.redeemCode(client, "ada@example.com", code)
+            XCTAssertEqual(owed.json["error_description"] as? String, "Two-factor authentication is required; supply totp_code.")
+            let disabled = try await H.call(client, .delete, "/admin/api/realms/dev/users/ada@example.com/totp", "", headers: admin)
+            XCTAssertEqual(disabled.status, .ok, disabled.body)
+            let ok = try await H.redeemCode(client, "ada@example.com", code)
+            XCTAssertEqual(ok.status, .ok, ok.body)
+            let anonymous = try await H.call(client, .post, "/admin/api/realms/dev/users/ada@example.com/totp", "", headers: [:])
+            XCTAssertEqual(anonymous.status, .unauthorized)
+        }
+    }
+
     func testDisabledUserCannotSignInWithACorrectCode() async throws {
         harness = try await EmailSignInHarness()
         let harness = self.harness!

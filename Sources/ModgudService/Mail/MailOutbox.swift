@@ -70,6 +70,40 @@ public struct MailOutbox: Sendable {
             """)
     }
 
+    /// A row as operators see it (never the message: it holds a code or link).
+    public struct Entry: Sendable {
+        public var id: UUID
+        public var realm: String
+        public var recipient: String
+        public var status: String
+        public var attempts: Int
+        public var lastError: String?
+        public var createdAt: Date
+    }
+
+    /// The rows waiting or dead, oldest first.
+    public func entries(limit: Int = 100) async throws -> [Entry] {
+        try await pool.query(
+            """
+            SELECT id, realm_id, recipient, status, attempts, last_error, created_at FROM mail_outbox
+            ORDER BY created_at LIMIT \(limit)
+            """
+        ).rows.map { row in
+            Entry(
+                id: try row.decode(UUID.self, at: 0), realm: try row.decode(String.self, at: 1), recipient: try row.decode(String.self, at: 2),
+                status: try row.decode(String.self, at: 3), attempts: try row.decode(Int.self, at: 4), lastError: try row.decode(String?.self, at: 5),
+                createdAt: try row.decode(Date.self, at: 6))
+        }
+    }
+
+    /// Dead rows go back to pending, due now, with their attempts reset (after the operator
+    /// fixed the SMTP settings, say). Returns how many.
+    public func retryDead() async throws -> Int {
+        try await pool.query(
+            "UPDATE mail_outbox SET status = 'pending', attempts = 0, next_attempt_at = now() WHERE status = 'dead' RETURNING id"
+        ).rows.count
+    }
+
     /// Counts by status, for operators and tests.
     public func counts() async throws -> (pending: Int, dead: Int) {
         let row = try await pool.query(
