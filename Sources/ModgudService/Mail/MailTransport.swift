@@ -25,7 +25,9 @@ public struct SMTPMailTransport: MailTransport {
 public struct ConsoleMailTransport: MailTransport {
     let write: @Sendable (String) -> Void
 
-    public init(write: @escaping @Sendable (String) -> Void = { print($0) }) {
+    /// - Parameter write: where the text goes (default: standard output, unbuffered, so a mail
+    ///   shows at once even when output goes to a file or a pipe).
+    public init(write: @escaping @Sendable (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }) {
         self.write = write
     }
 
