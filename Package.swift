@@ -50,6 +50,7 @@ let package = Package(
                 .embedInCode("0002_log_statistics.sql"),
                 .embedInCode("0003_identity.sql"),
                 .embedInCode("0004_mail_and_limits.sql"),
+                .embedInCode("0005_passkeys.sql"),
             ],
             swiftSettings: strict
         ),
@@ -59,7 +60,7 @@ let package = Package(
         .target(
             name: "ModgudService",
             dependencies: [
-                "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ", "SMTP",
+                "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ", "SMTP", "WebAuthn",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -159,6 +160,7 @@ let package = Package(
             name: "ModgudHTTPTests",
             dependencies: [
                 "ModgudHTTP", "ModgudService", "ModgudDomain", "PostgresTestSupport", "PQ", "MailTestSupport", "SMTP", "EventSourcing",
+                "WebAuthn", "WebAuthnTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],

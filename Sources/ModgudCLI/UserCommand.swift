@@ -6,7 +6,7 @@ import ModgudService
 struct UserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user", abstract: "Inspect users and end their sessions.",
-        subcommands: [List.self, Show.self, Disable.self, Enable.self, LogoutEverywhere.self, Delete.self, TOTPEnable.self, TOTPDisable.self])
+        subcommands: [List.self, Show.self, Disable.self, Enable.self, LogoutEverywhere.self, Delete.self, TOTPEnable.self, TOTPDisable.self, Passkeys.self, RevokePasskey.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List a realm's users.")
@@ -103,6 +103,38 @@ struct UserCommand: AsyncParsableCommand {
                 try await context.admin.disableTOTP(realm: target.realm, userID: id, metadata: context.metadata)
             }
             print("two-factor off")
+        }
+    }
+
+    struct Passkeys: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List a user's passkeys (management id, name, RP-ID, created, last used).")
+        @OptionGroup var target: Target
+
+        func run() async throws {
+            let passkeys = try await AdminContext.run(target.database) { context in
+                guard let id = try await context.admin.findUser(realm: target.realm, target.user) else { throw CommandError("no such user") }
+                return try await context.admin.passkeys(realm: target.realm, userID: id)
+            }
+            for passkey in passkeys {
+                let used = passkey.lastUsedAt.map { $0.formatted(Date.ISO8601FormatStyle()) } ?? "never used"
+                print("\(passkey.id.uuidString.lowercased())\t\(passkey.displayName)\t\(passkey.rpID)\t\(passkey.createdAt.formatted(Date.ISO8601FormatStyle()))\t\(used)")
+            }
+        }
+    }
+
+    struct RevokePasskey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "revoke-passkey", abstract: "Revoke one of a user's passkeys.")
+        @OptionGroup var target: Target
+        @Argument(help: "The passkey's management id (from `user passkeys`).") var passkey: String
+
+        func run() async throws {
+            try await AdminContext.run(target.database) { context in
+                guard let id = try await context.admin.findUser(realm: target.realm, target.user) else { throw CommandError("no such user") }
+                guard let passkeyID = UUID(uuidString: passkey),
+                    try await context.admin.revokePasskey(realm: target.realm, userID: id, passkeyID: passkeyID, metadata: context.metadata)
+                else { throw CommandError("the user has no such passkey") }
+            }
+            print("passkey revoked")
         }
     }
 }

@@ -9,6 +9,8 @@ public enum ModgudEvents {
         UserEvent.register(in: &registry)
         TokenFamilyEvent.register(in: &registry)
         EmailChallengeEvent.register(in: &registry)
+        PasskeyCeremonyEvent.register(in: &registry)
+        PasskeyEvent.register(in: &registry)
         return registry
     }()
 }

@@ -146,17 +146,27 @@ struct AccountController: Sendable {
 
     // MARK: Shared
 
-    /// The user behind a live Bearer access token (RFC 6750), or a 401 challenge.
-    func bearerUser(_ request: Request, realm: String) async throws -> UUID {
+    /// Who a live Bearer access token speaks for.
+    struct Bearer {
+        var userID: UUID
+        var clientID: String
+    }
+
+    /// The user (and client) behind a live Bearer access token (RFC 6750), or a 401 challenge.
+    func bearer(_ request: Request, realm: String) async throws -> Bearer {
         guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") else {
             throw RequestParsing.Failure.response(UserInfoController.challenge(nil))
         }
         let token = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
         let result = try await core.tokenService.introspect(realm: realm, token: token)
-        guard result.active, let subject = result.subject, let userID = UUID(uuidString: subject) else {
+        guard result.active, let subject = result.subject, let userID = UUID(uuidString: subject), let clientID = result.clientID else {
             throw RequestParsing.Failure.response(UserInfoController.challenge("invalid_token"))
         }
-        return userID
+        return Bearer(userID: userID, clientID: clientID)
+    }
+
+    func bearerUser(_ request: Request, realm: String) async throws -> UUID {
+        try await bearer(request, realm: realm).userID
     }
 
     static func disabled() -> Response {

@@ -60,6 +60,30 @@ struct AdminController: Sendable {
                 return Self.ok(["Id": id.uuidString.lowercased(), "TwoFactor": "off"], found: true)
             }
         }
+        api.get("realms/:realm/users/:user/passkeys") { request, context in
+            let user = context.parameters.get("user") ?? ""
+            return await self.handle(request, context) { realm in
+                guard let id = try await self.admin.findUser(realm: realm, user) else { throw AdminProblem("User.NotFound", "No such user.", status: 404) }
+                let passkeys = try await self.admin.passkeys(realm: realm, userID: id).map { passkey in
+                    [
+                        "Id": passkey.id.uuidString.lowercased(), "DisplayName": passkey.displayName, "RpId": passkey.rpID,
+                        "CreatedAt": passkey.createdAt.formatted(Date.ISO8601FormatStyle()),
+                        "LastUsedAt": passkey.lastUsedAt?.formatted(Date.ISO8601FormatStyle()) ?? "",
+                    ]
+                }
+                return Self.ok(passkeys, found: true)
+            }
+        }
+        api.delete("realms/:realm/users/:user/passkeys/:passkey") { request, context in
+            let user = context.parameters.get("user") ?? ""
+            let passkey = context.parameters.get("passkey").flatMap(UUID.init(uuidString:))
+            return await self.handle(request, context) { realm in
+                guard let id = try await self.admin.findUser(realm: realm, user), let passkey,
+                    try await self.admin.revokePasskey(realm: realm, userID: id, passkeyID: passkey, metadata: self.metadata(context))
+                else { throw AdminProblem("Passkey.NotFound", "No such passkey.", status: 404) }
+                return Response(status: .noContent)
+            }
+        }
         api.post("realms/:realm/users/:user/:action") { request, context in
             let user = context.parameters.get("user") ?? ""
             let action = context.parameters.get("action") ?? ""

@@ -30,7 +30,9 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     router.get("/.well-known/openid-configuration", use: discovery.configuration)
     router.get("/.well-known/jwks.json", use: discovery.jwks)
     router.get("/health/live") { _, _ in "ok" }
-    AccountController(core: core, parsing: parsing).register(on: router)
+    let account = AccountController(core: core, parsing: parsing)
+    account.register(on: router)
+    PasskeyController(core: core, parsing: parsing, account: account).register(on: router)
     AdminController(core: core, admin: AdminService(core: core), configuration: configuration).register(on: router)
     return router
 }

@@ -36,4 +36,43 @@ enum StrictJSON {
             _ = try container.decode([String: AnyJSON].self)
         }
     }
+
+    /// Any JSON value, kept (to hand a nested document on as bytes).
+    indirect enum AnyJSONValue: Codable {
+        case null
+        case bool(Bool)
+        case number(Double)
+        case string(String)
+        case array([AnyJSONValue])
+        case object([String: AnyJSONValue])
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() {
+                self = .null
+            } else if let value = try? container.decode(Bool.self) {
+                self = .bool(value)
+            } else if let value = try? container.decode(Double.self) {
+                self = .number(value)
+            } else if let value = try? container.decode(String.self) {
+                self = .string(value)
+            } else if let value = try? container.decode([AnyJSONValue].self) {
+                self = .array(value)
+            } else {
+                self = .object(try container.decode([String: AnyJSONValue].self))
+            }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .null: try container.encodeNil()
+            case .bool(let value): try container.encode(value)
+            case .number(let value): try container.encode(value)
+            case .string(let value): try container.encode(value)
+            case .array(let value): try container.encode(value)
+            case .object(let value): try container.encode(value)
+            }
+        }
+    }
 }

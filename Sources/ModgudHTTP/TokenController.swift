@@ -58,8 +58,14 @@ struct TokenController: Sendable {
                             throw OAuthError.invalidRequest("user_id and magic_token are required.")
                         }
                         return OAuthResponses.token(try await core.emailSignIn().redeemMagicLink(userID: userID, token: token, grant))
+                    case .passkey:
+                        guard let ceremonyID = form["ceremony_id"], let assertion = form["assertion"] else {
+                            throw OAuthError.invalidRequest("ceremony_id and assertion are required.")
+                        }
+                        return OAuthResponses.token(
+                            try await core.passkeys.redeem(client: client, ceremonyID: ceremonyID, assertion: assertion, grant))
                     default:
-                        return OAuthResponses.error(.unsupportedGrantType("This grant type is not available on this server yet."))
+                        throw OAuthError.unsupportedGrantType("The grant type \(native) is not supported.")
                     }
                 }
             default:

@@ -48,12 +48,17 @@ public struct AdminService: Sendable {
     {
         let actor = await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
         guard var settings = try await actor.current().state.settings else { throw DomainError("Client.NotFound", "No client \(id).") }
-        let before = settings.rpID
+        let realmSettings = try await self.realm(realm).settings ?? RealmSettings(hosts: [], displayName: realm)
+        let before = PasskeyService.rpID(client: settings, realm: realmSettings)
         change(&settings)
         let state = try await actor.execute(.update(settings), now: Date(), metadata: metadata).state
-        let warning = before != settings.rpID
-            ? "The RP-ID changed from \(before ?? "(realm primary domain)") to \(settings.rpID ?? "(realm primary domain)"): passkeys enrolled under the old RP-ID will no longer sign in."
-            : nil
+        let after = PasskeyService.rpID(client: settings, realm: realmSettings)
+        guard before != after else { return (state, nil) }
+        var enrolled = 0
+        if let before { enrolled = try await core.passkeys.count(realm: realm, rpID: before) }
+        let warning =
+            "The passkey RP-ID changed from \(before ?? "(none)") to \(after ?? "(none)"): \(enrolled) passkey(s) enrolled under "
+            + "\(before ?? "the old RP-ID") will no longer sign in with this client."
         return (state, warning)
     }
 
@@ -122,6 +127,18 @@ public struct AdminService: Sendable {
     /// Turns TOTP off (a lost authenticator, say).
     public func disableTOTP(realm: String, userID: UUID, metadata: EventMetadata) async throws {
         try await core.totpEnrollment().disable(realm: realm, userID: userID, metadata: metadata)
+    }
+
+    // MARK: Passkeys
+
+    /// A user's live passkeys.
+    public func passkeys(realm: String, userID: UUID) async throws -> [PasskeyService.Summary] {
+        try await core.passkeys.list(realm: realm, userID: userID)
+    }
+
+    /// Revokes one of a user's passkeys; false when the user has no such passkey.
+    public func revokePasskey(realm: String, userID: UUID, passkeyID: UUID, metadata: EventMetadata) async throws -> Bool {
+        try await core.passkeys.delete(realm: realm, userID: userID, passkeyID: passkeyID, by: metadata.actor ?? "admin", metadata: metadata)
     }
 
     // MARK: Audit

@@ -19,6 +19,10 @@ public struct ModgudCore: Sendable {
     public let clientAuthenticator: ClientAuthenticator
     public let realmDirectory: RealmDirectory
     public let challenges: AggregateRegistry<EmailChallenge>
+    public let ceremonies: AggregateRegistry<PasskeyCeremony>
+    public let passkeyRegistry: AggregateRegistry<Passkey>
+    /// Passkey ceremonies, the passkey grant and passkey management.
+    public let passkeys: PasskeyService
     public let rateLimiter: RateLimiter
     /// Keys derived from the master key; nil in tools started without one.
     public let secrets: ServerSecrets?
@@ -40,6 +44,11 @@ public struct ModgudCore: Sendable {
         clientAuthenticator = ClientAuthenticator(pool: pool)
         realmDirectory = RealmDirectory(pool: pool)
         challenges = AggregateRegistry(store: store)
+        ceremonies = AggregateRegistry(store: store)
+        passkeyRegistry = AggregateRegistry(store: store)
+        passkeys = PasskeyService(
+            pool: pool, ceremonies: ceremonies, passkeys: passkeyRegistry, users: users, clients: clientAuthenticator, tokenService: tokenService,
+            now: now)
         rateLimiter = RateLimiter(pool: pool, now: now)
         secrets = try masterKey.map { try ServerSecrets(masterKey: $0) }
         self.now = now

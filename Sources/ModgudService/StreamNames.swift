@@ -36,6 +36,15 @@ public enum StreamNames {
         StreamRef(type: EmailChallenge.streamType, key: "magic.\(userID.uuidString.lowercased())", realm: realm)
     }
 
+    public static func passkeyCeremony(realm: String, ceremonyID: UUID) -> StreamRef {
+        StreamRef(type: PasskeyCeremony.streamType, key: ceremonyID.uuidString.lowercased(), realm: realm)
+    }
+
+    /// A passkey, keyed by its management id.
+    public static func passkey(realm: String, passkeyID: UUID) -> StreamRef {
+        StreamRef(type: Passkey.streamType, key: passkeyID.uuidString.lowercased(), realm: realm)
+    }
+
     /// The key part of a stream id (`user-<key>` → `<key>`).
     static func key(of stream: StreamRef) -> String {
         String(stream.id.dropFirst(stream.type.count + 1))

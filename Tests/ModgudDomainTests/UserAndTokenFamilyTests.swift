@@ -167,6 +167,23 @@ final class EventRoundTripTests: XCTestCase {
             .burned(ChallengeBurned(challengeID: UUID())), .consumed(ChallengeConsumed(challengeID: UUID())),
         ]
         for event in challenge { XCTAssertEqual(try roundTrip(event), event) }
+        let ceremony: [PasskeyCeremonyEvent] = [
+            .begun(
+                PasskeyCeremonyBegun(
+                    ceremonyID: UUID(), kind: .enrollment, challenge: "c", rpID: "a.b", clientID: "ios", userID: UUID(), expiresAt: now)),
+            .consumed(PasskeyCeremonyConsumed(ceremonyID: UUID())),
+        ]
+        for event in ceremony { XCTAssertEqual(try roundTrip(event), event) }
+        let passkey: [PasskeyEvent] = [
+            .enrolled(
+                PasskeyEnrolled(
+                    passkeyID: UUID(), userID: UUID(), credentialID: "id", rpID: "a.b", publicKey: "pk", algorithm: -8, signCount: 3, aaguid: "g",
+                    backupEligible: true, backedUp: true, transports: ["hybrid", "internal"], attestationFormat: "packed", displayName: "P",
+                    clientID: nil, createdAt: now)),
+            .used(PasskeyUsed(signCount: 4, backedUp: true, usedAt: now)),
+            .cloneSuspected(PasskeyCloneSuspected(storedSignCount: 4, receivedSignCount: 2)), .deleted(PasskeyDeleted(by: "admin:cli")),
+        ]
+        for event in passkey { XCTAssertEqual(try roundTrip(event), event) }
         let foreign = try realm[0].newEvent()
         let envelope = EventEnvelope(
             stream: stream, streamVersion: 1, type: foreign.type, revision: foreign.revision, payload: foreign.payload, metadata: .none)

@@ -48,7 +48,7 @@ final class AdminServiceTests: XCTestCase {
             XCTAssertEqual(error.code, "Client.PublicSecret")
         }
         let (_, warning) = try await admin.updateClient(realm: "demo", id: "app", metadata: metadata) { $0.rpID = "b.demo.test" }
-        XCTAssertTrue(warning?.contains("passkeys enrolled under the old RP-ID") == true, warning ?? "no warning")
+        XCTAssertTrue(warning?.contains("enrolled under a.demo.test will no longer sign in") == true, warning ?? "no warning")
         let (_, quiet) = try await admin.updateClient(realm: "demo", id: "app", metadata: metadata) { $0.allowedScopes.insert("email") }
         XCTAssertNil(quiet)
         let clients = try await admin.clients(realm: "demo").map(\.id)

@@ -37,6 +37,19 @@ final class IdentityRebuildTests: XCTestCase {
                         refreshTokenHash: "r\(index)", refreshExpiresAt: now + 600)), now: now, metadata: .none)
             if index == 1 { _ = try await instance.family(family).execute(.revoke(.admin), now: now, metadata: .none) }
         }
+        let passkeys = AggregateRegistry<Passkey>(store: instance.store)
+        for index in 0..<3 {
+            let id = UUID()
+            let passkey = await passkeys.actor(for: StreamNames.passkey(realm: "demo", passkeyID: id))
+            _ = try await passkey.execute(
+                .enroll(
+                    PasskeyEnrolled(
+                        passkeyID: id, userID: UUID(), credentialID: "Y3JlZGVudGlhbC0\(index)", rpID: "demo.test", publicKey: "cGs", algorithm: -7,
+                        signCount: 0, aaguid: "AA", backupEligible: false, backedUp: false, transports: [], attestationFormat: "none",
+                        displayName: "Key \(index)", clientID: "app", createdAt: now)), now: now, metadata: .none)
+            if index == 0 { _ = try await passkey.execute(.recordUse(signCount: 3, backedUp: false, at: now + 5), now: now, metadata: .none) }
+            if index == 2 { _ = try await passkey.execute(.delete(by: "admin"), now: now, metadata: .none) }
+        }
         for projection in TokenProjection.identity {
             var before: [String: [String]] = [:]
             for table in projection.tables { before[table] = try await snapshot(table, database.pool) }

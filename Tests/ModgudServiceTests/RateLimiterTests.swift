@@ -47,7 +47,7 @@ final class RateLimiterTests: XCTestCase {
         var settings = RealmSettings(hosts: ["x"], displayName: "X")
         settings.rateLimitOverrides["token.client"] = RateLimitSetting(limit: 10, windowSeconds: 3600, burst: 10)
         let first = RateLimiter(pool: database.pool, now: { clock.now() })
-        let second = RateLimiter(pool: try await database.makePool(maxConnections: 10), now: { clock.now() })
+        let second = RateLimiter(pool: try database.makePool(maxConnections: 10), now: { clock.now() })
         let frozen = settings
         let allowed = try await withThrowingTaskGroup(of: Bool.self) { group in
             for index in 0..<40 {

@@ -50,4 +50,15 @@ public struct ClientAuthenticator: Sendable {
         guard try row.decode(Bool.self, at: 2) else { throw OAuthError.invalidGrant("The OAuth client is disabled.") }
         return AuthenticatedClient(realm: realm, id: clientID, settings: settings)
     }
+
+    /// An enabled client's settings without authentication (anonymous endpoints that only
+    /// need its RP-ID), or nil.
+    public func enabledClient(realm: String, clientID: String) async throws -> ClientSettings? {
+        guard
+            let row = try await pool.query(
+                "SELECT settings::text FROM clients WHERE realm_id = \(realm) AND client_id = \(clientID) AND enabled"
+            ).first
+        else { return nil }
+        return try EventJSON.decode(ClientSettings.self, from: Array(try row.decode(String.self, at: 0).utf8))
+    }
 }

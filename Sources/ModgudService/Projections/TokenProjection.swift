@@ -71,6 +71,6 @@ public struct TokenProjection: SQLProjection, InlineProjection {
 
     /// Every inline projection of the identity core.
     public static var identity: [any SQLProjection] {
-        [RealmDirectoryProjection(), ClientDirectoryProjection(), UserDirectoryProjection(), TokenProjection()]
+        [RealmDirectoryProjection(), ClientDirectoryProjection(), UserDirectoryProjection(), TokenProjection(), PasskeyDirectoryProjection()]
     }
 }

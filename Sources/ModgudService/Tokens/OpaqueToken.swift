@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 
 /// Opaque tokens (reference access tokens, refresh tokens): 256 random bits, base64url, and
 /// the SHA-256 hash that is all the server keeps (DESIGN.md section 1: no secret in the log).
@@ -33,5 +34,14 @@ enum Base64URLText {
             index += 3
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Decodes unpadded (or padded) base64url; nil for anything else.
+    static func decode(_ text: String) -> [UInt8]? {
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        guard !standard.contains("=") || text.hasSuffix("=") else { return nil }
+        standard = standard.trimmingCharacters(in: CharacterSet(charactersIn: "="))
+        while standard.count % 4 != 0 { standard += "=" }
+        return Data(base64Encoded: standard).map(Array.init)
     }
 }

@@ -1,0 +1,74 @@
+import Foundation
+
+/// A user's enrolled WebAuthn credential (SPEC.md section 4). The stream key is the
+/// management id apps see; the WebAuthn credential id is looked up through the
+/// `passkeys` read model by its hash.
+public enum Passkey: Aggregate {
+    public static let streamType = "passkey"
+
+    public struct State: Sendable, Equatable {
+        public var enrolled: PasskeyEnrolled?
+        public var signCount: UInt32 = 0
+        public var backedUp = false
+        public var lastUsedAt: Date?
+        public var deleted = false
+
+        public var isActive: Bool { enrolled != nil && !deleted }
+    }
+
+    public enum Command: Sendable {
+        case enroll(PasskeyEnrolled)
+        /// A verified assertion: the new sign count must exceed the stored one when either is
+        /// non-zero (WebAuthn L3 section 7.2 step 25), or it is recorded as a possible clone.
+        case recordUse(signCount: UInt32, backedUp: Bool, at: Date)
+        /// The verifier saw the counter go backwards: record it, refuse the sign-in.
+        case reportClone(stored: UInt32, received: UInt32)
+        /// Deleted by its owner or an administrator (`by` is `user:<id>` or `admin:…`).
+        case delete(by: String)
+    }
+
+    public static let initialState = State()
+
+    public static func decide(_ command: Command, state: State, now: Date) throws(DomainError) -> [PasskeyEvent] {
+        if case .enroll(let enrolled) = command {
+            guard state.enrolled == nil else { throw DomainError("Passkey.Exists", "The passkey exists.") }
+            guard !enrolled.credentialID.isEmpty, !enrolled.publicKey.isEmpty, !enrolled.rpID.isEmpty else {
+                throw DomainError("Passkey.Invalid", "A passkey needs a credential id, a public key and an RP-ID.")
+            }
+            return [.enrolled(enrolled)]
+        }
+        guard state.isActive else { throw DomainError("Passkey.NotFound", "No such passkey.") }
+        switch command {
+        case .enroll:
+            return []
+        case .recordUse(let count, let backedUp, let at):
+            if count != 0 || state.signCount != 0, count <= state.signCount {
+                return [.cloneSuspected(PasskeyCloneSuspected(storedSignCount: state.signCount, receivedSignCount: count))]
+            }
+            return [.used(PasskeyUsed(signCount: count, backedUp: backedUp, usedAt: at))]
+        case .reportClone(let stored, let received):
+            return [.cloneSuspected(PasskeyCloneSuspected(storedSignCount: stored, receivedSignCount: received))]
+        case .delete(let by):
+            return [.deleted(PasskeyDeleted(by: by))]
+        }
+    }
+
+    public static func evolve(_ state: State, _ event: PasskeyEvent) -> State {
+        var next = state
+        switch event {
+        case .enrolled(let enrolled):
+            next.enrolled = enrolled
+            next.signCount = enrolled.signCount
+            next.backedUp = enrolled.backedUp
+        case .used(let used):
+            next.signCount = used.signCount
+            next.backedUp = used.backedUp
+            next.lastUsedAt = used.usedAt
+        case .cloneSuspected:
+            break  // recorded for the audit; the stored count stays
+        case .deleted:
+            next.deleted = true
+        }
+        return next
+    }
+}

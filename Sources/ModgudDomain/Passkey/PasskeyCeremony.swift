@@ -1,0 +1,66 @@
+import Foundation
+
+/// A WebAuthn ceremony handed to an app (SPEC.md section 4): a 32-byte challenge, 5 minutes,
+/// single use (decided by the stream's expected version), bound to the client that began it
+/// (if any), the pinned RP-ID and, for enrollment, the user.
+public enum PasskeyCeremony: Aggregate {
+    public static let streamType = "passkey-ceremony"
+    /// Ceremony lifetime.
+    public static let lifetime: TimeInterval = 300
+
+    public enum Kind: String, Codable, Sendable {
+        case login
+        case enrollment
+    }
+
+    public struct State: Sendable, Equatable {
+        public var begun: PasskeyCeremonyBegun?
+        public var consumed = false
+
+        /// Whether the ceremony can still be redeemed at `now`.
+        public func isLive(at now: Date) -> Bool {
+            guard let begun else { return false }
+            return !consumed && now < begun.expiresAt
+        }
+    }
+
+    public enum Command: Sendable {
+        case begin(PasskeyCeremonyBegun)
+        /// Redeems the ceremony: `kind`, `clientID` and `userID` are what the redeeming request
+        /// brings; a mismatch refuses it like an unknown ceremony. The ceremony is consumed
+        /// before the credential is checked, so a failed verification cannot be retried.
+        case consume(kind: Kind, clientID: String?, userID: UUID?)
+    }
+
+    public static let initialState = State()
+
+    public static func decide(_ command: Command, state: State, now: Date) throws(DomainError) -> [PasskeyCeremonyEvent] {
+        switch command {
+        case .begin(let begun):
+            guard state.begun == nil else { throw DomainError("Ceremony.Exists", "The ceremony exists.") }
+            guard begun.challenge.count >= 43 else { throw DomainError("Ceremony.WeakChallenge", "A challenge has at least 32 bytes.") }
+            return [.begun(begun)]
+        case .consume(let kind, let clientID, let userID):
+            guard state.isLive(at: now), let begun = state.begun, begun.kind == kind else {
+                throw DomainError("Ceremony.Invalid", "Invalid or expired passkey ceremony.")
+            }
+            // Bound to the client that began it; an anonymous begin binds to no client.
+            if let bound = begun.clientID, bound != clientID {
+                throw DomainError("Ceremony.Invalid", "Invalid or expired passkey ceremony.")
+            }
+            if kind == .enrollment, begun.userID == nil || begun.userID != userID {
+                throw DomainError("Ceremony.Invalid", "Invalid or expired passkey ceremony.")
+            }
+            return [.consumed(PasskeyCeremonyConsumed(ceremonyID: begun.ceremonyID))]
+        }
+    }
+
+    public static func evolve(_ state: State, _ event: PasskeyCeremonyEvent) -> State {
+        var next = state
+        switch event {
+        case .begun(let begun): next.begun = begun
+        case .consumed: next.consumed = true
+        }
+        return next
+    }
+}

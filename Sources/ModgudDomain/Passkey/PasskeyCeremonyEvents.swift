@@ -1,0 +1,60 @@
+import EventSourcing
+import Foundation
+
+/// passkey_ceremony.begun: a challenge went to an app. The challenge is not a secret (the
+/// app holds it in the clear); single use is what protects it.
+public struct PasskeyCeremonyBegun: DomainEvent, Equatable {
+    public static let eventType = "passkey_ceremony.begun"
+    public var ceremonyID: UUID
+    public var kind: PasskeyCeremony.Kind
+    /// base64url of the 32 random bytes.
+    public var challenge: String
+    public var rpID: String
+    public var clientID: String?
+    public var userID: UUID?
+    public var expiresAt: Date
+
+    public init(ceremonyID: UUID, kind: PasskeyCeremony.Kind, challenge: String, rpID: String, clientID: String?, userID: UUID?, expiresAt: Date) {
+        self.ceremonyID = ceremonyID
+        self.kind = kind
+        self.challenge = challenge
+        self.rpID = rpID
+        self.clientID = clientID
+        self.userID = userID
+        self.expiresAt = expiresAt
+    }
+}
+
+/// passkey_ceremony.consumed: redeemed (whatever the verification then says).
+public struct PasskeyCeremonyConsumed: DomainEvent, Equatable {
+    public static let eventType = "passkey_ceremony.consumed"
+    public var ceremonyID: UUID
+
+    public init(ceremonyID: UUID) { self.ceremonyID = ceremonyID }
+}
+
+/// The events of a passkey ceremony stream.
+public enum PasskeyCeremonyEvent: AggregateEvent, Equatable {
+    case begun(PasskeyCeremonyBegun)
+    case consumed(PasskeyCeremonyConsumed)
+
+    public func newEvent() throws -> NewEvent {
+        switch self {
+        case .begun(let event): return try NewEvent(event)
+        case .consumed(let event): return try NewEvent(event)
+        }
+    }
+
+    public init(decoding envelope: EventEnvelope, registry: EventTypeRegistry) throws {
+        switch try registry.decode(envelope) {
+        case let event as PasskeyCeremonyBegun: self = .begun(event)
+        case let event as PasskeyCeremonyConsumed: self = .consumed(event)
+        default: throw ForeignEventError(type: envelope.type, aggregate: "passkey-ceremony")
+        }
+    }
+
+    static func register(in registry: inout EventTypeRegistry) {
+        registry.register(PasskeyCeremonyBegun.self)
+        registry.register(PasskeyCeremonyConsumed.self)
+    }
+}

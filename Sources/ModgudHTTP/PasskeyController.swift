@@ -1,0 +1,139 @@
+import EventSourcing
+import Foundation
+import Hummingbird
+import ModgudDomain
+import ModgudService
+
+/// The passkey endpoints (SPEC.md section 4): begin (anonymous), enrollment, list and delete
+/// (Bearer). The grant itself is in `TokenController`.
+struct PasskeyController: Sendable {
+    let core: ModgudCore
+    let parsing: RequestParsing
+    let account: AccountController
+
+    struct BegunBody: Encodable {
+        var ceremonyId: String
+        var options: CeremonyOptions
+    }
+
+    struct PasskeyBody: Encodable {
+        var Id: String
+        var DisplayName: String
+        var CreatedAt: String
+        var LastUsedAt: String?
+    }
+
+    func register(on router: Router<ModgudRequestContext>) {
+        router.post("/connect/passkey/begin", use: begin)
+        router.post("/connect/passkey/enroll/begin", use: enrollBegin)
+        router.post("/connect/passkey/enroll", use: enroll)
+        router.get("/connect/passkey", use: list)
+        router.delete("/connect/passkey/:id", use: delete)
+    }
+
+    /// POST /connect/passkey/begin (form, optional client_id).
+    func begin(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, _) = try await parsing.realm(request)
+            guard realm.settings.nativeGrants.enabled else { return AccountController.disabled() }
+            try await core.rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
+            let form = try await parsing.form(request)
+            let begun = try await core.passkeys.beginLogin(realm: realm, clientID: form["client_id"], metadata: account.metadata(context))
+            return OAuthResponses.json(BegunBody(ceremonyId: begun.ceremonyID.uuidString.lowercased(), options: begun.options))
+        }
+    }
+
+    /// POST /connect/passkey/enroll/begin (Bearer).
+    func enrollBegin(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, bearer) = try await authorized(request)
+            try await core.rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
+            let begun = try await core.passkeys.beginEnrollment(
+                realm: realm, userID: bearer.userID, clientID: bearer.clientID, metadata: account.metadata(context, actor: bearer.userID))
+            return OAuthResponses.json(BegunBody(ceremonyId: begun.ceremonyID.uuidString.lowercased(), options: begun.options))
+        }
+    }
+
+    /// The enrollment body: the seed's `ceremonyId` and `attestation`, and `DisplayName`.
+    struct EnrollBody: Decodable {
+        var ceremonyId: String
+        var attestation: RawJSON
+        var DisplayName: String?
+        static let members: Set<String> = ["ceremonyId", "attestation", "DisplayName"]
+    }
+
+    /// POST /connect/passkey/enroll (Bearer, JSON).
+    func enroll(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, bearer) = try await authorized(request)
+            try await core.rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
+            let body: EnrollBody
+            do {
+                body = try await parsing.json(EnrollBody.self, request, allowed: EnrollBody.members)
+            } catch RequestParsing.Failure.response(let response) where response.status != .contentTooLarge && response.status != .unsupportedMediaType {
+                throw PasskeyService.Refusal(status: 400, title: "Passkey.InvalidRequest", message: "Invalid request.")
+            }
+            let created = try await core.passkeys.completeEnrollment(
+                realm: realm, userID: bearer.userID, clientID: bearer.clientID, ceremonyID: body.ceremonyId, attestation: body.attestation.bytes,
+                displayName: body.DisplayName, metadata: account.metadata(context, actor: bearer.userID))
+            return OAuthResponses.json(Self.view(created))
+        }
+    }
+
+    /// GET /connect/passkey (Bearer).
+    func list(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, bearer) = try await authorized(request)
+            return OAuthResponses.json(try await core.passkeys.list(realm: realm.realmID, userID: bearer.userID).map(Self.view))
+        }
+    }
+
+    /// DELETE /connect/passkey/{id} (Bearer): 204, or 404 for unknown and other users' ids.
+    func delete(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, bearer) = try await authorized(request)
+            guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
+                try await core.passkeys.delete(
+                    realm: realm.realmID, userID: bearer.userID, passkeyID: id, by: "user:\(bearer.userID.uuidString.lowercased())",
+                    metadata: account.metadata(context, actor: bearer.userID))
+            else { return Problem.response("Passkey.NotFound", status: 404, detail: "No such passkey.") }
+            return Response(status: .noContent)
+        }
+    }
+
+    // MARK: Shared
+
+    /// Realm flag first (400 `NativeGrants.Disabled`), then the Bearer token (401).
+    private func authorized(_ request: Request) async throws -> (RealmDirectory.Entry, AccountController.Bearer) {
+        let (realm, _) = try await parsing.realm(request)
+        guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(AccountController.disabled()) }
+        return (realm, try await account.bearer(request, realm: realm.realmID))
+    }
+
+    static func view(_ summary: PasskeyService.Summary) -> PasskeyBody {
+        let format = Date.ISO8601FormatStyle()
+        return PasskeyBody(
+            Id: summary.id.uuidString.lowercased(), DisplayName: summary.displayName, CreatedAt: summary.createdAt.formatted(format),
+            LastUsedAt: summary.lastUsedAt?.formatted(format))
+    }
+
+    private func respond(_ context: ModgudRequestContext, _ body: () async throws -> Response) async -> Response {
+        await account.respond(context) {
+            do {
+                return try await body()
+            } catch let refusal as PasskeyService.Refusal {
+                return Problem.response(refusal.title, status: refusal.status, detail: refusal.message)
+            }
+        }
+    }
+}
+
+/// A JSON value kept as its bytes (the attestation is handed to the WebAuthn parser whole).
+struct RawJSON: Decodable {
+    let bytes: [UInt8]
+
+    init(from decoder: any Decoder) throws {
+        let value = try decoder.singleValueContainer().decode(StrictJSON.AnyJSONValue.self)
+        bytes = Array(try JSONEncoder().encode(value))
+    }
+}

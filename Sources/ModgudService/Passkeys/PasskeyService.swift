@@ -1,0 +1,309 @@
+import Crypto
+import EventSourcing
+import EventStorePostgres
+import Foundation
+import ModgudDomain
+import PQ
+import WebAuthn
+
+/// Passkey sign-in and management (SPEC.md section 4): ceremonies, the urn:cocoar:passkey
+/// grant, enrollment, list and delete. WebAuthn verification is the `WebAuthn` library's;
+/// this service decides which challenge, RP-ID, origins and stored credential it checks
+/// against, and records the outcome.
+public struct PasskeyService: Sendable {
+    let pool: PQPool
+    let ceremonies: AggregateRegistry<PasskeyCeremony>
+    let passkeys: AggregateRegistry<Passkey>
+    let users: AggregateRegistry<User>
+    let clients: ClientAuthenticator
+    let tokenService: TokenService
+    let now: @Sendable () -> Date
+
+    init(
+        pool: PQPool, ceremonies: AggregateRegistry<PasskeyCeremony>, passkeys: AggregateRegistry<Passkey>, users: AggregateRegistry<User>,
+        clients: ClientAuthenticator, tokenService: TokenService, now: @escaping @Sendable () -> Date
+    ) {
+        self.pool = pool
+        self.ceremonies = ceremonies
+        self.passkeys = passkeys
+        self.users = users
+        self.clients = clients
+        self.tokenService = tokenService
+        self.now = now
+    }
+
+    /// A refusal with an HTTP status and a message (the controller writes it).
+    public struct Refusal: Error, Sendable, Equatable {
+        public var status: Int
+        public var title: String
+        public var message: String
+
+        public init(status: Int, title: String, message: String) {
+            self.status = status
+            self.title = title
+            self.message = message
+        }
+
+        static let unavailable = Refusal(
+            status: 503, title: "Passkey.Unavailable", message: "Passkeys are not configured: set the client's RP-ID or the realm's primary domain.")
+        static func badRequest(_ title: String, _ message: String) -> Refusal { Refusal(status: 400, title: title, message: message) }
+    }
+
+    /// A begun ceremony: its id and the options for the platform authenticator.
+    public struct Begun: Sendable {
+        public var ceremonyID: UUID
+        public var options: CeremonyOptions
+    }
+
+    /// The RP-ID a client's passkeys live under: its own, else the realm's primary domain.
+    static func rpID(client: ClientSettings?, realm: RealmSettings) -> String? {
+        if let own = client?.rpID, !own.isEmpty { return own }
+        if let primary = realm.primaryDomain, !primary.isEmpty { return primary }
+        return nil
+    }
+
+    /// Origins accepted for a ceremony under `rpID`: https on the RP-ID and its subdomains,
+    /// plus the client's Android origins when the client's passkeys live under that RP-ID.
+    static func origins(rpID: String, client: ClientSettings?, realm: RealmSettings) -> OriginPolicy {
+        let android = client.flatMap { Self.rpID(client: $0, realm: realm) == rpID ? $0.androidOrigins : nil } ?? []
+        return .rpID(rpID, plus: android)
+    }
+
+    static let verification = VerificationPolicy(requireUserPresence: true, requireUserVerification: true)
+
+    // MARK: Sign-in
+
+    /// POST /connect/passkey/begin: a usernameless login ceremony (empty allowCredentials).
+    /// - Throws: `Refusal` 400 for an unknown client, 503 without an RP-ID.
+    public func beginLogin(realm: RealmDirectory.Entry, clientID: String?, metadata: EventMetadata) async throws -> Begun {
+        var client: ClientSettings?
+        if let clientID {
+            guard let found = try await clients.enabledClient(realm: realm.realmID, clientID: clientID) else {
+                throw Refusal.badRequest("Passkey.UnknownClient", "Unknown client_id.")
+            }
+            client = found
+        }
+        guard let rpID = Self.rpID(client: client, realm: realm.settings) else { throw Refusal.unavailable }
+        let (ceremonyID, challenge) = try await begin(
+            realm: realm.realmID, kind: .login, rpID: rpID, clientID: clientID, userID: nil, metadata: metadata)
+        return Begun(ceremonyID: ceremonyID, options: .request(challenge: challenge, rpID: rpID, timeout: PasskeyCeremony.lifetime))
+    }
+
+    /// grant_type=urn:cocoar:passkey. Every failure is `invalid_grant` with one of SPEC.md's
+    /// two messages; the HTTP layer adds the jitter.
+    public func redeem(client: AuthenticatedClient, ceremonyID rawCeremonyID: String, assertion: String, _ grant: EmailSignInService.GrantRequest)
+        async throws -> TokenResponse
+    {
+        let badCeremony = OAuthError.invalidGrant("Invalid or expired passkey ceremony.")
+        let failed = OAuthError.invalidGrant("Passkey verification failed.")
+        let realm = client.realm
+        _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: client.settings)
+        _ = try ScopePolicy.audiences(resources: grant.resources, allowed: client.settings.audiences, clientID: client.id)
+        guard let ceremonyID = UUID(uuidString: rawCeremonyID) else { throw badCeremony }
+        // The ceremony is consumed before the assertion is looked at (single use, by the store).
+        let ceremony: PasskeyCeremonyBegun
+        do {
+            let outcome = try await ceremonies.actor(for: StreamNames.passkeyCeremony(realm: realm, ceremonyID: ceremonyID))
+                .execute(.consume(kind: .login, clientID: client.id, userID: nil), now: now(), metadata: grant.metadata)
+            guard let begun = outcome.state.begun else { throw badCeremony }
+            ceremony = begun
+        } catch is DomainError {
+            throw badCeremony
+        }
+        guard let credential = try? AssertionCredential(json: Array(assertion.utf8)), let rawID = Base64URL.decode(credential.rawId),
+            let challenge = Base64URLText.decode(ceremony.challenge)
+        else { throw failed }
+        // The credential by the hash of its id: one indexed row, never a scan.
+        guard
+            let passkeyID = try await pool.query(
+                """
+                SELECT passkey_id FROM passkeys
+                WHERE realm_id = \(realm) AND credential_hash = \(PasskeyDirectoryProjection.credentialHash(rawID))
+                """
+            ).first?.decode(UUID.self, at: 0)
+        else { throw failed }
+        let passkey = await passkeys.actor(for: StreamNames.passkey(realm: realm, passkeyID: passkeyID))
+        let state = try await passkey.current().state
+        // A credential verifies only under the RP-ID it was enrolled under.
+        guard state.isActive, let enrolled = state.enrolled, enrolled.rpID == ceremony.rpID,
+            let publicKeyBytes = Base64URLText.decode(enrolled.publicKey), let publicKey = try? COSEKey(bytes: publicKeyBytes)
+        else { throw failed }
+        let realmSettings = try await realmSettings(realm)
+        let verdict: AssertionVerdict
+        do {
+            verdict = try AssertionVerifier().verify(
+                credential, expectedChallenge: challenge, expectedRPID: ceremony.rpID,
+                origins: Self.origins(rpID: ceremony.rpID, client: client.settings, realm: realmSettings), policy: Self.verification,
+                stored: StoredCredential(
+                    credentialID: rawID, publicKey: publicKey, signCount: state.signCount, userHandle: Self.userHandle(enrolled.userID),
+                    backupEligible: enrolled.backupEligible))
+        } catch .signCountNotIncreasing(let stored, let received) {
+            _ = try? await passkey.execute(.reportClone(stored: stored, received: received), now: now(), metadata: grant.metadata)
+            throw failed
+        } catch {
+            throw failed
+        }
+        let used = try await passkey.execute(
+            .recordUse(signCount: verdict.newSignCount, backedUp: verdict.backedUp, at: now()), now: now(), metadata: grant.metadata)
+        guard case .used = used.events.first else { throw failed }  // a concurrent use got there with a higher count
+        let user = try await users.actor(for: StreamNames.user(realm: realm, userID: enrolled.userID)).current().state
+        guard user.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
+        // User verification was required: the passkey is two factors in one (RFC 8176 "mfa").
+        return try await tokenService.signIn(
+            client: client, user: user, grantType: .passkey, scope: grant.scope, resources: grant.resources, amr: ["passkey", "mfa"],
+            issuer: grant.issuer, metadata: grant.metadata)
+    }
+
+    // MARK: Enrollment
+
+    /// POST /connect/passkey/enroll/begin: creation options for the bearer's user under the
+    /// RP-ID of the client the bearer token was issued to.
+    public func beginEnrollment(realm: RealmDirectory.Entry, userID: UUID, clientID: String, metadata: EventMetadata) async throws -> Begun {
+        let client = try await clients.enabledClient(realm: realm.realmID, clientID: clientID)
+        guard let rpID = Self.rpID(client: client, realm: realm.settings) else { throw Refusal.unavailable }
+        let user = try await users.actor(for: StreamNames.user(realm: realm.realmID, userID: userID)).current().state
+        guard user.canSignIn else { throw Refusal.badRequest("Passkey.InvalidRequest", "Invalid request.") }
+        let existing = try await pool.query(
+            "SELECT passkey_id FROM passkeys WHERE realm_id = \(realm.realmID) AND user_id = \(userID) AND rp_id = \(rpID)"
+        ).rows.map { try $0.decode(UUID.self, at: 0) }
+        var exclude: [String] = []
+        for id in existing {
+            if let enrolled = try await passkeys.actor(for: StreamNames.passkey(realm: realm.realmID, passkeyID: id)).current().state.enrolled {
+                exclude.append(enrolled.credentialID)
+            }
+        }
+        let (ceremonyID, challenge) = try await begin(
+            realm: realm.realmID, kind: .enrollment, rpID: rpID, clientID: clientID, userID: userID, metadata: metadata)
+        let name = user.email?.value ?? userID.uuidString.lowercased()
+        let displayName = [user.firstName, user.lastName].compactMap { $0 }.joined(separator: " ")
+        return Begun(
+            ceremonyID: ceremonyID,
+            options: .creation(
+                challenge: challenge, rpID: rpID, rpName: realm.settings.displayName, userHandle: Base64URL.encode(Self.userHandle(userID)),
+                userName: name, userDisplayName: displayName.isEmpty ? name : displayName, exclude: exclude,
+                timeout: PasskeyCeremony.lifetime))
+    }
+
+    /// One enrolled passkey as its owner sees it.
+    public struct Summary: Sendable, Equatable {
+        public var id: UUID
+        public var displayName: String
+        public var rpID: String
+        public var createdAt: Date
+        public var lastUsedAt: Date?
+    }
+
+    /// POST /connect/passkey/enroll: verifies the attestation against the ceremony and
+    /// records the passkey. - Throws: `Refusal` (400) with SPEC.md's messages.
+    public func completeEnrollment(
+        realm: RealmDirectory.Entry, userID: UUID, clientID: String, ceremonyID rawCeremonyID: String, attestation: [UInt8], displayName: String?,
+        metadata: EventMetadata
+    ) async throws -> Summary {
+        guard let ceremonyID = UUID(uuidString: rawCeremonyID) else { throw Refusal.badRequest("Passkey.InvalidRequest", "Invalid request.") }
+        let ceremony: PasskeyCeremonyBegun
+        do {
+            let outcome = try await ceremonies.actor(for: StreamNames.passkeyCeremony(realm: realm.realmID, ceremonyID: ceremonyID))
+                .execute(.consume(kind: .enrollment, clientID: clientID, userID: userID), now: now(), metadata: metadata)
+            guard let begun = outcome.state.begun else { throw Refusal.badRequest("Passkey.SessionExpired", "The enrollment session expired.") }
+            ceremony = begun
+        } catch is DomainError {
+            throw Refusal.badRequest("Passkey.SessionExpired", "The enrollment session expired.")
+        }
+        let client = try await clients.enabledClient(realm: realm.realmID, clientID: clientID)
+        let verdict: RegistrationVerdict
+        do {
+            let credential = try RegistrationCredential(json: attestation)
+            guard let challenge = Base64URLText.decode(ceremony.challenge) else { throw WebAuthnError.malformedCredential("challenge") }
+            verdict = try RegistrationVerifier().verify(
+                credential, expectedChallenge: challenge, expectedRPID: ceremony.rpID,
+                origins: Self.origins(rpID: ceremony.rpID, client: client, realm: realm.settings), policy: Self.verification)
+        } catch {
+            throw Refusal.badRequest("Passkey.InvalidAttestation", "Invalid attestation.")
+        }
+        let time = now()
+        let passkeyID = UUID()
+        let name = Self.cleanName(displayName) ?? "Passkey"
+        let enrolled = PasskeyEnrolled(
+            passkeyID: passkeyID, userID: userID, credentialID: Base64URL.encode(verdict.credentialID), rpID: ceremony.rpID,
+            publicKey: Base64URL.encode(verdict.publicKey.encoded), algorithm: Int(verdict.publicKey.algorithm.rawValue), signCount: verdict.signCount,
+            aaguid: Base64URL.encode(verdict.aaguid), backupEligible: verdict.backupEligible, backedUp: verdict.backedUp,
+            transports: verdict.transports.sorted(), attestationFormat: verdict.attestationFormat, displayName: name, clientID: clientID,
+            createdAt: time)
+        do {
+            _ = try await passkeys.actor(for: StreamNames.passkey(realm: realm.realmID, passkeyID: passkeyID))
+                .execute(.enroll(enrolled), now: time, metadata: metadata)
+        } catch EventStoreError.inlineProjectionFailed {
+            throw Refusal.badRequest("Passkey.AlreadyRegistered", "This passkey is already registered.")
+        } catch is DomainError {
+            throw Refusal.badRequest("Passkey.EnrollmentFailed", "Enrollment failed.")
+        }
+        return Summary(id: passkeyID, displayName: name, rpID: ceremony.rpID, createdAt: time, lastUsedAt: nil)
+    }
+
+    // MARK: Management
+
+    /// GET /connect/passkey: the user's live passkeys, oldest first.
+    public func list(realm: String, userID: UUID) async throws -> [Summary] {
+        try await pool.query(
+            """
+            SELECT passkey_id, display_name, rp_id, created_at, last_used_at FROM passkeys
+            WHERE realm_id = \(realm) AND user_id = \(userID) ORDER BY created_at, passkey_id
+            """
+        ).rows.map { row in
+            Summary(
+                id: try row.decode(UUID.self, at: 0), displayName: try row.decode(String.self, at: 1), rpID: try row.decode(String.self, at: 2),
+                createdAt: try row.decode(Date.self, at: 3), lastUsedAt: try row.decode(Date?.self, at: 4))
+        }
+    }
+
+    /// DELETE /connect/passkey/{id}: false when there is no such passkey *of this user*
+    /// (the caller answers 404 either way: no cross-user existence oracle).
+    public func delete(realm: String, userID: UUID?, passkeyID: UUID, by actor: String, metadata: EventMetadata) async throws -> Bool {
+        let passkey = await passkeys.actor(for: StreamNames.passkey(realm: realm, passkeyID: passkeyID))
+        let state = try await passkey.current().state
+        guard state.isActive, let enrolled = state.enrolled, userID == nil || enrolled.userID == userID else { return false }
+        do {
+            _ = try await passkey.execute(.delete(by: actor), now: now(), metadata: metadata)
+        } catch is DomainError {
+            return false  // deleted meanwhile
+        }
+        return true
+    }
+
+    /// How many live passkeys are enrolled under `rpID` for a client change warning.
+    public func count(realm: String, rpID: String) async throws -> Int {
+        try await pool.query("SELECT count(*) FROM passkeys WHERE realm_id = \(realm) AND rp_id = \(rpID)").first?.decode(Int.self, at: 0) ?? 0
+    }
+
+    // MARK: Helpers
+
+    private func begin(realm: String, kind: PasskeyCeremony.Kind, rpID: String, clientID: String?, userID: UUID?, metadata: EventMetadata)
+        async throws -> (UUID, [UInt8])
+    {
+        let ceremonyID = UUID()
+        let challenge = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+        let time = now()
+        _ = try await ceremonies.actor(for: StreamNames.passkeyCeremony(realm: realm, ceremonyID: ceremonyID)).execute(
+            .begin(
+                PasskeyCeremonyBegun(
+                    ceremonyID: ceremonyID, kind: kind, challenge: Base64URL.encode(challenge), rpID: rpID, clientID: clientID, userID: userID,
+                    expiresAt: time + PasskeyCeremony.lifetime)), now: time, metadata: metadata)
+        return (ceremonyID, challenge)
+    }
+
+    private func realmSettings(_ realm: String) async throws -> RealmSettings {
+        guard let text = try await pool.query("SELECT settings::text FROM realms WHERE realm_id = \(realm)").first?.decode(String.self, at: 0)
+        else { throw OAuthError.invalidRequest("Unknown realm.") }
+        return try EventJSON.decode(RealmSettings.self, from: Array(text.utf8))
+    }
+
+    /// The WebAuthn user handle: the user id's 16 bytes (random, no personal data).
+    static func userHandle(_ userID: UUID) -> [UInt8] {
+        withUnsafeBytes(of: userID.uuid) { Array($0) }
+    }
+
+    static func cleanName(_ name: String?) -> String? {
+        guard let trimmed = name?.trimmingCharacters(in: .whitespacesAndNewlines), !trimmed.isEmpty else { return nil }
+        return String(trimmed.filter { !$0.isNewline }.prefix(100))
+    }
+}

@@ -1,0 +1,465 @@
+import EventSourcing
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import JWTKit
+import ModgudDomain
+import ModgudHTTP
+import ModgudService
+import WebAuthn
+import WebAuthnTesting
+import XCTest
+
+/// Issue 6 acceptance: passkey ceremonies, the urn:cocoar:passkey grant, enrollment, list and
+/// delete, through HTTP on real PostgreSQL with the software authenticator.
+final class PasskeyTests: XCTestCase {
+    typealias H = EmailSignInHarness
+    var harness: EmailSignInHarness!
+    let authenticator = SoftwareAuthenticator()
+
+    override func tearDown() async throws {
+        await harness?.close()
+    }
+
+    /// A realm with primary domain `acme.test` and three clients: `ios` (RP-ID
+    /// `ios.acme.test`), `web` (no RP-ID: the realm's) and `android` (RP-ID `acme.test` plus an
+    /// Android origin).
+    func makeHarness(primaryDomain: String? = "acme.test") async throws -> (EmailSignInHarness, PasskeySteps) {
+        let harness = try await EmailSignInHarness(settings: { $0.primaryDomain = primaryDomain })
+        let admin = AdminService(core: harness.core)
+        let scopes: Set<String> = ["openid", "email", "offline_access"]
+        for (id, rpID, android) in [
+            ("ios", "ios.acme.test", Set<String>()), ("web", nil, []), ("android", "acme.test", ["android:apk-key-hash:c2lnbmF0dXJl"]),
+        ] {
+            _ = try await admin.createClient(
+                realm: "dev", id: id,
+                settings: ClientSettings(
+                    type: .public, grants: [.otp, .passkey, .refreshToken], allowedScopes: scopes, rpID: rpID, androidOrigins: android),
+                metadata: .init())
+        }
+        self.harness = harness
+        return (harness, PasskeySteps(harness: harness))
+    }
+
+    // MARK: Tests
+
+    func testTheSeedLifecycleEndToEnd() async throws {
+        let (harness, steps) = try await makeHarness()
+        let authenticator = self.authenticator
+        try await harness.app.test(.router) { client in
+            let token = try await steps.signInWithCode(client, "ada@example.com", clientID: "ios")
+            var (credential, passkeyID) = try await steps.enroll(client, token: token, origin: "https://ios.acme.test")
+
+            let ceremony = try await steps.begin(client, clientID: "ios")
+            XCTAssertEqual(ceremony.options["rpId"] as? String, "ios.acme.test")
+            XCTAssertEqual(ceremony.options["userVerification"] as? String, "required")
+            XCTAssertEqual((ceremony.options["allowCredentials"] as? [Any])?.count, 0, "usernameless")
+            XCTAssertEqual(ceremony.options["timeout"] as? Int, 300_000)
+            XCTAssertEqual(ceremony.challenge.count, 32)
+            let assertion = authenticator.assert(&credential, .init(challenge: ceremony.challenge, origin: "https://ios.acme.test"))
+            let tokens = try await steps.redeem(client, clientID: "ios", ceremony: ceremony.id, assertion: steps.json(assertion))
+            XCTAssertEqual(tokens.status, .ok, tokens.body)
+            XCTAssertNotNil(tokens.json["refresh_token"])
+            let idToken = try XCTUnwrap(tokens.json["id_token"] as? String)
+            let payload = try XCTUnwrap(Base64URL.decode(String(idToken.split(separator: ".")[1])))
+            let claims = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
+            XCTAssertEqual(claims["amr"] as? [String], ["passkey", "mfa"], "the passkey counts as MFA")
+
+            let newToken = try XCTUnwrap(tokens.json["access_token"] as? String)
+            let list = try await H.call(client, .get, "/connect/passkey", "", headers: PasskeySteps.bearer(newToken))
+            XCTAssertEqual(list.status, .ok)
+            let passkeys = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(list.body.utf8)) as? [[String: Any]])
+            XCTAssertEqual(passkeys.count, 1)
+            XCTAssertEqual(passkeys[0]["Id"] as? String, passkeyID)
+            XCTAssertEqual(passkeys[0]["DisplayName"] as? String, "Ada's phone")
+            XCTAssertNotNil(passkeys[0]["CreatedAt"] as? String)
+            XCTAssertNotNil(passkeys[0]["LastUsedAt"] as? String, "used once")
+
+            let deleted = try await H.call(client, .delete, "/connect/passkey/\(passkeyID)", "", headers: PasskeySteps.bearer(newToken))
+            XCTAssertEqual(deleted.status, .noContent)
+            let empty = try await H.call(client, .get, "/connect/passkey", "", headers: PasskeySteps.bearer(newToken))
+            XCTAssertEqual(empty.body, "[]", "current the moment deletion answered")
+            let again = try await steps.begin(client, clientID: "ios")
+            let after = try await steps.redeem(
+                client, clientID: "ios", ceremony: again.id,
+                assertion: steps.json(authenticator.assert(&credential, .init(challenge: again.challenge, origin: "https://ios.acme.test"))))
+            XCTAssertEqual(after.json["error_description"] as? String, "Passkey verification failed.", "a deleted passkey no longer signs in")
+        }
+    }
+
+    func testFreshPasskeyNeverUsedOmitsLastUsedAtAndEnrollmentExcludesIt() async throws {
+        let (harness, steps) = try await makeHarness()
+        try await harness.app.test(.router) { client in
+            let token = try await steps.signInWithCode(client, "ada@example.com", clientID: "ios")
+            let (credential, _) = try await steps.enroll(client, token: token, origin: "https://ios.acme.test")
+            let list = try await H.call(client, .get, "/connect/passkey", "", headers: PasskeySteps.bearer(token))
+            XCTAssertFalse(list.body.contains("LastUsedAt"), list.body)
+            let begun = try await H.call(client, .post, "/connect/passkey/enroll/begin", "", headers: PasskeySteps.bearer(token))
+            let options = try XCTUnwrap(begun.json["options"] as? [String: Any])
+            let excluded = try XCTUnwrap(options["excludeCredentials"] as? [[String: Any]])
+            XCTAssertEqual(excluded.map { $0["id"] as? String }, [Base64URL.encode(credential.id)])
+            XCTAssertEqual(options["attestation"] as? String, "none")
+            let selection = try XCTUnwrap(options["authenticatorSelection"] as? [String: Any])
+            XCTAssertEqual(selection["residentKey"] as? String, "required")
+            XCTAssertEqual(selection["userVerification"] as? String, "required")
+            XCTAssertEqual((options["pubKeyCredParams"] as? [[String: Any]])?.compactMap { $0["alg"] as? Int }, [-7, -8, -257])
+        }
+    }
+
+    func testCeremonySingleUseExpiryAndClientBinding() async throws {
+        let (harness, steps) = try await makeHarness()
+        let authenticator = self.authenticator
+        try await harness.app.test(.router) { client in
+            let token = try await steps.signInWithCode(client, "ada@example.com", clientID: "android")
+            var (credential, _) = try await steps.enroll(client, token: token, origin: "https://acme.test")
+            // Replay.
+            let first = try await steps.begin(client, clientID: "android")
+            let assertion = steps.json(authenticator.assert(&credential, .init(challenge: first.challenge, origin: "https://acme.test")))
+            let result1 = try await steps.redeem(client, clientID: "android", ceremony: first.id, assertion: assertion).status
+            XCTAssertEqual(result1, .ok)
+            let replay = try await steps.redeem(client, clientID: "android", ceremony: first.id, assertion: assertion)
+            XCTAssertEqual(replay.json["error_description"] as? String, "Invalid or expired passkey ceremony.")
+            // Expiry.
+            let late = try await steps.begin(client, clientID: "android")
+            harness.clock.advance(301)
+            let expired = try await steps.redeem(
+                client, clientID: "android", ceremony: late.id,
+                assertion: steps.json(authenticator.assert(&credential, .init(challenge: late.challenge, origin: "https://acme.test"))))
+            XCTAssertEqual(expired.json["error_description"] as? String, "Invalid or expired passkey ceremony.")
+            // Begun for android, redeemed by web (same RP-ID: only the binding differs).
+            let bound = try await steps.begin(client, clientID: "android")
+            let other = try await steps.redeem(
+                client, clientID: "web", ceremony: bound.id,
+                assertion: steps.json(authenticator.assert(&credential, .init(challenge: bound.challenge, origin: "https://acme.test"))))
+            XCTAssertEqual(other.json["error_description"] as? String, "Invalid or expired passkey ceremony.")
+            // Unknown and malformed ceremony ids.
+            let unknown = try await steps.redeem(client, clientID: "android", ceremony: UUID().uuidString, assertion: assertion)
+            XCTAssertEqual(unknown.json["error_description"] as? String, "Invalid or expired passkey ceremony.")
+            let garbage = try await steps.redeem(client, clientID: "android", ceremony: "nope", assertion: assertion)
+            XCTAssertEqual(garbage.json["error_description"] as? String, "Invalid or expired passkey ceremony.")
+        }
+    }
+
+    func testTwentyConcurrentRedeemsOfOneCeremonyOneSuccess() async throws {
+        let (harness, steps) = try await makeHarness()
+        let authenticator = self.authenticator
+        try await harness.app.test(.router) { client in
+            let token = try await steps.signInWithCode(client, "ada@example.com", clientID: "ios")
+            var (credential, _) = try await steps.enroll(client, token: token, origin: "https://ios.acme.test")
+            let ceremony = try await steps.begin(client, clientID: "ios")
+            let assertion = steps.json(authenticator.assert(&credential, .init(challenge: ceremony.challenge, origin: "https://ios.acme.test")))
+            let ceremonyID = ceremony.id
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<20 {
+                    group.addTask {
+                        Int(
+                            try await H.token(
+                                client,
+                                [("grant_type", "urn:cocoar:passkey"), ("client_id", "ios"), ("ceremony_id", ceremonyID), ("assertion", assertion)]
+                            ).status.code)
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            XCTAssertEqual(statuses.filter { $0 == 200 }.count, 1, "\(statuses)")
+            XCTAssertEqual(statuses.filter { $0 == 400 }.count, 19)
+        }
+    }
+
+    func testACredentialVerifiesOnlyUnderItsOwnRPID() async throws {
+        let (harness, steps) = try await makeHarness()
+        let authenticator = self.authenticator
+        try await harness.app.test(.router) { client in
+            let token = try await steps.signInWithCode(client, "ada@example.com", clientID: "ios")
+            var (credential, passkeyID) = try await steps.enroll(client, token: token, origin: "https://ios.acme.test")
+            // web's RP-ID is the realm's primary domain.
+            let web = try await steps.begin(client, clientID: "web")
+            XCTAssertEqual(web.options["rpId"] as? String, "acme.test", "blank RP-ID falls back to the realm's primary domain")
+            let before = try await steps.passkeyState(passkeyID).signCount
+            for origin in ["https://ios.acme.test", "https://acme.test"] {
+                let attempt = try await steps.begin(client, clientID: "web")
+                let reply = try await steps.redeem(
+                    client, clientID: "web", ceremony: attempt.id,
+                    assertion: steps.json(authenticator.assert(&credential, .init(challenge: attempt.challenge, origin: origin))))
+                XCTAssertEqual(reply.json["error_description"] as? String, "Passkey verification failed.")
+            }
+            let after = try await steps.passkeyState(passkeyID).signCount
+            XCTAssertEqual(after, before, "a refused assertion changes nothing")
+            // Anonymous begin: the realm's RP-ID, bound to no client.
+            let anonymous = try await steps.begin(client, clientID: nil)
+            XCTAssertEqual(anonymous.options["rpId"] as? String, "acme.test")
+        }
+    }
+
+    func testNoRPIDAnywhereIs503() async throws {
+        let (harness, _) = try await makeHarness(primaryDomain: nil)
+        try await harness.app.test(.router) { client in
+            let reply = try await H.call(client, .post, "/connect/passkey/begin", "client_id=web", headers: H.form)
+            XCTAssertEqual(reply.status, .serviceUnavailable)
+            XCTAssertEqual(reply.json["title"] as? String, "Passkey.Unavailable")
+            let ios = try await H.call(client, .post, "/connect/passkey/begin", "client_id=ios", headers: H.form)
+            XCTAssertEqual(ios.status, .ok, "a client with its own RP-ID does not need the realm's")
+            let unknown = try await H.call(client, .post, "/connect/passkey/begin", "client_id=ghost", headers: H.form)
+            XCTAssertEqual(unknown.status, .badRequest)
+        }
+    }
+
+    func testAndroidOriginsOnlyWhenListedForThatClientAndRPID() async throws {
+        let (harness, steps) = try await makeHarness()
+        let authenticator = self.authenticator
+        let android = "android:apk-key-hash:c2lnbmF0dXJl"
+        try await harness.app.test(.router) { client in
+            let token = try await steps.signInWithCode(client, "ada@example.com", clientID: "android")
+            var (credential, _) = try await steps.enroll(client, token: token, origin: android)
+            let listed = try await steps.begin(client, clientID: "android")
+            let ok = try await steps.redeem(
+                client, clientID: "android", ceremony: listed.id,
+                assertion: steps.json(authenticator.assert(&credential, .init(challenge: listed.challenge, origin: android))))
+            XCTAssertEqual(ok.status, .ok, ok.body)
+            // web shares the RP-ID but lists no Android origin.
+            let unlisted = try await steps.begin(client, clientID: "web")
+            let refused = try await steps.redeem(
+                client, clientID: "web", ceremony: unlisted.id,
+                assertion: steps.json(authenticator.assert(&credential, .init(challenge: unlisted.challenge, origin: android))))
+            XCTAssertEqual(refused.json["error_description"] as? String, "Passkey verification failed.")
+            let other = try await steps.begin(client, clientID: "android")
+            let wrongApp = try await steps.redeem(
+                client, clientID: "android", ceremony: other.id,
+                assertion: steps.json(authenticator.assert(&credential, .init(challenge: other.challenge, origin: "android:apk-key-hash:b3RoZXI"))))
+            XCTAssertEqual(wrongApp.json["error_description"] as? String, "Passkey verification failed.")
+        }
+    }
+
+    func testSignCountRegressionIsRejectedAndRecordedAndUVIsRequired() async throws {
+        let (harness, steps) = try await makeHarness()
+        let authenticator = self.authenticator
+        try await harness.app.test(.router) { client in
+            let token = try await steps.signInWithCode(client, "ada@example.com", clientID: "ios")
+            var (credential, passkeyID) = try await steps.enroll(client, token: token, origin: "https://ios.acme.test")
+            var options = SoftwareAuthenticator.AssertionOptions(challenge: [], origin: "https://ios.acme.test")
+            let first = try await steps.begin(client, clientID: "ios")
+            options.challenge = first.challenge
+            options.signCount = 10
+            let result2 = try await steps.redeem(client, clientID: "ios", ceremony: first.id, assertion: steps.json(authenticator.assert(&credential, options))).status
+            XCTAssertEqual(result2, .ok)
+            let cloned = try await steps.begin(client, clientID: "ios")
+            options.challenge = cloned.challenge
+            options.signCount = 5
+            let refused = try await steps.redeem(client, clientID: "ios", ceremony: cloned.id, assertion: steps.json(authenticator.assert(&credential, options)))
+            XCTAssertEqual(refused.json["error_description"] as? String, "Passkey verification failed.")
+            let clones = try await harness.core.pool.query("SELECT count(*) FROM events WHERE type = 'passkey.clone_suspected'").first!.decode(Int.self, at: 0)
+            XCTAssertEqual(clones, 1, "recorded as a possible clone")
+            let result3 = try await steps.passkeyState(passkeyID).signCount
+            XCTAssertEqual(result3, 10)
+            // User verification absent.
+            let noUV = try await steps.begin(client, clientID: "ios")
+            options.challenge = noUV.challenge
+            options.signCount = 20
+            options.flags = [.userPresent]
+            let uv = try await steps.redeem(client, clientID: "ios", ceremony: noUV.id, assertion: steps.json(authenticator.assert(&credential, options)))
+            XCTAssertEqual(uv.json["error_description"] as? String, "Passkey verification failed.")
+        }
+    }
+
+    func testMalformedAssertionsAreInvalidGrantNeverAServerError() async throws {
+        let (harness, steps) = try await makeHarness()
+        let authenticator = self.authenticator
+        try await harness.app.test(.router) { client in
+            let token = try await steps.signInWithCode(client, "ada@example.com", clientID: "ios")
+            var (credential, _) = try await steps.enroll(client, token: token, origin: "https://ios.acme.test")
+            let good = authenticator.assert(&credential, .init(challenge: Array(repeating: 1, count: 32), origin: "https://ios.acme.test"))
+            var badBase64 = good
+            badBase64.response.signature = "!!!not base64!!!"
+            var badCBOR = good
+            badCBOR.response.authenticatorData = Base64URL.encode([0xff, 0x00, 0x13])
+            var wrongID = good
+            wrongID.rawId = Base64URL.encode(Array(repeating: 7, count: 32))
+            wrongID.id = wrongID.rawId
+            for assertion in ["{", "[]", #"{"id":1}"#, steps.json(badBase64), steps.json(badCBOR), steps.json(wrongID), String(repeating: "x", count: 10_000)] {
+                let ceremony = try await steps.begin(client, clientID: "ios")
+                let reply = try await steps.redeem(client, clientID: "ios", ceremony: ceremony.id, assertion: assertion)
+                XCTAssertEqual(reply.status, .badRequest, assertion.prefix(30) + "")
+                XCTAssertEqual(reply.json["error"] as? String, "invalid_grant")
+                XCTAssertEqual(reply.json["error_description"] as? String, "Passkey verification failed.")
+            }
+            // An empty value is an omitted parameter (RFC 6749 section 3.2).
+            for fields in [[("grant_type", "urn:cocoar:passkey"), ("client_id", "ios")], [("grant_type", "urn:cocoar:passkey"), ("client_id", "ios"), ("ceremony_id", "x"), ("assertion", "")]] {
+                let missing = try await H.token(client, fields)
+                XCTAssertEqual(missing.json["error"] as? String, "invalid_request")
+            }
+        }
+    }
+
+    func testEnrollmentErrors() async throws {
+        let (harness, steps) = try await makeHarness()
+        let authenticator = self.authenticator
+        try await harness.app.test(.router) { client in
+            let token = try await steps.signInWithCode(client, "ada@example.com", clientID: "ios")
+            let headers = PasskeySteps.bearer(token, json: true)
+            let invalid = try await H.call(client, .post, "/connect/passkey/enroll", #"{"ceremonyId":"#, headers: headers)
+            XCTAssertEqual(invalid.status, .badRequest)
+            XCTAssertEqual(invalid.json["detail"] as? String, "Invalid request.")
+            let expired = try await H.call(client, .post, "/connect/passkey/enroll", #"{"ceremonyId":"\#(UUID())","attestation":{}}"#, headers: headers)
+            XCTAssertEqual(expired.json["detail"] as? String, "The enrollment session expired.")
+            let begun = try await H.call(client, .post, "/connect/passkey/enroll/begin", "", headers: PasskeySteps.bearer(token))
+            let ceremony = try XCTUnwrap(begun.json["ceremonyId"] as? String)
+            let garbage = try await H.call(
+                client, .post, "/connect/passkey/enroll", #"{"ceremonyId":"\#(ceremony)","attestation":{"id":"x"}}"#, headers: headers)
+            XCTAssertEqual(garbage.json["detail"] as? String, "Invalid attestation.")
+            XCTAssertEqual(garbage.json["title"] as? String, "Passkey.InvalidAttestation")
+            // Malformed CBOR in the attestation object, on a fresh ceremony.
+            let cbor = try await H.call(client, .post, "/connect/passkey/enroll/begin", "", headers: PasskeySteps.bearer(token))
+            let cborCeremony = try XCTUnwrap(cbor.json["ceremonyId"] as? String)
+            let badObject = Base64URL.encode([0xa3, 0x63, 0x66, 0x6d, 0x74, 0xff])
+            let badCBOR = try await H.call(
+                client, .post, "/connect/passkey/enroll",
+                #"{"ceremonyId":"\#(cborCeremony)","attestation":{"id":"AA","rawId":"AA","type":"public-key","response":{"clientDataJSON":"e30","attestationObject":"\#(badObject)"}}}"#,
+                headers: headers)
+            XCTAssertEqual(badCBOR.status, .badRequest)
+            XCTAssertEqual(badCBOR.json["detail"] as? String, "Invalid attestation.")
+            // The ceremony was consumed by the failed attempt.
+            let reused = try await H.call(
+                client, .post, "/connect/passkey/enroll", #"{"ceremonyId":"\#(ceremony)","attestation":{}}"#, headers: headers)
+            XCTAssertEqual(reused.json["detail"] as? String, "The enrollment session expired.")
+            // The same credential twice.
+            let (credential, _) = try await steps.enroll(client, token: token, origin: "https://ios.acme.test")
+            let second = try await H.call(client, .post, "/connect/passkey/enroll/begin", "", headers: PasskeySteps.bearer(token))
+            let options = try XCTUnwrap(second.json["options"] as? [String: Any])
+            let challenge = try XCTUnwrap(Base64URL.decode(try XCTUnwrap(options["challenge"] as? String)))
+            let attestation = authenticator.register(credential, .init(challenge: challenge, origin: "https://ios.acme.test"))
+            let duplicate = try await H.call(
+                client, .post, "/connect/passkey/enroll",
+                #"{"ceremonyId":"\#(try XCTUnwrap(second.json["ceremonyId"] as? String))","attestation":\#(String(decoding: attestation.json, as: UTF8.self))}"#,
+                headers: headers)
+            XCTAssertEqual(duplicate.status, .badRequest)
+            XCTAssertEqual(duplicate.json["detail"] as? String, "This passkey is already registered.")
+        }
+    }
+
+    func testBearerOwnershipAndTheRealmFlag() async throws {
+        let (harness, steps) = try await makeHarness()
+        try await harness.app.test(.router) { client in
+            let ada = try await steps.signInWithCode(client, "ada@example.com", clientID: "ios")
+            let bob = try await steps.signInWithCode(client, "bob@example.com", clientID: "ios")
+            let (_, adaPasskey) = try await steps.enroll(client, token: ada, origin: "https://ios.acme.test")
+            for (method, path) in [(HTTPRequest.Method.get, "/connect/passkey"), (.delete, "/connect/passkey/\(adaPasskey)"), (.post, "/connect/passkey/enroll/begin")] {
+                let result4 = try await H.call(client, method, path, "", headers: [:]).status
+                XCTAssertEqual(result4, .unauthorized, path)
+                let result5 = try await H.call(client, method, path, "", headers: PasskeySteps.bearer("not-a-token")).status
+                XCTAssertEqual(result5, .unauthorized, path)
+            }
+            let theirs = try await H.call(client, .delete, "/connect/passkey/\(adaPasskey)", "", headers: PasskeySteps.bearer(bob))
+            XCTAssertEqual(theirs.status, .notFound, "another user's passkey: 404, never 403")
+            let unknown = try await H.call(client, .delete, "/connect/passkey/\(UUID())", "", headers: PasskeySteps.bearer(bob))
+            XCTAssertEqual(unknown.status, .notFound)
+            XCTAssertEqual(unknown.body, theirs.body, "no existence oracle")
+            let bobs = try await H.call(client, .get, "/connect/passkey", "", headers: PasskeySteps.bearer(bob))
+            XCTAssertEqual(bobs.body, "[]")
+            let adas = try await H.call(client, .get, "/connect/passkey", "", headers: PasskeySteps.bearer(ada))
+            XCTAssertTrue(adas.body.contains(adaPasskey), "still there")
+        }
+        _ = try await AdminService(core: harness.core).updateRealm("dev", metadata: .init()) { $0.nativeGrants.enabled = false }
+        let fresh = try ModgudCore(pool: harness.database.pool, masterKey: H.masterKey)
+        try await buildApplication(core: fresh, configuration: harness.configuration).test(.router) { client in
+            for (method, path) in [
+                (HTTPRequest.Method.get, "/connect/passkey"), (.delete, "/connect/passkey/\(UUID())"), (.post, "/connect/passkey/enroll/begin"),
+                (.post, "/connect/passkey/enroll"), (.post, "/connect/passkey/begin"),
+            ] {
+                let reply = try await H.call(client, method, path, "", headers: [:])
+                XCTAssertEqual(reply.status, .badRequest, path)
+                XCTAssertEqual(reply.json["title"] as? String, "NativeGrants.Disabled", path)
+            }
+            let grant = try await H.token(client, [("grant_type", "urn:cocoar:passkey"), ("client_id", "ios")])
+            XCTAssertEqual(grant.json["error"] as? String, "unsupported_grant_type")
+        }
+    }
+
+    func testAdminListsAndRevokesPasskeysAndWarnsOnRPIDChange() async throws {
+        let (harness, steps) = try await makeHarness()
+        let admin: HTTPFields = [.authorization: "Bearer \(H.adminToken)", .contentType: "application/json"]
+        try await harness.app.test(.router) { client in
+            let token = try await steps.signInWithCode(client, "ada@example.com", clientID: "ios")
+            let (_, passkeyID) = try await steps.enroll(client, token: token, origin: "https://ios.acme.test")
+            let list = try await H.call(client, .get, "/admin/api/realms/dev/users/ada@example.com/passkeys", "", headers: admin)
+            XCTAssertEqual(list.status, .ok)
+            XCTAssertTrue(list.body.contains(passkeyID) && list.body.contains("ios.acme.test"), list.body)
+            let change = try await H.call(client, .patch, "/admin/api/realms/dev/clients/ios", #"{"RpId":"new.acme.test"}"#, headers: admin)
+            XCTAssertEqual(change.status, .ok, change.body)
+            let warning = try XCTUnwrap(change.json["Warning"] as? String)
+            XCTAssertTrue(warning.contains("1 passkey(s) enrolled under ios.acme.test"), warning)
+            let revoked = try await H.call(client, .delete, "/admin/api/realms/dev/users/ada@example.com/passkeys/\(passkeyID)", "", headers: admin)
+            XCTAssertEqual(revoked.status, .noContent)
+            let again = try await H.call(client, .delete, "/admin/api/realms/dev/users/ada@example.com/passkeys/\(passkeyID)", "", headers: admin)
+            XCTAssertEqual(again.status, .notFound)
+            let mine = try await H.call(client, .get, "/connect/passkey", "", headers: PasskeySteps.bearer(token))
+            XCTAssertEqual(mine.body, "[]")
+        }
+    }
+}
+
+/// The passkey steps as an app runs them, against one harness.
+struct PasskeySteps: Sendable {
+    typealias H = EmailSignInHarness
+    let harness: EmailSignInHarness
+    let authenticator = SoftwareAuthenticator()
+
+
+    /// OTP sign-in: the bootstrap before the first passkey.
+    func signInWithCode(_ client: some TestClientProtocol, _ email: String, clientID: String, number: Int = 1) async throws -> String {
+        _ = try await H.requestCode(client, email)
+        let code = try await harness.code(for: email, number: number)
+        let reply = try await H.redeemCode(client, email, code, clientID: clientID, scope: "openid offline_access")
+        XCTAssertEqual(reply.status, .ok, reply.body)
+        return try XCTUnwrap(reply.json["access_token"] as? String)
+    }
+
+    static func bearer(_ token: String, json: Bool = false) -> HTTPFields {
+        json ? [.authorization: "Bearer \(token)", .contentType: "application/json"] : [.authorization: "Bearer \(token)"]
+    }
+
+    /// enroll/begin → create the credential on the "device" → enroll.
+    func enroll(_ client: some TestClientProtocol, token: String, origin: String, name: String = "Ada's phone", algorithm: COSEAlgorithm = .es256)
+        async throws -> (credential: SoftwareCredential, id: String)
+    {
+        let begun = try await H.call(client, .post, "/connect/passkey/enroll/begin", "", headers: Self.bearer(token))
+        XCTAssertEqual(begun.status, .ok, begun.body)
+        let options = try XCTUnwrap(begun.json["options"] as? [String: Any])
+        let rp = try XCTUnwrap(options["rp"] as? [String: Any])
+        let user = try XCTUnwrap(options["user"] as? [String: Any])
+        let credential = SoftwareCredential(
+            algorithm: algorithm, rpID: try XCTUnwrap(rp["id"] as? String),
+            userHandle: try XCTUnwrap(Base64URL.decode(try XCTUnwrap(user["id"] as? String))))
+        let challenge = try XCTUnwrap(Base64URL.decode(try XCTUnwrap(options["challenge"] as? String)))
+        let attestation = authenticator.register(credential, .init(challenge: challenge, origin: origin))
+        let body = #"{"ceremonyId":"\#(try XCTUnwrap(begun.json["ceremonyId"] as? String))","attestation":\#(String(decoding: attestation.json, as: UTF8.self)),"DisplayName":"\#(name)"}"#
+        let enrolled = try await H.call(client, .post, "/connect/passkey/enroll", body, headers: Self.bearer(token, json: true))
+        XCTAssertEqual(enrolled.status, .ok, enrolled.body)
+        return (credential, try XCTUnwrap(enrolled.json["Id"] as? String))
+    }
+
+    /// passkey/begin: the ceremony id and challenge.
+    func begin(_ client: some TestClientProtocol, clientID: String?) async throws -> (id: String, challenge: [UInt8], options: [String: Any]) {
+        let reply = try await H.call(
+            client, .post, "/connect/passkey/begin", clientID.map { "client_id=\($0)" } ?? "", headers: H.form)
+        XCTAssertEqual(reply.status, .ok, reply.body)
+        let options = try XCTUnwrap(reply.json["options"] as? [String: Any])
+        return (
+            try XCTUnwrap(reply.json["ceremonyId"] as? String), try XCTUnwrap(Base64URL.decode(try XCTUnwrap(options["challenge"] as? String))),
+            options
+        )
+    }
+
+    func redeem(_ client: some TestClientProtocol, clientID: String, ceremony: String, assertion: String, scope: String = "openid offline_access")
+        async throws -> H.Reply
+    {
+        try await H.token(
+            client, [("grant_type", "urn:cocoar:passkey"), ("client_id", clientID), ("ceremony_id", ceremony), ("assertion", assertion), ("scope", scope)])
+    }
+
+    func json(_ assertion: AssertionCredential) -> String { String(decoding: assertion.json, as: UTF8.self) }
+
+    func passkeyState(_ id: String) async throws -> Passkey.State {
+        try await harness.core.passkeyRegistry.actor(for: StreamNames.passkey(realm: "dev", passkeyID: try XCTUnwrap(UUID(uuidString: id)))).current().state
+    }
+
+}
