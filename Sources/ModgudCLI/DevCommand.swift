@@ -47,6 +47,11 @@ struct DevCommand: AsyncParsableCommand {
               curl -s \(base)/connect/token -d grant_type=urn:cocoar:magic -d client_id=\(DevSeed.clientID) \\
                    -d user_id=<userId from the link> -d magic_token=<token from the link> -d 'scope=openid offline_access'
 
+            Passkeys (the demo client's RP-ID is localhost; a platform authenticator does the signing):
+              curl -s \(base)/connect/passkey/enroll/begin -X POST -H 'Authorization: Bearer <access_token>'
+              curl -s \(base)/connect/passkey/begin -d client_id=\(DevSeed.clientID)
+              curl -s \(base)/connect/passkey -H 'Authorization: Bearer <access_token>'
+
             Then:
               curl -s \(base)/connect/userinfo -H 'Authorization: Bearer <access_token>'
               curl -s \(base)/connect/token -d grant_type=refresh_token -d client_id=\(DevSeed.clientID) -d refresh_token=<refresh_token>

@@ -25,6 +25,7 @@ enum Server {
                 services: [
                     .init(service: daemon), .init(service: MailDispatcherService(dispatcher: try core.makeMailDispatcher(
                         transport: mail, settings: configuration.mailDispatcher))),
+                    .init(service: MaintenanceService(core: core, logger: logger)),
                     .init(service: app),
                 ], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
@@ -49,6 +50,26 @@ struct MailDispatcherService: Service {
     func run() async throws {
         await cancelWhenGracefulShutdown {
             await dispatcher.run()
+        }
+    }
+}
+
+/// Periodic housekeeping: drained rate-limit buckets are deleted every 10 minutes (a bucket
+/// whose time has passed holds nothing; deleting it changes no decision).
+struct MaintenanceService: Service {
+    let core: ModgudCore
+    let logger: Logger
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do {
+                    try await core.rateLimiter.prune()
+                } catch {
+                    logger.warning("rate-limit pruning failed", metadata: ["error": "\(error)"])
+                }
+                try? await Task.sleep(for: .seconds(600))
+            }
         }
     }
 }

@@ -159,10 +159,14 @@ public struct AdminService: Sendable {
         let rows = try await core.pool.query(
             """
             SELECT e.recorded_at, e.type, e.payload->>'reason', e.metadata->>'actor', f.client_id, e.metadata->>'clientIP',
-                   e.payload->>'grantType', e.payload->>'generation'
+                   e.payload->>'grantType', e.payload->>'generation', e.payload->>'storedSignCount', e.payload->>'receivedSignCount'
             FROM events e
             LEFT JOIN token_families f ON e.stream_id = 'token-family-' || f.family_id::text
-            WHERE e.realm = \(realm) AND (e.stream_id = \(userStream) OR f.user_id = \(userID))
+            WHERE e.realm = \(realm) AND (e.stream_id = \(userStream) OR f.user_id = \(userID) OR e.stream_id IN (
+                -- The user's passkeys, deleted ones included (an operator command: a scan of
+                -- the realm's passkey enrollments is acceptable here).
+                SELECT stream_id FROM events
+                WHERE realm = \(realm) AND type = 'passkey.enrolled' AND lower(payload->>'userID') = \(userID.uuidString.lowercased())))
             ORDER BY e.tx_id, e.position
             """
         ).rows
@@ -171,6 +175,9 @@ public struct AdminService: Sendable {
             if let grant = try row.decode(String?.self, at: 6) { details.append("grant=\(grant)") }
             if let generation = try row.decode(String?.self, at: 7) { details.append("generation=\(generation)") }
             if let reason = try row.decode(String?.self, at: 2) { details.append("reason=\(reason)") }
+            if let stored = try row.decode(String?.self, at: 8), let received = try row.decode(String?.self, at: 9) {
+                details.append("sign_count stored=\(stored) received=\(received)")
+            }
             return AuditEntry(
                 recordedAt: try row.decode(Date.self, at: 0), event: try row.decode(String.self, at: 1),
                 detail: details.joined(separator: " "), actor: try row.decode(String?.self, at: 3), client: try row.decode(String?.self, at: 4),

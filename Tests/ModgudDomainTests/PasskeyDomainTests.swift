@@ -37,7 +37,7 @@ final class PasskeyCeremonyTests: XCTestCase {
     }
 }
 
-final class PasskeyTests: XCTestCase {
+final class PasskeyAggregateTests: XCTestCase {
     func enrolled(signCount: UInt32 = 0) throws -> Passkey.State {
         let event = PasskeyEnrolled(
             passkeyID: UUID(), userID: UUID(), credentialID: "Y3JlZA", rpID: "acme.test", publicKey: "cGs", algorithm: -7, signCount: signCount,

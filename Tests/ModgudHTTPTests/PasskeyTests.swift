@@ -249,6 +249,11 @@ final class PasskeyTests: XCTestCase {
             XCTAssertEqual(refused.json["error_description"] as? String, "Passkey verification failed.")
             let clones = try await harness.core.pool.query("SELECT count(*) FROM events WHERE type = 'passkey.clone_suspected'").first!.decode(Int.self, at: 0)
             XCTAssertEqual(clones, 1, "recorded as a possible clone")
+            let ada = try await AdminService(core: harness.core).findUser(realm: "dev", "ada@example.com")
+            let audit = try await AdminService(core: harness.core).audit(realm: "dev", userID: try XCTUnwrap(ada))
+            let clone = try XCTUnwrap(audit.first { $0.event == "passkey.clone_suspected" }, "the operator sees it in the audit")
+            XCTAssertEqual(clone.detail, "sign_count stored=10 received=5")
+            XCTAssertTrue(audit.contains { $0.event == "passkey.enrolled" })
             let result3 = try await steps.passkeyState(passkeyID).signCount
             XCTAssertEqual(result3, 10)
             // User verification absent.

@@ -39,6 +39,12 @@ final class RateLimiterTests: XCTestCase {
         clock.advance(1)
         let refilled = try await limiter.take(.requestPerMailbox, key: "m", realm: "r", settings: settings)
         XCTAssertNil(refilled)
+        // Pruning removes only drained buckets.
+        clock.advance(3601)  // past the last theoretical arrival time of "m"
+        _ = try await limiter.take(.requestPerMailbox, key: "fresh", realm: "r", settings: settings)
+        try await limiter.prune()
+        let keys = try await database.pool.query("SELECT bucket_key FROM rate_limits ORDER BY 1").rows.map { try $0.decode(String.self, at: 0) }
+        XCTAssertEqual(keys, ["fresh"])
     }
 
     func testRealmOverrideAndConcurrentInstancesNeverOverspend() async throws {
@@ -47,7 +53,7 @@ final class RateLimiterTests: XCTestCase {
         var settings = RealmSettings(hosts: ["x"], displayName: "X")
         settings.rateLimitOverrides["token.client"] = RateLimitSetting(limit: 10, windowSeconds: 3600, burst: 10)
         let first = RateLimiter(pool: database.pool, now: { clock.now() })
-        let second = RateLimiter(pool: try database.makePool(maxConnections: 10), now: { clock.now() })
+        let second = RateLimiter(pool: database.makePool(maxConnections: 10), now: { clock.now() })
         let frozen = settings
         let allowed = try await withThrowingTaskGroup(of: Bool.self) { group in
             for index in 0..<40 {
