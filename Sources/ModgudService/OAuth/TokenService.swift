@@ -173,9 +173,14 @@ public struct TokenService: Sendable {
     }
 
     private func realmLifetimes(_ realm: String) async throws -> (access: TimeInterval, refresh: TimeInterval) {
+        let settings = try await Self.realmSettings(realm, pool: pool)
+        return (TimeInterval(settings.nativeGrants.accessTokenLifetimeMinutes * 60), TimeInterval(settings.nativeGrants.refreshTokenLifetimeDays * 86400))
+    }
+
+    /// A realm's settings from the realm directory read model.
+    static func realmSettings(_ realm: String, pool: PQPool) async throws -> RealmSettings {
         guard let text = try await pool.query("SELECT settings::text FROM realms WHERE realm_id = \(realm)").first?.decode(String.self, at: 0)
         else { throw OAuthError.invalidRequest("Unknown realm.") }
-        let settings = try EventJSON.decode(RealmSettings.self, from: Array(text.utf8))
-        return (TimeInterval(settings.nativeGrants.accessTokenLifetimeMinutes * 60), TimeInterval(settings.nativeGrants.refreshTokenLifetimeDays * 86400))
+        return try EventJSON.decode(RealmSettings.self, from: Array(text.utf8))
     }
 }

@@ -128,7 +128,7 @@ public struct PasskeyService: Sendable {
         guard state.isActive, let enrolled = state.enrolled, enrolled.rpID == ceremony.rpID,
             let publicKeyBytes = Base64URLText.decode(enrolled.publicKey), let publicKey = try? COSEKey(bytes: publicKeyBytes)
         else { throw failed }
-        let realmSettings = try await realmSettings(realm)
+        let realmSettings = try await TokenService.realmSettings(realm, pool: pool)
         let verdict: AssertionVerdict
         do {
             verdict = try AssertionVerifier().verify(
@@ -289,12 +289,6 @@ public struct PasskeyService: Sendable {
                     ceremonyID: ceremonyID, kind: kind, challenge: Base64URL.encode(challenge), rpID: rpID, clientID: clientID, userID: userID,
                     expiresAt: time + PasskeyCeremony.lifetime)), now: time, metadata: metadata)
         return (ceremonyID, challenge)
-    }
-
-    private func realmSettings(_ realm: String) async throws -> RealmSettings {
-        guard let text = try await pool.query("SELECT settings::text FROM realms WHERE realm_id = \(realm)").first?.decode(String.self, at: 0)
-        else { throw OAuthError.invalidRequest("Unknown realm.") }
-        return try EventJSON.decode(RealmSettings.self, from: Array(text.utf8))
     }
 
     /// The WebAuthn user handle: the user id's 16 bytes (random, no personal data).
