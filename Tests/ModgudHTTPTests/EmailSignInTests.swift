@@ -27,8 +27,8 @@ final class EmailSignInTests: XCTestCase {
             let request = try await H.requestCode(client, "New.User@Example.com", extra: ["FirstName": "Grace"])
             XCTAssertEqual(request.status, .ok)
             XCTAssertEqual(request.body, #"{"Message":"If your email is registered, you will receive a verification code."}"#)
-            let value1 = try await harness.userCount("new.user@example.com")
-            XCTAssertEqual(value1, 0, "no user exists before the code is proven")
+            let usersBeforeProof = try await harness.userCount("new.user@example.com")
+            XCTAssertEqual(usersBeforeProof, 0, "no user exists before the code is proven")
             let mail = try await harness.mail(to: "new.user@example.com")
             XCTAssertTrue(mail.tls, "delivered after STARTTLS")
             XCTAssertEqual(mail.authenticated_as, "modgud")
@@ -48,8 +48,8 @@ final class EmailSignInTests: XCTestCase {
             let jwks = try await client.execute(uri: "/.well-known/jwks.json", method: .get)
             let keys = try await JWTKeyCollection().add(jwksJSON: String(buffer: jwks.body))
             let claims = try await keys.verify(idToken, as: IDTokenClaims.self)
-            let value2 = try await harness.userCount("new.user@example.com")
-            XCTAssertEqual(value2, 1)
+            let usersAfterRedeem = try await harness.userCount("new.user@example.com")
+            XCTAssertEqual(usersAfterRedeem, 1)
             let user = try await harness.core.user(realm: "dev", id: try XCTUnwrap(UUID(uuidString: claims.sub.value)))
             XCTAssertTrue(user.emailConfirmed)
             XCTAssertEqual(user.firstName, "Grace", "the names submitted with the request are kept")
@@ -58,15 +58,15 @@ final class EmailSignInTests: XCTestCase {
             harness.clock.advance(121)
             _ = try await H.requestCode(client, "new.user@example.com")
             let login = try await harness.code(for: "new.user@example.com", number: 2)
-            let value3 = try await harness.mail(to: "new.user@example.com", number: 2).text!.contains("sign in to Acme")
-            XCTAssertTrue(value3)
+            let isLoginMail = try await harness.mail(to: "new.user@example.com", number: 2).text!.contains("sign in to Acme")
+            XCTAssertTrue(isLoginMail)
             let again = try await H.redeemCode(client, "new.user@example.com", login, scope: "openid")
             XCTAssertEqual(again.status, .ok, again.body)
             XCTAssertNil(again.json["refresh_token"], "no offline_access, no refresh token")
             let second = try await keys.verify(try XCTUnwrap(again.json["id_token"] as? String), as: IDTokenClaims.self)
             XCTAssertEqual(second.sub, claims.sub, "the same user signs in")
-            let value4 = try await harness.userCount("new.user@example.com")
-            XCTAssertEqual(value4, 1)
+            let usersAfterLogin = try await harness.userCount("new.user@example.com")
+            XCTAssertEqual(usersAfterLogin, 1)
         }
     }
 
@@ -97,8 +97,8 @@ final class EmailSignInTests: XCTestCase {
             // The wrong secret for the confidential client: 401, whatever the link.
             var wrong = H.form
             wrong[.authorization] = "Basic " + Data("conf:nope".utf8).base64EncodedString()
-            let value5 = try await H.token(client, fields, headers: wrong).status
-            XCTAssertEqual(value5, .unauthorized)
+            let wrongSecretStatus = try await H.token(client, fields, headers: wrong).status
+            XCTAssertEqual(wrongSecretStatus, .unauthorized)
         }
     }
 
@@ -130,8 +130,8 @@ final class EmailSignInTests: XCTestCase {
                 XCTAssertEqual(reply.json["error_description"] as? String, "This grant type is not enabled for this realm.")
             }
         }
-        let value6 = try await harness.outboxCount()
-        XCTAssertEqual(value6, 0)
+        let outboxRows = try await harness.outboxCount()
+        XCTAssertEqual(outboxRows, 0)
         var enabled = try await AdminService(core: harness.core).realm("dev").settings!
         enabled.nativeGrants.enabled = true
         _ = try await AdminService(core: harness.core).updateRealm("dev", metadata: .init()) { $0 = enabled }
@@ -170,10 +170,10 @@ final class EmailSignInTests: XCTestCase {
             XCTAssertEqual(info.json["NativeGrantsEnabled"] as? Bool, true)
             XCTAssertEqual(info.json["MagicLinkSelfService"] as? Bool, true)
         }
-        let value7 = try await harness.eventCount()
-        XCTAssertEqual(value7, before, "nothing issued")
-        let value8 = try await harness.outboxCount()
-        XCTAssertEqual(value8, 0)
+        let eventsAfter = try await harness.eventCount()
+        XCTAssertEqual(eventsAfter, before, "nothing issued")
+        let outboxAfter = try await harness.outboxCount()
+        XCTAssertEqual(outboxAfter, 0)
     }
 
     func testThreeWrongGuessesBurnTheCodeAndEveryFailureLooksTheSame() async throws {
@@ -210,8 +210,8 @@ final class EmailSignInTests: XCTestCase {
             let first = try await harness.code(for: "ada@example.com")
             // Within the cooldown: same answer, no second mail.
             harness.clock.advance(60)
-            let value9 = try await H.requestCode(client, "ada@example.com").status
-            XCTAssertEqual(value9, .ok)
+            let resendStatus = try await H.requestCode(client, "ada@example.com").status
+            XCTAssertEqual(resendStatus, .ok)
             try await harness.dispatcher.deliverDue()
             XCTAssertEqual(try harness.mails(to: "ada@example.com").count, 1, "a resend within 2 minutes is silent")
             // After the cooldown a new code voids the old one.
@@ -219,21 +219,21 @@ final class EmailSignInTests: XCTestCase {
             _ = try await H.requestCode(client, "ada@example.com")
             let second = try await harness.code(for: "ada@example.com", number: 2)
             if first != second {
-                let value10 = try await H.redeemCode(client, "ada@example.com", first).status
-                XCTAssertEqual(value10, .badRequest, "the old code is void")
+                let oldCodeStatus = try await H.redeemCode(client, "ada@example.com", first).status
+                XCTAssertEqual(oldCodeStatus, .badRequest, "the old code is void")
             }
             // Expiry: 10 minutes.
             harness.clock.advance(600)
-            let value11 = try await H.redeemCode(client, "ada@example.com", second).json["error"] as? String
-            XCTAssertEqual(value11, "invalid_grant", "expired")
+            let expiredError = try await H.redeemCode(client, "ada@example.com", second).json["error"] as? String
+            XCTAssertEqual(expiredError, "invalid_grant", "expired")
             harness.clock.advance(1)
             _ = try await H.requestCode(client, "ada@example.com")
             let third = try await harness.code(for: "ada@example.com", number: 3)
             harness.clock.advance(599)
-            let value12 = try await H.redeemCode(client, "ada@example.com", third).status
-            XCTAssertEqual(value12, .ok, "still live at 9:59")
-            let value13 = try await H.redeemCode(client, "ada@example.com", third).status
-            XCTAssertEqual(value13, .badRequest, "single use")
+            let liveStatus = try await H.redeemCode(client, "ada@example.com", third).status
+            XCTAssertEqual(liveStatus, .ok, "still live at 9:59")
+            let reuseStatus = try await H.redeemCode(client, "ada@example.com", third).status
+            XCTAssertEqual(reuseStatus, .badRequest, "single use")
         }
     }
 
@@ -247,8 +247,8 @@ final class EmailSignInTests: XCTestCase {
             let bearer: HTTPFields = [
                 .authorization: "Bearer \(try XCTUnwrap(tokens.json["access_token"] as? String))", .contentType: "application/json",
             ]
-            let value14 = try await H.call(client, .post, "/api/account/totp/enroll", "", headers: H.json).status
-            XCTAssertEqual(value14, .unauthorized)
+            let anonymousStatus = try await H.call(client, .post, "/api/account/totp/enroll", "", headers: H.json).status
+            XCTAssertEqual(anonymousStatus, .unauthorized)
             let enrollment = try await H.call(client, .post, "/api/account/totp/enroll", "", headers: bearer)
             XCTAssertEqual(enrollment.status, .ok, enrollment.body)
             let uri = try XCTUnwrap(enrollment.json["OtpauthUri"] as? String)
@@ -353,8 +353,8 @@ final class EmailSignInTests: XCTestCase {
                 XCTAssertEqual(statuses.filter { $0 == 400 }.count, 19)
             }
         }
-        let value15 = try await harness.userCount("fresh@example.com")
-        XCTAssertEqual(value15, 1, "exactly one user")
+        let freshUsers = try await harness.userCount("fresh@example.com")
+        XCTAssertEqual(freshUsers, 1, "exactly one user")
         let families = try await harness.core.pool.query("SELECT count(*) FROM token_families").first!.decode(Int.self, at: 0)
         XCTAssertEqual(families, 2, "one sign-in per code")
     }
@@ -363,15 +363,15 @@ final class EmailSignInTests: XCTestCase {
         harness = try await EmailSignInHarness(settings: { $0.registrationPosture = .explicitEndpoint })
         let harness = self.harness!
         try await harness.app.test(.router) { client in
-            let value16 = try await H.requestCode(client, "a@example.com").status
-            XCTAssertEqual(value16, .ok)
+            let strictStatus = try await H.requestCode(client, "a@example.com").status
+            XCTAssertEqual(strictStatus, .ok)
             let register = try await H.requestCode(client, "b@example.com", path: "/api/account/native/register")
             XCTAssertEqual(register.body, #"{"Message":"If your email is registered, you will receive a verification code."}"#)
             let code = try await harness.code(for: "b@example.com")
-            let value17 = try await H.redeemCode(client, "b@example.com", code).status
-            XCTAssertEqual(value17, .ok)
-            let value18 = try await harness.userCount("b@example.com")
-            XCTAssertEqual(value18, 1)
+            let redeemStatus = try await H.redeemCode(client, "b@example.com", code).status
+            XCTAssertEqual(redeemStatus, .ok)
+            let registeredUsers = try await harness.userCount("b@example.com")
+            XCTAssertEqual(registeredUsers, 1)
             try await harness.dispatcher.deliverDue()
             XCTAssertEqual(try harness.mails(to: "a@example.com").count, 0, "ExplicitEndpoint: the OTP request stays strict")
         }
@@ -380,16 +380,16 @@ final class EmailSignInTests: XCTestCase {
             let fresh = try ModgudCore(pool: harness.database.pool, masterKey: H.masterKey)
             try await buildApplication(core: fresh, configuration: harness.configuration).test(.router) { client in
                 let address = "\(posture.rawValue.lowercased())@example.com"
-                let value19 = try await H.requestCode(client, address, path: "/api/account/native/register").status
-                XCTAssertEqual(value19, .ok)
+                let registerStatus = try await H.requestCode(client, address, path: "/api/account/native/register").status
+                XCTAssertEqual(registerStatus, .ok)
                 if posture == .off {
                     let status = try await H.requestCode(client, address).status
                     XCTAssertEqual(status, .ok)
                 }
             }
         }
-        let value21 = try await harness.outboxCount()
-        XCTAssertEqual(value21, 0, "Off and the register endpoint outside ExplicitEndpoint issue nothing")
+        let outboxLeft = try await harness.outboxCount()
+        XCTAssertEqual(outboxLeft, 0, "Off and the register endpoint outside ExplicitEndpoint issue nothing")
         XCTAssertEqual(try harness.mails(to: "off@example.com").count + harness.mails(to: "jitonotp@example.com").count, 0)
     }
 
@@ -413,8 +413,8 @@ final class EmailSignInTests: XCTestCase {
                 XCTAssertEqual(reply.json["title"] as? String, title)
             }
             // Not an address at all: the uniform answer, nothing issued.
-            let value22 = try await H.requestCode(client, "not an address").status
-            XCTAssertEqual(value22, .ok)
+            let notAnAddressStatus = try await H.requestCode(client, "not an address").status
+            XCTAssertEqual(notAnAddressStatus, .ok)
             let missing = try await H.token(client, [("grant_type", "urn:cocoar:otp"), ("client_id", "app"), ("username", "a@b.c")])
             XCTAssertEqual(missing.json["error"] as? String, "invalid_request")
             let badUser = try await H.token(
@@ -425,8 +425,8 @@ final class EmailSignInTests: XCTestCase {
             let badTarget = try await H.redeemCode(client, "a@b.c", "123456", extra: [("resource", "https://elsewhere")])
             XCTAssertEqual(badTarget.json["error"] as? String, "invalid_target")
         }
-        let value23 = try await harness.eventCount()
-        XCTAssertEqual(value23, before)
+        let eventsAfterBadInput = try await harness.eventCount()
+        XCTAssertEqual(eventsAfterBadInput, before)
     }
 
     func testPerMailboxRateLimitAnswers429TheSameForEveryAddress() async throws {
@@ -450,8 +450,8 @@ final class EmailSignInTests: XCTestCase {
             }
             // The bucket refills: 12 minutes later one more is allowed.
             harness.clock.advance(721)
-            let value25 = try await H.requestCode(client, "ada@example.com").status
-            XCTAssertEqual(value25, .ok)
+            let refilledStatus = try await H.requestCode(client, "ada@example.com").status
+            XCTAssertEqual(refilledStatus, .ok)
         }
     }
 
@@ -498,10 +498,10 @@ final class EmailSignInTests: XCTestCase {
             let secrets = [login, registration, link.token]
             // A wrong try, then the redemptions: the secrets pass through every layer once.
             _ = try await H.redeemCode(client, "ada@example.com", login == "999999" ? "999998" : "999999")
-            let value26 = try await H.redeemCode(client, "ada@example.com", login).status
-            XCTAssertEqual(value26, .ok)
-            let value27 = try await H.redeemCode(client, "newbie@example.com", registration).status
-            XCTAssertEqual(value27, .ok)
+            let loginStatus = try await H.redeemCode(client, "ada@example.com", login).status
+            XCTAssertEqual(loginStatus, .ok)
+            let registrationStatus = try await H.redeemCode(client, "newbie@example.com", registration).status
+            XCTAssertEqual(registrationStatus, .ok)
             harness.clock.advance(1)
             let magic = try await H.token(
                 client, [("grant_type", "urn:cocoar:magic"), ("client_id", "app"), ("user_id", link.userID), ("magic_token", link.token)])

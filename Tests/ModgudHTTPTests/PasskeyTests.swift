@@ -115,8 +115,8 @@ final class PasskeyTests: XCTestCase {
             // Replay.
             let first = try await steps.begin(client, clientID: "android")
             let assertion = steps.json(authenticator.assert(&credential, .init(challenge: first.challenge, origin: "https://acme.test")))
-            let result1 = try await steps.redeem(client, clientID: "android", ceremony: first.id, assertion: assertion).status
-            XCTAssertEqual(result1, .ok)
+            let firstStatus = try await steps.redeem(client, clientID: "android", ceremony: first.id, assertion: assertion).status
+            XCTAssertEqual(firstStatus, .ok)
             let replay = try await steps.redeem(client, clientID: "android", ceremony: first.id, assertion: assertion)
             XCTAssertEqual(replay.json["error_description"] as? String, "Invalid or expired passkey ceremony.")
             // Expiry.
@@ -240,8 +240,8 @@ final class PasskeyTests: XCTestCase {
             let first = try await steps.begin(client, clientID: "ios")
             options.challenge = first.challenge
             options.signCount = 10
-            let result2 = try await steps.redeem(client, clientID: "ios", ceremony: first.id, assertion: steps.json(authenticator.assert(&credential, options))).status
-            XCTAssertEqual(result2, .ok)
+            let countedStatus = try await steps.redeem(client, clientID: "ios", ceremony: first.id, assertion: steps.json(authenticator.assert(&credential, options))).status
+            XCTAssertEqual(countedStatus, .ok)
             let cloned = try await steps.begin(client, clientID: "ios")
             options.challenge = cloned.challenge
             options.signCount = 5
@@ -254,8 +254,8 @@ final class PasskeyTests: XCTestCase {
             let clone = try XCTUnwrap(audit.first { $0.event == "passkey.clone_suspected" }, "the operator sees it in the audit")
             XCTAssertEqual(clone.detail, "sign_count stored=10 received=5")
             XCTAssertTrue(audit.contains { $0.event == "passkey.enrolled" })
-            let result3 = try await steps.passkeyState(passkeyID).signCount
-            XCTAssertEqual(result3, 10)
+            let storedCount = try await steps.passkeyState(passkeyID).signCount
+            XCTAssertEqual(storedCount, 10)
             // User verification absent.
             let noUV = try await steps.begin(client, clientID: "ios")
             options.challenge = noUV.challenge
@@ -348,10 +348,10 @@ final class PasskeyTests: XCTestCase {
             let bob = try await steps.signInWithCode(client, "bob@example.com", clientID: "ios")
             let (_, adaPasskey) = try await steps.enroll(client, token: ada, origin: "https://ios.acme.test")
             for (method, path) in [(HTTPRequest.Method.get, "/connect/passkey"), (.delete, "/connect/passkey/\(adaPasskey)"), (.post, "/connect/passkey/enroll/begin")] {
-                let result4 = try await H.call(client, method, path, "", headers: [:]).status
-                XCTAssertEqual(result4, .unauthorized, path)
-                let result5 = try await H.call(client, method, path, "", headers: PasskeySteps.bearer("not-a-token")).status
-                XCTAssertEqual(result5, .unauthorized, path)
+                let anonymousStatus = try await H.call(client, method, path, "", headers: [:]).status
+                XCTAssertEqual(anonymousStatus, .unauthorized, path)
+                let badTokenStatus = try await H.call(client, method, path, "", headers: PasskeySteps.bearer("not-a-token")).status
+                XCTAssertEqual(badTokenStatus, .unauthorized, path)
             }
             let theirs = try await H.call(client, .delete, "/connect/passkey/\(adaPasskey)", "", headers: PasskeySteps.bearer(bob))
             XCTAssertEqual(theirs.status, .notFound, "another user's passkey: 404, never 403")
