@@ -16,21 +16,19 @@ struct TokenController: Sendable {
             let form = try await parsing.form(request)
             guard let grantType = form["grant_type"] else { return OAuthResponses.error(.invalidRequest("grant_type is required.")) }
             let metadata = EventMetadata(correlationID: context.id, actor: nil, clientIP: context.peerAddress)
-            // SPEC.md section 0: per source and per client_id, counted before any work.
-            let limiter = core.rateLimiter
-            try await limiter.check(.tokenPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
-            if let clientID = (try? parsing.clientCredentials(request, form))?.id {
-                try await limiter.check(.tokenPerClient, key: clientID, realm: realm.realmID, settings: realm.settings)
-            }
+            // SPEC.md section 0: per source before any work; per client once the client is
+            // authenticated (see `authenticate`).
+            try await core.rateLimiter.check(
+                .tokenPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
             switch grantType {
             case GrantType.refreshToken.rawValue:
-                let client = try await authenticate(request, form, realm: realm.realmID)
+                let client = try await authenticate(request, form, realm: realm)
                 guard let refreshToken = form["refresh_token"] else { return OAuthResponses.error(.invalidRequest("refresh_token is required.")) }
                 return OAuthResponses.token(
                     try await core.tokenService.refresh(
                         client: client, refreshToken: refreshToken, resources: form.all("resource"), issuer: issuer, metadata: metadata))
             case GrantType.clientCredentials.rawValue:
-                let client = try await authenticate(request, form, realm: realm.realmID)
+                let client = try await authenticate(request, form, realm: realm)
                 return OAuthResponses.token(
                     try await core.tokenService.clientCredentials(
                         client: client, scope: form["scope"], resources: form.all("resource"), issuer: issuer, metadata: metadata))
@@ -39,7 +37,7 @@ struct TokenController: Sendable {
                 guard realm.settings.nativeGrants.enabled else {
                     return OAuthResponses.error(.unsupportedGrantType("This grant type is not enabled for this realm."))
                 }
-                let client = try await authenticate(request, form, realm: realm.realmID)
+                let client = try await authenticate(request, form, realm: realm)
                 guard client.settings.grants.contains(GrantType(rawValue: native)!) else {
                     return OAuthResponses.error(.unauthorizedClient("The client is not allowed to use this grant type."))
                 }
@@ -94,8 +92,13 @@ struct TokenController: Sendable {
         }
     }
 
-    private func authenticate(_ request: Request, _ form: FormBody, realm: String) async throws -> AuthenticatedClient {
+    /// Authenticates the client, then counts the request against its per-client limit. Only
+    /// authenticated requests count: unknown client ids create no buckets, and a flood of
+    /// wrong secrets does not spend a confidential client's budget.
+    private func authenticate(_ request: Request, _ form: FormBody, realm: RealmDirectory.Entry) async throws -> AuthenticatedClient {
         let (id, secret) = try parsing.clientCredentials(request, form)
-        return try await core.clientAuthenticator.authenticate(realm: realm, clientID: id, secret: secret)
+        let client = try await core.clientAuthenticator.authenticate(realm: realm.realmID, clientID: id, secret: secret)
+        try await core.rateLimiter.check(.tokenPerClient, key: client.id, realm: realm.realmID, settings: realm.settings)
+        return client
     }
 }

@@ -455,6 +455,33 @@ final class EmailSignInTests: XCTestCase {
         }
     }
 
+    func testTokenEndpointCountsAuthenticatedRequestsPerClient() async throws {
+        harness = try await EmailSignInHarness(settings: {
+            $0.rateLimitOverrides["token.client"] = RateLimitSetting(limit: 3, windowSeconds: 60, burst: 3)
+        })
+        let harness = self.harness!
+        try await harness.app.test(.router) { client in
+            // Unknown clients and wrong secrets do not spend the client's budget.
+            for _ in 0..<5 {
+                let unknown = try await H.redeemCode(client, "a@b.co", "123456", clientID: "ghost")
+                XCTAssertEqual(unknown.json["error"] as? String, "invalid_client")
+                let wrong = try await H.redeemCode(client, "a@b.co", "123456", clientID: "conf", extra: [("client_secret", "nope")])
+                XCTAssertEqual(wrong.status, .unauthorized)
+            }
+            for _ in 0..<3 {
+                let counted = try await H.redeemCode(client, "a@b.co", "123456")
+                XCTAssertEqual(counted.json["error"] as? String, "invalid_grant")
+            }
+            let limited = try await H.redeemCode(client, "a@b.co", "123456")
+            XCTAssertEqual(limited.status, .tooManyRequests)
+            XCTAssertEqual(limited.json["policy"] as? String, "token")
+            XCTAssertEqual(limited.json["dimension"] as? String, "client")
+            XCTAssertEqual(limited.headers[.retryAfter], "20", "3 per minute: one every 20 seconds")
+            let other = try await H.redeemCode(client, "a@b.co", "123456", clientID: "conf", extra: [("client_secret", harness.confidentialSecret)])
+            XCTAssertEqual(other.json["error"] as? String, "invalid_grant", "another client has its own budget")
+        }
+    }
+
     func testSMTPDownTheRequestStillAnswersAndTheMailGoesOutOnceItIsBack() async throws {
         let port = try SMTPSink.freePort()
         harness = try await EmailSignInHarness(smtpPort: port)
