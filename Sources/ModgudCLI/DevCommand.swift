@@ -35,7 +35,7 @@ struct DevCommand: AsyncParsableCommand {
               data folder  \(folder)
               migrations   \(report.applied.count) applied now, \(report.alreadyApplied.count) already applied
 
-            Sign in with an email code (in another terminal; the mail with the code prints here):
+            Sign in with an email code (in another terminal; \(environment.smtp == nil ? "the mail with the code prints here" : "the code goes out over SMTP")):
               curl -s \(base)/api/account/native/otp/request -H 'Content-Type: application/json' \\
                    -d '{"Email":"ada@example.com"}'
               curl -s \(base)/connect/token -d grant_type=urn:cocoar:otp -d client_id=\(DevSeed.clientID) \\
