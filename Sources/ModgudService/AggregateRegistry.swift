@@ -11,9 +11,9 @@ public actor AggregateRegistry<A: Aggregate> where A.State: Sendable {
     private let store: PostgresEventStore
     private let registry: EventTypeRegistry
     private let capacity: Int
-    private var actors: [String: AggregateActor<A>] = [:]
-    /// Stream ids, least recently used first.
-    private var recency: [String] = []
+    private var actors: [String: (actor: AggregateActor<A>, lastUsed: UInt64)] = [:]
+    /// Advances on every lookup: the least recently used actor has the smallest stamp.
+    private var clock: UInt64 = 0
 
     public init(store: PostgresEventStore, registry: EventTypeRegistry = ModgudEvents.registry, capacity: Int = 10_000) {
         self.store = store
@@ -21,19 +21,21 @@ public actor AggregateRegistry<A: Aggregate> where A.State: Sendable {
         self.capacity = max(1, capacity)
     }
 
-    /// The actor of a stream, created on first use.
+    /// The actor of a stream, created on first use. O(1) per lookup; going over capacity
+    /// evicts the least recently used tenth at once (one sort per `capacity / 10`
+    /// creations), so one-shot streams (ceremonies, codes) do not make every lookup pay.
     public func actor(for stream: StreamRef) -> AggregateActor<A> {
+        clock += 1
         if let existing = actors[stream.id] {
-            if let index = recency.lastIndex(of: stream.id) { recency.remove(at: index) }
-            recency.append(stream.id)
-            return existing
+            actors[stream.id] = (existing.actor, clock)
+            return existing.actor
         }
         let created = AggregateActor<A>(stream: stream, store: store, registry: registry)
-        actors[stream.id] = created
-        recency.append(stream.id)
-        if actors.count > capacity, let oldest = recency.first {
-            recency.removeFirst()
-            actors[oldest] = nil
+        actors[stream.id] = (created, clock)
+        if actors.count > capacity {
+            let keep = capacity - capacity / 10
+            let oldest = actors.sorted { $0.value.lastUsed < $1.value.lastUsed }.prefix(actors.count - keep)
+            for (id, _) in oldest where id != stream.id { actors[id] = nil }
         }
         return created
     }

@@ -91,4 +91,20 @@ final class AggregateActorTests: XCTestCase {
         XCTAssertEqual(reloaded.state.id, "demo")
         XCTAssertEqual(reloaded.version, 1)
     }
+
+    func testEvictionForgetsTheLeastRecentlyUsed() async throws {
+        let registry = AggregateRegistry<Realm>(store: instance.store, capacity: 10)
+        let first = await registry.actor(for: StreamNames.realm("r0"))
+        for index in 1..<10 { _ = await registry.actor(for: StreamNames.realm("r\(index)")) }
+        _ = await registry.actor(for: StreamNames.realm("r0"))  // r0 is now the most recent
+        _ = await registry.actor(for: StreamNames.realm("r10"))  // over capacity: the oldest tenth goes
+        let count = await registry.count
+        XCTAssertEqual(count, 9)
+        let again = await registry.actor(for: StreamNames.realm("r0"))
+        XCTAssertTrue(again === first, "a recently used actor survives eviction")
+        let evicted = await registry.actor(for: StreamNames.realm("r1"))
+        let stillThere = await registry.count
+        XCTAssertEqual(stillThere, 10, "r1 was the least recently used: it was evicted and is created anew")
+        _ = evicted
+    }
 }
