@@ -97,7 +97,7 @@ public struct EmailSignInService: Sendable {
         // An address that is not one still counts against a mailbox key (its own text), so
         // malformed input is limited like any other.
         let email = EmailAddress(request.email)
-        try await limiter.check(.requestPerMailbox, key: Self.mailboxKey(email?.value ?? request.email), realm: realm.realmID, settings: settings)
+        try await limiter.check(.requestPerMailbox, key: mailboxKey(email?.value ?? request.email), realm: realm.realmID, settings: settings)
         guard let email else { return }
 
         let time = now()
@@ -137,7 +137,7 @@ public struct EmailSignInService: Sendable {
         let settings = realm.settings
         try await limiter.check(.requestPerIP, key: source, realm: realm.realmID, settings: settings)
         let email = EmailAddress(rawEmail)
-        try await limiter.check(.requestPerMailbox, key: Self.mailboxKey(email?.value ?? rawEmail), realm: realm.realmID, settings: settings)
+        try await limiter.check(.requestPerMailbox, key: mailboxKey(email?.value ?? rawEmail), realm: realm.realmID, settings: settings)
         guard settings.magicLinkEnabled, let email, let user = try await findUser(realm: realm.realmID, email: email), user.emailConfirmed,
             user.canSignIn, let userID = user.id
         else { return }
@@ -324,8 +324,9 @@ public struct EmailSignInService: Sendable {
     /// worthless for another).
     static func codeBinding(realm: String, email: EmailAddress) -> String { "\(realm)\u{0}\(email.value)" }
 
-    /// Mailboxes are rate-limited by a hash, so the limits table holds no addresses.
-    static func mailboxKey(_ address: String) -> String { OpaqueToken.hash(address.lowercased()) }
+    /// Mailboxes are rate-limited by a peppered hash, so the limits table holds no addresses
+    /// (not even ones a dictionary of known addresses could recover).
+    func mailboxKey(_ address: String) -> String { secrets.codes.hash("rate-limit", for: address.lowercased()) }
 
     /// A submitted name kept only when the realm asks for that field.
     static func field(_ value: String?, _ requirement: FieldRequirement) -> String? {
