@@ -6,6 +6,8 @@ CREATE TABLE passkeys (
     passkey_id      uuid        PRIMARY KEY,
     realm_id        text        NOT NULL,
     user_id         uuid        NOT NULL,
+    -- The WebAuthn credential id, base64url (public; listed in excludeCredentials).
+    credential_id   text        NOT NULL,
     -- SHA-256 of the raw credential id, base64url.
     credential_hash text        NOT NULL,
     rp_id           text        NOT NULL,

@@ -117,7 +117,7 @@ struct AccountController: Sendable {
     func totpBegin(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, issuer) = try await parsing.realm(request)
-            let userID = try await bearerUser(request, realm: realm.realmID)
+            let userID = try await bearer(request, realm: realm.realmID).userID
             do {
                 let provisioning = try await core.totpEnrollment().begin(
                     realm: realm.realmID, userID: userID, issuer: realm.settings.displayName.isEmpty ? issuer : realm.settings.displayName,
@@ -133,7 +133,7 @@ struct AccountController: Sendable {
     func totpConfirm(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, _) = try await parsing.realm(request)
-            let userID = try await bearerUser(request, realm: realm.realmID)
+            let userID = try await bearer(request, realm: realm.realmID).userID
             let body = try await parsing.json(TOTPConfirmBody.self, request, allowed: TOTPConfirmBody.members)
             do {
                 try await core.totpEnrollment().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: metadata(context, actor: userID))
@@ -163,10 +163,6 @@ struct AccountController: Sendable {
             throw RequestParsing.Failure.response(UserInfoController.challenge("invalid_token"))
         }
         return Bearer(userID: userID, clientID: clientID)
-    }
-
-    func bearerUser(_ request: Request, realm: String) async throws -> UUID {
-        try await bearer(request, realm: realm).userID
     }
 
     static func disabled() -> Response {

@@ -156,7 +156,7 @@ public struct TokenService: Sendable {
     /// A JWT access token is found by the hash of its jti; a reference token by its own hash.
     static func accessHash(of token: String) -> String {
         let parts = token.split(separator: ".")
-        if parts.count == 3, let payload = base64URLDecode(String(parts[1])),
+        if parts.count == 3, let payload = Base64URLText.decode(String(parts[1])),
             let claims = try? JSONDecoder().decode(JTI.self, from: Data(payload))
         {
             return OpaqueToken.hash(claims.jti)
@@ -165,12 +165,6 @@ public struct TokenService: Sendable {
     }
 
     private struct JTI: Decodable { var jti: String }
-
-    private static func base64URLDecode(_ text: String) -> [UInt8]? {
-        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while standard.count % 4 != 0 { standard += "=" }
-        return Data(base64Encoded: standard).map(Array.init)
-    }
 
     private func realmLifetimes(_ realm: String) async throws -> (access: TimeInterval, refresh: TimeInterval) {
         let settings = try await Self.realmSettings(realm, pool: pool)

@@ -111,7 +111,7 @@ public struct PasskeyService: Sendable {
             throw badCeremony
         }
         guard let credential = try? AssertionCredential(json: Array(assertion.utf8)), let rawID = Base64URL.decode(credential.rawId),
-            let challenge = Base64URLText.decode(ceremony.challenge)
+            let challenge = Base64URL.decode(ceremony.challenge)
         else { throw failed }
         // The credential by the hash of its id: one indexed row, never a scan.
         guard
@@ -126,7 +126,7 @@ public struct PasskeyService: Sendable {
         let state = try await passkey.current().state
         // A credential verifies only under the RP-ID it was enrolled under.
         guard state.isActive, let enrolled = state.enrolled, enrolled.rpID == ceremony.rpID,
-            let publicKeyBytes = Base64URLText.decode(enrolled.publicKey), let publicKey = try? COSEKey(bytes: publicKeyBytes)
+            let publicKeyBytes = Base64URL.decode(enrolled.publicKey), let publicKey = try? COSEKey(bytes: publicKeyBytes)
         else { throw failed }
         let realmSettings = try await TokenService.realmSettings(realm, pool: pool)
         let verdict: AssertionVerdict
@@ -163,15 +163,13 @@ public struct PasskeyService: Sendable {
         guard let rpID = Self.rpID(client: client, realm: realm.settings) else { throw Refusal.unavailable }
         let user = try await users.actor(for: StreamNames.user(realm: realm.realmID, userID: userID)).current().state
         guard user.canSignIn else { throw Refusal.badRequest("Passkey.InvalidRequest", "Invalid request.") }
-        let existing = try await pool.query(
-            "SELECT passkey_id FROM passkeys WHERE realm_id = \(realm.realmID) AND user_id = \(userID) AND rp_id = \(rpID)"
-        ).rows.map { try $0.decode(UUID.self, at: 0) }
-        var exclude: [String] = []
-        for id in existing {
-            if let enrolled = try await passkeys.actor(for: StreamNames.passkey(realm: realm.realmID, passkeyID: id)).current().state.enrolled {
-                exclude.append(enrolled.credentialID)
-            }
-        }
+        // excludeCredentials: the user's live passkeys under this RP-ID, in one indexed read.
+        let exclude = try await pool.query(
+            """
+            SELECT credential_id FROM passkeys WHERE realm_id = \(realm.realmID) AND user_id = \(userID) AND rp_id = \(rpID)
+            ORDER BY created_at, passkey_id
+            """
+        ).rows.map { try $0.decode(String.self, at: 0) }
         let (ceremonyID, challenge) = try await begin(
             realm: realm.realmID, kind: .enrollment, rpID: rpID, clientID: clientID, userID: userID, metadata: metadata)
         let name = user.email?.value ?? userID.uuidString.lowercased()
@@ -213,7 +211,7 @@ public struct PasskeyService: Sendable {
         let verdict: RegistrationVerdict
         do {
             let credential = try RegistrationCredential(json: attestation)
-            guard let challenge = Base64URLText.decode(ceremony.challenge) else { throw WebAuthnError.malformedCredential("challenge") }
+            guard let challenge = Base64URL.decode(ceremony.challenge) else { throw WebAuthnError.malformedCredential("challenge") }
             verdict = try RegistrationVerifier().verify(
                 credential, expectedChallenge: challenge, expectedRPID: ceremony.rpID,
                 origins: Self.origins(rpID: ceremony.rpID, client: client, realm: realm.settings), policy: Self.verification)

@@ -27,9 +27,10 @@ public struct PasskeyDirectoryProjection: SQLProjection, InlineProjection {
             guard let rawID = Base64URLText.decode(enrolled.credentialID) else { return [] }
             return [
                 """
-                INSERT INTO \(unescaped: table) (passkey_id, realm_id, user_id, credential_hash, rp_id, display_name, created_at)
-                VALUES (\(passkeyID), \(realm), \(enrolled.userID), \(Self.credentialHash(rawID)), \(enrolled.rpID), \(enrolled.displayName),
-                        \(enrolled.createdAt))
+                INSERT INTO \(unescaped: table)
+                    (passkey_id, realm_id, user_id, credential_id, credential_hash, rp_id, display_name, created_at)
+                VALUES (\(passkeyID), \(realm), \(enrolled.userID), \(enrolled.credentialID), \(Self.credentialHash(rawID)), \(enrolled.rpID),
+                        \(enrolled.displayName), \(enrolled.createdAt))
                 """
             ]
         case .used(let used):
