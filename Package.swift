@@ -27,6 +27,11 @@ let package = Package(
         // The SMTP client: NIO is already built for Hummingbird; NIOSSL gives STARTTLS.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // Metrics: the API (already built for Hummingbird) and its Prometheus exposition.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // Already built for Hummingbird: NIOHTTPTypes for the connection-deadline handler.
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         // traits: [] keeps full Foundation and ICU out of the binary (SWIFT-NOTES.md).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
     ],
@@ -51,6 +56,7 @@ let package = Package(
                 .embedInCode("0003_identity.sql"),
                 .embedInCode("0004_mail_and_limits.sql"),
                 .embedInCode("0005_passkeys.sql"),
+                .embedInCode("0006_stream_age.sql"),
             ],
             swiftSettings: strict
         ),
@@ -60,8 +66,9 @@ let package = Package(
         .target(
             name: "ModgudService",
             dependencies: [
-                "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ", "SMTP", "WebAuthn",
+                "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ", "SMTP", "WebAuthn", "ModgudSchema",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -84,8 +91,13 @@ let package = Package(
         .target(
             name: "ModgudHTTP",
             dependencies: [
-                "ModgudService", "ModgudDomain", "EventSourcing",
+                "ModgudService", "ModgudDomain", "EventSourcing", "PQ",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -120,6 +132,7 @@ let package = Package(
             dependencies: [
                 "PQ", "EventSourcing", "ModgudSchema",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -132,6 +145,8 @@ let package = Package(
                 "ModgudDomain", "SMTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 // For `modgud bench webauthn` only: it signs with the software authenticator.
                 "WebAuthnTesting",
                 .product(name: "Crypto", package: "swift-crypto"),

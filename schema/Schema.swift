@@ -16,6 +16,7 @@ public enum ModgudSchema {
         Migration(name: "0003_identity.sql", sql: text(PackageResources._003_identity_sql)),
         Migration(name: "0004_mail_and_limits.sql", sql: text(PackageResources._004_mail_and_limits_sql)),
         Migration(name: "0005_passkeys.sql", sql: text(PackageResources._005_passkeys_sql)),
+        Migration(name: "0006_stream_age.sql", sql: text(PackageResources._006_stream_age_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

@@ -38,13 +38,23 @@ public final class EmbeddedPostgres: Sendable {
     public let binDirectory: String
     /// The port the server listens on (127.0.0.1 only).
     public let port: Int
+    /// Where the cluster's files are: `options.dataDirectory`, or, when running as root and
+    /// the `postgres` user cannot reach that folder (a parent is private, as a 0700 home
+    /// folder is), a folder of its own under `/var/tmp/modgud-postgres` (see `relocated`).
+    public let dataDirectory: String
+    /// True when `dataDirectory` differs from the requested folder, which `postgres` could not reach.
+    public var relocated: Bool { dataDirectory != options.dataDirectory }
     private let runAsPostgresUser: Bool
+    private let serverOptions: String
 
     /// `postgresql://postgres@127.0.0.1:<port>/<database>`.
     public var url: String { "postgresql://postgres@127.0.0.1:\(port)/\(options.database)" }
 
     /// URL of another database in the same cluster.
     public func url(database: String) -> String { "postgresql://postgres@127.0.0.1:\(port)/\(database)" }
+
+    /// Where clusters go whose requested folder the `postgres` user cannot reach.
+    public static let fallbackRoot = "/var/tmp/modgud-postgres"
 
     /// Initializes the folder if needed and starts the server (reusing one already running there).
     public init(_ options: Options) throws {
@@ -53,36 +63,48 @@ public final class EmbeddedPostgres: Sendable {
         runAsPostgresUser = geteuid() == 0
         if runAsPostgresUser, getpwnam("postgres") == nil { throw EmbeddedPostgresError.noPostgresUser }
         try Self.makeDirectories(options.dataDirectory)
-        if !Self.exists(options.dataDirectory + "/PG_VERSION") {
-            try Self.prepareFolder(options.dataDirectory, chown: runAsPostgresUser)
+        if runAsPostgresUser && !Self.postgresCanReach(options.dataDirectory) {
+            // initdb runs as `postgres`, which must be able to traverse every parent folder.
+            // Rather than fail (or loosen the user's folder permissions), keep the cluster in
+            // a folder of its own, named after the requested one so that it persists.
+            try Self.makeDirectories(Self.fallbackRoot)
+            chmod(Self.fallbackRoot, 0o711)
+            dataDirectory = Self.fallbackRoot + "/" + Self.folderName(for: options.dataDirectory)
+            try Self.makeDirectories(dataDirectory)
+        } else {
+            dataDirectory = options.dataDirectory
+        }
+        if !Self.exists(dataDirectory + "/PG_VERSION") {
+            try Self.prepareFolder(dataDirectory, chown: runAsPostgresUser)
             try Self.run(
                 binDirectory + "/initdb",
-                ["-D", options.dataDirectory, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-instructions"],
+                ["-D", dataDirectory, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-instructions"],
                 asPostgres: runAsPostgresUser)
         }
-        if let running = Self.runningPort(options.dataDirectory, bin: binDirectory, asPostgres: runAsPostgresUser) {
-            port = running
-        } else {
-            port = try options.port ?? Self.freePort()
-            var settings = [
-                "listen_addresses": "127.0.0.1",
-                "unix_socket_directories": "''",
-                "max_connections": "200",
-            ]
-            if !options.durable {
-                settings["fsync"] = "off"
-                settings["synchronous_commit"] = "off"
-                settings["full_page_writes"] = "off"
-            }
-            settings.merge(options.settings) { _, new in new }
-            let serverOptions = (["-p \(port)"] + settings.sorted { $0.key < $1.key }.map { "-c \($0.key)=\($0.value)" })
-                .joined(separator: " ")
-            try Self.run(
-                binDirectory + "/pg_ctl",
-                ["-D", options.dataDirectory, "-l", options.dataDirectory + "/server.log", "-w", "-t", "60", "-o", serverOptions, "start"],
-                asPostgres: runAsPostgresUser)
+        let running = Self.runningPort(dataDirectory, bin: binDirectory, asPostgres: runAsPostgresUser)
+        port = try running ?? options.port ?? Self.freePort()
+        var settings = [
+            "listen_addresses": "127.0.0.1",
+            "unix_socket_directories": "''",
+            "max_connections": "200",
+        ]
+        if !options.durable {
+            settings["fsync"] = "off"
+            settings["synchronous_commit"] = "off"
+            settings["full_page_writes"] = "off"
         }
+        settings.merge(options.settings) { _, new in new }
+        serverOptions = (["-p \(port)"] + settings.sorted { $0.key < $1.key }.map { "-c \($0.key)=\($0.value)" }).joined(separator: " ")
+        if running == nil { try start() }
         try createDatabase(options.database)
+    }
+
+    /// Starts the server on its port (after `stop`, for restart tests and tools).
+    public func start() throws {
+        try Self.run(
+            binDirectory + "/pg_ctl",
+            ["-D", dataDirectory, "-l", dataDirectory + "/server.log", "-w", "-t", "60", "-o", serverOptions, "start"],
+            asPostgres: runAsPostgresUser)
     }
 
     /// Creates a database in the cluster if it does not exist.
@@ -98,13 +120,13 @@ public final class EmbeddedPostgres: Sendable {
 
     /// Stops the server (fast shutdown: open sessions are ended).
     public func stop() throws {
-        try Self.run(binDirectory + "/pg_ctl", ["-D", options.dataDirectory, "-m", "fast", "-w", "stop"], asPostgres: runAsPostgresUser)
+        try Self.run(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "stop"], asPostgres: runAsPostgresUser)
     }
 
     /// Stops the server and deletes the data folder.
     public func destroy() throws {
         try? stop()
-        _ = try ProcessRunner.run("rm", ["-rf", options.dataDirectory])
+        _ = try ProcessRunner.run("rm", ["-rf", dataDirectory])
     }
 
     // MARK: Helpers
@@ -136,6 +158,23 @@ public final class EmbeddedPostgres: Sendable {
             searched.append(folder)
         }
         throw EmbeddedPostgresError.binariesMissing(searched: searched)
+    }
+
+    /// Whether the `postgres` OS user can search `folder` (and so every parent of it).
+    static func postgresCanReach(_ folder: String) -> Bool {
+        guard let outcome = try? ProcessRunner.run("runuser", ["-u", "postgres", "--", "test", "-x", folder]) else { return false }
+        return outcome.succeeded
+    }
+
+    /// A stable folder name for a relocated cluster: the requested folder's last parts and a hash of its path.
+    static func folderName(for path: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a, 64 bits
+        for byte in path.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x0100_0000_01b3
+        }
+        let readable = path.split(separator: "/").suffix(2).joined(separator: "-")
+            .map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" }
+        return String(readable) + "-" + String(hash, radix: 16)
     }
 
     static func exists(_ path: String) -> Bool {

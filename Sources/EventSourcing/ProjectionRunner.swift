@@ -36,12 +36,23 @@ public struct ProjectionRunner: Sendable {
         self.maxBatchesPerTurn = maxBatchesPerTurn
     }
 
-    /// Runs until the task is cancelled.
-    public func run() async throws {
+    /// Runs until the task is cancelled. A failing store never ends the loop: the error is
+    /// reported to `onError` with the delay before the next try (backing off up to 5 s), so
+    /// the daemon resumes on its own once the database is back.
+    public func run(onError: @Sendable (any Error, Duration) -> Void = { _, _ in }) async {
+        var backoff = RetryBackoff()
         while !Task.isCancelled {
-            let moreWork = try await turn()
-            if !moreWork {
-                try await worker.waitForEvents(timeout: pollInterval)
+            do {
+                let moreWork = try await turn()
+                backoff.reset()
+                if !moreWork {
+                    try await worker.waitForEvents(timeout: pollInterval)
+                }
+            } catch {
+                if Task.isCancelled || error is CancellationError { return }
+                let delay = backoff.nextDelay()
+                onError(error, delay)
+                try? await Task.sleep(for: delay)
             }
         }
     }

@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import EventSourcing
 import PQ
 
@@ -95,6 +100,19 @@ enum EventStoreSQL {
         "SELECT tx_id, position, applied, updated_at FROM checkpoints WHERE projection = \(name)"
     }
 
+    /// How long ago (seconds) the oldest admitted event the projection has not applied was
+    /// recorded; no row when it is caught up.
+    static func oldestUnappliedAge(_ name: String) -> PQQuery {
+        """
+        SELECT extract(epoch FROM now() - e.recorded_at)::float8 FROM events e
+        WHERE (e.tx_id, e.position) > coalesce(
+                (SELECT (c.tx_id, c.position) FROM checkpoints c WHERE c.projection = \(name)), ('0'::xid8, 0::bigint))
+          AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY e.tx_id, e.position
+        LIMIT 1
+        """
+    }
+
     static func saveCheckpoint(_ name: String, cursor: LogCursor, applied: Int) -> PQQuery {
         """
         INSERT INTO checkpoints (projection, tx_id, position, applied, updated_at)
@@ -143,6 +161,36 @@ enum EventStoreSQL {
         SELECT count(*),
                count(*) FILTER (WHERE tx_id >= pg_snapshot_xmin(pg_current_snapshot()))
         FROM events WHERE (tx_id, position) > (\(PQTransactionID(cursor.transactionID)), \(cursor.position))
+        """
+    }
+
+    // MARK: Retention
+
+    /// Deletes up to `limit` streams of the given types created and last written before
+    /// `cutoff`, with their events, in one statement. `log_statistics` counts the log as it
+    /// is, so what it had counted of the removed events is taken back in the same statement
+    /// (a rebuild after the prune then equals the continuous table).
+    static func pruneStreams(types: [String], cutoff: Date, limit: Int) -> PQQuery {
+        """
+        WITH doomed AS (
+            SELECT id FROM streams
+            WHERE type = ANY(\(types)::text[]) AND created_at < \(cutoff) AND updated_at < \(cutoff)
+            ORDER BY type, created_at
+            LIMIT \(limit)
+            FOR UPDATE SKIP LOCKED
+        ), removed AS (
+            DELETE FROM events WHERE stream_id IN (SELECT id FROM doomed)
+            RETURNING realm, type, tx_id, position
+        ), uncounted AS (
+            UPDATE log_statistics s SET events = s.events - r.n
+            FROM (SELECT r.realm, r.type, count(*) AS n FROM removed r JOIN checkpoints c ON c.projection = 'log_statistics'
+                  WHERE (r.tx_id, r.position) <= (c.tx_id, c.position) GROUP BY r.realm, r.type) r
+            WHERE s.realm = r.realm AND s.type = r.type
+            RETURNING 1
+        ), dropped AS (
+            DELETE FROM streams WHERE id IN (SELECT id FROM doomed) RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM dropped)::bigint, (SELECT count(*) FROM removed)::bigint
         """
     }
 

@@ -1,4 +1,5 @@
 import EventSourcing
+import Metrics
 import PQ
 
 /// The event store on PostgreSQL (DESIGN.md section 2).
@@ -20,6 +21,8 @@ public final class PostgresEventStore: EventStore {
     public let inlineProjections: [any SQLProjection]
     public let notifyMode: NotifyMode
     private let notifier: AppendNotifier
+    /// `modgud_event_append_seconds`: one append's round trip, inline projections included.
+    private static let appendTimer = Timer(label: "modgud_event_append_seconds")
 
     /// - Parameters:
     ///   - pool: where to run.
@@ -84,6 +87,11 @@ public final class PostgresEventStore: EventStore {
 
         let finalStatements = statements
         let results: [PQResult]
+        let started = ContinuousClock.now
+        defer {
+            let elapsed = ContinuousClock.now - started
+            Self.appendTimer.recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+        }
         do {
             results = try await pool.withConnection { connection in
                 try await connection.pipeline(finalStatements)
@@ -105,6 +113,8 @@ public final class PostgresEventStore: EventStore {
 
     private func translate(_ failure: PQPipelineError, writes: [StreamWrite], owners: [String?]) async -> any Error {
         let error = failure.error
+        // A lost connection is the database's state, not a projection's fault.
+        if error.meansDatabaseUnavailable { return error }
         if let index = failure.index, index < writes.count, error.constraint == EventStoreSQL.conflictConstraint {
             // Only the conflict path pays for reading the version it lost to.
             let write = writes[index]

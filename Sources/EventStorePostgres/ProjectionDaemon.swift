@@ -7,6 +7,7 @@ import PQ
 public struct ProjectionDaemon: Sendable {
     public let worker: PostgresProjectionWorker
     public let runner: ProjectionRunner
+    private let logger: Logger
 
     public init(
         pool: PQPool, projections: [any SQLProjection], pollInterval: Duration = .seconds(1), batchSize: Int = 500,
@@ -15,15 +16,17 @@ public struct ProjectionDaemon: Sendable {
         worker = PostgresProjectionWorker(
             pool: pool, projections: projections, batchSize: batchSize, maxAttempts: maxAttempts, logger: logger)
         runner = ProjectionRunner(worker: worker, projections: projections.map(\.name), pollInterval: pollInterval)
+        self.logger = logger
     }
 
-    /// Runs until the surrounding task is cancelled.
-    public func run() async throws {
-        do {
-            try await runner.run()
-        } catch {
-            await worker.shutdown()
-            throw error
+    /// Runs until the surrounding task is cancelled. An unreachable database is logged and
+    /// retried with backoff; it never ends the daemon (nor, through it, the process).
+    public func run() async {
+        let logger = self.logger
+        await runner.run { error, delay in
+            logger.warning(
+                "projection daemon cannot reach the database; retrying",
+                metadata: ["error": "\(error)", "retry_in_ms": "\(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)"])
         }
         await worker.shutdown()
     }

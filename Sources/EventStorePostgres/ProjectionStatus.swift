@@ -45,4 +45,13 @@ public struct ProjectionStatus: Sendable {
         }
         return status
     }
+
+    /// How long the oldest admitted event that `projection` has not applied has waited, or
+    /// nil when the projection is caught up. Cheap (one indexed row), for readiness checks.
+    public static func oldestUnappliedAge(_ projection: any SQLProjection, pool: PQPool) async throws -> Duration? {
+        guard projection.mode == .async, let row = try await pool.query(EventStoreSQL.oldestUnappliedAge(projection.name)).first else {
+            return nil
+        }
+        return .milliseconds(Int64(try row.decode(Double.self, at: 0) * 1000))
+    }
 }

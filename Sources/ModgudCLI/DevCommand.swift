@@ -3,6 +3,7 @@ import EmbeddedPostgres
 import EventStorePostgres
 import Glibc
 import Logging
+import ModgudHTTP
 import ModgudService
 import PQ
 
@@ -19,7 +20,9 @@ struct DevCommand: AsyncParsableCommand {
     func run() async throws {
         let folder = absolute(dataDir)
         let cluster = try EmbeddedPostgres(.init(dataDirectory: folder + "/postgres", port: postgresPort))
-        let pool = PQPool(configuration: PQConfiguration(connectionString: cluster.url), options: .init(maxConnections: 16))
+        let pool = PQPool(
+            configuration: PQConfiguration(connectionString: cluster.url),
+            options: .init(maxConnections: 16, waitObserver: MetricsExposition.poolWaitObserver()))
         let report = try await Migrator.product(pool: pool).migrate()
         let masterKey = try DevMasterKey.load(folder + "/master.key")
         let core = try ModgudCore(pool: pool, masterKey: masterKey)
@@ -32,7 +35,7 @@ struct DevCommand: AsyncParsableCommand {
               http         \(base)  (realm "\(DevSeed.realmID)", public client "\(DevSeed.clientID)")
               mail         \(environment.smtp.map { "SMTP \($0.host):\($0.port)" } ?? "printed here (console sink)")
               database     \(cluster.url)
-              data folder  \(folder)
+              data folder  \(folder)\(cluster.relocated ? "\n  cluster      \(cluster.dataDirectory)  (the postgres user cannot reach \(folder), so the cluster lives here)" : "")
               migrations   \(report.applied.count) applied now, \(report.alreadyApplied.count) already applied
 
             Sign in with an email code (in another terminal; \(environment.smtp == nil ? "the mail with the code prints here" : "the code goes out over SMTP")):
@@ -63,8 +66,11 @@ struct DevCommand: AsyncParsableCommand {
         fflush(nil)
         do {
             try await Server.run(
-                core: core, host: "127.0.0.1", port: port, issuerScheme: "http", configuration: environment,
-                mail: try environment.mailTransport(allowConsoleByDefault: true))
+                core: core,
+                settings: .init(
+                    host: "127.0.0.1", port: port, issuerScheme: "http", drain: .zero, limits: environment.limits,
+                    retention: environment.retention),
+                configuration: environment, mail: try environment.mailTransport(allowConsoleByDefault: true))
         } catch {
             await pool.close()
             try cluster.stop()

@@ -1,4 +1,5 @@
 import Foundation
+import ModgudHTTP
 import ModgudService
 import PQ
 import SMTP
@@ -21,6 +22,14 @@ struct ModgudConfiguration {
     /// `MODGUD_MAIL_TRANSPORT=console` asked for the console sink explicitly.
     var consoleMail: Bool
     var mailDispatcher: MailDispatcher.Settings
+    /// SIGTERM: how long `/health/ready` answers 503 before the listener closes (`MODGUD_DRAIN_SECONDS`).
+    var drain: Duration
+    /// Connection deadlines and cap (`MODGUD_HTTP_*`).
+    var limits: ServerLimits
+    /// Age after which spent one-shot streams are pruned (`MODGUD_RETENTION_DAYS`).
+    var retention: Duration
+    /// Connections to PostgreSQL at most (`MODGUD_DB_POOL_SIZE`).
+    var poolSize: Int
 
     /// The transport `serve` uses: SMTP when configured; the console only when asked for
     /// (it prints codes and links, so it is never a silent production default).
@@ -64,12 +73,26 @@ struct ModgudConfiguration {
             guard let attempts = Int(text), attempts > 0 else { throw CommandError("MODGUD_MAIL_MAX_ATTEMPTS must be a positive number") }
             dispatcher.maxAttempts = attempts
         }
+        func number(_ name: String, _ fallback: Int, _ range: ClosedRange<Int>) throws -> Int {
+            guard let text = environment[name], !text.isEmpty else { return fallback }
+            guard let value = Int(text), range.contains(value) else {
+                throw CommandError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+            }
+            return value
+        }
+        let limits = ServerLimits(
+            headerTimeout: .seconds(try number("MODGUD_HTTP_HEADER_TIMEOUT_SECONDS", 10, 1...3600)),
+            bodyTimeout: .seconds(try number("MODGUD_HTTP_BODY_TIMEOUT_SECONDS", 30, 1...3600)),
+            idleTimeout: .seconds(try number("MODGUD_HTTP_IDLE_TIMEOUT_SECONDS", 60, 1...3600)),
+            maxConnections: try number("MODGUD_HTTP_MAX_CONNECTIONS", 4096, 1...1_000_000))
         let proxies = (environment["MODGUD_TRUSTED_PROXIES"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         return ModgudConfiguration(
             database: .fromEnvironment(), masterKey: masterKey, host: environment["MODGUD_HOST"] ?? "127.0.0.1", port: port,
             issuerScheme: environment["MODGUD_ISSUER_SCHEME"] ?? "https",
             adminToken: environment["MODGUD_ADMIN_TOKEN"].flatMap { $0.count >= 32 ? $0 : nil },
             trustedProxies: Set(proxies.filter { !$0.isEmpty }), smtp: smtp, consoleMail: environment["MODGUD_MAIL_TRANSPORT"] == "console",
-            mailDispatcher: dispatcher)
+            mailDispatcher: dispatcher, drain: .seconds(try number("MODGUD_DRAIN_SECONDS", 5, 0...600)), limits: limits,
+            retention: .seconds(86_400 * (try number("MODGUD_RETENTION_DAYS", 30, 1...3650))),
+            poolSize: try number("MODGUD_DB_POOL_SIZE", 32, 2...1000))
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import EventStorePostgres
+import ModgudService
 import FoundationEssentials
 import Glibc
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import EventStorePostgres
+import ModgudHTTP
 import Logging
 import ModgudService
 import PQ
@@ -16,12 +17,17 @@ struct ServeCommand: AsyncParsableCommand {
         guard let masterKey = settings.masterKey else {
             throw CommandError("MODGUD_MASTER_KEY is required (32 bytes, base64): it seals the signing keys")
         }
-        let pool = PQPool(configuration: settings.database, options: .init(maxConnections: 32))
-        _ = try await Migrator.product(pool: pool).migrate()
+        let pool = PQPool(
+            configuration: settings.database,
+            options: .init(maxConnections: settings.poolSize, waitObserver: MetricsExposition.poolWaitObserver()))
+        _ = try await DatabaseStartup.migrateWhenReachable(pool, logger: Logger(label: "modgud"))
         let core = try ModgudCore(pool: pool, masterKey: masterKey)
         try await Server.run(
-            core: core, host: settings.host, port: settings.port, issuerScheme: settings.issuerScheme, configuration: settings,
-            mail: try settings.mailTransport(allowConsoleByDefault: false))
+            core: core,
+            settings: .init(
+                host: settings.host, port: settings.port, issuerScheme: settings.issuerScheme, drain: settings.drain, limits: settings.limits,
+                retention: settings.retention),
+            configuration: settings, mail: try settings.mailTransport(allowConsoleByDefault: false))
         await pool.close()
     }
 }

@@ -7,26 +7,42 @@ import ModgudService
 import PQ
 import ServiceLifecycle
 
-/// Runs the HTTP server and the projection daemon until SIGTERM/SIGINT, then drains.
+/// Runs the HTTP server and the background services until SIGTERM/SIGINT, then drains.
+///
+/// Shutdown order (a `ServiceGroup` stops services in reverse order, each after the one
+/// behind it has finished): the drain turns `/health/ready` to 503 and waits `drain` so load
+/// balancers move away; then the HTTP server stops accepting and finishes its in-flight
+/// requests; then the maintenance loop, the mail dispatcher and the projection daemon stop.
+/// None of the background services ends on a database error: each logs and retries.
 enum Server {
-    static func run(
-        core: ModgudCore, host: String, port: Int, issuerScheme: String, configuration: ModgudConfiguration, mail: any MailTransport
-    ) async throws {
+    struct Settings {
+        var host: String
+        var port: Int
+        var issuerScheme: String
+        var drain: Duration
+        var limits: ServerLimits
+        var retention: Duration
+    }
+
+    static func run(core: ModgudCore, settings: Settings, configuration: ModgudConfiguration, mail: any MailTransport) async throws {
         var logger = Logger(label: "modgud")
         logger.logLevel = .info
         let daemon = ProjectionDaemonService(daemon: ProjectionDaemon(pool: core.pool, projections: ProjectionCatalog.asynchronous))
+        let dispatcher = try core.makeMailDispatcher(transport: mail, settings: configuration.mailDispatcher)
         let app = buildApplication(
             core: core,
             configuration: HTTPConfiguration(
-                issuerScheme: issuerScheme, adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies),
-            server: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "modgud"), logger: logger)
+                issuerScheme: settings.issuerScheme, adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies,
+                limits: settings.limits, metrics: MetricsExposition.registry),
+            server: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: "modgud"), logger: logger)
+        let maintenance = MaintenanceService(
+            core: core, sampler: MetricsSampler(pool: core.pool, outbox: dispatcher.outbox),
+            retention: .oneShotStreams(pool: core.pool, maxAge: settings.retention), logger: logger)
         let group = ServiceGroup(
             configuration: .init(
                 services: [
-                    .init(service: daemon), .init(service: MailDispatcherService(dispatcher: try core.makeMailDispatcher(
-                        transport: mail, settings: configuration.mailDispatcher))),
-                    .init(service: MaintenanceService(core: core, logger: logger)),
-                    .init(service: app),
+                    .init(service: daemon), .init(service: MailDispatcherService(dispatcher: dispatcher)), .init(service: maintenance),
+                    .init(service: app), .init(service: DrainService(readiness: core.readiness, delay: settings.drain, logger: logger)),
                 ], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
@@ -37,8 +53,8 @@ struct ProjectionDaemonService: Service {
     let daemon: ProjectionDaemon
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
-            try await daemon.run()
+        await cancelWhenGracefulShutdown {
+            await daemon.run()
         }
     }
 }
@@ -54,22 +70,17 @@ struct MailDispatcherService: Service {
     }
 }
 
-/// Periodic housekeeping: drained rate-limit buckets are deleted every 10 minutes (a bucket
-/// whose time has passed holds nothing; deleting it changes no decision).
-struct MaintenanceService: Service {
-    let core: ModgudCore
+/// On SIGTERM: report not ready at once, then give load balancers `delay` to notice before
+/// the HTTP server (the next service to stop) closes its listener.
+struct DrainService: Service {
+    let readiness: ReadinessProbe
+    let delay: Duration
     let logger: Logger
 
     func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do {
-                    try await core.rateLimiter.prune()
-                } catch {
-                    logger.warning("rate-limit pruning failed", metadata: ["error": "\(error)"])
-                }
-                try? await Task.sleep(for: .seconds(600))
-            }
-        }
+        try? await gracefulShutdown()
+        readiness.beginDrain()
+        logger.info("draining: /health/ready answers 503", metadata: ["drain_seconds": "\(delay.components.seconds)"])
+        try? await Task.sleep(for: delay)
     }
 }

@@ -182,9 +182,10 @@ struct AccountController: Sendable {
             return response
         } catch let limited as RateLimited {
             return OAuthResponses.rateLimited(limited)
+        } catch is EmailSignInService.InvalidEmailAddress {
+            return Problem.response("Email.Invalid", status: 400, detail: "The email address is not valid.")
         } catch {
-            context.logger.error("account endpoint failed", metadata: ["error": "\(error)"])
-            return Problem.response("Server.Error", status: 500, detail: "Try again later.")
+            return ServerFailure.problem(error, context: context, endpoint: "account")
         }
     }
 }

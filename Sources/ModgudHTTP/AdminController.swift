@@ -184,6 +184,8 @@ struct AdminController: Sendable {
             throw AdminProblem("Request.UnknownMember", "\(name) is not a member of this object.")
         } catch .invalid(let detail) {
             throw AdminProblem("Request.Invalid", detail)
+        } catch .nulCharacter {
+            throw AdminProblem("Request.InvalidText", "Text must not contain NUL characters.")
         }
     }
 
@@ -213,8 +215,7 @@ struct AdminController: Sendable {
             }
             return Problem.response("Request.Conflict", status: 409, detail: "\(error)")
         } catch {
-            context.logger.error("admin API failed", metadata: ["error": "\(error)"])
-            return Problem.response("Server.Error", status: 500, detail: "Try again later.")
+            return ServerFailure.problem(error, context: context, endpoint: "admin")
         }
     }
 

@@ -1,15 +1,25 @@
 import Hummingbird
+import HummingbirdCore
+import Prometheus
 import Logging
 import ModgudService
 
 /// Builds the HTTP application. `modgud serve`, `modgud dev` and the tests all use this one
 /// function (STYLE.md: the production composition is what tests run).
+///
+/// The server enforces `configuration.limits`: header, body and idle deadlines per
+/// connection (`RequestDeadlineHandler`) and a cap on open connections.
 public func buildApplication(
     core: ModgudCore, configuration: HTTPConfiguration = HTTPConfiguration(), server: ApplicationConfiguration = ApplicationConfiguration(),
     logger: Logger = Logger(label: "modgud.http")
 ) -> some ApplicationProtocol {
     let router = buildRouter(core: core, configuration: configuration)
-    return Application(router: router, configuration: server, logger: logger)
+    let limits = configuration.limits
+    var server = server
+    server.availableConnectionsDelegate = MaximumAvailableConnections(limits.maxConnections, logger: logger)
+    return Application(
+        router: router, server: .http1(configuration: .init(additionalChannelHandlers: [RequestDeadlineHandler(limits: limits)])), configuration: server,
+        logger: logger)
 }
 
 /// The routes, for in-process tests.
@@ -18,6 +28,7 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     let router = Router(context: ModgudRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
     router.add(middleware: AccessLogMiddleware())
+    router.add(middleware: RequestMetricsMiddleware())
     let tokens = TokenController(core: core, parsing: parsing)
     let introspection = IntrospectionController(core: core, parsing: parsing)
     let discovery = DiscoveryController(core: core, parsing: parsing)
@@ -29,7 +40,7 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     router.post("/connect/userinfo", use: userinfo.userinfo)
     router.get("/.well-known/openid-configuration", use: discovery.configuration)
     router.get("/.well-known/jwks.json", use: discovery.jwks)
-    router.get("/health/live") { _, _ in "ok" }
+    HealthController(readiness: core.readiness, metrics: configuration.metrics).register(on: router)
     let account = AccountController(core: core, parsing: parsing)
     account.register(on: router)
     PasskeyController(core: core, parsing: parsing, account: account).register(on: router)

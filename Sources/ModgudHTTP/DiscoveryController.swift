@@ -54,7 +54,7 @@ struct DiscoveryController: Sendable {
         } catch RequestParsing.Failure.response(let response) {
             return response
         } catch {
-            return Response(status: .serviceUnavailable)
+            return ServerFailure.problem(error, context: context, endpoint: "discovery")
         }
     }
 
@@ -69,7 +69,7 @@ struct DiscoveryController: Sendable {
         } catch RequestParsing.Failure.response(let response) {
             return response
         } catch {
-            return Response(status: .serviceUnavailable)
+            return ServerFailure.problem(error, context: context, endpoint: "jwks")
         }
     }
 }

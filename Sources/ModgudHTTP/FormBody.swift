@@ -10,7 +10,7 @@ struct FormBody {
     static let repeatable: Set<String> = ["resource"]
 
     /// Parses the body.
-    /// - Throws: `FormError` for bad percent-encoding, invalid UTF-8 or a repeated parameter.
+    /// - Throws: `FormError` for bad percent-encoding, invalid UTF-8, a NUL character or a repeated parameter.
     init(_ bytes: [UInt8]) throws(FormError) {
         guard !bytes.isEmpty else { return }
         for pair in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
@@ -51,6 +51,8 @@ struct FormBody {
             index += 1
         }
         guard let text = String(validating: out, as: UTF8.self) else { throw .malformed }
+        // PostgreSQL cannot store U+0000 in text or jsonb; no OAuth parameter needs it.
+        guard !out.contains(0) else { throw .nulCharacter }
         return text
     }
 
@@ -67,4 +69,5 @@ struct FormBody {
 enum FormError: Error, Equatable {
     case malformed
     case repeated(String)
+    case nulCharacter
 }

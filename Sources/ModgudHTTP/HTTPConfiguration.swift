@@ -1,4 +1,5 @@
 import ModgudService
+import Prometheus
 
 /// How the HTTP adapter presents itself.
 public struct HTTPConfiguration: Sendable {
@@ -12,11 +13,17 @@ public struct HTTPConfiguration: Sendable {
     public var trustedProxies: Set<String>
     /// The delay of the anti-enumeration answers (SPEC.md section 0).
     public var jitter: ResponseJitter
+    /// Connection deadlines and the connection cap.
+    public var limits: ServerLimits
+    /// The registry `GET /metrics` renders (the one bootstrapped into swift-metrics); nil: no `/metrics`.
+    public var metrics: PrometheusCollectorRegistry?
 
     public init(
         issuerScheme: String = "https", maxBodyBytes: Int = 64 * 1024, adminToken: String? = nil, trustedProxies: Set<String> = [],
-        jitter: ResponseJitter = ResponseJitter()
+        jitter: ResponseJitter = ResponseJitter(), limits: ServerLimits = ServerLimits(), metrics: PrometheusCollectorRegistry? = nil
     ) {
+        self.limits = limits
+        self.metrics = metrics
         self.issuerScheme = issuerScheme
         self.maxBodyBytes = maxBodyBytes
         self.adminToken = adminToken

@@ -43,8 +43,7 @@ struct IntrospectionController: Sendable {
         } catch let error as OAuthError {
             return OAuthResponses.error(error)
         } catch {
-            context.logger.error("endpoint failed", metadata: ["error": "\(error)"])
-            return OAuthResponses.json(OAuthResponses.ErrorBody(error: "server_error", errorDescription: "Try again later."), status: .internalServerError)
+            return ServerFailure.oauth(error, context: context, endpoint: "introspection")
         }
     }
 }

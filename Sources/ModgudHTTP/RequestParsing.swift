@@ -36,6 +36,8 @@ struct RequestParsing: Sendable {
             return try FormBody(Array(buffer.readableBytesView))
         } catch .repeated(let name) {
             throw Failure.response(OAuthResponses.error(.invalidRequest("The parameter \(name) must not be repeated.")))
+        } catch .nulCharacter {
+            throw Failure.response(OAuthResponses.error(.invalidRequest("Parameters must not contain NUL characters.")))
         } catch {
             throw Failure.response(OAuthResponses.error(.invalidRequest("The request body is not valid form encoding.")))
         }
@@ -67,6 +69,8 @@ struct RequestParsing: Sendable {
             throw Failure.response(Problem.response("Request.UnknownMember", status: 400, detail: "Unknown member \(name)."))
         } catch .invalid(let detail) {
             throw Failure.response(Problem.response("Request.Invalid", status: 400, detail: detail))
+        } catch .nulCharacter {
+            throw Failure.response(Problem.response("Request.InvalidText", status: 400, detail: "Text must not contain NUL characters."))
         }
     }
 

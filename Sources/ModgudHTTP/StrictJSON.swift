@@ -7,11 +7,14 @@ enum StrictJSON {
         case malformed
         case unknownMember(String)
         case invalid(String)
+        /// A string holds U+0000, which PostgreSQL cannot store in text or jsonb.
+        case nulCharacter
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], allowed: Set<String>) throws(Failure) -> T {
         let data = Data(bytes)
-        guard let members = try? JSONDecoder().decode([String: AnyJSON].self, from: data) else { throw .malformed }
+        guard let members = try? JSONDecoder().decode([String: AnyJSONValue].self, from: data) else { throw .malformed }
+        if members.contains(where: { $0.key.unicodeScalars.contains("\u{0}") || $0.value.containsNUL }) { throw .nulCharacter }
         if let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }) { throw .unknownMember(unknown) }
         do {
             return try JSONDecoder().decode(T.self, from: data)
@@ -21,19 +24,6 @@ enum StrictJSON {
             throw .invalid("\(context.codingPath.map(\.stringValue).joined(separator: ".")) has the wrong type.")
         } catch {
             throw .malformed
-        }
-    }
-
-    /// Any JSON value, to list an object's members.
-    struct AnyJSON: Decodable {
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if container.decodeNil() { return }
-            if (try? container.decode(Bool.self)) != nil { return }
-            if (try? container.decode(Double.self)) != nil { return }
-            if (try? container.decode(String.self)) != nil { return }
-            if (try? container.decode([AnyJSON].self)) != nil { return }
-            _ = try container.decode([String: AnyJSON].self)
         }
     }
 
@@ -60,6 +50,16 @@ enum StrictJSON {
                 self = .array(value)
             } else {
                 self = .object(try container.decode([String: AnyJSONValue].self))
+            }
+        }
+
+        /// Whether any string (or member name) inside holds U+0000.
+        var containsNUL: Bool {
+            switch self {
+            case .null, .bool, .number: return false
+            case .string(let value): return value.unicodeScalars.contains("\u{0}")
+            case .array(let values): return values.contains { $0.containsNUL }
+            case .object(let members): return members.contains { $0.key.unicodeScalars.contains("\u{0}") || $0.value.containsNUL }
             }
         }
 

@@ -10,11 +10,19 @@ struct TokenController: Sendable {
     let parsing: RequestParsing
 
     func token(_ request: Request, context: ModgudRequestContext) async -> Response {
+        var outcome = GrantOutcome()
+        let response = await grant(request, context: context, outcome: &outcome)
+        outcome.record()
+        return response
+    }
+
+    private func grant(_ request: Request, context: ModgudRequestContext, outcome: inout GrantOutcome) async -> Response {
         let started = ContinuousClock.now
         do {
             let (realm, issuer) = try await parsing.realm(request)
             let form = try await parsing.form(request)
-            guard let grantType = form["grant_type"] else { return OAuthResponses.error(.invalidRequest("grant_type is required.")) }
+            guard let grantType = form["grant_type"] else { throw OAuthError.invalidRequest("grant_type is required.") }
+            outcome.grantType = grantType
             let metadata = EventMetadata(correlationID: context.id, actor: nil, clientIP: context.peerAddress)
             // SPEC.md section 0: per source before any work; per client once the client is
             // authenticated (see `authenticate`).
@@ -23,28 +31,30 @@ struct TokenController: Sendable {
             switch grantType {
             case GrantType.refreshToken.rawValue:
                 let client = try await authenticate(request, form, realm: realm)
-                guard let refreshToken = form["refresh_token"] else { return OAuthResponses.error(.invalidRequest("refresh_token is required.")) }
+                guard let refreshToken = form["refresh_token"] else { throw OAuthError.invalidRequest("refresh_token is required.") }
+                outcome.outcome = "success"
                 return OAuthResponses.token(
                     try await core.tokenService.refresh(
                         client: client, refreshToken: refreshToken, resources: form.all("resource"), issuer: issuer, metadata: metadata))
             case GrantType.clientCredentials.rawValue:
                 let client = try await authenticate(request, form, realm: realm)
+                outcome.outcome = "success"
                 return OAuthResponses.token(
                     try await core.tokenService.clientCredentials(
                         client: client, scope: form["scope"], resources: form.all("resource"), issuer: issuer, metadata: metadata))
             case let native where GrantType(rawValue: native).map(GrantType.native.contains) == true:
                 // SPEC.md section 0: the realm flag first, then the client's permission.
                 guard realm.settings.nativeGrants.enabled else {
-                    return OAuthResponses.error(.unsupportedGrantType("This grant type is not enabled for this realm."))
+                    throw OAuthError.unsupportedGrantType("This grant type is not enabled for this realm.")
                 }
                 let client = try await authenticate(request, form, realm: realm)
                 guard client.settings.grants.contains(GrantType(rawValue: native)!) else {
-                    return OAuthResponses.error(.unauthorizedClient("The client is not allowed to use this grant type."))
+                    throw OAuthError.unauthorizedClient("The client is not allowed to use this grant type.")
                 }
                 let grant = EmailSignInService.GrantRequest(
                     client: client, scope: form["scope"], resources: form.all("resource"), totpCode: form["totp_code"], issuer: issuer,
                     metadata: EventMetadata(correlationID: context.id, actor: "client:\(client.id)", clientIP: context.peerAddress))
-                return try await uniformFailures(started: started) {
+                let response = try await uniformFailures(started: started) {
                     switch GrantType(rawValue: native)! {
                     case .otp:
                         guard let username = form["username"], let code = form["otp_code"] else {
@@ -66,18 +76,24 @@ struct TokenController: Sendable {
                         throw OAuthError.unsupportedGrantType("The grant type \(native) is not supported.")
                     }
                 }
+                outcome.outcome = "success"
+                return response
             default:
-                return OAuthResponses.error(.unsupportedGrantType("The grant type \(grantType) is not supported."))
+                throw OAuthError.unsupportedGrantType("The grant type \(grantType) is not supported.")
             }
         } catch RequestParsing.Failure.response(let response) {
+            outcome.outcome = "invalid_request"
             return response
         } catch let error as OAuthError {
+            outcome.outcome = error.error
             return OAuthResponses.error(error)
         } catch let limited as RateLimited {
+            outcome.outcome = "rate_limited"
             return OAuthResponses.rateLimited(limited)
         } catch {
-            context.logger.error("token endpoint failed", metadata: ["error": "\(error)"])
-            return OAuthResponses.json(OAuthResponses.ErrorBody(error: "server_error", errorDescription: "Try again later."), status: .internalServerError)
+            let response = ServerFailure.oauth(error, context: context, endpoint: "token")
+            outcome.outcome = response.status == .serviceUnavailable ? "temporarily_unavailable" : "server_error"
+            return response
         }
     }
 

@@ -48,8 +48,7 @@ struct UserInfoController: Sendable {
         } catch RequestParsing.Failure.response(let response) {
             return response
         } catch {
-            context.logger.error("userinfo failed", metadata: ["error": "\(error)"])
-            return Response(status: .internalServerError)
+            return ServerFailure.oauth(error, context: context, endpoint: "userinfo")
         }
     }
 

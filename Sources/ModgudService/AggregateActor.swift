@@ -62,7 +62,13 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
             let own = StreamWrite(stream: stream, expected: ExpectedVersion(current: version), events: try events.map { try $0.newEvent() })
             do {
                 _ = try await store.append([own] + alsoAppending(events), metadata: metadata, alsoExecuting: extra(events))
-            } catch EventStoreError.wrongExpectedVersion(let conflicted, _, _) where conflicted == stream.id {
+            } catch EventStoreError.wrongExpectedVersion(let conflicted, _, let actual) where conflicted == stream.id {
+                if actual < version {
+                    // The stream is behind the cache: retention deleted it (a one-shot stream
+                    // past its retention). Start over from what the store holds.
+                    state = A.initialState
+                    version = 0
+                }
                 try await catchUp()  // another instance wrote: decide again on the newer state
                 continue
             }

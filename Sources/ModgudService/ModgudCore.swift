@@ -24,6 +24,8 @@ public struct ModgudCore: Sendable {
     /// Passkey ceremonies, the passkey grant and passkey management.
     public let passkeys: PasskeyService
     public let rateLimiter: RateLimiter
+    /// Readiness for load balancers (`/health/ready`), and the drain switch.
+    public let readiness: ReadinessProbe
     /// Keys derived from the master key; nil in tools started without one.
     public let secrets: ServerSecrets?
     let now: @Sendable () -> Date
@@ -50,6 +52,7 @@ public struct ModgudCore: Sendable {
             pool: pool, ceremonies: ceremonies, passkeys: passkeyRegistry, users: users, clients: clientAuthenticator, tokenService: tokenService,
             now: now)
         rateLimiter = RateLimiter(pool: pool, now: now)
+        readiness = ReadinessProbe(pool: pool)
         secrets = try masterKey.map { try ServerSecrets(masterKey: $0) }
         self.now = now
     }

@@ -14,10 +14,13 @@ public final class PQPool: Sendable {
         public var maxConnections: Int
         /// How long a caller waits for a free connection before `.poolTimeout`.
         public var acquireTimeout: Duration
+        /// Told how long each caller that had to wait for a connection waited (metrics).
+        public var waitObserver: (@Sendable (Duration) -> Void)?
 
-        public init(maxConnections: Int = 16, acquireTimeout: Duration = .seconds(10)) {
+        public init(maxConnections: Int = 16, acquireTimeout: Duration = .seconds(10), waitObserver: (@Sendable (Duration) -> Void)? = nil) {
             self.maxConnections = max(1, maxConnections)
             self.acquireTimeout = acquireTimeout
+            self.waitObserver = waitObserver
         }
     }
 
@@ -104,6 +107,7 @@ public final class PQPool: Sendable {
         // Fast path: an idle connection, no suspension.
         if let idle = state.withLock({ $0.closed ? nil : $0.idle.popLast() }) { return idle }
         let timeout = options.acquireTimeout
+        let waitStarted = ContinuousClock.now
         let leased: PQConnection? = try await withCheckedThrowingContinuation { continuation in
             let decision = state.withLock { state -> Decision in
                 if state.closed { return .closed }
@@ -128,6 +132,7 @@ public final class PQPool: Sendable {
                 }
             }
         }
+        options.waitObserver?(ContinuousClock.now - waitStarted)
         if let leased { return leased }
         do {
             return try await PQConnection.connect(configuration)

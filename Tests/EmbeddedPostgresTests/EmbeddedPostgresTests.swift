@@ -46,4 +46,45 @@ final class EmbeddedPostgresTests: XCTestCase {
         XCTAssertNotEqual(cluster.binDirectory, "/nonexistent-pg-bin")
         try cluster.destroy()
     }
+
+    /// Issue 10: a checkout in root's 0700 home folder. initdb runs as `postgres`, which cannot
+    /// traverse the private parent, so the cluster moves to a folder it can reach, and the
+    /// same request finds the same cluster again.
+    func testAFolderThePostgresUserCannotReachGetsTheClusterRelocatedAndReused() async throws {
+        let home = "/tmp/modgud-private-home-\(getpid())"
+        XCTAssertEqual(mkdir(home, 0o700), 0)
+        chmod(home, 0o700)
+        defer { _ = try? ProcessRunnerForTests.remove(home) }
+        let requested = home + "/checkout/.modgud/dev/postgres"
+        let cluster = try EmbeddedPostgres(.init(dataDirectory: requested, database: "app", durable: false))
+        defer { try? cluster.destroy() }
+        if geteuid() == 0 {
+            XCTAssertTrue(cluster.relocated)
+            XCTAssertTrue(cluster.dataDirectory.hasPrefix(EmbeddedPostgres.fallbackRoot + "/"), cluster.dataDirectory)
+        } else {
+            // Not root: the server runs as this user, who can reach its own folder.
+            XCTAssertFalse(cluster.relocated)
+        }
+        let connection = try await PQConnection.connect(PQConfiguration(connectionString: cluster.url))
+        try await connection.query("CREATE TABLE kept (value text)")
+        await connection.close()
+        try cluster.stop()
+        let again = try EmbeddedPostgres(.init(dataDirectory: requested, database: "app", durable: false))
+        XCTAssertEqual(again.dataDirectory, cluster.dataDirectory, "the same request finds the same cluster")
+        let reconnected = try await PQConnection.connect(PQConfiguration(connectionString: again.url))
+        let tables = try await reconnected.query("SELECT count(*) FROM pg_tables WHERE tablename = 'kept'").first!.decode(Int.self, at: 0)
+        XCTAssertEqual(tables, 1)
+        await reconnected.close()
+    }
+}
+
+/// Removes a folder tree (test cleanup).
+enum ProcessRunnerForTests {
+    static func remove(_ path: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/rm")
+        process.arguments = ["-rf", path]
+        try process.run()
+        process.waitUntilExit()
+    }
 }

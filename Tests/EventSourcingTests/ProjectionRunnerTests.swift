@@ -1,4 +1,5 @@
 import EventSourcing
+import Foundation
 import XCTest
 
 /// A worker that replays a script of step outcomes per projection.
@@ -22,7 +23,60 @@ private actor ScriptedWorker: ProjectionWorker {
     }
 }
 
+/// A worker whose store is down for the first `outages` steps.
+private actor FlakyWorker: ProjectionWorker {
+    struct Down: Error {}
+    var outages: Int
+    var applied = 0
+
+    init(outages: Int) { self.outages = outages }
+
+    func step(_ projection: String) throws -> ProjectionStep {
+        if outages > 0 {
+            outages -= 1
+            throw Down()
+        }
+        applied += 1
+        return applied == 1 ? .applied(1) : .caughtUp
+    }
+
+    func waitForEvents(timeout: Duration) async throws {
+        try await Task.sleep(for: timeout)
+    }
+}
+
+private final class ErrorLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var delays: [Duration] = []
+    func record(_ delay: Duration) { lock.withLock { delays.append(delay) } }
+    var recorded: [Duration] { lock.withLock { delays } }
+}
+
 final class ProjectionRunnerTests: XCTestCase {
+    func testAnUnreachableStoreNeverEndsTheRunnerItRetriesWithBackoffAndResumes() async throws {
+        let worker = FlakyWorker(outages: 3)
+        let runner = ProjectionRunner(worker: worker, projections: ["a"], pollInterval: .milliseconds(5))
+        let log = ErrorLog()
+        let task = Task { await runner.run { _, delay in log.record(delay) } }
+        // 250 + 500 + 1000 ms of backoff, then the batch applies.
+        for _ in 0..<100 where await worker.applied == 0 {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        task.cancel()
+        _ = await task.value
+        let applied = await worker.applied
+        XCTAssertGreaterThan(applied, 0, "the runner resumed after the outage")
+        XCTAssertEqual(log.recorded, [.milliseconds(250), .milliseconds(500), .seconds(1)])
+    }
+
+    func testBackoffDoublesUpToItsMaximumAndResets() {
+        var backoff = RetryBackoff(initial: .milliseconds(250), maximum: .seconds(5))
+        let delays = (0..<8).map { _ in backoff.nextDelay() }
+        XCTAssertEqual(delays, [.milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(5), .seconds(5), .seconds(5)])
+        backoff.reset()
+        XCTAssertEqual(backoff.nextDelay(), .milliseconds(250))
+    }
+
     func testRunUntilIdleDrainsEachProjectionAndStopsOnFailureOrBusy() async throws {
         let worker = ScriptedWorker([
             "a": [.applied(10), .applied(5), .caughtUp],
@@ -48,7 +102,7 @@ final class ProjectionRunnerTests: XCTestCase {
     func testRunSleepsWhenIdleAndStopsOnCancellation() async throws {
         let worker = ScriptedWorker([:])
         let runner = ProjectionRunner(worker: worker, projections: ["a"], pollInterval: .milliseconds(1))
-        let task = Task { try await runner.run() }
+        let task = Task { await runner.run() }
         try await Task.sleep(for: .milliseconds(50))
         task.cancel()
         _ = await task.result

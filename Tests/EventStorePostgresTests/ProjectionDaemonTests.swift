@@ -40,8 +40,8 @@ final class ProjectionDaemonTests: XCTestCase {
         let poolB = database.makePool()
         let daemonA = ProjectionDaemon(pool: database.pool, projections: [projection], pollInterval: .milliseconds(20), batchSize: 50)
         let daemonB = ProjectionDaemon(pool: poolB, projections: [projection], pollInterval: .milliseconds(20), batchSize: 50)
-        let runA = Task { try await daemonA.run() }
-        let runB = Task { try await daemonB.run() }
+        let runA = Task { await daemonA.run() }
+        let runB = Task { await daemonB.run() }
         try await appendConcurrently(streams: 20, eventsEach: 25)
         let pool = database.pool
         try await waitUntil { try await pool.count("SELECT count(*) FROM applied_log") == 500 }
@@ -62,7 +62,7 @@ final class ProjectionDaemonTests: XCTestCase {
 
     func testDaemonIsWokenByNotifyWithoutWaitingForThePoll() async throws {
         let daemon = ProjectionDaemon(pool: database.pool, projections: [projection], pollInterval: .seconds(60))
-        let run = Task { try await daemon.run() }
+        let run = Task { await daemon.run() }
         try await Task.sleep(for: .milliseconds(300))  // let it drain and start listening
         _ = try await store.append([try counted(1)], to: stream("wake"), expected: .noStream, metadata: .none)
         let pool = database.pool

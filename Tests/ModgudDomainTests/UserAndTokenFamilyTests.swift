@@ -22,6 +22,16 @@ final class UserTests: XCTestCase {
         XCTAssertNil(EmailAddress("no-at-sign"))
         XCTAssertNil(EmailAddress("a@b"))
         XCTAssertNil(EmailAddress("a b@c.com"))
+        // Issue 10: control characters (NUL cannot be stored in jsonb), RFC 5321 lengths, empty labels.
+        XCTAssertNil(EmailAddress("\u{0}@x.yz"))
+        XCTAssertNil(EmailAddress("a\u{7}b@x.yz"))
+        XCTAssertNil(EmailAddress("a@x\u{85}.yz"))
+        XCTAssertNil(EmailAddress("a@x..yz"))
+        XCTAssertNil(EmailAddress(String(repeating: "a", count: 65) + "@x.yz"))
+        XCTAssertNotNil(EmailAddress(String(repeating: "a", count: 64) + "@x.yz"))
+        XCTAssertNil(EmailAddress("a@" + String(repeating: "b", count: 64) + ".yz"))
+        XCTAssertNil(EmailAddress("a@" + Array(repeating: String(repeating: "b", count: 60), count: 5).joined(separator: ".") + ".yz"))
+        XCTAssertNil(EmailAddress(String(repeating: "é", count: 40) + "@x.yz"), "64 octets, not characters")
     }
 
     func testDisableAndDeleteRotateTheStamp() throws {

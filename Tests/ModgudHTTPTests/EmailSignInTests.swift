@@ -412,9 +412,23 @@ final class EmailSignInTests: XCTestCase {
                 XCTAssertEqual(reply.status, status, body.prefix(40) + "")
                 XCTAssertEqual(reply.json["title"] as? String, title)
             }
-            // Not an address at all: the uniform answer, nothing issued.
-            let notAnAddressStatus = try await H.requestCode(client, "not an address").status
-            XCTAssertEqual(notAnAddressStatus, .ok)
+            // Issue 10: not an address at all (syntax, not existence: no enumeration signal) is a
+            // named 400, and so is text PostgreSQL cannot store; nothing is issued.
+            let notAnAddress = try await H.requestCode(client, "not an address")
+            XCTAssertEqual(notAnAddress.status, .badRequest)
+            XCTAssertEqual(notAnAddress.json["title"] as? String, "Email.Invalid")
+            for body in [#"{"Email":"\u0000@x.yz"}"#, #"{"Email":"a@x.yz","FirstName":"A\u0000"}"#, #"{"Email\u0000":"a@x.yz"}"#] {
+                let reply = try await H.call(client, .post, "/api/account/native/otp/request", body, headers: H.json)
+                XCTAssertEqual(reply.status, .badRequest, body)
+                XCTAssertEqual(reply.json["title"] as? String, "Request.InvalidText", body)
+            }
+            for address in ["a\\u0001b@x.yz", String(repeating: "a", count: 65) + "@x.yz", "a@x..yz"] {
+                let reply = try await H.call(client, .post, "/api/account/magic-link/request", #"{"Email":"\#(address)"}"#, headers: H.json)
+                XCTAssertEqual(reply.status, .badRequest, address)
+                XCTAssertEqual(reply.json["title"] as? String, "Email.Invalid", address)
+            }
+            let nulForm = try await H.token(client, [("grant_type", "urn:cocoar:otp"), ("client_id", "app"), ("username", "a\u{0}@b.c"), ("otp_code", "1")])
+            XCTAssertEqual(nulForm.json["error"] as? String, "invalid_request")
             let missing = try await H.token(client, [("grant_type", "urn:cocoar:otp"), ("client_id", "app"), ("username", "a@b.c")])
             XCTAssertEqual(missing.json["error"] as? String, "invalid_request")
             let badUser = try await H.token(

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import SMTP
 
 /// Delivers the outbox: claims due rows, sends each, deletes it once accepted; on failure
@@ -80,6 +81,7 @@ public final class MailDispatcher: Sendable {
             do {
                 try await transport.send(item.message)
                 try await outbox.delivered(item.id)
+                Counter(label: "modgud_mail_delivered_total").increment()
                 logger.info("mail delivered", metadata: ["outbox_id": "\(item.id)", "realm": "\(item.realm)"])
             } catch {
                 // Shutting down mid-send is not the message's fault: the lease brings it back.
@@ -88,6 +90,7 @@ public final class MailDispatcher: Sendable {
                 let permanent = (error as? SMTPError)?.isPermanent ?? false
                 let dead = permanent || attempt >= settings.maxAttempts
                 try await outbox.failed(item.id, error: "\(error)", retryAfter: settings.backoff(after: attempt), dead: dead)
+                Counter(label: "modgud_mail_delivery_failures_total", dimensions: [("final", dead ? "true" : "false")]).increment()
                 logger.warning(
                     dead ? "mail dead-lettered" : "mail delivery failed; will retry",
                     metadata: ["outbox_id": "\(item.id)", "attempt": "\(attempt)", "error": "\(error)"])

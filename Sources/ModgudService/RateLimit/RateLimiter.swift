@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 import ModgudDomain
 import PQ
 
@@ -21,6 +22,7 @@ public struct RateLimiter: Sendable {
     /// Counts one request; throws `RateLimited` when over the limit (the request is not counted then).
     public func check(_ policy: RateLimitPolicy, key: String, realm: String, settings: RealmSettings) async throws {
         if let wait = try await take(policy, key: key, realm: realm, settings: settings) {
+            Counter(label: "modgud_rate_limit_rejections_total", dimensions: [("policy", policy.name)]).increment()
             throw RateLimited(policy: policy.policy, dimension: policy.dimension, retryAfterSeconds: wait)
         }
     }

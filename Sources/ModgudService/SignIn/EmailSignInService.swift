@@ -78,6 +78,9 @@ public struct EmailSignInService: Sendable {
         public var message: String
     }
 
+    /// The address is not one (its syntax, not whether it exists: no enumeration signal).
+    public struct InvalidEmailAddress: Error, Sendable, Equatable {}
+
     // MARK: Requests
 
     /// Issues a login code, a registration code, or nothing; the caller answers the same in
@@ -96,9 +99,8 @@ public struct EmailSignInService: Sendable {
         try await limiter.check(.requestPerIP, key: request.source, realm: realm.realmID, settings: settings)
         // An address that is not one still counts against a mailbox key (its own text), so
         // malformed input is limited like any other.
-        let email = EmailAddress(request.email)
-        try await limiter.check(.requestPerMailbox, key: mailboxKey(email?.value ?? request.email), realm: realm.realmID, settings: settings)
-        guard let email else { return }
+        guard let email = EmailAddress(request.email) else { throw InvalidEmailAddress() }
+        try await limiter.check(.requestPerMailbox, key: mailboxKey(email.value), realm: realm.realmID, settings: settings)
 
         let time = now()
         let account = try await findUser(realm: realm.realmID, email: email)
@@ -136,9 +138,9 @@ public struct EmailSignInService: Sendable {
     {
         let settings = realm.settings
         try await limiter.check(.requestPerIP, key: source, realm: realm.realmID, settings: settings)
-        let email = EmailAddress(rawEmail)
-        try await limiter.check(.requestPerMailbox, key: mailboxKey(email?.value ?? rawEmail), realm: realm.realmID, settings: settings)
-        guard settings.magicLinkEnabled, let email, let user = try await findUser(realm: realm.realmID, email: email), user.emailConfirmed,
+        guard let email = EmailAddress(rawEmail) else { throw InvalidEmailAddress() }
+        try await limiter.check(.requestPerMailbox, key: mailboxKey(email.value), realm: realm.realmID, settings: settings)
+        guard settings.magicLinkEnabled, let user = try await findUser(realm: realm.realmID, email: email), user.emailConfirmed,
             user.canSignIn, let userID = user.id
         else { return }
         let time = now()

@@ -1,0 +1,49 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import PQ
+
+/// Retention for one-shot streams (EventStoreDB's `$maxAge` is the model): streams of the
+/// named types whose last event is older than `maxAge` are deleted with their events.
+///
+/// Only streams whose whole purpose ends within minutes belong here (a passkey ceremony, an
+/// email challenge): after `maxAge` they are certainly spent or expired, and nothing refers
+/// to them. Identity streams (users, clients, realms, credentials, token families) are
+/// never named, so never pruned. Deletes run in batches of `batchSize` streams, one
+/// statement each, so a large backlog never holds long locks.
+public struct LogRetention: Sendable {
+    public struct Report: Sendable, Equatable {
+        public var streams: Int
+        public var events: Int
+    }
+
+    public let pool: PQPool
+    public let streamTypes: [String]
+    public let maxAge: Duration
+    public let batchSize: Int
+
+    public init(pool: PQPool, streamTypes: [String], maxAge: Duration, batchSize: Int = 1000) {
+        self.pool = pool
+        self.streamTypes = streamTypes
+        self.maxAge = maxAge
+        self.batchSize = max(1, batchSize)
+    }
+
+    /// Deletes every stream past retention at `now`.
+    @discardableResult
+    public func prune(now: Date = Date()) async throws -> Report {
+        let cutoff = now.addingTimeInterval(-Double(maxAge.components.seconds))
+        var total = Report(streams: 0, events: 0)
+        while true {
+            guard let row = try await pool.query(EventStoreSQL.pruneStreams(types: streamTypes, cutoff: cutoff, limit: batchSize)).first
+            else { break }
+            let streams = try row.decode(Int.self, at: 0)
+            total.streams += streams
+            total.events += try row.decode(Int.self, at: 1)
+            if streams < batchSize { break }
+        }
+        return total
+    }
+}

@@ -1,0 +1,54 @@
+import EventSourcing
+import EventStorePostgres
+import Logging
+import ModgudService
+import ServiceLifecycle
+
+/// Periodic housekeeping of one instance. Every `sampleInterval`: the state gauges of
+/// `/metrics`. Every `pruneInterval`: drained rate-limit buckets (a bucket whose time has
+/// passed holds nothing; deleting it changes no decision) and one-shot streams past their
+/// retention. Every instance runs it; each delete is idempotent and skips rows another
+/// instance holds. A database error is logged and the loop carries on.
+struct MaintenanceService: Service {
+    let core: ModgudCore
+    let sampler: MetricsSampler
+    let retention: LogRetention
+    let logger: Logger
+    var sampleInterval: Duration = .seconds(15)
+    var pruneInterval: Duration = .seconds(600)
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            let clock = ContinuousClock()
+            var nextPrune = clock.now
+            while !Task.isCancelled {
+                do {
+                    try await sampler.sample()
+                } catch {
+                    logger.warning("metrics sampling failed", metadata: ["error": "\(error)"])
+                }
+                if clock.now >= nextPrune {
+                    nextPrune = clock.now + pruneInterval
+                    await prune()
+                }
+                try? await Task.sleep(for: sampleInterval)
+            }
+        }
+    }
+
+    private func prune() async {
+        do {
+            try await core.rateLimiter.prune()
+        } catch {
+            logger.warning("rate-limit pruning failed", metadata: ["error": "\(error)"])
+        }
+        do {
+            let report = try await retention.prune()
+            if report.streams > 0 {
+                logger.info("pruned one-shot streams", metadata: ["streams": "\(report.streams)", "events": "\(report.events)"])
+            }
+        } catch {
+            logger.warning("log retention failed", metadata: ["error": "\(error)"])
+        }
+    }
+}

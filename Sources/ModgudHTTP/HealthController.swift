@@ -1,0 +1,41 @@
+import Hummingbird
+import ModgudService
+import Prometheus
+
+/// `GET /health/live`, `GET /health/ready` and `GET /metrics`: for load balancers,
+/// orchestrators and Prometheus. None of them needs a realm (they answer on any host).
+struct HealthController: Sendable {
+    let readiness: ReadinessProbe
+    /// The registry `/metrics` renders; nil: no `/metrics` route.
+    let metrics: PrometheusCollectorRegistry?
+
+    func register(on router: Router<ModgudRequestContext>) {
+        router.get("/health/live") { _, _ in "ok" }
+        router.get("/health/ready", use: ready)
+        if metrics != nil { router.get("/metrics", use: render) }
+    }
+
+    /// 200 when ready, 503 otherwise (draining, database unreachable, migrations pending, a
+    /// projection stalled), with each check's verdict: `{ "status", "checks": { … } }`.
+    func ready(_ request: Request, context: ModgudRequestContext) async -> Response {
+        let report = await readiness.check()
+        var response = OAuthResponses.json(
+            ReadyBody(status: report.ready ? "ready" : "unavailable", checks: report.checks),
+            status: report.ready ? .ok : .serviceUnavailable)
+        if !report.ready { response.headers[.retryAfter] = "1" }
+        return response
+    }
+
+    /// The Prometheus text exposition format (version 0.0.4).
+    func render(_ request: Request, context: ModgudRequestContext) async -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+        headers[.cacheControl] = "no-store"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics?.emitToBuffer() ?? [])))
+    }
+
+    struct ReadyBody: Encodable {
+        var status: String
+        var checks: [String: String]
+    }
+}

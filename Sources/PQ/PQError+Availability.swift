@@ -1,0 +1,18 @@
+extension PQError {
+    /// The database cannot serve now but may soon: the connection was refused or lost, the
+    /// pool had no free connection in time, the server is shutting down or starting up
+    /// (57P01–57P03), has too many connections (53300), or is a read-only standby after a
+    /// failover (25006). Callers answer 503 and retry later; nothing here is the request's fault.
+    public var meansDatabaseUnavailable: Bool {
+        if isConnectionFailure || code == .poolTimeout || code == .closed { return true }
+        guard let sqlState else { return false }
+        return sqlState == "53300" || sqlState == "25006"
+    }
+
+    /// Whether `error` (a `PQError`, or a pipeline's) means the database is unavailable.
+    public static func meansDatabaseUnavailable(_ error: any Error) -> Bool {
+        if let error = error as? PQError { return error.meansDatabaseUnavailable }
+        if let error = error as? PQPipelineError { return error.error.meansDatabaseUnavailable }
+        return false
+    }
+}

@@ -1,0 +1,41 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import EmbeddedPostgres
+import EventStorePostgres
+import ModgudSchema
+import PQ
+
+/// A migrated database on a cluster of its own, which a test may stop and start again
+/// (a database restart or outage) without disturbing the shared test cluster.
+public final class RestartableDatabase: Sendable {
+    public let cluster: EmbeddedPostgres
+    public let url: String
+    public let pool: PQPool
+
+    public init(maxConnections: Int = 20) async throws {
+        let folder = "/tmp/modgud-restartable-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        cluster = try EmbeddedPostgres(.init(dataDirectory: folder, database: "modgud", durable: false))
+        url = cluster.url
+        pool = PQPool(configuration: PQConfiguration(connectionString: url), options: .init(maxConnections: maxConnections, acquireTimeout: .seconds(2)))
+        _ = try await Migrator(pool: pool, migrations: ModgudSchema.migrations.map { .init(name: $0.name, sql: $0.sql) }).migrate()
+    }
+
+    /// Stops the server (fast shutdown: open sessions are ended, as in a restart).
+    public func stop() throws {
+        try cluster.stop()
+    }
+
+    /// Starts it again on the same port.
+    public func start() throws {
+        try cluster.start()
+    }
+
+    /// Closes the pool, stops the server and deletes its folder.
+    public func destroy() async {
+        await pool.close()
+        try? cluster.destroy()
+    }
+}
