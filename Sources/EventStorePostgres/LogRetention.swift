@@ -17,6 +17,11 @@ public struct LogRetention: Sendable {
     public struct Report: Sendable, Equatable {
         public var streams: Int
         public var events: Int
+
+        public init(streams: Int, events: Int) {
+            self.streams = streams
+            self.events = events
+        }
     }
 
     public let pool: PQPool

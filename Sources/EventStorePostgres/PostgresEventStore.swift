@@ -22,7 +22,7 @@ public final class PostgresEventStore: EventStore {
     public let notifyMode: NotifyMode
     private let notifier: AppendNotifier
     /// `modgud_event_append_seconds`: one append's round trip, inline projections included.
-    private static let appendTimer = Timer(label: "modgud_event_append_seconds")
+    private let appendTimer = Timer(label: "modgud_event_append_seconds")
 
     /// - Parameters:
     ///   - pool: where to run.
@@ -90,7 +90,7 @@ public final class PostgresEventStore: EventStore {
         let started = ContinuousClock.now
         defer {
             let elapsed = ContinuousClock.now - started
-            Self.appendTimer.recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+            appendTimer.recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
         }
         do {
             results = try await pool.withConnection { connection in

@@ -2,12 +2,37 @@ import ArgumentParser
 import EventSourcing
 import EventStorePostgres
 import FoundationEssentials
+import ModgudService
 
 struct EventsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "events",
-        abstract: "Read the event log.",
-        subcommands: [Replay.self])
+        abstract: "Read the event log, and prune its spent one-shot streams.",
+        subcommands: [Replay.self, Prune.self])
+
+    struct Prune: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete spent one-shot streams (passkey ceremonies, email challenges) older than the retention.",
+            discussion: """
+                A stream is pruned when its last event is older than --retention-days. Users, clients, realms, \
+                passkeys and token families are never pruned. The maintenance loop of every `modgud serve` does the \
+                same every 10 minutes with MODGUD_RETENTION_DAYS.
+                """)
+
+        @OptionGroup var database: DatabaseOptions
+        @Option(help: "Keep one-shot streams written to within this many days.") var retentionDays = 30
+
+        func validate() throws {
+            if retentionDays < 1 { throw ValidationError("--retention-days must be at least 1") }
+        }
+
+        func run() async throws {
+            let pool = database.makePool(maxConnections: 1)
+            let report = try await LogRetention.oneShotStreams(pool: pool, maxAge: .seconds(retentionDays * 86_400)).prune()
+            print("pruned \(report.streams) one-shot streams (\(report.events) events) older than \(retentionDays) days")
+            await pool.close()
+        }
+    }
 
     struct Replay: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

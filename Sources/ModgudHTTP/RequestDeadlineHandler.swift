@@ -23,6 +23,9 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var deadline: Scheduled<Void>?
     /// Requests read whole and not yet answered.
     private var inFlight = 0
+    /// A request's head has arrived and its end has not (its body deadline runs, even if the
+    /// server has already answered, say with a 404, while the client is still sending).
+    private var reading = false
 
     init(limits: ServerLimits) {
         self.limits = limits
@@ -48,9 +51,12 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head: arm(context, limits.bodyTimeout)
+        case .head:
+            reading = true
+            arm(context, limits.bodyTimeout)
         case .body: break
         case .end:
+            reading = false
             inFlight += 1
             disarm()
         }
@@ -60,7 +66,7 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data) {
             inFlight = max(0, inFlight - 1)
-            if inFlight == 0 { arm(context, limits.idleTimeout) }
+            if inFlight == 0 && !reading { arm(context, limits.idleTimeout) }
         }
         context.write(data, promise: promise)
     }
