@@ -144,6 +144,10 @@ let package = Package(
                 "PQ", "EventSourcing", "EventStorePostgres", "EmbeddedPostgres", "ModgudSchema", "WebAuthn", "ModgudService", "ModgudHTTP",
                 "ModgudDomain", "SMTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                // The native load client of `modgud bench chains` (NIO is built for Hummingbird already).
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

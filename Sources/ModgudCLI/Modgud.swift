@@ -18,6 +18,7 @@ struct Modgud: AsyncParsableCommand {
             EventsCommand.self,
             ProjectionsCommand.self,
             BenchCommand.self,
+            PostgresCommand.self,
         ]
     )
 }

@@ -18,6 +18,10 @@ struct RealmCommand: AsyncParsableCommand {
         @Option(help: "Refresh-token lifetime, days (1-30).") var refreshTokenDays: Int?
         @Option(help: "Self-registration: JitOnOtp, Off or ExplicitEndpoint.") var registration: String?
         @Option(help: "Magic links on or off.") var magicLink: Bool?
+        @Option(
+            name: .customLong("rate-limit"),
+            help: "A policy's limit: NAME=LIMIT/WINDOW_SECONDS[/BURST] (repeatable), e.g. token.ip=6000/60/2000; NAME=default removes the override.")
+        var rateLimits: [String] = []
 
         func apply(to settings: inout RealmSettings) throws {
             if !hosts.isEmpty { settings.hosts = hosts.map { $0.lowercased() } }
@@ -34,6 +38,20 @@ struct RealmCommand: AsyncParsableCommand {
                 settings.registrationPosture = posture
             }
             if let magicLink { settings.magicLinkEnabled = magicLink }
+            for text in rateLimits {
+                let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2, !parts[0].isEmpty else { throw ValidationError("--rate-limit takes NAME=LIMIT/WINDOW[/BURST]") }
+                if parts[1] == "default" {
+                    settings.rateLimitOverrides[parts[0]] = nil
+                    continue
+                }
+                let numbers = parts[1].split(separator: "/").map { Int($0) }
+                guard (2...3).contains(numbers.count), numbers.allSatisfy({ $0 != nil }) else {
+                    throw ValidationError("--rate-limit takes NAME=LIMIT/WINDOW[/BURST], e.g. token.ip=6000/60/2000")
+                }
+                settings.rateLimitOverrides[parts[0]] = RateLimitSetting(
+                    limit: numbers[0]!, windowSeconds: numbers[1]!, burst: numbers.count == 3 ? numbers[2]! : numbers[0]!)
+            }
         }
     }
 

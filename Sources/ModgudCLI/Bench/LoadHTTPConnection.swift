@@ -1,0 +1,58 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A keep-alive HTTP/1.1 client connection for load and failure tests: one request at a
+/// time, native (SwiftNIO), so a load generator on the same two cores costs little CPU.
+struct LoadHTTPConnection {
+    /// One answer: the status and the body.
+    struct Reply: Sendable {
+        var status: Int
+        var body: [UInt8]
+    }
+
+    /// The connection broke or the server closed it before answering.
+    struct Broken: Error {}
+
+    let host: String
+    let port: Int
+    /// The `Host` header (the realm's host; the load balancer passes it on).
+    let authority: String
+
+    /// Opens a connection and runs `body` with a function that sends one request and waits
+    /// for its answer; the connection closes when `body` returns or throws.
+    func session<T>(_ body: (_ send: (_ method: HTTPMethod, _ path: String, _ contentType: String?, _ payload: String) async throws -> Reply) async throws -> T)
+        async throws -> T
+    {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            .connect(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
+                }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            var responses = inbound.makeAsyncIterator()
+            return try await body { method, path, contentType, payload in
+                var headers = HTTPHeaders()
+                headers.add(name: "Host", value: authority)
+                headers.add(name: "Content-Length", value: String(payload.utf8.count))
+                if let contentType { headers.add(name: "Content-Type", value: contentType) }
+                try await outbound.write(.head(HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)))
+                if !payload.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(string: payload)))) }
+                try await outbound.write(.end(nil))
+                var status = 0
+                var received: [UInt8] = []
+                while let part = try await responses.next() {
+                    switch part {
+                    case .head(let head): status = Int(head.status.code)
+                    case .body(let buffer): received += buffer.readableBytesView
+                    case .end: return Reply(status: status, body: received)
+                    }
+                }
+                throw Broken()
+            }
+        }
+    }
+}

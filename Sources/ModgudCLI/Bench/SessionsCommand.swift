@@ -1,0 +1,39 @@
+import ArgumentParser
+import Foundation
+import ModgudDomain
+import ModgudService
+
+/// `modgud bench sessions`: users signed in directly through the token service (no mail),
+/// one refresh token per line on standard output, to start load and failure tests from.
+struct SessionsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sessions",
+        abstract: "Create N users in REALM and sign each in once with CLIENT; print their refresh tokens.")
+
+    @OptionGroup var database: DatabaseOptions
+    @Argument var realm: String
+    @Argument var client: String
+    @Option(help: "How many users.") var count = 16
+    @Option(help: "Scope to grant (must include offline_access).") var scope = "offline_access"
+
+    func run() async throws {
+        try await AdminContext.run(database) { context in
+            let core = context.admin.core
+            let client = try await core.clientAuthenticator.authenticate(realm: realm, clientID: self.client, secret: nil)
+            for index in 0..<count {
+                let id = UUID()
+                let user = try await core.users.actor(for: StreamNames.user(realm: realm, userID: id)).execute(
+                    .register(
+                        id: id, email: EmailAddress("load-\(index)-\(id.uuidString.prefix(8).lowercased())@example.com")!, emailConfirmed: true,
+                        username: nil, firstName: nil, lastName: nil, securityStamp: UUID().uuidString, via: "admin"),
+                    now: Date(), metadata: context.metadata
+                ).state
+                let tokens = try await core.tokenService.signIn(
+                    client: client, user: user, grantType: .otp, scope: scope, resources: [], amr: ["otp"], issuer: "https://\(realm)",
+                    metadata: context.metadata)
+                guard let refresh = tokens.refreshToken else { throw CommandError("no refresh token: grant \(scope) to a client with refresh_token") }
+                print(refresh)
+            }
+        }
+    }
+}
