@@ -100,6 +100,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            resources: [.embedInCode("openapi.json")],
             swiftSettings: strict
         ),
         // Strict CTAP2 canonical CBOR: decoder with limits, canonical encoder.

@@ -41,6 +41,7 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     router.get("/.well-known/openid-configuration", use: discovery.configuration)
     router.get("/.well-known/jwks.json", use: discovery.jwks)
     HealthController(readiness: core.readiness, metrics: configuration.metrics).register(on: router)
+    OpenAPIDocument.register(on: router)
     let account = AccountController(core: core, parsing: parsing)
     account.register(on: router)
     PasskeyController(core: core, parsing: parsing, account: account).register(on: router)

@@ -1,0 +1,81 @@
+import Foundation
+import XCTest
+
+/// Issue 10: the deployment files agree with each other, with the code and with the README.
+/// This machine has no container engine, so the compose file is parsed and checked, not run;
+/// ops/cluster-test runs the same topology on loopback.
+final class DeploymentFilesTests: XCTestCase {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    func read(_ path: String) throws -> String {
+        try String(contentsOf: Self.root.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    /// YAML → JSON with PyYAML (test tooling), so the file is checked by a real YAML parser.
+    func compose() throws -> [String: Any] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-c", "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
+            Self.root.appendingPathComponent("docker-compose.yml").path,
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0, "docker-compose.yml parses as YAML")
+        return try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    static func settingNames(in text: String) -> Set<String> {
+        Set(text.matches(of: /MODGUD_[A-Z_]+[A-Z]/).map { String($0.output) })
+    }
+
+    func testComposeHasTheScaledLayoutAndOnlyDocumentedSettings() throws {
+        let services = try XCTUnwrap(try compose()["services"] as? [String: [String: Any]])
+        XCTAssertEqual(Set(services.keys), ["postgres", "migrate", "modgud-1", "modgud-2", "lb"])
+        XCTAssertEqual(services["migrate"]?["command"] as? [String], ["migrate"])
+        for instance in ["modgud-1", "modgud-2"] {
+            let service = try XCTUnwrap(services[instance])
+            XCTAssertEqual(service["command"] as? [String], ["serve"], instance)
+            let health = try XCTUnwrap(service["healthcheck"] as? [String: Any])
+            XCTAssertTrue((health["test"] as? [String])?.contains { $0.hasSuffix("/health/ready") } == true, instance)
+            let dependsOn = try XCTUnwrap(service["depends_on"] as? [String: [String: String]])
+            XCTAssertEqual(dependsOn["migrate"]?["condition"], "service_completed_successfully")
+        }
+        XCTAssertEqual(services["lb"]?["volumes"] as? [String], ["./ops/docker/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro"])
+
+        let readme = try read("README.md")
+        let documented = Self.settingNames(in: readme)
+        let inCompose = Self.settingNames(in: try read("docker-compose.yml"))
+        XCTAssertTrue(inCompose.isSubset(of: documented), "undocumented: \(inCompose.subtracting(documented).sorted())")
+        // The names the code reads are string literals: "MODGUD_…".
+        let inCode = Set(try read("Sources/ModgudCLI/ModgudConfiguration.swift").matches(of: /"(MODGUD_[A-Z_]+)"/).map { String($0.output.1) })
+        XCTAssertFalse(inCode.isEmpty)
+        XCTAssertTrue(inCode.isSubset(of: documented), "read by serve but not in the README: \(inCode.subtracting(documented).sorted())")
+    }
+
+    func testBothBalancerConfigurationsCarryTheRollingRestartSettings() throws {
+        for path in ["ops/docker/haproxy.cfg", "ops/haproxy.cfg.template"] {
+            let text = try read(path)
+            for line in ["option httpchk GET /health/ready", "http-check expect status 200", "retry-on conn-failure", "option redispatch"] {
+                XCTAssertTrue(text.contains(line), "\(path): \(line)")
+            }
+            XCTAssertFalse(text.contains("retry-on all-retryable-errors"), "\(path): a token request whose answer was lost must not be retried")
+        }
+    }
+
+    func testTheOpenAPIDocumentDescribesEveryRoute() throws {
+        let document = try XCTUnwrap(
+            JSONSerialization.jsonObject(with: Data(try read("Sources/ModgudHTTP/openapi.json").utf8)) as? [String: Any])
+        XCTAssertEqual(document["openapi"] as? String, "3.1.0")
+        let paths = try XCTUnwrap(document["paths"] as? [String: [String: Any]])
+        let documented = Set(paths.flatMap { path, operations in
+            operations.keys.map { "\($0.uppercased()) " + path.replacing(/\{[a-z]+\}/, with: "{x}") }
+        })
+        let routed = Set(EndpointFuzzTests.routes.map { "\($0.0.rawValue) " + $0.1.replacing("/dev/", with: "/{x}/") })
+        XCTAssertTrue(routed.isSubset(of: documented), "routes missing from openapi.json: \(routed.subtracting(documented).sorted())")
+        for extra in ["GET /metrics", "GET /openapi.json"] { XCTAssertTrue(documented.contains(extra), extra) }
+    }
+}
