@@ -5,7 +5,7 @@ import Synchronization
 /// Counts every request and times it, by route template (never the raw path: ids would make
 /// unbounded label values), method and status:
 /// `modgud_http_requests_total{method,route,status}` and
-/// `modgud_http_request_duration_seconds{method,route}` (a histogram).
+/// `modgud_http_request_duration_seconds{method,route,status}` (a histogram).
 struct RequestMetricsMiddleware: RouterMiddleware {
     typealias Context = ModgudRequestContext
 
@@ -18,7 +18,7 @@ struct RequestMetricsMiddleware: RouterMiddleware {
     /// Metric handles by key: the factory's own lookup takes a lock and builds labels.
     private final class Handles: Sendable {
         let counters = Mutex<[Key: Counter]>([:])
-        let timers = Mutex<[String: Timer]>([:])
+        let timers = Mutex<[Key: Timer]>([:])
 
         func counter(_ key: Key) -> Counter {
             counters.withLock { cache in
@@ -31,12 +31,13 @@ struct RequestMetricsMiddleware: RouterMiddleware {
             }
         }
 
-        func timer(method: String, route: String) -> Timer {
+        func timer(_ key: Key) -> Timer {
             timers.withLock { cache in
-                let name = method + " " + route
-                if let timer = cache[name] { return timer }
-                let timer = Timer(label: "modgud_http_request_duration_seconds", dimensions: [("method", method), ("route", route)])
-                cache[name] = timer
+                if let timer = cache[key] { return timer }
+                let timer = Timer(
+                    label: "modgud_http_request_duration_seconds",
+                    dimensions: [("method", key.method), ("route", key.route), ("status", String(key.status))])
+                cache[key] = timer
                 return timer
             }
         }
@@ -62,8 +63,9 @@ struct RequestMetricsMiddleware: RouterMiddleware {
     private func record(_ request: Request, _ context: Context, status: Int, started: ContinuousClock.Instant) {
         let method = request.method.rawValue
         let route = context.endpointPath ?? "unmatched"
-        handles.counter(Key(method: method, route: route, status: status)).increment()
-        handles.timer(method: method, route: route).recordInterval(since: started)
+        let key = Key(method: method, route: route, status: status)
+        handles.counter(key).increment()
+        handles.timer(key).recordInterval(since: started)
     }
 }
 

@@ -23,26 +23,14 @@ final class AcceptanceTests: XCTestCase {
     func setUpRealm() async throws -> Setup {
         let database = try await TestDatabase.create(maxConnections: 40)
         let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 4, count: 32))
-        let admin = AdminService(core: core)
-        _ = try await admin.createRealm("dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), metadata: .init())
-        try await core.keys.rotate(realm: "dev", now: Date(), metadata: .init())
-        _ = try await admin.createClient(
-            realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "offline_access"]),
-            metadata: .init())
-        let (_, secret) = try await admin.createClient(
+        let user = try await TestRealm.seed(core)
+        let (_, secret) = try await AdminService(core: core).createClient(
             realm: "dev", id: "svc", settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["api"]), metadata: .init())
-        let id = UUID()
-        let user = try await core.users.actor(for: StreamNames.user(realm: "dev", userID: id)).execute(
-            .register(id: id, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
-                securityStamp: "s", via: "otp"), now: Date(), metadata: .init()).state
         return Setup(database: database, core: core, user: user, serviceSecret: secret!)
     }
 
     func signIn(_ setup: Setup) async throws -> TokenResponse {
-        let app = try await setup.core.clientAuthenticator.authenticate(realm: "dev", clientID: "app", secret: nil)
-        return try await setup.core.tokenService.signIn(
-            client: app, user: setup.user, grantType: .otp, scope: "openid offline_access", resources: [], amr: ["otp"], issuer: "https://localhost",
-            metadata: .init())
+        try await TestRealm.signIn(setup.core, setup.user)
     }
 
     func testFiftyConcurrentRefreshesThroughTwoInstancesOneWins() async throws {

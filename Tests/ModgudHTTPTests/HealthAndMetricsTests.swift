@@ -93,7 +93,7 @@ final class HealthAndMetricsTests: XCTestCase {
             for expected in [
                 #"modgud_http_requests_total{method="POST",route="/connect/token",status="200"}"#,
                 #"modgud_http_requests_total{method="POST",route="/connect/token",status="429"}"#,
-                #"modgud_http_request_duration_seconds_bucket{method="POST",route="/connect/token",le="#,
+                #"modgud_http_request_duration_seconds_bucket{method="POST",route="/connect/token",status="429",le="#,
                 #"modgud_grants_total{grant_type="client_credentials",outcome="success"}"#,
                 #"modgud_grants_total{grant_type="other",outcome="unsupported_grant_type"}"#,
                 #"modgud_grants_total{grant_type="client_credentials",outcome="rate_limited"}"#,
@@ -102,6 +102,7 @@ final class HealthAndMetricsTests: XCTestCase {
                 #"modgud_projection_lag_events{projection="log_statistics"}"#,
                 #"modgud_projection_parked_events{projection="log_statistics"}"#,
                 #"modgud_db_pool_connections{state="open"}"#,
+                #"modgud_db_pool_connections{state="in_use"}"#,
             ] {
                 XCTAssertTrue(text.contains(expected), "missing \(expected)")
             }

@@ -16,21 +16,7 @@ final class ResilienceTests: XCTestCase {
 
     /// A realm with a public client, a user and one sign-in; returns its refresh token.
     static func seed(_ core: ModgudCore) async throws -> String {
-        let admin = AdminService(core: core)
-        _ = try await admin.createRealm("dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), metadata: .init())
-        try await core.keys.rotate(realm: "dev", now: Date(), metadata: .init())
-        _ = try await admin.createClient(
-            realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "offline_access"]),
-            metadata: .init())
-        let id = UUID()
-        let user = try await core.users.actor(for: StreamNames.user(realm: "dev", userID: id)).execute(
-            .register(id: id, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
-                securityStamp: "s", via: "otp"), now: Date(), metadata: .init()).state
-        let app = try await core.clientAuthenticator.authenticate(realm: "dev", clientID: "app", secret: nil)
-        return try await core.tokenService.signIn(
-            client: app, user: user, grantType: .otp, scope: "openid offline_access", resources: [], amr: ["otp"], issuer: "https://localhost",
-            metadata: .init()
-        ).refreshToken!
+        try await TestRealm.signIn(core, try await TestRealm.seed(core)).refreshToken!
     }
 
     func testADatabaseRestartGives503ThenTheInstanceRecoversOnItsOwn() async throws {

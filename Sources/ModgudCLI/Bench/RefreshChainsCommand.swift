@@ -32,7 +32,8 @@ struct RefreshChainsCommand: AsyncParsableCommand {
         var failed = 0
         var statuses: [String: Int] = [:]
         var okAfterFirstFailure = 0
-        var secondsToFirstOkAfterFailure: Double?
+        /// The longest time in which no chain got a 200: the outage as the clients saw it.
+        var longestSecondsWithoutSuccess = 0.0
         var p50Milliseconds = 0.0
         var p99Milliseconds = 0.0
     }
@@ -55,7 +56,6 @@ struct RefreshChainsCommand: AsyncParsableCommand {
         var latencies: [Double] = []
         var received: [String] = []
         var firstFailure: ContinuousClock.Instant?
-        var firstOkAfter: ContinuousClock.Instant?
         for outcome in outcomes {
             received += outcome.received
             latencies += outcome.latencies
@@ -65,16 +65,17 @@ struct RefreshChainsCommand: AsyncParsableCommand {
         for outcome in outcomes {
             for (at, _) in outcome.okTimes where firstFailure.map({ at > $0 }) ?? false {
                 report.okAfterFirstFailure += 1
-                if firstOkAfter.map({ at < $0 }) ?? true { firstOkAfter = at }
             }
         }
         report.requests = report.statuses.values.reduce(0, +)
         report.ok = report.statuses["200"] ?? 0
         report.failed = report.statuses.filter { $0.key == "error" || $0.key.hasPrefix("5") }.values.reduce(0, +)
         report.ended = report.requests - report.ok - report.failed
-        if let firstFailure, let firstOkAfter {
-            let gap = firstOkAfter - firstFailure
-            report.secondsToFirstOkAfterFailure = Double(gap.components.seconds) + Double(gap.components.attoseconds) / 1e18
+        let successes = outcomes.flatMap { $0.okTimes.map(\.0) }.sorted()
+        for (earlier, later) in zip(successes, successes.dropFirst()) {
+            let gap = later - earlier
+            report.longestSecondsWithoutSuccess = max(
+                report.longestSecondsWithoutSuccess, Double(gap.components.seconds) + Double(gap.components.attoseconds) / 1e18)
         }
         latencies.sort()
         if !latencies.isEmpty {

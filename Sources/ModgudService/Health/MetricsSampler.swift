@@ -8,7 +8,7 @@ import PQ
 /// - `modgud_projection_lag_events{projection}`, `modgud_projection_failing_events{projection}`,
 ///   `modgud_projection_parked_events{projection}`;
 /// - `modgud_mail_outbox_messages{state="pending"|"dead"}`;
-/// - `modgud_db_pool_connections{state="open"|"idle"}`, `modgud_db_pool_waiting`.
+/// - `modgud_db_pool_connections{state="open"|"idle"|"in_use"}`, `modgud_db_pool_waiting`.
 public struct MetricsSampler: Sendable {
     public let pool: PQPool
     public let outbox: MailOutbox?
@@ -25,6 +25,7 @@ public struct MetricsSampler: Sendable {
         let statistics = pool.statistics
         Gauge(label: "modgud_db_pool_connections", dimensions: [("state", "open")]).record(statistics.open)
         Gauge(label: "modgud_db_pool_connections", dimensions: [("state", "idle")]).record(statistics.idle)
+        Gauge(label: "modgud_db_pool_connections", dimensions: [("state", "in_use")]).record(statistics.open - statistics.idle)
         Gauge(label: "modgud_db_pool_waiting").record(statistics.waiting)
         for projection in projections {
             let status = try await ProjectionStatus.read(projection, pool: pool)

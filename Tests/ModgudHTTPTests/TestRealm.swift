@@ -1,0 +1,29 @@
+import Foundation
+import ModgudDomain
+import ModgudService
+
+/// The smallest realm the HTTP tests sign in to: realm `dev` on host `localhost` with a
+/// signing key, the public client `app` (otp, refresh_token) and the confirmed user ada.
+enum TestRealm {
+    /// Creates the realm, its key, the client and the user; returns the user.
+    static func seed(_ core: ModgudCore) async throws -> User.State {
+        let admin = AdminService(core: core)
+        _ = try await admin.createRealm("dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), metadata: .init())
+        try await core.keys.rotate(realm: "dev", now: Date(), metadata: .init())
+        _ = try await admin.createClient(
+            realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "offline_access"]),
+            metadata: .init())
+        let id = UUID()
+        return try await core.users.actor(for: StreamNames.user(realm: "dev", userID: id)).execute(
+            .register(id: id, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
+                securityStamp: "s", via: "otp"), now: Date(), metadata: .init()).state
+    }
+
+    /// One sign-in of `user` with client `app` (scope openid offline_access).
+    static func signIn(_ core: ModgudCore, _ user: User.State) async throws -> TokenResponse {
+        let app = try await core.clientAuthenticator.authenticate(realm: "dev", clientID: "app", secret: nil)
+        return try await core.tokenService.signIn(
+            client: app, user: user, grantType: .otp, scope: "openid offline_access", resources: [], amr: ["otp"], issuer: "https://localhost",
+            metadata: .init())
+    }
+}
