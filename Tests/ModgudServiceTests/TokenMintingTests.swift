@@ -45,6 +45,30 @@ final class TokenMintingTests: XCTestCase {
         try await JWTKeyCollection().add(jwksJSON: try await ring.jwks(realm: "demo"))
     }
 
+    /// Issue 11 / SPEC.md section 5: NumericDates are whole seconds, read off the raw payload.
+    func testEveryNumericDateInMintedJWTsIsAnInteger() async throws {
+        _ = try await ring.rotate(realm: "demo", now: now, metadata: .none)
+        let second = Int(Date().timeIntervalSince1970)
+        let fractional = Date(timeIntervalSince1970: Double(second) + 0.404432)
+        var asked = request(try user(), format: .jwt)
+        asked.authTime = Date(timeIntervalSince1970: Double(second - 86) + 0.75)
+        let minted = try await TokenMinter(keys: ring).mint(asked, now: fractional)
+        for token in [minted.idToken!, minted.accessToken] {
+            let payload = String(token.split(separator: ".")[1])
+            var base64 = payload.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+            let json = String(decoding: try XCTUnwrap(Data(base64Encoded: base64)), as: UTF8.self)
+            for claim in ["iat", "exp"] {
+                XCTAssertNotNil(json.firstMatch(of: try Regex("\"\(claim)\":\\d+[,}]")), "\(claim) in \(json)")
+            }
+            XCTAssertTrue(json.contains("\"iat\":\(second)"), json)
+            XCTAssertTrue(json.contains("\"exp\":\(second + 900)"), json)
+        }
+        let keys = try await verifier()
+        let claims = try await keys.verify(minted.idToken!, as: IDTokenClaims.self)
+        XCTAssertEqual(claims.authTime.timeIntervalSince1970, Double(second - 86), "auth_time is whole seconds too")
+    }
+
     func testPublishedKeysVerifyIDTokensAndJWTAccessTokens() async throws {
         let kid = try await ring.rotate(realm: "demo", now: now, metadata: .none)
         let person = try user()

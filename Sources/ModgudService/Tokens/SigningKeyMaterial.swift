@@ -51,10 +51,23 @@ public struct SigningKeyMaterial: Sendable {
     func add(to collection: JWTKeyCollection) async throws {
         switch algorithm {
         case .es256:
-            await collection.add(ecdsa: try ES256PrivateKey(backing: P256.Signing.PrivateKey(rawRepresentation: privateBytes)), kid: JWKIdentifier(string: kid))
+            await collection.add(
+                ecdsa: try ES256PrivateKey(backing: P256.Signing.PrivateKey(rawRepresentation: privateBytes)), kid: JWKIdentifier(string: kid),
+                serializer: Self.serializer)
         case .rs256:
             let key = try Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(derRepresentation: privateBytes))
-            await collection.add(rsa: key, digestAlgorithm: .sha256, kid: JWKIdentifier(string: kid))
+            await collection.add(rsa: key, digestAlgorithm: .sha256, kid: JWKIdentifier(string: kid), serializer: Self.serializer)
         }
     }
+}
+
+extension SigningKeyMaterial {
+    /// Writes NumericDates (`iat`, `exp`, `auth_time`, `nbf`) as whole seconds (SPEC.md section 5).
+    /// RFC 7519 section 2 allows fractions, but widely used verifiers reject them: a fractional
+    /// `iat` is "in the future" to a verifier whose clock reads the same second.
+    static let serializer: DefaultJWTSerializer = {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .integerSecondsSince1970
+        return DefaultJWTSerializer(jsonEncoder: encoder)
+    }()
 }
