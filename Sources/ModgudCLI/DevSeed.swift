@@ -14,7 +14,8 @@ enum DevSeed {
         if try await !realm.current().state.exists {
             let settings = RealmSettings(
                 hosts: ["localhost", "127.0.0.1"], displayName: "Modgud dev", primaryDomain: "localhost",
-                publicBaseURL: "http://localhost:\(port)", nativeGrants: NativeGrantSettings(enabled: true), magicLinkEnabled: true)
+                publicBaseURL: "http://localhost:\(port)", nativeGrants: NativeGrantSettings(enabled: true), registrationPosture: .jitOnOtp,
+                magicLinkEnabled: true)
             _ = try await realm.execute(.create(id: realmID, settings: settings), now: Date(), metadata: metadata)
         }
         if try await realm.current().state.activeKey == nil {

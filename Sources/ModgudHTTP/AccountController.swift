@@ -71,6 +71,11 @@ struct AccountController: Sendable {
         return await respond(context) {
             let (realm, issuer) = try await parsing.realm(request)
             guard realm.settings.nativeGrants.enabled else { return Self.disabled() }
+            // SPEC.md section 3: realm configuration, not a per-email signal, so it may say so
+            // (answering "you will receive a link" and sending none is the seed's dead end).
+            guard realm.settings.magicLinkEnabled else {
+                return Problem.response("MagicLink.Disabled", status: 400, detail: "Magic links are not enabled for this realm.")
+            }
             let body = try await parsing.json(MagicLinkRequestBody.self, request, allowed: MagicLinkRequestBody.members)
             try await core.emailSignIn().requestMagicLink(
                 email: body.Email, source: parsing.source(request, context: context), realm: realm, issuer: issuer, metadata: metadata(context))

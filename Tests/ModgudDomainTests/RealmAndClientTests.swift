@@ -27,7 +27,7 @@ final class RealmTests: XCTestCase {
         XCTAssertFalse(state.settings!.nativeGrants.enabled, "native grants are off by default")
         XCTAssertEqual(state.settings!.nativeGrants.accessTokenLifetimeMinutes, 15)
         XCTAssertEqual(state.settings!.nativeGrants.refreshTokenLifetimeDays, 14)
-        XCTAssertEqual(state.settings!.registrationPosture, .jitOnOtp)
+        XCTAssertEqual(state.settings!.registrationPosture, .off, "sign-up is off until the operator opens it (the seed's default)")
 
         var changed = settings
         changed.nativeGrants.enabled = true

@@ -393,6 +393,26 @@ final class EmailSignInTests: XCTestCase {
         XCTAssertEqual(try harness.mails(to: "off@example.com").count + harness.mails(to: "jitonotp@example.com").count, 0)
     }
 
+    /// Issue 11: magic links off is realm configuration, so the request says so instead of
+    /// answering "you will receive a link" and sending none.
+    func testMagicLinkRequestWithMagicLinksOffIsRefusedByName() async throws {
+        harness = try await EmailSignInHarness(settings: { $0.magicLinkEnabled = false })
+        let harness = self.harness!
+        _ = try await harness.registerUser("ada@example.com")
+        let before = try await harness.eventCount()
+        try await harness.app.test(.router) { client in
+            let reply = try await H.call(client, .post, "/api/account/magic-link/request", #"{"Email":"ada@example.com"}"#, headers: H.json)
+            XCTAssertEqual(reply.status, .badRequest)
+            XCTAssertEqual(reply.json["title"] as? String, "MagicLink.Disabled")
+            let unknown = try await H.call(client, .post, "/api/account/magic-link/request", #"{"Email":"nobody@example.com"}"#, headers: H.json)
+            XCTAssertEqual(unknown.json["title"] as? String, "MagicLink.Disabled", "the same for every address")
+        }
+        let after = try await harness.eventCount()
+        XCTAssertEqual(after, before)
+        let outbox = try await harness.outboxCount()
+        XCTAssertEqual(outbox, 0)
+    }
+
     func testBadInputGetsADocumentedErrorAndWritesNothing() async throws {
         harness = try await EmailSignInHarness()
         let harness = self.harness!

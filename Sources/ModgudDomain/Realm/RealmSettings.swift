@@ -16,7 +16,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
 
     public init(
         hosts: [String], displayName: String, primaryDomain: String? = nil, publicBaseURL: String? = nil,
-        nativeGrants: NativeGrantSettings = NativeGrantSettings(), registrationPosture: RegistrationPosture = .jitOnOtp,
+        nativeGrants: NativeGrantSettings = NativeGrantSettings(), registrationPosture: RegistrationPosture = .off,
         registrationFields: RegistrationFields = RegistrationFields(), magicLinkEnabled: Bool = false,
         rateLimitOverrides: [String: RateLimitSetting] = [:]
     ) {
