@@ -65,11 +65,9 @@ struct ClientCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await AdminContext.run(database) { context in
-                var failure: (any Error)?
-                let (state, warning) = try await context.admin.updateClient(realm: realm, id: id, metadata: context.metadata) { clientSettings in
-                    do { try settings.apply(to: &clientSettings) } catch { failure = error }
+                let (state, warning) = try await context.admin.updateClient(realm: realm, id: id, metadata: context.metadata) {
+                    try settings.apply(to: &$0)
                 }
-                if let failure { throw failure }
                 ClientCommand.print(state)
                 if let warning { Swift.print("warning: \(warning)") }
             }

@@ -22,6 +22,10 @@ struct RealmCommand: AsyncParsableCommand {
             name: .customLong("rate-limit"),
             help: "A policy's limit: NAME=LIMIT/WINDOW_SECONDS[/BURST] (repeatable), e.g. token.ip=6000/60/2000; NAME=default removes the override.")
         var rateLimits: [String] = []
+        @Option(
+            name: .customLong("registration-field"),
+            help: "NAME=Off|Optional|Required for Username, Firstname or Lastname (repeatable).")
+        var registrationFields: [String] = []
 
         func apply(to settings: inout RealmSettings) throws {
             if !hosts.isEmpty { settings.hosts = hosts.map { $0.lowercased() } }
@@ -38,9 +42,24 @@ struct RealmCommand: AsyncParsableCommand {
                 settings.registrationPosture = posture
             }
             if let magicLink { settings.magicLinkEnabled = magicLink }
+            for text in registrationFields {
+                let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2, let requirement = FieldRequirement(rawValue: parts[1]) else {
+                    throw ValidationError("--registration-field takes NAME=Off|Optional|Required")
+                }
+                switch parts[0] {
+                case "Username": settings.registrationFields.username = requirement
+                case "Firstname": settings.registrationFields.firstname = requirement
+                case "Lastname": settings.registrationFields.lastname = requirement
+                default: throw ValidationError("--registration-field names Username, Firstname or Lastname")
+                }
+            }
             for text in rateLimits {
                 let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
                 guard parts.count == 2, !parts[0].isEmpty else { throw ValidationError("--rate-limit takes NAME=LIMIT/WINDOW[/BURST]") }
+                guard RateLimitPolicy.named(parts[0]) != nil else {
+                    throw ValidationError("unknown rate-limit policy \(parts[0]); known: \(RateLimitPolicy.all.map(\.name).joined(separator: ", "))")
+                }
                 if parts[1] == "default" {
                     settings.rateLimitOverrides[parts[0]] = nil
                     continue
@@ -76,15 +95,11 @@ struct RealmCommand: AsyncParsableCommand {
         @OptionGroup var settings: SettingsOptions
 
         func run() async throws {
-            let state = try await AdminContext.run(database) { context in
-                var failure: (any Error)?
-                let state = try await context.admin.updateRealm(id, metadata: context.metadata) { realmSettings in
-                    do { try settings.apply(to: &realmSettings) } catch { failure = error }
-                }
-                if let failure { throw failure }
-                return state
+            let (state, warning) = try await AdminContext.run(database) { context in
+                try await context.admin.updateRealm(id, metadata: context.metadata) { try settings.apply(to: &$0) }
             }
             try RealmCommand.print(state)
+            if let warning { Swift.print("warning: \(warning)") }
         }
     }
 
@@ -123,6 +138,15 @@ struct RealmCommand: AsyncParsableCommand {
         Swift.print(
             "native       \(settings.nativeGrants.enabled ? "on" : "off") (access \(settings.nativeGrants.accessTokenLifetimeMinutes) min, refresh \(settings.nativeGrants.refreshTokenLifetimeDays) d)")
         Swift.print("registration \(settings.registrationPosture.rawValue), magic links \(settings.magicLinkEnabled ? "on" : "off")")
+        let fields = settings.registrationFields
+        Swift.print(
+            "fields       Email Required, Username \(fields.username.rawValue), Firstname \(fields.firstname.rawValue), Lastname \(fields.lastname.rawValue)")
+        for policy in RateLimitPolicy.all {
+            let effective = policy.setting(in: settings)
+            let origin = settings.rateLimitOverrides[policy.name] == nil ? "default" : "set"
+            Swift.print(
+                "rate limit   \(policy.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(effective.limit)/\(effective.windowSeconds)s burst \(effective.burst) (\(origin))")
+        }
         Swift.print("keys         \(state.signingKeys.map { "\($0.kid) \($0.algorithm)" }.joined(separator: ", "))")
     }
 }

@@ -124,12 +124,8 @@ struct AdminController: Sendable {
 
     private func updateRealm(_ request: Request, _ realm: String) async throws -> Response {
         let body = try await decode(AdminPayloads.Realm.self, request, allowed: AdminPayloads.Realm.members.subtracting(["Id"]))
-        var failure: AdminProblem?
-        let state = try await admin.updateRealm(realm, metadata: EventMetadata(actor: "admin:api")) { settings in
-            do throws(AdminProblem) { try body.apply(to: &settings) } catch { failure = error }
-        }
-        if let failure { throw failure }
-        return Self.ok(AdminPayloads.realmView(state), found: true)
+        let (state, warning) = try await admin.updateRealm(realm, metadata: EventMetadata(actor: "admin:api")) { try body.apply(to: &$0) }
+        return OAuthResponses.json(UpdatedRealm(Realm: AdminPayloads.realmView(state), Warning: warning))
     }
 
     private func createClient(_ request: Request, _ realm: String) async throws -> Response {
@@ -145,12 +141,16 @@ struct AdminController: Sendable {
 
     private func updateClient(_ request: Request, _ realm: String, _ id: String) async throws -> Response {
         let body = try await decode(AdminPayloads.Client.self, request, allowed: AdminPayloads.Client.members.subtracting(["Id", "Type"]))
-        var failure: AdminProblem?
-        let (state, warning) = try await admin.updateClient(realm: realm, id: id, metadata: EventMetadata(actor: "admin:api")) { settings in
-            do throws(AdminProblem) { try body.apply(to: &settings) } catch { failure = error }
+        let (state, warning) = try await admin.updateClient(realm: realm, id: id, metadata: EventMetadata(actor: "admin:api")) {
+            try body.apply(to: &$0)
         }
-        if let failure { throw failure }
         return OAuthResponses.json(UpdatedClient(Client: AdminPayloads.clientView(state), Warning: warning))
+    }
+
+    struct UpdatedRealm: Encodable {
+        var Realm: AdminPayloads.Realm
+        /// Set when passkeys stop working (the primary domain changed).
+        var Warning: String?
     }
 
     struct CreatedClient: Encodable {

@@ -1,4 +1,5 @@
 import ModgudDomain
+import ModgudService
 
 /// Admin API bodies: PascalCase like the rest of Modgud's own JSON (SPEC.md section 0).
 enum AdminPayloads {
@@ -6,6 +7,14 @@ enum AdminPayloads {
         var Enabled: Bool?
         var AccessTokenLifetimeMinutes: Int?
         var RefreshTokenLifetimeDays: Int?
+    }
+
+    /// One rate-limit policy's setting; in views also whether it is the default.
+    struct RateLimit: Codable {
+        var Limit: Int
+        var WindowSeconds: Int
+        var Burst: Int?
+        var Default: Bool?
     }
 
     /// Creating (all required members present) or patching a realm (members optional).
@@ -18,9 +27,15 @@ enum AdminPayloads {
         var NativeGrants: NativeGrants?
         var RegistrationPosture: String?
         var MagicLinkEnabled: Bool?
+        /// `Username`, `Firstname`, `Lastname`: `Off`, `Optional` or `Required` (`Email` is always
+        /// `Required`; views list it).
+        var RegistrationFields: [String: String]?
+        /// By policy name (`token.ip`, …); in a patch, `null` restores the default.
+        var RateLimits: [String: RateLimit?]?
 
         static let members: Set<String> = [
             "Id", "Hosts", "DisplayName", "PrimaryDomain", "PublicBaseURL", "NativeGrants", "RegistrationPosture", "MagicLinkEnabled",
+            "RegistrationFields", "RateLimits",
         ]
 
         func apply(to settings: inout RealmSettings) throws(AdminProblem) {
@@ -40,6 +55,27 @@ enum AdminPayloads {
                 settings.registrationPosture = posture
             }
             if let MagicLinkEnabled { settings.magicLinkEnabled = MagicLinkEnabled }
+            for (field, value) in RegistrationFields ?? [:] {
+                if field == "Email" && value == "Required" { continue }
+                guard let requirement = FieldRequirement(rawValue: value) else {
+                    throw AdminProblem("Realm.InvalidFieldRequirement", "\(field) is Off, Optional or Required.")
+                }
+                switch field {
+                case "Username": settings.registrationFields.username = requirement
+                case "Firstname": settings.registrationFields.firstname = requirement
+                case "Lastname": settings.registrationFields.lastname = requirement
+                default: throw AdminProblem("Realm.UnknownRegistrationField", "Registration fields are Username, Firstname and Lastname (Email is always required).")
+                }
+            }
+            for (name, limit) in RateLimits ?? [:] {
+                guard RateLimitPolicy.named(name) != nil else {
+                    throw AdminProblem(
+                        "RateLimit.UnknownPolicy", "Unknown rate-limit policy \(name); known: \(RateLimitPolicy.all.map(\.name).joined(separator: ", ")).")
+                }
+                settings.rateLimitOverrides[name] = limit.map {
+                    RateLimitSetting(limit: $0.Limit, windowSeconds: $0.WindowSeconds, burst: $0.Burst ?? $0.Limit)
+                }
+            }
         }
     }
 
@@ -88,7 +124,25 @@ enum AdminPayloads {
                 NativeGrants(
                     Enabled: $0.nativeGrants.enabled, AccessTokenLifetimeMinutes: $0.nativeGrants.accessTokenLifetimeMinutes,
                     RefreshTokenLifetimeDays: $0.nativeGrants.refreshTokenLifetimeDays)
-            }, RegistrationPosture: settings?.registrationPosture.rawValue, MagicLinkEnabled: settings?.magicLinkEnabled)
+            }, RegistrationPosture: settings?.registrationPosture.rawValue, MagicLinkEnabled: settings?.magicLinkEnabled,
+            RegistrationFields: settings.map {
+                [
+                    "Email": "Required", "Username": $0.registrationFields.username.rawValue, "Firstname": $0.registrationFields.firstname.rawValue,
+                    "Lastname": $0.registrationFields.lastname.rawValue,
+                ]
+            },
+            RateLimits: settings.map { settings in
+                Dictionary(
+                    uniqueKeysWithValues: RateLimitPolicy.all.map { policy in
+                        let effective = policy.setting(in: settings)
+                        return (
+                            policy.name,
+                            RateLimit(
+                                Limit: effective.limit, WindowSeconds: effective.windowSeconds, Burst: effective.burst,
+                                Default: settings.rateLimitOverrides[policy.name] == nil)
+                        )
+                    })
+            })
     }
 
     static func clientView(_ state: ModgudDomain.Client.State) -> Client {

@@ -18,11 +18,27 @@ public struct AdminService: Sendable {
         try await core.realms.actor(for: StreamNames.realm(id)).execute(.create(id: id, settings: settings), now: Date(), metadata: metadata).state
     }
 
-    public func updateRealm(_ id: String, metadata: EventMetadata, change: (inout RealmSettings) -> Void) async throws -> Realm.State {
+    /// Changes a realm's settings; a `change` that throws writes nothing. Returns a warning when
+    /// the primary domain changed: passkeys enrolled under the old one stop working through
+    /// every client without an RP-ID of its own (SPEC.md section 4).
+    public func updateRealm(_ id: String, metadata: EventMetadata, change: (inout RealmSettings) throws -> Void) async throws
+        -> (state: Realm.State, warning: String?)
+    {
         let actor = await core.realms.actor(for: StreamNames.realm(id))
         guard var settings = try await actor.current().state.settings else { throw DomainError("Realm.NotFound", "No realm \(id).") }
-        change(&settings)
-        return try await actor.execute(.changeSettings(settings), now: Date(), metadata: metadata).state
+        let before = settings.primaryDomain
+        try change(&settings)
+        let state = try await actor.execute(.changeSettings(settings), now: Date(), metadata: metadata).state
+        guard let before, before != settings.primaryDomain else { return (state, nil) }
+        let enrolled = try await core.passkeys.count(realm: id, rpID: before)
+        let affected = try await core.pool.query(
+            "SELECT client_id FROM clients WHERE realm_id = \(id) AND coalesce(settings->>'rpID', '') = '' ORDER BY client_id"
+        ).rows.map { try $0.decode(String.self, at: 0) }
+        let clients = affected.isEmpty ? "no client uses it" : "clients without an RP-ID of their own: " + affected.joined(separator: ", ")
+        let warning =
+            "The primary domain changed from \(before) to \(settings.primaryDomain ?? "(none)"): \(enrolled) passkey(s) enrolled under \(before) "
+            + "will no longer sign in through the realm's default RP-ID (\(clients))."
+        return (state, warning)
     }
 
     public func realm(_ id: String) async throws -> Realm.State {
@@ -43,14 +59,14 @@ public struct AdminService: Sendable {
 
     /// Updates a client. Returns a warning when the RP-ID changed: passkeys enrolled under the
     /// old RP-ID stop working.
-    public func updateClient(realm: String, id: String, metadata: EventMetadata, change: (inout ClientSettings) -> Void) async throws
+    public func updateClient(realm: String, id: String, metadata: EventMetadata, change: (inout ClientSettings) throws -> Void) async throws
         -> (Client.State, warning: String?)
     {
         let actor = await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
         guard var settings = try await actor.current().state.settings else { throw DomainError("Client.NotFound", "No client \(id).") }
         let realmSettings = try await self.realm(realm).settings ?? RealmSettings(hosts: [], displayName: realm)
         let before = PasskeyService.rpID(client: settings, realm: realmSettings)
-        change(&settings)
+        try change(&settings)
         let state = try await actor.execute(.update(settings), now: Date(), metadata: metadata).state
         let after = PasskeyService.rpID(client: settings, realm: realmSettings)
         guard before != after else { return (state, nil) }

@@ -44,7 +44,7 @@ final class AdminAPITests: XCTestCase {
             }
             let (patched, realmAfter) = try await call(.patch, "/admin/api/realms/demo", #"{"NativeGrants":{"Enabled":true}}"#)
             XCTAssertEqual(patched, .ok)
-            XCTAssertEqual((realmAfter["NativeGrants"] as? [String: Any])?["Enabled"] as? Bool, true)
+            XCTAssertEqual(((realmAfter["Realm"] as? [String: Any])?["NativeGrants"] as? [String: Any])?["Enabled"] as? Bool, true)
 
             let (clientCreated, clientBody) = try await call(
                 .post, "/admin/api/realms/demo/clients",
@@ -88,6 +88,108 @@ final class AdminAPITests: XCTestCase {
             XCTAssertEqual(create.status, .forbidden, "only the bootstrap token creates realms")
             let elsewhere = try await client.execute(uri: "/admin/api/realms/other/clients", method: .get, headers: [.authorization: "Bearer \(adminToken.accessToken)"])
             XCTAssertEqual(elsewhere.status, .unauthorized, "a token counts only in its realm")
+        }
+        await database.drop()
+    }
+}
+
+/// Issue 11: operators set what the realm enforces through the admin API.
+final class RealmSettingsAdminTests: XCTestCase {
+    static let headers: HTTPFields = [.authorization: "Bearer \(AdminAPITests.adminToken)", .contentType: "application/json"]
+
+    func testRegistrationFieldsAndRateLimitsAreSetValidatedAndShownWithTheirDefaults() async throws {
+        let database = try await TestDatabase.create(maxConnections: 10)
+        let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 9, count: 32))
+        _ = try await AdminService(core: core).createRealm(
+            "dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev", nativeGrants: NativeGrantSettings(enabled: true)),
+            metadata: .init())
+        let app = buildApplication(core: core, configuration: HTTPConfiguration(adminToken: AdminAPITests.adminToken))
+        try await app.test(.router) { client in
+            func call(_ method: HTTPRequest.Method, _ path: String, _ body: String? = nil) async throws -> (HTTPResponse.Status, [String: Any]) {
+                let response = try await client.execute(uri: path, method: method, headers: Self.headers, body: body.map { ByteBuffer(string: $0) })
+                return (response.status, (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? [String: Any] ?? [:])
+            }
+            let events = { try await database.pool.query("SELECT count(*) FROM events").first!.decode(Int.self, at: 0) }
+            let before = try await events()
+            for (body, title) in [
+                (#"{"RegistrationFields":{"Phone":"Required"}}"#, "Realm.UnknownRegistrationField"),
+                (#"{"RegistrationFields":{"Firstname":"Sometimes"}}"#, "Realm.InvalidFieldRequirement"),
+                (#"{"RateLimits":{"token.nope":{"Limit":1,"WindowSeconds":60}}}"#, "RateLimit.UnknownPolicy"),
+                (#"{"RateLimits":{"token.ip":{"Limit":0,"WindowSeconds":60}}}"#, "RateLimit.Invalid"),
+                (#"{"DisplayName":"Changed","RateLimits":{"token.ip":{"Limit":0,"WindowSeconds":60}}}"#, "RateLimit.Invalid"),
+            ] {
+                let (status, problem) = try await call(.patch, "/admin/api/realms/dev", body)
+                XCTAssertEqual(status, .badRequest, body)
+                XCTAssertEqual(problem["title"] as? String, title, body)
+            }
+            let afterRefusals = try await events()
+            XCTAssertEqual(afterRefusals, before, "a refused patch writes nothing, not even its valid members")
+
+            let (patched, _) = try await call(
+                .patch, "/admin/api/realms/dev",
+                #"{"RegistrationFields":{"Firstname":"Required","Lastname":"Optional"},"RateLimits":{"token.client":{"Limit":6000,"WindowSeconds":60,"Burst":600}}}"#)
+            XCTAssertEqual(patched, .ok)
+            let (_, realm) = try await call(.get, "/admin/api/realms/dev")
+            XCTAssertEqual(
+                realm["RegistrationFields"] as? [String: String], ["Email": "Required", "Username": "Off", "Firstname": "Required", "Lastname": "Optional"])
+            let limits = try XCTUnwrap(realm["RateLimits"] as? [String: [String: Any]])
+            XCTAssertEqual(Set(limits.keys), Set(RateLimitPolicy.all.map(\.name)), "every policy, defaults included")
+            XCTAssertEqual(limits["token.client"]?["Limit"] as? Int, 6000)
+            XCTAssertEqual(limits["token.client"]?["Burst"] as? Int, 600)
+            XCTAssertEqual(limits["token.client"]?["Default"] as? Bool, false)
+            XCTAssertEqual(limits["otp-request.ip"]?["Limit"] as? Int, 1200)
+            XCTAssertEqual(limits["otp-request.ip"]?["WindowSeconds"] as? Int, 3600)
+            XCTAssertEqual(limits["otp-request.ip"]?["Default"] as? Bool, true)
+
+            // Enforced: the sign-in endpoints now require a first name.
+            let request = try await client.execute(
+                uri: "/api/account/native/otp/request", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: #"{"Email":"ada@example.com"}"#))
+            XCTAssertEqual(request.status, .badRequest)
+            XCTAssertEqual(String(buffer: request.body), #"{"error":"Firstname is required."}"#)
+
+            let (restored, _) = try await call(.patch, "/admin/api/realms/dev", #"{"RateLimits":{"token.client":null}}"#)
+            XCTAssertEqual(restored, .ok)
+            let (_, again) = try await call(.get, "/admin/api/realms/dev")
+            let restoredLimit = (again["RateLimits"] as? [String: [String: Any]])?["token.client"]
+            XCTAssertEqual(restoredLimit?["Default"] as? Bool, true)
+        }
+        await database.drop()
+    }
+
+    func testChangingThePrimaryDomainWarnsWithThePasskeysAndClientsAffected() async throws {
+        let database = try await TestDatabase.create(maxConnections: 10)
+        let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 9, count: 32))
+        let admin = AdminService(core: core)
+        _ = try await admin.createRealm(
+            "dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev", primaryDomain: "acme.test"), metadata: .init())
+        _ = try await admin.createClient(
+            realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.passkey], allowedScopes: ["openid"]), metadata: .init())
+        _ = try await admin.createClient(
+            realm: "dev", id: "ios", settings: ClientSettings(type: .public, grants: [.passkey], allowedScopes: ["openid"], rpID: "ios.acme.test"),
+            metadata: .init())
+        for (index, rpID) in ["acme.test", "acme.test", "ios.acme.test"].enumerated() {
+            let id = UUID()
+            _ = try await core.passkeyRegistry.actor(for: StreamNames.passkey(realm: "dev", passkeyID: id)).execute(
+                .enroll(
+                    PasskeyEnrolled(
+                        passkeyID: id, userID: UUID(), credentialID: "Y3JlZC0\(index)", rpID: rpID, publicKey: "cGs", algorithm: -7, signCount: 0,
+                        aaguid: "AA", backupEligible: false, backedUp: false, transports: [], attestationFormat: "none", displayName: "Key",
+                        clientID: "app", createdAt: Date())), now: Date(), metadata: .init())
+        }
+        try await buildApplication(core: core, configuration: HTTPConfiguration(adminToken: AdminAPITests.adminToken)).test(.router) { client in
+            let response = try await client.execute(
+                uri: "/admin/api/realms/dev", method: .patch, headers: Self.headers, body: ByteBuffer(string: #"{"PrimaryDomain":"new.test"}"#))
+            XCTAssertEqual(response.status, .ok)
+            let body = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])
+            let warning = try XCTUnwrap(body["Warning"] as? String)
+            XCTAssertTrue(warning.contains("from acme.test to new.test"), warning)
+            XCTAssertTrue(warning.contains("2 passkey(s)"), warning)
+            XCTAssertTrue(warning.contains(": app)"), "names the clients without their own RP-ID, not ios: \(warning)")
+            let unchanged = try await client.execute(
+                uri: "/admin/api/realms/dev", method: .patch, headers: Self.headers, body: ByteBuffer(string: #"{"DisplayName":"Dev 2"}"#))
+            let quiet = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(buffer: unchanged.body)) as? [String: Any])
+            XCTAssertNil(quiet["Warning"], "no warning when the domain stays")
         }
         await database.drop()
     }

@@ -21,7 +21,7 @@ final class AdminServiceTests: XCTestCase {
             XCTAssertEqual(error.code, "Realm.AlreadyExists")
         }
         let realm = try await admin.updateRealm("demo", metadata: metadata) { $0.nativeGrants.accessTokenLifetimeMinutes = 30 }
-        XCTAssertEqual(realm.settings?.nativeGrants.accessTokenLifetimeMinutes, 30)
+        XCTAssertEqual(realm.state.settings?.nativeGrants.accessTokenLifetimeMinutes, 30)
 
         let (_, secret) = try await admin.createClient(
             realm: "demo", id: "svc", settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["api"]),

@@ -23,6 +23,15 @@ public struct RateLimitPolicy: Sendable, Hashable {
     public static let signupPerIP = RateLimitPolicy(policy: "signup", dimension: "ip", defaultSetting: .init(limit: 10, windowSeconds: 3600, burst: 10))
     public static let tokenPerIP = RateLimitPolicy(policy: "token", dimension: "ip", defaultSetting: .init(limit: 600, windowSeconds: 60, burst: 200))
     public static let tokenPerClient = RateLimitPolicy(policy: "token", dimension: "client", defaultSetting: .init(limit: 60, windowSeconds: 60, burst: 60))
+    /// Every policy, by name: what operators may override (`RealmSettings.rateLimitOverrides`).
+    public static var all: [RateLimitPolicy] {
+        [requestPerIP, requestPerMailbox, signupPerIP, tokenPerIP, tokenPerClient, passkeyPerIP]
+    }
+
+    public static func named(_ name: String) -> RateLimitPolicy? {
+        all.first { $0.name == name }
+    }
+
     public static let passkeyPerIP = RateLimitPolicy(policy: "passkey", dimension: "ip", defaultSetting: .init(limit: 1200, windowSeconds: 300, burst: 300))
 }
 
