@@ -5,7 +5,7 @@ import ModgudService
 struct ClientCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "client", abstract: "Register, change and inspect OAuth clients.",
-        subcommands: [Create.self, Update.self, Show.self, List.self, Disable.self, Enable.self, RotateSecret.self])
+        subcommands: [Create.self, Update.self, Show.self, List.self, Disable.self, Enable.self, RotateSecret.self, Delete.self])
 
     struct SettingsOptions: ParsableArguments {
         @Option(name: .customLong("grant"), help: "urn:cocoar:otp, urn:cocoar:magic, urn:cocoar:passkey, refresh_token, client_credentials (repeatable).")
@@ -96,6 +96,19 @@ struct ClientCommand: AsyncParsableCommand {
             for client in try await AdminContext.run(database, { try await $0.admin.clients(realm: realm) }) {
                 Swift.print("\(client.id)\t\(client.type)\t\(client.enabled ? "enabled" : "disabled")")
             }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete a client: it cannot authenticate, its tokens stop working at once, its id is retired.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var realm: String
+        @Argument var id: String
+
+        func run() async throws {
+            try await AdminContext.run(database) { try await $0.admin.deleteClient(realm: realm, id: id, metadata: $0.metadata) }
+            Swift.print("deleted client \(id) of realm \(realm)")
         }
     }
 

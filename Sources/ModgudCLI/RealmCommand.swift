@@ -5,7 +5,7 @@ import ModgudService
 
 struct RealmCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "realm", abstract: "Create, change and inspect realms.", subcommands: [Create.self, Update.self, Show.self, RotateKey.self])
+        commandName: "realm", abstract: "Create, change and inspect realms.", subcommands: [Create.self, Update.self, Show.self, List.self, RotateKey.self])
 
     /// Settings options shared by create and update (unset options leave values alone on update).
     struct SettingsOptions: ParsableArguments {
@@ -100,6 +100,17 @@ struct RealmCommand: AsyncParsableCommand {
             }
             try RealmCommand.print(state)
             if let warning { Swift.print("warning: \(warning)") }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List every realm: id, native grants, hosts.")
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            for realm in try await AdminContext.run(database, { try await $0.admin.realms() }) {
+                Swift.print("\(realm.id)\t\(realm.nativeGrants ? "native-grants" : "-")\t\(realm.hosts.joined(separator: ","))")
+            }
         }
     }
 

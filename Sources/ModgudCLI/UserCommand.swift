@@ -6,7 +6,26 @@ import ModgudService
 struct UserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user", abstract: "Inspect users and end their sessions.",
-        subcommands: [List.self, Show.self, Disable.self, Enable.self, LogoutEverywhere.self, Delete.self, TOTPEnable.self, TOTPDisable.self, Passkeys.self, RevokePasskey.self])
+        subcommands: [Create.self, List.self, Show.self, Disable.self, Enable.self, LogoutEverywhere.self, Delete.self, TOTPEnable.self, TOTPDisable.self, Passkeys.self, RevokePasskey.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a confirmed user with no password, ready to sign in by email code or magic link; print its id.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var realm: String
+        @Argument var email: String
+        @Option var firstName: String?
+        @Option var lastName: String?
+        @Option var username: String?
+
+        func run() async throws {
+            let user = try await AdminContext.run(database) {
+                try await $0.admin.createUser(
+                    realm: realm, email: email, firstName: firstName, lastName: lastName, username: username, metadata: $0.metadata)
+            }
+            print("\(user.id?.uuidString.lowercased() ?? "")\t\(user.email?.value ?? "")\t\(user.status.rawValue)")
+        }
+    }
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List a realm's users.")

@@ -16,6 +16,11 @@ struct AdminController: Sendable {
     func register(on router: Router<ModgudRequestContext>) {
         let api = router.group("admin/api")
         api.post("realms") { request, context in await self.handle(request, context, realm: nil) { try await self.createRealm(request) } }
+        api.get("realms") { request, context in
+            await self.handle(request, context, realm: nil) {
+                OAuthResponses.json(try await self.admin.realms().map { RealmSummary(Id: $0.id, Hosts: $0.hosts, NativeGrantsEnabled: $0.nativeGrants) })
+            }
+        }
         api.get("realms/:realm") { request, context in
             await self.handle(request, context) { realm in Self.ok(AdminPayloads.realmView(try await self.admin.realm(realm)), found: true) }
         }
@@ -38,6 +43,30 @@ struct AdminController: Sendable {
         api.patch("realms/:realm/clients/:client") { request, context in
             let client = context.parameters.get("client") ?? ""
             return await self.handle(request, context) { realm in try await self.updateClient(request, realm, client) }
+        }
+        api.delete("realms/:realm/clients/:client") { request, context in
+            let client = context.parameters.get("client") ?? ""
+            return await self.handle(request, context) { realm in
+                try await self.admin.deleteClient(realm: realm, id: client, metadata: self.metadata(context))
+                return Response(status: .noContent)
+            }
+        }
+        api.post("realms/:realm/clients/:client/secret") { request, context in
+            let client = context.parameters.get("client") ?? ""
+            return await self.handle(request, context) { realm in
+                let secret = try await self.admin.rotateClientSecret(realm: realm, id: client, metadata: self.metadata(context))
+                return OAuthResponses.json(["Secret": secret])
+            }
+        }
+        api.post("realms/:realm/users") { request, context in
+            await self.handle(request, context) { realm in
+                let body = try await self.decode(NewUser.self, request, allowed: NewUser.members)
+                let user = try await self.admin.createUser(
+                    realm: realm, email: body.Email, firstName: body.FirstName, lastName: body.LastName, username: body.Username,
+                    metadata: self.metadata(context))
+                return OAuthResponses.json(
+                    ["Id": user.id?.uuidString.lowercased() ?? "", "Email": user.email?.value ?? "", "Status": user.status.rawValue], status: .created)
+            }
         }
         api.get("realms/:realm/users") { request, context in
             await self.handle(request, context) { realm in
@@ -145,6 +174,21 @@ struct AdminController: Sendable {
             try body.apply(to: &$0)
         }
         return OAuthResponses.json(UpdatedClient(Client: AdminPayloads.clientView(state), Warning: warning))
+    }
+
+    struct RealmSummary: Encodable {
+        var Id: String
+        var Hosts: [String]
+        var NativeGrantsEnabled: Bool
+    }
+
+    /// `POST …/users`: an invited (confirmed) user.
+    struct NewUser: Decodable {
+        var Email: String
+        var FirstName: String?
+        var LastName: String?
+        var Username: String?
+        static let members: Set<String> = ["Email", "FirstName", "LastName", "Username"]
     }
 
     struct UpdatedRealm: Encodable {

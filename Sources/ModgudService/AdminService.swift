@@ -41,6 +41,19 @@ public struct AdminService: Sendable {
         return (state, warning)
     }
 
+    /// Every realm: id, hosts, whether native grants are on.
+    public func realms() async throws -> [(id: String, hosts: [String], nativeGrants: Bool)] {
+        try await core.pool.query(
+            """
+            SELECT r.realm_id, coalesce((SELECT string_agg(h.host, ' ' ORDER BY h.host) FROM realm_hosts h WHERE h.realm_id = r.realm_id), ''),
+                   coalesce((r.settings->'nativeGrants'->>'enabled')::boolean, false)
+            FROM realms r ORDER BY r.realm_id
+            """
+        ).rows.map {
+            (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1).split(separator: " ").map(String.init), try $0.decode(Bool.self, at: 2))
+        }
+    }
+
     public func realm(_ id: String) async throws -> Realm.State {
         try await core.realms.actor(for: StreamNames.realm(id)).current().state
     }
@@ -91,6 +104,12 @@ public struct AdminService: Sendable {
             .execute(enabled ? .enable : .disable, now: Date(), metadata: metadata).state
     }
 
+    /// Deletes a client: it can no longer authenticate, its access tokens stop being live at
+    /// once (introspection, userinfo), its refresh tokens are refused, and its id is retired.
+    public func deleteClient(realm: String, id: String, metadata: EventMetadata) async throws {
+        _ = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id)).execute(.delete, now: Date(), metadata: metadata)
+    }
+
     public func client(realm: String, id: String) async throws -> Client.State {
         try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id)).current().state
     }
@@ -110,6 +129,24 @@ public struct AdminService: Sendable {
         return try await core.pool.query(
             "SELECT user_id FROM users WHERE realm_id = \(realm) AND email = \(email.value) AND status <> 'deleted'"
         ).first?.decode(UUID.self, at: 0)
+    }
+
+    /// Creates a confirmed user with no password, ready to sign in by email code or magic link
+    /// (an invitation: the operator vouches for the address).
+    public func createUser(
+        realm: String, email rawEmail: String, firstName: String? = nil, lastName: String? = nil, username: String? = nil, metadata: EventMetadata
+    ) async throws -> User.State {
+        guard try await self.realm(realm).exists else { throw DomainError("Realm.NotFound", "No realm \(realm).") }
+        guard let email = EmailAddress(rawEmail) else { throw DomainError("Email.Invalid", "The email address is not valid.") }
+        if try await findUser(realm: realm, email.value) != nil {
+            throw DomainError("User.AlreadyExists", "A user with this email address exists.")
+        }
+        let id = UUID()
+        return try await core.users.actor(for: StreamNames.user(realm: realm, userID: id)).execute(
+            .register(
+                id: id, email: email, emailConfirmed: true, username: username, firstName: firstName, lastName: lastName,
+                securityStamp: UUID().uuidString, via: "admin"), now: Date(), metadata: metadata
+        ).state
     }
 
     public func users(realm: String, limit: Int = 1000) async throws -> [(id: UUID, email: String, status: String)] {

@@ -27,13 +27,15 @@ public struct TokenDirectory: Sendable {
     }
 
     /// The access token with this hash if it is live now: not expired, not revoked, its family
-    /// not revoked, and its user active with the security stamp the family started with.
+    /// not revoked, its client not deleted, and its user active with the security stamp the
+    /// family started with.
     public func accessToken(hash: String, realm: String, now: Date) async throws -> AccessToken? {
         let row = try await pool.query(
             """
             SELECT t.family_id, t.client_id, t.user_id, t.scopes, t.audiences, t.expires_at
             FROM access_tokens t
             JOIN token_families f ON f.family_id = t.family_id
+            JOIN clients c ON c.realm_id = t.realm_id AND c.client_id = t.client_id
             LEFT JOIN users u ON u.user_id = t.user_id
             WHERE t.token_hash = \(hash) AND t.realm_id = \(realm) AND NOT t.revoked AND f.revoked_reason IS NULL
               AND t.expires_at > \(now)

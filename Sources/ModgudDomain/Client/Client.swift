@@ -9,8 +9,10 @@ public enum Client: Aggregate {
         public var settings: ClientSettings?
         public var secretHash: String?
         public var enabled = true
+        /// Deleted clients stay deleted: the id is retired, so old tokens can never revive.
+        public var deleted = false
 
-        public var exists: Bool { id != nil }
+        public var exists: Bool { id != nil && !deleted }
     }
 
     public enum Command: Sendable {
@@ -20,6 +22,7 @@ public enum Client: Aggregate {
         case disable
         case enable
         case rotateSecret(secretHash: String)
+        case delete
     }
 
     public static let initialState = State()
@@ -28,6 +31,7 @@ public enum Client: Aggregate {
         switch command {
         case .register(let id, let settings, let secretHash):
             guard !state.exists else { throw DomainError("Client.AlreadyExists", "Client \(id) already exists.") }
+            guard !state.deleted else { throw DomainError("Client.Deleted", "Client id \(id) belonged to a deleted client; choose another.") }
             guard (1...128).contains(id.count), id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
                 throw DomainError("Client.InvalidID", "A client id is 1 to 128 letters, digits, '-', '_' or '.'.")
             }
@@ -35,7 +39,7 @@ public enum Client: Aggregate {
             try checkSecret(type: settings.type, secretHash: secretHash)
             return [.registered(ClientRegistered(clientID: id, settings: settings, secretHash: secretHash))]
         case .update(let settings):
-            guard let current = state.settings else { throw DomainError("Client.NotFound", "No such client.") }
+            guard let current = state.settings, state.exists else { throw DomainError("Client.NotFound", "No such client.") }
             try settings.validate()
             guard settings.type == current.type else {
                 throw DomainError("Client.TypeChange", "A client's type cannot change; register a new client.")
@@ -48,8 +52,11 @@ public enum Client: Aggregate {
         case .enable:
             guard state.exists else { throw DomainError("Client.NotFound", "No such client.") }
             return state.enabled ? [] : [.enabled(ClientEnabled())]
+        case .delete:
+            guard state.exists else { throw DomainError("Client.NotFound", "No such client.") }
+            return [.deleted(ClientDeleted())]
         case .rotateSecret(let secretHash):
-            guard let settings = state.settings else { throw DomainError("Client.NotFound", "No such client.") }
+            guard let settings = state.settings, state.exists else { throw DomainError("Client.NotFound", "No such client.") }
             try checkSecret(type: settings.type, secretHash: secretHash)
             return [.secretRotated(ClientSecretRotated(secretHash: secretHash))]
         }
@@ -74,6 +81,7 @@ public enum Client: Aggregate {
         case .disabled: next.enabled = false
         case .enabled: next.enabled = true
         case .secretRotated(let rotated): next.secretHash = rotated.secretHash
+        case .deleted: next.deleted = true
         }
         return next
     }

@@ -51,6 +51,13 @@ public struct ClientSecretRotated: DomainEvent, Equatable {
     }
 }
 
+/// client.deleted: the client and its id are retired; its tokens stop working at once.
+public struct ClientDeleted: DomainEvent, Equatable {
+    public static let eventType = "client.deleted"
+
+    public init() {}
+}
+
 /// The events of a client.
 public enum ClientEvent: AggregateEvent, Equatable {
     case registered(ClientRegistered)
@@ -58,6 +65,7 @@ public enum ClientEvent: AggregateEvent, Equatable {
     case disabled(ClientDisabled)
     case enabled(ClientEnabled)
     case secretRotated(ClientSecretRotated)
+    case deleted(ClientDeleted)
 
     public func newEvent() throws -> NewEvent {
         switch self {
@@ -66,6 +74,7 @@ public enum ClientEvent: AggregateEvent, Equatable {
         case .disabled(let event): return try NewEvent(event)
         case .enabled(let event): return try NewEvent(event)
         case .secretRotated(let event): return try NewEvent(event)
+        case .deleted(let event): return try NewEvent(event)
         }
     }
 
@@ -76,6 +85,7 @@ public enum ClientEvent: AggregateEvent, Equatable {
         case let event as ClientDisabled: self = .disabled(event)
         case let event as ClientEnabled: self = .enabled(event)
         case let event as ClientSecretRotated: self = .secretRotated(event)
+        case let event as ClientDeleted: self = .deleted(event)
         default: throw ForeignEventError(type: envelope.type, aggregate: "client")
         }
     }
@@ -86,5 +96,6 @@ public enum ClientEvent: AggregateEvent, Equatable {
         registry.register(ClientDisabled.self)
         registry.register(ClientEnabled.self)
         registry.register(ClientSecretRotated.self)
+        registry.register(ClientDeleted.self)
     }
 }

@@ -8,7 +8,7 @@ public struct ClientDirectoryProjection: SQLProjection, InlineProjection {
     public let name = "client_directory"
     public let eventTypes: Set<String>? = [
         ClientRegistered.eventType, ClientUpdated.eventType, ClientDisabled.eventType, ClientEnabled.eventType,
-        ClientSecretRotated.eventType,
+        ClientSecretRotated.eventType, ClientDeleted.eventType,
     ]
     public let tables = ["clients"]
 
@@ -34,6 +34,8 @@ public struct ClientDirectoryProjection: SQLProjection, InlineProjection {
             return ["UPDATE \(unescaped: table) SET enabled = true WHERE realm_id = \(realm) AND client_id = \(clientID)"]
         case .secretRotated(let rotated):
             return ["UPDATE \(unescaped: table) SET secret_hash = \(rotated.secretHash) WHERE realm_id = \(realm) AND client_id = \(clientID)"]
+        case .deleted:
+            return ["DELETE FROM \(unescaped: table) WHERE realm_id = \(realm) AND client_id = \(clientID)"]
         }
     }
 }
