@@ -18,6 +18,8 @@ struct RealmCommand: AsyncParsableCommand {
         @Option(help: "Refresh-token lifetime, days (1-30).") var refreshTokenDays: Int?
         @Option(help: "Self-registration: JitOnOtp, Off or ExplicitEndpoint.") var registration: String?
         @Option(help: "Magic links on or off.") var magicLink: Bool?
+        @Option(help: "A sign-in's absolute lifetime, days (1-3650; default 90).") var sessionDays: Int?
+        @Option(help: "Refresh reuse grace, seconds (0-300; default 0 = strict).") var refreshReuseGrace: Int?
         @Option(
             name: .customLong("rate-limit"),
             help: "A policy's limit: NAME=LIMIT/WINDOW_SECONDS[/BURST] (repeatable), e.g. token.ip=6000/60/2000; NAME=default removes the override.")
@@ -42,6 +44,8 @@ struct RealmCommand: AsyncParsableCommand {
                 settings.registrationPosture = posture
             }
             if let magicLink { settings.magicLinkEnabled = magicLink }
+            if let sessionDays { settings.sessionLimits.absoluteLifetimeDays = sessionDays }
+            if let refreshReuseGrace { settings.sessionLimits.refreshReuseGraceSeconds = refreshReuseGrace }
             for text in registrationFields {
                 let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
                 guard parts.count == 2, let requirement = FieldRequirement(rawValue: parts[1]) else {
@@ -149,6 +153,8 @@ struct RealmCommand: AsyncParsableCommand {
         Swift.print(
             "native       \(settings.nativeGrants.enabled ? "on" : "off") (access \(settings.nativeGrants.accessTokenLifetimeMinutes) min, refresh \(settings.nativeGrants.refreshTokenLifetimeDays) d)")
         Swift.print("registration \(settings.registrationPosture.rawValue), magic links \(settings.magicLinkEnabled ? "on" : "off")")
+        Swift.print(
+            "sessions     \(settings.sessionLimits.absoluteLifetimeDays) d at most, refresh reuse grace \(settings.sessionLimits.refreshReuseGraceSeconds) s")
         let fields = settings.registrationFields
         Swift.print(
             "fields       Email Required, Username \(fields.username.rawValue), Firstname \(fields.firstname.rawValue), Lastname \(fields.lastname.rawValue)")

@@ -17,6 +17,11 @@ enum AdminPayloads {
         var Default: Bool?
     }
 
+    struct SessionLimits: Codable {
+        var AbsoluteLifetimeDays: Int?
+        var RefreshReuseGraceSeconds: Int?
+    }
+
     /// Creating (all required members present) or patching a realm (members optional).
     struct Realm: Codable {
         var Id: String?
@@ -32,10 +37,11 @@ enum AdminPayloads {
         var RegistrationFields: [String: String]?
         /// By policy name (`token.ip`, …); in a patch, `null` restores the default.
         var RateLimits: [String: RateLimit?]?
+        var SessionLimits: SessionLimits?
 
         static let members: Set<String> = [
             "Id", "Hosts", "DisplayName", "PrimaryDomain", "PublicBaseURL", "NativeGrants", "RegistrationPosture", "MagicLinkEnabled",
-            "RegistrationFields", "RateLimits",
+            "RegistrationFields", "RateLimits", "SessionLimits",
         ]
 
         func apply(to settings: inout RealmSettings) throws(AdminProblem) {
@@ -55,6 +61,10 @@ enum AdminPayloads {
                 settings.registrationPosture = posture
             }
             if let MagicLinkEnabled { settings.magicLinkEnabled = MagicLinkEnabled }
+            if let limits = SessionLimits {
+                if let days = limits.AbsoluteLifetimeDays { settings.sessionLimits.absoluteLifetimeDays = days }
+                if let grace = limits.RefreshReuseGraceSeconds { settings.sessionLimits.refreshReuseGraceSeconds = grace }
+            }
             for (field, value) in RegistrationFields ?? [:] {
                 if field == "Email" && value == "Required" { continue }
                 guard let requirement = FieldRequirement(rawValue: value) else {
@@ -142,6 +152,10 @@ enum AdminPayloads {
                                 Default: settings.rateLimitOverrides[policy.name] == nil)
                         )
                     })
+            },
+            SessionLimits: settings.map {
+                SessionLimits(
+                    AbsoluteLifetimeDays: $0.sessionLimits.absoluteLifetimeDays, RefreshReuseGraceSeconds: $0.sessionLimits.refreshReuseGraceSeconds)
             })
     }
 

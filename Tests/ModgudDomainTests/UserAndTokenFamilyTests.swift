@@ -94,6 +94,63 @@ final class TokenFamilyTests: XCTestCase {
                 userStamp: stamp), state: state, now: time)
     }
 
+    func refresh(_ presented: String, to next: String, state: TokenFamily.State, at time: Date, sessionEndsAt: Date? = nil, grace: TimeInterval)
+        throws -> TokenFamily.State
+    {
+        try TokenFamily.decide(
+            .refresh(presentedHash: presented, newRefreshHash: next, newRefreshExpiresAt: time + 14 * 86400, accessToken: access("a-\(next)"),
+                userStamp: "s1", sessionEndsAt: sessionEndsAt, reuseGrace: grace), state: state, now: time
+        ).reduce(state, TokenFamily.evolve)
+    }
+
+    /// Issue 11: a sign-in ends after its absolute lifetime however often it is refreshed, and
+    /// no refresh token outlives it.
+    func testTheAbsoluteSessionLifetimeCapsRefreshesAndTheirExpiry() throws {
+        var state = try started()
+        let end = now + 90 * 86400
+        var time = now
+        for step in 1...6 {  // every 13 days: each refresh token lives 14
+            time = now + Double(step) * 13 * 86400 - 3600
+            let next = "r\(step)"
+            state = try refresh("r\(step - 1)", to: next, state: state, at: time, sessionEndsAt: end, grace: 0)
+            XCTAssertEqual(state.currentRefreshHash, next)
+            XCTAssertLessThanOrEqual(state.refreshExpiresAt!, end, "capped at the session's end")
+        }
+        XCTAssertEqual(state.refreshExpiresAt, end)
+        XCTAssertRefused("TokenFamily.SessionExpired") { _ = try refresh("r6", to: "r7", state: state, at: end, sessionEndsAt: end, grace: 0) }
+    }
+
+    /// Issue 11: within the reuse grace, the token the last rotation spent gets a new token too,
+    /// both answers' tokens stay valid until one is used, and using one retires the other.
+    func testWithinTheReuseGraceBothAnswersWorkAndUsingOneRetiresTheOther() throws {
+        var state = try started()
+        state = try refresh("r0", to: "r1", state: state, at: now, grace: 30)
+        state = try refresh("r0", to: "r2", state: state, at: now + 10, grace: 30)  // the second of two concurrent refreshes
+        XCTAssertNil(state.revoked)
+        XCTAssertEqual(state.currentRefreshHash, "r2")
+        XCTAssertEqual(state.alternateRefreshHash, "r1")
+        XCTAssertRefused("TokenFamily.Revoked") {
+            // A third presentation of r0 is reuse, even within the grace: it revokes the family.
+            let third = try refresh("r0", to: "r9", state: state, at: now + 12, grace: 30)
+            XCTAssertEqual(third.revoked, .reuse)
+            _ = try refresh("r1", to: "rZ", state: third, at: now + 13, grace: 30)
+        }
+        let usedFirst = try refresh("r1", to: "r3", state: state, at: now + 20, grace: 30)
+        XCTAssertEqual(usedFirst.currentRefreshHash, "r3")
+        XCTAssertNil(usedFirst.alternateRefreshHash)
+        XCTAssertTrue(usedFirst.spentRefreshHashes.isSuperset(of: ["r0", "r1", "r2"]), "r2 was retired when r1 was used")
+        XCTAssertEqual(try refresh("r2", to: "r4", state: usedFirst, at: now + 21, grace: 30).revoked, .reuse)
+        let usedSecond = try refresh("r2", to: "r3", state: state, at: now + 20, grace: 30)
+        XCTAssertTrue(usedSecond.spentRefreshHashes.contains("r1"), "or the other way round")
+    }
+
+    func testOutsideTheGraceOrWithoutItASpentTokenStillRevokes() throws {
+        var state = try started()
+        state = try refresh("r0", to: "r1", state: state, at: now, grace: 30)
+        XCTAssertEqual(try refresh("r0", to: "r2", state: state, at: now + 31, grace: 30).revoked, .reuse)
+        XCTAssertEqual(try refresh("r0", to: "r2", state: state, at: now + 1, grace: 0).revoked, .reuse, "the default is strict")
+    }
+
     func testRefreshRotatesEveryTime() throws {
         var state = try started()
         for (generation, (old, new)) in [("r0", "r1"), ("r1", "r2"), ("r2", "r3")].enumerated() {
@@ -145,7 +202,7 @@ final class EventRoundTripTests: XCTestCase {
         let client: [ClientEvent] = [
             .registered(ClientRegistered(clientID: "c", settings: settings, secretHash: nil)),
             .updated(ClientUpdated(settings: settings, previousRPID: "x.com")), .disabled(ClientDisabled()), .enabled(ClientEnabled()),
-            .secretRotated(ClientSecretRotated(secretHash: "h")),
+            .secretRotated(ClientSecretRotated(secretHash: "h")), .deleted(ClientDeleted()),
         ]
         for event in client { XCTAssertEqual(try roundTrip(event), event) }
         let user: [UserEvent] = [

@@ -13,13 +13,16 @@ public struct RealmSettings: Codable, Hashable, Sendable {
     public var magicLinkEnabled: Bool
     /// Per-policy overrides of the rate limits (policy name → limit).
     public var rateLimitOverrides: [String: RateLimitSetting]
+    /// How long a sign-in lasts at most, and the refresh reuse grace (SPEC.md sections 1 and 5).
+    public var sessionLimits: SessionLimits
 
     public init(
         hosts: [String], displayName: String, primaryDomain: String? = nil, publicBaseURL: String? = nil,
         nativeGrants: NativeGrantSettings = NativeGrantSettings(), registrationPosture: RegistrationPosture = .off,
         registrationFields: RegistrationFields = RegistrationFields(), magicLinkEnabled: Bool = false,
-        rateLimitOverrides: [String: RateLimitSetting] = [:]
+        rateLimitOverrides: [String: RateLimitSetting] = [:], sessionLimits: SessionLimits = SessionLimits()
     ) {
+        self.sessionLimits = sessionLimits
         self.hosts = hosts
         self.displayName = displayName
         self.primaryDomain = primaryDomain
@@ -48,11 +51,27 @@ public struct RealmSettings: Codable, Hashable, Sendable {
             throw DomainError("Realm.InvalidPublicBaseURL", "The public base URL must be https (http only for localhost).")
         }
         try nativeGrants.validate()
+        try sessionLimits.validate()
         for (policy, limit) in rateLimitOverrides {
             guard limit.limit > 0, limit.windowSeconds > 0, limit.burst >= 0 else {
                 throw DomainError("RateLimit.Invalid", "The rate limit \(policy) needs a positive limit and window.")
             }
         }
+    }
+
+    /// Settings recorded before a member existed decode with its default.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        hosts = try container.decode([String].self, forKey: .hosts)
+        displayName = try container.decode(String.self, forKey: .displayName)
+        primaryDomain = try container.decodeIfPresent(String.self, forKey: .primaryDomain)
+        publicBaseURL = try container.decodeIfPresent(String.self, forKey: .publicBaseURL)
+        nativeGrants = try container.decode(NativeGrantSettings.self, forKey: .nativeGrants)
+        registrationPosture = try container.decode(RegistrationPosture.self, forKey: .registrationPosture)
+        registrationFields = try container.decode(RegistrationFields.self, forKey: .registrationFields)
+        magicLinkEnabled = try container.decode(Bool.self, forKey: .magicLinkEnabled)
+        rateLimitOverrides = try container.decode([String: RateLimitSetting].self, forKey: .rateLimitOverrides)
+        sessionLimits = try container.decodeIfPresent(SessionLimits.self, forKey: .sessionLimits) ?? SessionLimits()
     }
 
     static func isValidHost(_ host: String) -> Bool {
@@ -84,6 +103,30 @@ public struct NativeGrantSettings: Codable, Hashable, Sendable {
         }
         guard (1...30).contains(refreshTokenLifetimeDays) else {
             throw DomainError("NativeGrants.InvalidRefreshTokenLifetime", "The refresh-token lifetime must be 1 to 30 days.")
+        }
+    }
+}
+
+/// A sign-in's limits (SPEC.md sections 1 and 5).
+public struct SessionLimits: Codable, Hashable, Sendable {
+    /// A refresh-token family is refused this many days after its sign-in, however often it
+    /// was refreshed (default 90, valid 1–3650): rotation slides, this does not.
+    public var absoluteLifetimeDays: Int
+    /// Seconds after a rotation in which the refresh token just spent may be presented once
+    /// more without revoking the family (default 0: strict, valid 0–300). See the README.
+    public var refreshReuseGraceSeconds: Int
+
+    public init(absoluteLifetimeDays: Int = 90, refreshReuseGraceSeconds: Int = 0) {
+        self.absoluteLifetimeDays = absoluteLifetimeDays
+        self.refreshReuseGraceSeconds = refreshReuseGraceSeconds
+    }
+
+    public func validate() throws(DomainError) {
+        guard (1...3650).contains(absoluteLifetimeDays) else {
+            throw DomainError("Session.InvalidAbsoluteLifetime", "The absolute session lifetime must be 1 to 3650 days.")
+        }
+        guard (0...300).contains(refreshReuseGraceSeconds) else {
+            throw DomainError("Session.InvalidReuseGrace", "The refresh reuse grace must be 0 to 300 seconds.")
         }
     }
 }

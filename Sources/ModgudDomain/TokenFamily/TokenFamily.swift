@@ -13,6 +13,12 @@ public enum TokenFamily: Aggregate {
         public var accessTokenHashes: [String] = []
         public var generation = 0
         public var revoked: RevocationReason?
+        /// The refresh token spent by the last rotation, and when: the reuse grace's window.
+        public var lastSpentRefreshHash: String?
+        public var lastRotatedAt: Date?
+        /// After a retry within the grace: the first answer's token, valid beside the current one
+        /// until either is used.
+        public var alternateRefreshHash: String?
 
         public var exists: Bool { started != nil }
     }
@@ -20,9 +26,12 @@ public enum TokenFamily: Aggregate {
     public enum Command: Sendable {
         case start(TokenFamilyStarted)
         /// Present a refresh token. `userStamp` is the user's current security stamp (nil: the
-        /// user is gone or disabled).
+        /// user is gone or disabled). `sessionEndsAt`: the absolute end of the sign-in (the new
+        /// refresh token expires by then, and nothing is refreshed after it). `reuseGrace`: how
+        /// long after a rotation the token it spent may be presented once more.
         case refresh(
-            presentedHash: String, newRefreshHash: String, newRefreshExpiresAt: Date, accessToken: IssuedAccessToken, userStamp: String?)
+            presentedHash: String, newRefreshHash: String, newRefreshExpiresAt: Date, accessToken: IssuedAccessToken, userStamp: String?,
+            sessionEndsAt: Date? = nil, reuseGrace: TimeInterval = 0)
         case revoke(RevocationReason)
     }
 
@@ -33,18 +42,28 @@ public enum TokenFamily: Aggregate {
         case .start(let started):
             guard !state.exists else { throw DomainError("TokenFamily.AlreadyExists", "The family exists.") }
             return [.started(started)]
-        case .refresh(let presented, let newHash, let newExpiry, let accessToken, let userStamp):
+        case .refresh(let presented, let newHash, let newExpiry, let accessToken, let userStamp, let sessionEndsAt, let reuseGrace):
             guard let started = state.started else { throw DomainError("TokenFamily.NotFound", "No such token family.") }
             guard state.revoked == nil else { throw DomainError("TokenFamily.Revoked", "The token family was revoked.") }
-            if state.spentRefreshHashes.contains(presented) {
+            // Within the grace, the token the last rotation spent may come once more (two refreshes
+            // at once, or a retry after a lost answer): it gets a new token too, and the first
+            // answer's token stays valid beside it, so whichever the client keeps works. Using
+            // either retires the other.
+            let withinGrace =
+                reuseGrace > 0 && presented == state.lastSpentRefreshHash && state.alternateRefreshHash == nil
+                && state.lastRotatedAt.map { now.timeIntervalSince($0) <= reuseGrace } == true
+            if state.spentRefreshHashes.contains(presented) && !withinGrace {
                 // A spent token presented again: someone holds a copy. Kill the family.
                 return [.revoked(TokenFamilyRevoked(reason: .reuse, presentedRefreshHash: presented))]
             }
-            guard presented == state.currentRefreshHash else {
+            guard withinGrace || presented == state.currentRefreshHash || presented == state.alternateRefreshHash else {
                 throw DomainError("TokenFamily.UnknownRefreshToken", "The refresh token is not this family's.")
             }
             guard let userStamp, userStamp == started.securityStamp else {
                 return [.revoked(TokenFamilyRevoked(reason: .stamp, presentedRefreshHash: nil))]
+            }
+            if let sessionEndsAt, now >= sessionEndsAt {
+                throw DomainError("TokenFamily.SessionExpired", "The sign-in reached its absolute lifetime.")
             }
             guard let expiry = state.refreshExpiresAt, now < expiry else {
                 throw DomainError("TokenFamily.Expired", "The refresh token has expired.")
@@ -52,8 +71,11 @@ public enum TokenFamily: Aggregate {
             return [
                 .refreshed(
                     TokenFamilyRefreshed(
-                        spentRefreshHash: presented, refreshTokenHash: newHash, refreshExpiresAt: newExpiry, accessToken: accessToken,
-                        generation: state.generation + 1))
+                        spentRefreshHash: presented, refreshTokenHash: newHash, refreshExpiresAt: sessionEndsAt.map { min(newExpiry, $0) } ?? newExpiry,
+                        accessToken: accessToken, generation: state.generation + 1, rotatedAt: withinGrace ? state.lastRotatedAt : now,
+                        retiredRefreshHash: withinGrace
+                            ? nil : [state.currentRefreshHash, state.alternateRefreshHash].compactMap { $0 }.first { $0 != presented },
+                        alternateRefreshHash: withinGrace ? state.currentRefreshHash : nil))
             ]
         case .revoke(let reason):
             guard state.exists else { throw DomainError("TokenFamily.NotFound", "No such token family.") }
@@ -71,6 +93,10 @@ public enum TokenFamily: Aggregate {
             next.accessTokenHashes = [started.accessToken.hash]
         case .refreshed(let refreshed):
             next.spentRefreshHashes.insert(refreshed.spentRefreshHash)
+            if let retired = refreshed.retiredRefreshHash { next.spentRefreshHashes.insert(retired) }
+            next.lastSpentRefreshHash = refreshed.spentRefreshHash
+            next.lastRotatedAt = refreshed.rotatedAt
+            next.alternateRefreshHash = refreshed.alternateRefreshHash
             next.currentRefreshHash = refreshed.refreshTokenHash
             next.refreshExpiresAt = refreshed.refreshExpiresAt
             next.accessTokenHashes.append(refreshed.accessToken.hash)

@@ -59,13 +59,26 @@ public struct TokenFamilyRefreshed: DomainEvent, Equatable {
     public var refreshExpiresAt: Date
     public var accessToken: IssuedAccessToken
     public var generation: Int
+    /// When the rotation happened (absent in events recorded before the reuse grace existed).
+    public var rotatedAt: Date?
+    /// A token retired unused: the other of two valid tokens, when one of them was spent.
+    public var retiredRefreshHash: String?
+    /// A refresh within the reuse grace: the token the first answer issued, kept valid beside
+    /// the new one until either is used.
+    public var alternateRefreshHash: String?
 
-    public init(spentRefreshHash: String, refreshTokenHash: String, refreshExpiresAt: Date, accessToken: IssuedAccessToken, generation: Int) {
+    public init(
+        spentRefreshHash: String, refreshTokenHash: String, refreshExpiresAt: Date, accessToken: IssuedAccessToken, generation: Int,
+        rotatedAt: Date? = nil, retiredRefreshHash: String? = nil, alternateRefreshHash: String? = nil
+    ) {
+        self.alternateRefreshHash = alternateRefreshHash
         self.spentRefreshHash = spentRefreshHash
         self.refreshTokenHash = refreshTokenHash
         self.refreshExpiresAt = refreshExpiresAt
         self.accessToken = accessToken
         self.generation = generation
+        self.rotatedAt = rotatedAt
+        self.retiredRefreshHash = retiredRefreshHash
     }
 }
 

@@ -42,7 +42,7 @@ public struct TokenService: Sendable {
             TokenMinter.Request(
                 realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: user,
                 scopes: scopes, audiences: audiences, authTime: time, amr: amr, accessLifetime: lifetimes.access,
-                refreshLifetime: wantsRefresh ? lifetimes.refresh : nil, nonce: nonce), now: time)
+                refreshLifetime: wantsRefresh ? min(lifetimes.refresh, lifetimes.session) : nil, nonce: nonce), now: time)
         let familyID = UUID()
         let started = TokenFamilyStarted(
             familyID: familyID, clientID: client.id, userID: userID, scopes: scopes, audiences: audiences, grantType: grantType.rawValue,
@@ -86,7 +86,8 @@ public struct TokenService: Sendable {
             outcome = try await family.execute(
                 .refresh(
                     presentedHash: presented, newRefreshHash: minted.refreshHash!, newRefreshExpiresAt: minted.refreshExpiresAt!,
-                    accessToken: minted.accessRecord, userStamp: userState.canSignIn ? userState.securityStamp : nil),
+                    accessToken: minted.accessRecord, userStamp: userState.canSignIn ? userState.securityStamp : nil,
+                    sessionEndsAt: started.authTime.addingTimeInterval(lifetimes.session), reuseGrace: lifetimes.reuseGrace),
                 now: time, metadata: metadata)
         } catch is DomainError {
             throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
@@ -166,9 +167,12 @@ public struct TokenService: Sendable {
 
     private struct JTI: Decodable { var jti: String }
 
-    private func realmLifetimes(_ realm: String) async throws -> (access: TimeInterval, refresh: TimeInterval) {
+    private func realmLifetimes(_ realm: String) async throws -> (access: TimeInterval, refresh: TimeInterval, session: TimeInterval, reuseGrace: TimeInterval) {
         let settings = try await Self.realmSettings(realm, pool: pool)
-        return (TimeInterval(settings.nativeGrants.accessTokenLifetimeMinutes * 60), TimeInterval(settings.nativeGrants.refreshTokenLifetimeDays * 86400))
+        return (
+            TimeInterval(settings.nativeGrants.accessTokenLifetimeMinutes * 60), TimeInterval(settings.nativeGrants.refreshTokenLifetimeDays * 86400),
+            TimeInterval(settings.sessionLimits.absoluteLifetimeDays * 86400), TimeInterval(settings.sessionLimits.refreshReuseGraceSeconds)
+        )
     }
 
     /// A realm's settings from the realm directory read model.

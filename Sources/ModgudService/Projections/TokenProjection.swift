@@ -32,7 +32,10 @@ public struct TokenProjection: SQLProjection, InlineProjection {
             return statements
         case .refreshed(let refreshed):
             // The family row names the client, user, scopes and audiences of every token.
-            return [
+            let retire: [PQQuery] = refreshed.retiredRefreshHash.map {
+                ["UPDATE \(unescaped: tables("refresh_tokens")) SET spent = true WHERE token_hash = \($0)"]
+            } ?? []
+            return retire + [
                 "UPDATE \(unescaped: tables("refresh_tokens")) SET spent = true WHERE token_hash = \(refreshed.spentRefreshHash)",
                 insertRefresh(refreshed.refreshTokenHash, expiresAt: refreshed.refreshExpiresAt, family: familyID, realm: realm, tables: tables),
                 """
