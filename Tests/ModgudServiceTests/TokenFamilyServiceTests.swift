@@ -15,6 +15,10 @@ final class TokenFamilyServiceTests: XCTestCase {
     override func setUp() async throws {
         database = try await TestDatabase.create(maxConnections: 40)
         instance = IdentityInstance(pool: database.pool)
+        // Tokens are live only while their client exists.
+        _ = try await instance.clients.actor(for: StreamNames.client(realm: "demo", clientID: "app")).execute(
+            .register(id: "app", settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid"]), secretHash: nil),
+            now: now, metadata: .none)
         _ = try await instance.user(userID).execute(
             .register(
                 id: userID, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
