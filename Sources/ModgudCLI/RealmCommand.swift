@@ -24,6 +24,10 @@ struct RealmCommand: AsyncParsableCommand {
             name: .customLong("rate-limit"),
             help: "A policy's limit: NAME=LIMIT/WINDOW_SECONDS[/BURST] (repeatable), e.g. token.ip=6000/60/2000; NAME=default removes the override.")
         var rateLimits: [String] = []
+        @Option(name: .customLong("rate-limit-log-only"), help: "NAME=true|false: record would-be rejections of a policy, reject nothing.")
+        var rateLimitLogOnly: [String] = []
+        @Option(name: .customLong("rate-limit-allow"), help: "NAME=CIDR,CIDR…: source ranges a policy never limits (empty to clear).")
+        var rateLimitAllow: [String] = []
         @Option(
             name: .customLong("registration-field"),
             help: "NAME=Off|Optional|Required for Username, Firstname or Lastname (repeatable).")
@@ -72,8 +76,24 @@ struct RealmCommand: AsyncParsableCommand {
                 guard (2...3).contains(numbers.count), numbers.allSatisfy({ $0 != nil }) else {
                     throw ValidationError("--rate-limit takes NAME=LIMIT/WINDOW[/BURST], e.g. token.ip=6000/60/2000")
                 }
+                let current = settings.rateLimitOverrides[parts[0]]
                 settings.rateLimitOverrides[parts[0]] = RateLimitSetting(
-                    limit: numbers[0]!, windowSeconds: numbers[1]!, burst: numbers.count == 3 ? numbers[2]! : numbers[0]!)
+                    limit: numbers[0]!, windowSeconds: numbers[1]!, burst: numbers.count == 3 ? numbers[2]! : numbers[0]!,
+                    logOnly: current?.logOnly, allowlist: current?.allowlist)
+            }
+            for text in rateLimitLogOnly + rateLimitAllow {
+                let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                guard parts.count == 2, let policy = RateLimitPolicy.named(parts[0]) else {
+                    throw ValidationError("--rate-limit-log-only and --rate-limit-allow take a known policy NAME=VALUE")
+                }
+                var setting = settings.rateLimitOverrides[policy.name] ?? policy.setting(in: settings)
+                if rateLimitLogOnly.contains(text) {
+                    guard let flag = Bool(parts[1]) else { throw ValidationError("--rate-limit-log-only takes NAME=true|false") }
+                    setting.logOnly = flag
+                } else {
+                    setting.allowlist = parts[1].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                }
+                settings.rateLimitOverrides[policy.name] = setting
             }
         }
     }
@@ -160,7 +180,9 @@ struct RealmCommand: AsyncParsableCommand {
             "fields       Email Required, Username \(fields.username.rawValue), Firstname \(fields.firstname.rawValue), Lastname \(fields.lastname.rawValue)")
         for policy in RateLimitPolicy.all {
             let effective = policy.setting(in: settings)
-            let origin = settings.rateLimitOverrides[policy.name] == nil ? "default" : "set"
+            var origin = settings.rateLimitOverrides[policy.name] == nil ? "default" : "set"
+            if effective.logOnly == true { origin += ", log-only" }
+            if let allowlist = effective.allowlist, !allowlist.isEmpty { origin += ", allow \(allowlist.joined(separator: " "))" }
             Swift.print(
                 "rate limit   \(policy.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(effective.limit)/\(effective.windowSeconds)s burst \(effective.burst) (\(origin))")
         }

@@ -14,6 +14,10 @@ enum AdminPayloads {
         var Limit: Int
         var WindowSeconds: Int
         var Burst: Int?
+        /// Count and record would-be rejections, reject nothing.
+        var LogOnly: Bool?
+        /// Source ranges (CIDR) never limited by this policy.
+        var Allowlist: [String]?
         var Default: Bool?
     }
 
@@ -83,7 +87,9 @@ enum AdminPayloads {
                         "RateLimit.UnknownPolicy", "Unknown rate-limit policy \(name); known: \(RateLimitPolicy.all.map(\.name).joined(separator: ", ")).")
                 }
                 settings.rateLimitOverrides[name] = limit.map {
-                    RateLimitSetting(limit: $0.Limit, windowSeconds: $0.WindowSeconds, burst: $0.Burst ?? $0.Limit)
+                    RateLimitSetting(
+                        limit: $0.Limit, windowSeconds: $0.WindowSeconds, burst: $0.Burst ?? $0.Limit, logOnly: $0.LogOnly,
+                        allowlist: $0.Allowlist)
                 }
             }
         }
@@ -149,6 +155,7 @@ enum AdminPayloads {
                             policy.name,
                             RateLimit(
                                 Limit: effective.limit, WindowSeconds: effective.windowSeconds, Burst: effective.burst,
+                                LogOnly: effective.logOnly ?? false, Allowlist: effective.allowlist ?? [],
                                 Default: settings.rateLimitOverrides[policy.name] == nil)
                         )
                     })

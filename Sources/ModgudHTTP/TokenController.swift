@@ -26,18 +26,18 @@ struct TokenController: Sendable {
             let metadata = EventMetadata(correlationID: context.id, actor: nil, clientIP: context.peerAddress)
             // SPEC.md section 0: per source before any work; per client once the client is
             // authenticated (see `authenticate`).
-            try await core.rateLimiter.check(
-                .tokenPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
+            let source = parsing.source(request, context: context)
+            try await core.rateLimiter.check(.tokenPerIP, key: source, realm: realm.realmID, settings: realm.settings)
             switch grantType {
             case GrantType.refreshToken.rawValue:
-                let client = try await authenticate(request, form, realm: realm)
+                let client = try await authenticate(request, form, realm: realm, source: source)
                 guard let refreshToken = form["refresh_token"] else { throw OAuthError.invalidRequest("refresh_token is required.") }
                 outcome.outcome = "success"
                 return OAuthResponses.token(
                     try await core.tokenService.refresh(
                         client: client, refreshToken: refreshToken, resources: form.all("resource"), issuer: issuer, metadata: metadata))
             case GrantType.clientCredentials.rawValue:
-                let client = try await authenticate(request, form, realm: realm)
+                let client = try await authenticate(request, form, realm: realm, source: source)
                 outcome.outcome = "success"
                 return OAuthResponses.token(
                     try await core.tokenService.clientCredentials(
@@ -47,7 +47,7 @@ struct TokenController: Sendable {
                 guard realm.settings.nativeGrants.enabled else {
                     throw OAuthError.unsupportedGrantType("This grant type is not enabled for this realm.")
                 }
-                let client = try await authenticate(request, form, realm: realm)
+                let client = try await authenticate(request, form, realm: realm, source: source)
                 guard client.settings.grants.contains(GrantType(rawValue: native)!) else {
                     throw OAuthError.unauthorizedClient("The client is not allowed to use this grant type.")
                 }
@@ -111,10 +111,18 @@ struct TokenController: Sendable {
     /// Authenticates the client, then counts the request against its per-client limit. Only
     /// authenticated requests count: unknown client ids create no buckets, and a flood of
     /// wrong secrets does not spend a confidential client's budget.
-    private func authenticate(_ request: Request, _ form: FormBody, realm: RealmDirectory.Entry) async throws -> AuthenticatedClient {
+    /// A public client's id is shared by every installation of the app, so it is counted per
+    /// (client, source /64), and per client only as a high circuit breaker (README, "Rate limits").
+    private func authenticate(_ request: Request, _ form: FormBody, realm: RealmDirectory.Entry, source: String) async throws
+        -> AuthenticatedClient
+    {
         let (id, secret) = try parsing.clientCredentials(request, form)
         let client = try await core.clientAuthenticator.authenticate(realm: realm.realmID, clientID: id, secret: secret)
-        try await core.rateLimiter.check(.tokenPerClient, key: client.id, realm: realm.realmID, settings: realm.settings)
+        if client.settings.type == .public {
+            try await core.rateLimiter.check(
+                .tokenPerClientSource, key: client.id + " " + source, realm: realm.realmID, settings: realm.settings, source: source)
+        }
+        try await core.rateLimiter.check(.tokenPerClient, key: client.id, realm: realm.realmID, settings: realm.settings, source: source)
         return client
     }
 }

@@ -151,3 +151,30 @@ final class ClientTests: XCTestCase {
         XCTAssertTrue(state.enabled)
     }
 }
+
+final class SourceCIDRTests: XCTestCase {
+    func testRangesMatchTheRateLimitersSourceKeys() {
+        let v4 = SourceCIDR("10.0.0.0/8")!
+        XCTAssertTrue(v4.contains(sourceKey: "10.255.1.2"))
+        XCTAssertFalse(v4.contains(sourceKey: "11.0.0.1"))
+        XCTAssertFalse(v4.contains(sourceKey: "2001:db8::/64"), "families never mix")
+        let v6 = SourceCIDR("2001:db8::/32")!
+        XCTAssertTrue(v6.contains(sourceKey: "2001:db8:1:2::/64"), "an IPv6 source key is its /64 network")
+        XCTAssertFalse(v6.contains(sourceKey: "2001:db9::/64"))
+        XCTAssertTrue(SourceCIDR("192.0.2.7")!.contains(sourceKey: "192.0.2.7"), "one address is a /32")
+        XCTAssertFalse(SourceCIDR("192.0.2.7")!.contains(sourceKey: "192.0.2.8"))
+        XCTAssertTrue(SourceCIDR("0.0.0.0/0")!.contains(sourceKey: "8.8.8.8"))
+        XCTAssertEqual(SourceCIDR("10.1.0.0/16")?.description, "10.1.0.0/16")
+        for invalid in ["10.0.0.0/33", "2001:db8::/129", "not-an-address", "10.0.0/8", "", "10.0.0.0/-1"] {
+            XCTAssertNil(SourceCIDR(invalid), invalid)
+        }
+    }
+
+    func testAnInvalidAllowlistIsRefusedByName() {
+        var settings = RealmSettings(hosts: ["a.test"], displayName: "A")
+        settings.rateLimitOverrides["token.ip"] = RateLimitSetting(limit: 1, windowSeconds: 60, burst: 1, allowlist: ["10.0.0.0/40"])
+        XCTAssertThrowsError(try settings.validate()) { error in
+            XCTAssertEqual((error as? DomainError)?.code, "RateLimit.InvalidAllowlist")
+        }
+    }
+}

@@ -56,6 +56,9 @@ public struct RealmSettings: Codable, Hashable, Sendable {
             guard limit.limit > 0, limit.windowSeconds > 0, limit.burst >= 0 else {
                 throw DomainError("RateLimit.Invalid", "The rate limit \(policy) needs a positive limit and window.")
             }
+            for range in limit.allowlist ?? [] where SourceCIDR(range) == nil {
+                throw DomainError("RateLimit.InvalidAllowlist", "\(range) is not an address range (CIDR) in the allowlist of \(policy).")
+            }
         }
     }
 
@@ -161,15 +164,28 @@ public struct RegistrationFields: Codable, Hashable, Sendable {
     }
 }
 
-/// One rate limit: `limit` requests per `windowSeconds`, with a burst allowance.
+/// One rate limit: `limit` requests per `windowSeconds`, with a burst allowance; optionally
+/// log-only (counts and records would-be rejections, rejects nothing) and with an allowlist of
+/// source ranges that are never limited.
 public struct RateLimitSetting: Codable, Hashable, Sendable {
     public var limit: Int
     public var windowSeconds: Int
     public var burst: Int
+    /// true: record what would be rejected, reject nothing (absent in older settings: false).
+    public var logOnly: Bool?
+    /// Source ranges (CIDR) this policy never limits.
+    public var allowlist: [String]?
 
-    public init(limit: Int, windowSeconds: Int, burst: Int) {
+    public init(limit: Int, windowSeconds: Int, burst: Int, logOnly: Bool? = nil, allowlist: [String]? = nil) {
         self.limit = limit
         self.windowSeconds = windowSeconds
         self.burst = burst
+        self.logOnly = logOnly
+        self.allowlist = allowlist
+    }
+
+    /// Whether a source key falls in the allowlist.
+    public func allows(sourceKey: String) -> Bool {
+        (allowlist ?? []).contains { SourceCIDR($0)?.contains(sourceKey: sourceKey) == true }
     }
 }

@@ -22,10 +22,17 @@ public struct RateLimitPolicy: Sendable, Hashable {
     /// Silent: past it, sign-up requests are answered as usual but create nothing (a 429 would be an oracle).
     public static let signupPerIP = RateLimitPolicy(policy: "signup", dimension: "ip", defaultSetting: .init(limit: 10, windowSeconds: 3600, burst: 10))
     public static let tokenPerIP = RateLimitPolicy(policy: "token", dimension: "ip", defaultSetting: .init(limit: 600, windowSeconds: 60, burst: 200))
-    public static let tokenPerClient = RateLimitPolicy(policy: "token", dimension: "client", defaultSetting: .init(limit: 60, windowSeconds: 60, burst: 60))
+    /// Per client id across every source: a circuit breaker, high enough that a public app
+    /// with 100,000 users refreshing every 15 minutes (about 110 grants/s) never meets it.
+    public static let tokenPerClient = RateLimitPolicy(
+        policy: "token", dimension: "client", defaultSetting: .init(limit: 60_000, windowSeconds: 60, burst: 20_000))
+    /// Per (public client, source /64): one device or one abusive network cannot spend the
+    /// budget of the app's other installations. A device refreshes a few times an hour.
+    public static let tokenPerClientSource = RateLimitPolicy(
+        policy: "token", dimension: "client-source", defaultSetting: .init(limit: 120, windowSeconds: 60, burst: 60))
     /// Every policy, by name: what operators may override (`RealmSettings.rateLimitOverrides`).
     public static var all: [RateLimitPolicy] {
-        [requestPerIP, requestPerMailbox, signupPerIP, tokenPerIP, tokenPerClient, passkeyPerIP]
+        [requestPerIP, requestPerMailbox, signupPerIP, tokenPerIP, tokenPerClient, tokenPerClientSource, passkeyPerIP]
     }
 
     public static func named(_ name: String) -> RateLimitPolicy? {

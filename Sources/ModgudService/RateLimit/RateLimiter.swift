@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Metrics
 import ModgudDomain
 import PQ
@@ -20,12 +21,22 @@ public struct RateLimiter: Sendable {
     }
 
     /// Counts one request; throws `RateLimited` when over the limit (the request is not counted then).
-    public func check(_ policy: RateLimitPolicy, key: String, realm: String, settings: RealmSettings) async throws {
-        if let wait = try await take(policy, key: key, realm: realm, settings: settings) {
-            Counter(label: "modgud_rate_limit_rejections_total", dimensions: [("policy", policy.name)]).increment()
-            throw RateLimited(policy: policy.policy, dimension: policy.dimension, retryAfterSeconds: wait)
+    /// - Parameter source: the request's source key, for the policy's allowlist (defaults to
+    ///   `key` for per-source policies).
+    public func check(_ policy: RateLimitPolicy, key: String, realm: String, settings: RealmSettings, source: String? = nil) async throws {
+        let setting = policy.setting(in: settings)
+        if let source = source ?? (policy.dimension == "ip" ? key : nil), setting.allows(sourceKey: source) { return }
+        guard let wait = try await take(policy, key: key, realm: realm, settings: settings) else { return }
+        if setting.logOnly == true {
+            Counter(label: "modgud_rate_limit_would_reject_total", dimensions: [("policy", policy.name)]).increment()
+            Self.logger.notice("rate limit would reject (log-only)", metadata: ["policy": "\(policy.name)", "realm": "\(realm)"])
+            return
         }
+        Counter(label: "modgud_rate_limit_rejections_total", dimensions: [("policy", policy.name)]).increment()
+        throw RateLimited(policy: policy.policy, dimension: policy.dimension, retryAfterSeconds: wait)
     }
+
+    private static let logger = Logger(label: "modgud.ratelimit")
 
     /// Counts one request; nil when allowed, else the seconds until one would be.
     public func take(_ policy: RateLimitPolicy, key: String, realm: String, settings: RealmSettings) async throws -> Int? {
