@@ -191,6 +191,8 @@ let package = Package(
             dependencies: [
                 "SMTP", "MailTestSupport", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ], swiftSettings: strict),
+        // Runs the built `modgud` executable against real databases (the operator commands).
+        .testTarget(name: "ModgudCLITests", dependencies: ["ModgudCLI", "PostgresTestSupport", "PQ"], swiftSettings: strict),
         .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: strict),
         .testTarget(
             name: "WebAuthnTests",

@@ -1,0 +1,124 @@
+import Foundation
+import PQ
+import PostgresTestSupport
+import XCTest
+
+/// Issue 11: every admin and operator command runs against a real database, checked by its
+/// output and exit code, with a bad-input case each.
+final class CommandTests: XCTestCase {
+    var database: TestDatabase!
+    var cli: CLIRunner!
+
+    override func setUp() async throws {
+        database = try await TestDatabase.create(maxConnections: 4)
+        cli = CLIRunner(databaseURL: database.url)
+    }
+
+    override func tearDown() async throws {
+        await database?.drop()
+    }
+
+    func testMigrateIsIdempotentAndReportsAnUnreachableDatabase() throws {
+        let again = try cli.ok(["migrate"])
+        XCTAssertTrue(again.contains("0 applied, 6 already applied"), again)
+        let unreachable = try CLIRunner(databaseURL: "postgresql://postgres@127.0.0.1:1/none").fails(["migrate"])
+        XCTAssertTrue(unreachable.contains("Connection refused") || unreachable.contains("connect"), unreachable)
+    }
+
+    func testRealmCommandsConfigureARealmEndToEnd() throws {
+        let created = try cli.ok([
+            "realm", "create", "acme", "--host", "login.acme.test", "--display-name", "Acme", "--native-grants", "true",
+            "--registration", "JitOnOtp", "--registration-field", "Firstname=Required", "--rate-limit", "token.client-source=300/60/100",
+            "--rate-limit-log-only", "token.ip=true", "--rate-limit-allow", "token.ip=10.0.0.0/8", "--session-days", "30",
+            "--refresh-reuse-grace", "10", "--primary-domain", "acme.test", "--magic-link", "true",
+        ])
+        for line in [
+            "realm        acme", "registration JitOnOtp, magic links on", "sessions     30 d at most, refresh reuse grace 10 s",
+            "fields       Email Required, Username Off, Firstname Required, Lastname Off", "token.client-source  300/60s burst 100 (set)",
+            "token.ip             600/60s burst 200 (set, log-only, allow 10.0.0.0/8)", "token.client         60000/60s burst 20000 (default)",
+        ] {
+            XCTAssertTrue(created.contains(line), "missing \(line) in\n\(created)")
+        }
+        let key = try cli.ok(["realm", "rotate-key", "acme"])
+        XCTAssertTrue(key.contains("new signing key"), key)
+        let moved = try cli.ok(["realm", "update", "acme", "--primary-domain", "id.acme.test"])
+        XCTAssertTrue(moved.contains("warning: The primary domain changed from acme.test to id.acme.test"), moved)
+        let shown = try cli.ok(["realm", "show", "acme"])
+        XCTAssertTrue(shown.contains("primary dom. id.acme.test"), shown)
+        let listed = try cli.ok(["realm", "list"])
+        XCTAssertEqual(listed, "acme\tnative-grants\tlogin.acme.test\n")
+
+        XCTAssertTrue(try cli.fails(["realm", "create", "Bad Id", "--host", "x.test"]).contains("Realm."))
+        XCTAssertTrue(try cli.fails(["realm", "update", "acme", "--rate-limit", "token.nope=1/60"]).contains("unknown rate-limit policy token.nope"))
+        XCTAssertTrue(try cli.fails(["realm", "update", "acme", "--session-days", "0"]).contains("Session.InvalidAbsoluteLifetime"))
+        XCTAssertTrue(try cli.fails(["realm", "show", "nowhere"]).contains("no such realm"))
+    }
+
+    func testClientCommandsFromCreationToDeletion() throws {
+        try cli.ok(["realm", "create", "acme", "--host", "login.acme.test"])
+        let created = try cli.ok(["client", "create", "acme", "ios", "--grant", "urn:cocoar:otp", "--grant", "refresh_token", "--scope", "openid"])
+        XCTAssertTrue(created.contains("client       ios (public, enabled)"), created)
+        let confidential = try cli.ok(["client", "create", "acme", "svc", "--type", "confidential", "--grant", "client_credentials", "--scope", "api"])
+        let secret = try XCTUnwrap(confidential.firstMatch(of: /secret\s+(\S{43})/)?.output.1)
+        let rotated = try cli.ok(["client", "rotate-secret", "acme", "svc"])
+        XCTAssertFalse(rotated.contains(secret), "a new secret")
+        XCTAssertEqual(try cli.ok(["client", "list", "acme"]).split(separator: "\n").count, 2)
+        XCTAssertTrue(try cli.ok(["client", "update", "acme", "ios", "--rp-id", "ios.acme.test"]).contains("rp-id        ios.acme.test"))
+        XCTAssertTrue(try cli.ok(["client", "disable", "acme", "ios"]).contains("disabled"))
+        XCTAssertTrue(try cli.ok(["client", "enable", "acme", "ios"]).contains("enabled"))
+        XCTAssertTrue(try cli.ok(["client", "show", "acme", "ios"]).contains("ios (public, enabled)"))
+        XCTAssertEqual(try cli.ok(["client", "delete", "acme", "ios"]), "deleted client ios of realm acme\n")
+        XCTAssertTrue(try cli.fails(["client", "show", "acme", "ios"]).contains("no client ios"))
+        XCTAssertTrue(try cli.fails(["client", "create", "acme", "ios", "--grant", "refresh_token"]).contains("Client.Deleted"))
+        XCTAssertTrue(
+            try cli.fails(["client", "create", "acme", "bad", "--grant", "client_credentials", "--grant", "urn:cocoar:otp"]).contains(
+                "Client.MixedGrants"))
+    }
+
+    func testUserAndAuditCommands() throws {
+        try cli.ok(["realm", "create", "acme", "--host", "login.acme.test"])
+        let created = try cli.ok(["user", "create", "acme", "Ada@Example.com", "--first-name", "Ada"])
+        let id = try XCTUnwrap(created.split(separator: "\t").first.map(String.init))
+        XCTAssertEqual(created, "\(id)\tada@example.com\tactive\n")
+        XCTAssertTrue(try cli.ok(["user", "list", "acme"]).contains("ada@example.com\tactive"))
+        XCTAssertTrue(try cli.ok(["user", "show", "acme", "ada@example.com"]).contains("name         Ada"))
+        XCTAssertTrue(try cli.ok(["user", "totp-enable", "acme", id]).contains("otpauth://totp/"))
+        try cli.ok(["user", "totp-disable", "acme", id])
+        XCTAssertTrue(try cli.ok(["user", "disable", "acme", id]).contains("status disabled"))
+        XCTAssertTrue(try cli.ok(["user", "enable", "acme", id]).contains("status active"))
+        try cli.ok(["user", "logout-everywhere", "acme", id])
+        XCTAssertEqual(try cli.ok(["user", "passkeys", "acme", id]).split(separator: "\n").filter { !$0.isEmpty && !$0.hasPrefix("ID") }.count, 0)
+        let audit = try cli.ok(["audit", "user", "acme", "ada@example.com"])
+        for event in ["user.registered", "user.totp_enabled", "user.disabled", "user.enabled", "reason=logout_everywhere"] {
+            XCTAssertTrue(audit.contains(event), "audit lacks \(event):\n\(audit)")
+        }
+        XCTAssertTrue(try cli.ok(["user", "delete", "acme", id]).contains("status deleted"))
+        XCTAssertTrue(try cli.fails(["user", "show", "acme", "nobody@example.com"]).contains("no such user"))
+        XCTAssertTrue(try cli.fails(["user", "create", "acme", "not an address"]).contains("Email.Invalid"))
+        XCTAssertFalse(try cli.fails(["audit", "user", "acme", "nobody@example.com"]).isEmpty)
+        XCTAssertTrue(try cli.fails(["user", "totp-enable", "acme", id], withMasterKey: false).contains("MODGUD_MASTER_KEY"))
+    }
+
+    func testEventsProjectionsAndMailCommands() throws {
+        try cli.ok(["realm", "create", "acme", "--host", "login.acme.test"])
+        try cli.ok(["user", "create", "acme", "ada@example.com"])
+        let replay = try cli.ok(["events", "replay"]).split(separator: "\n")
+        XCTAssertEqual(replay.count, 2)
+        XCTAssertTrue(replay[0].contains(#""type":"realm.created""#))
+        let cursor = try XCTUnwrap(replay[0].firstMatch(of: /"cursor":"(\d+:\d+)"/)?.output.1)
+        let after = try cli.ok(["events", "replay", "--after", String(cursor), "--type", "user.registered"])
+        XCTAssertEqual(after.split(separator: "\n").count, 1)
+        XCTAssertTrue(try cli.fails(["events", "replay", "--after", "garbage"]).contains("--after must look like"))
+        XCTAssertTrue(try cli.ok(["events", "prune"]).contains("pruned 0 one-shot streams"))
+        XCTAssertTrue(try cli.fails(["events", "prune", "--retention-days", "0"]).contains("at least 1"))
+
+        XCTAssertTrue(try cli.ok(["projections", "list"]).contains("tokens\tinline\ttables: token_families, access_tokens, refresh_tokens"))
+        XCTAssertTrue(try cli.ok(["projections", "status"]).contains("log_statistics\tasync"))
+        XCTAssertTrue(try cli.ok(["projections", "rebuild", "user_directory"]).contains("user_directory"))
+        XCTAssertTrue(try cli.fails(["projections", "rebuild", "nope"]).contains("no projection named nope"))
+
+        XCTAssertTrue(try cli.ok(["mail", "status"]).contains("pending 0, dead 0"))
+        XCTAssertEqual(try cli.ok(["mail", "retry-dead"]), "0 dead mails are pending again\n")
+        XCTAssertTrue(try cli.fails(["mail", "status"], withMasterKey: false).contains("MODGUD_MASTER_KEY"))
+    }
+}
