@@ -38,13 +38,15 @@ enum Server {
         let maintenance = MaintenanceService(
             core: core, sampler: MetricsSampler(pool: core.pool, outbox: dispatcher.outbox),
             retention: .oneShotStreams(pool: core.pool, maxAge: settings.retention), logger: logger)
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [
-                    .init(service: daemon), .init(service: MailDispatcherService(dispatcher: dispatcher)), .init(service: maintenance),
-                    .init(service: app), .init(service: DrainService(readiness: core.readiness, delay: settings.drain, logger: logger)),
-                ], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        var group = ServiceGroupConfiguration(
+            services: [
+                .init(service: daemon), .init(service: MailDispatcherService(dispatcher: dispatcher)), .init(service: maintenance),
+                .init(service: app), .init(service: DrainService(readiness: core.readiness, delay: settings.drain, logger: logger)),
+            ], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // A request that never finishes must not hold the shutdown forever: after the drain
+        // and 30 s more, whatever still runs is cancelled.
+        group.maximumGracefulShutdownDuration = settings.drain + .seconds(30)
+        try await ServiceGroup(configuration: group).run()
     }
 }
 
