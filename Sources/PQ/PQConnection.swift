@@ -51,7 +51,10 @@ public actor PQConnection {
     /// Records the state for the pool; called at the end of every public operation.
     func recordLeaseState() {
         let state: LeaseState
-        if let handle, PQstatus(handle) == CONNECTION_OK {
+        if let handle, PQstatus(handle) == CONNECTION_OK, PQpipelineStatus(handle) == PQ_PIPELINE_OFF {
+            // A connection still in pipeline mode (a pipeline cut off mid-way, say by a server
+            // shutting down before libpq noticed the closed socket) accepts no plain command
+            // again: it counts as broken, so the pool discards it.
             state = PQtransactionStatus(handle) == PQTRANS_IDLE ? .idle : .inTransaction
         } else {
             state = .broken

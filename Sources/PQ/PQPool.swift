@@ -157,7 +157,8 @@ public final class PQPool: Sendable {
             await connection.rollbackQuietly()
             status = connection.stateAfterLastOperation
         }
-        if status == .broken {
+        // Only a connection that is idle again goes back: one whose rollback failed is discarded.
+        if status != .idle {
             await connection.close()
             slotFreed()
             return

@@ -14,6 +14,32 @@ final class PQPoolTests: XCTestCase {
         await database?.drop()
     }
 
+    /// A pipeline cut off by the backend's end: the pool replaces the connection. (The cluster
+    /// test's database restart found the racier variant, where libpq had not yet seen the
+    /// closed socket and the connection stayed in pipeline mode; `recordLeaseState` now counts
+    /// a connection still in pipeline mode, or not idle after a rollback, as broken.)
+    func testAConnectionWhosePipelineWasCutOffIsReplaced() async throws {
+        let pool = database.makePool(maxConnections: 1)
+        let first = try await pool.query("SELECT pg_backend_pid()").first!.decode(Int32.self, at: 0)
+        do {
+            _ = try await pool.withConnection { connection in
+                try await connection.pipeline(["SELECT pg_terminate_backend(pg_backend_pid())", "SELECT 1", "SELECT 2"])
+            }
+            XCTFail("the backend ended mid-pipeline")
+        } catch {
+            XCTAssertTrue(PQError.meansDatabaseUnavailable(error), "\(error)")
+        }
+        for _ in 0..<3 {
+            let pid = try await pool.query("SELECT pg_backend_pid()").first!.decode(Int32.self, at: 0)
+            XCTAssertNotEqual(pid, first, "a fresh connection, not the cut-off one")
+        }
+        let state = try await pool.withConnection { connection in
+            let one = try await connection.pipeline(["SELECT 1", "SELECT 2"])
+            return try one.map { try $0.first!.decode(Int.self, at: 0) }
+        }
+        XCTAssertEqual(state, [1, 2])
+    }
+
     func testServerTerminatedConnectionIsReplaced() async throws {
         let pool = database.makePool(maxConnections: 1)
         let pid = try await pool.query("SELECT pg_backend_pid()").first!.decode(Int32.self, at: 0)
