@@ -55,11 +55,8 @@ struct RealmCommand: AsyncParsableCommand {
                 guard parts.count == 2, let requirement = FieldRequirement(rawValue: parts[1]) else {
                     throw ValidationError("--registration-field takes NAME=Off|Optional|Required")
                 }
-                switch parts[0] {
-                case "Username": settings.registrationFields.username = requirement
-                case "Firstname": settings.registrationFields.firstname = requirement
-                case "Lastname": settings.registrationFields.lastname = requirement
-                default: throw ValidationError("--registration-field names Username, Firstname or Lastname")
+                guard settings.registrationFields.set(parts[0], to: requirement) else {
+                    throw ValidationError("--registration-field names Username, Firstname or Lastname")
                 }
             }
             for text in rateLimits {

@@ -74,11 +74,8 @@ enum AdminPayloads {
                 guard let requirement = FieldRequirement(rawValue: value) else {
                     throw AdminProblem("Realm.InvalidFieldRequirement", "\(field) is Off, Optional or Required.")
                 }
-                switch field {
-                case "Username": settings.registrationFields.username = requirement
-                case "Firstname": settings.registrationFields.firstname = requirement
-                case "Lastname": settings.registrationFields.lastname = requirement
-                default: throw AdminProblem("Realm.UnknownRegistrationField", "Registration fields are Username, Firstname and Lastname (Email is always required).")
+                guard settings.registrationFields.set(field, to: requirement) else {
+                    throw AdminProblem("Realm.UnknownRegistrationField", "Registration fields are Username, Firstname and Lastname (Email is always required).")
                 }
             }
             for (name, limit) in RateLimits ?? [:] {

@@ -28,8 +28,6 @@ public enum MetricsExposition {
     public static func poolWaitObserver() -> @Sendable (Duration) -> Void {
         _ = registry
         let timer = Timer(label: "modgud_db_pool_wait_seconds")
-        return { waited in
-            timer.recordNanoseconds(waited.components.seconds * 1_000_000_000 + waited.components.attoseconds / 1_000_000_000)
-        }
+        return { waited in timer.record(waited) }
     }
 }

@@ -65,14 +65,13 @@ struct RequestMetricsMiddleware: RouterMiddleware {
         let route = context.endpointPath ?? "unmatched"
         let key = Key(method: method, route: route, status: status)
         handles.counter(key).increment()
-        handles.timer(key).recordInterval(since: started)
+        handles.timer(key).record(ContinuousClock.now - started)
     }
 }
 
 extension Timer {
-    /// Records the time elapsed since `start` (a continuous-clock instant).
-    func recordInterval(since start: ContinuousClock.Instant) {
-        let elapsed = ContinuousClock.now - start
-        recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+    /// Records a duration (swift-metrics takes nanoseconds).
+    func record(_ duration: Duration) {
+        recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 }

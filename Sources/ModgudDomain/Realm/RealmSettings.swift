@@ -162,6 +162,18 @@ public struct RegistrationFields: Codable, Hashable, Sendable {
         self.firstname = firstname
         self.lastname = lastname
     }
+
+    /// Sets a field by its wire name (`Username`, `Firstname`, `Lastname`); false for any other
+    /// name (`Email` is always required and not settable).
+    public mutating func set(_ field: String, to requirement: FieldRequirement) -> Bool {
+        switch field {
+        case "Username": username = requirement
+        case "Firstname": firstname = requirement
+        case "Lastname": lastname = requirement
+        default: return false
+        }
+        return true
+    }
 }
 
 /// One rate limit: `limit` requests per `windowSeconds`, with a burst allowance; optionally
