@@ -213,7 +213,7 @@ public final class EmbeddedPostgres: Sendable {
     }
 
     /// A loopback port that was free a moment ago.
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw EmbeddedPostgresError.processFailed("socket", "errno \(errno)") }
         defer { close(fd) }

@@ -1,4 +1,6 @@
 import Hummingbird
+import Metrics
+import PQ
 import ModgudService
 import Prometheus
 
@@ -31,6 +33,8 @@ struct HealthController: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
         headers[.cacheControl] = "no-store"
+        // Read at scrape time: a process-wide atomic, no database work.
+        Gauge(label: "modgud_db_round_trips").record(PQRoundTrips.total)
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics?.emitToBuffer() ?? [])))
     }
 

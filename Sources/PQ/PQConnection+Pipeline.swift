@@ -13,6 +13,7 @@ extension PQConnection {
         let handle: OpaquePointer
         do { handle = try liveHandle() } catch { throw PQPipelineError(index: nil, error: error) }
         if queries.isEmpty { return [] }
+        PQRoundTrips.record()
         guard PQenterPipelineMode(handle) == 1 else {
             throw PQPipelineError(index: nil, error: connectionError(handle: handle))
         }

@@ -155,6 +155,7 @@ public actor PQConnection {
         defer { recordLeaseState() }
         let handle = try liveHandle()
         let name = try preparedName(for: query, handle: handle)
+        PQRoundTrips.record()
         let result = withParameterValues(query.binds) { values in
             PQexecPrepared(handle, name, Int32(query.binds.count), values, nil, nil, 0)
         }
@@ -165,6 +166,7 @@ public actor PQConnection {
     public func execute(_ sql: String) throws(PQError) {
         defer { recordLeaseState() }
         let handle = try liveHandle()
+        PQRoundTrips.record()
         let result = PQexec(handle, sql)
         _ = try check(result, handle: handle)
     }
@@ -232,6 +234,7 @@ public actor PQConnection {
         try resetPreparedIfFull(handle: handle)
         let name = nextStatementName()
         let oids = key.oids
+        PQRoundTrips.record()
         let result = oids.withUnsafeBufferPointer { types in
             PQprepare(handle, name, query.sql, Int32(oids.count), types.baseAddress)
         }

@@ -1,0 +1,154 @@
+import ArgumentParser
+import Crypto
+import EmbeddedPostgres
+import EventStorePostgres
+import Foundation
+import ModgudService
+import PQ
+
+/// `modgud bench load`: the token endpoint and its neighbours under load, measured from
+/// outside over real sockets, with what each grant costs the database.
+struct LoadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "load",
+        abstract: "Drive each grant at a concurrency for a time; print rates, latencies and database cost per grant.",
+        discussion: """
+            Without --url it starts a private durable PostgreSQL (fsync on, pg_stat_statements loaded) and a `modgud serve` \
+            child process on loopback, and removes both afterwards. With --url it drives that server and prepares its \
+            material through --database-url (the server's database) and MODGUD_MASTER_KEY (the server's key). The \
+            realm `bench` (host bench.load.test) has every rate limit lifted. Build with -c release for figures worth \
+            comparing (BENCHMARKS.md).
+            """)
+
+    @Option(help: "A running server, http://HOST:PORT (default: start one).") var url: String?
+    @Option(name: .customLong("database-url"), help: "The running server's database (with --url).") var databaseURL: String?
+    @Option(help: "Scenarios, comma-separated: \(LoadScenario.allCases.map(\.rawValue).joined(separator: ",")).")
+    var scenarios = LoadScenario.allCases.map(\.rawValue).joined(separator: ",")
+    @Option(help: "Concurrent keep-alive connections.") var connections = 32
+    @Option(help: "Seconds per scenario.") var seconds = 10.0
+    @Option(help: "Requests per second in all, paced (default: as fast as answers come).") var rate: Double?
+    @Option(help: "Codes and links prepared per second of an otp or magic run (the run ends early when they run out).")
+    var preparedPerSecond = 2500.0
+    @Option(help: "Folder for the embedded cluster and the server's log (a run folder inside is removed afterwards).")
+    var dataDir = "/var/tmp/modgud-bench"
+    @Option(help: "Database pool size of the started server (MODGUD_DB_POOL_SIZE).") var poolSize = 32
+    @Option(help: "Also print the N statements called most per operation (pg_stat_statements).") var statements = 0
+    @Flag(help: "Keep the run folder (the server's log) afterwards.") var keep = false
+    @Flag(help: "Exit with status 1 when any request failed (for CI smoke runs).") var failOnErrors = false
+
+    func run() async throws {
+        let selected = try scenarios.split(separator: ",").map { name in
+            guard let scenario = LoadScenario(rawValue: String(name)) else { throw ValidationError("unknown scenario \(name)") }
+            return scenario
+        }
+        guard connections > 0, seconds > 0 else { throw ValidationError("--connections and --seconds must be positive") }
+        let environment = try await LoadEnvironment.open(self)
+        var failures = 0
+        do {
+            var fixtures = LoadFixtureSet(core: environment.core)
+            try await fixtures.prepareRealm()
+            if let server = environment.server { try await server.waitUntilReady() }
+            emit("modgud bench load — \(connections) connections, \(seconds) s per scenario\(rate.map { ", paced at \(Int($0))/s" } ?? "")")
+            emit(LoadReport.header)
+            for scenario in selected {
+                let report = try await measure(scenario, fixtures: fixtures, environment: environment)
+                emit(report.line)
+                for line in report.topStatements(statements) { emit(line) }
+                failures += report.statistics.failed
+            }
+        } catch {
+            await environment.close(keep: true)
+            throw error
+        }
+        await environment.close(keep: keep)
+        if failOnErrors && failures > 0 { throw CommandError("\(failures) requests failed") }
+    }
+
+    /// One line to standard output at once (print is buffered when piped).
+    private func emit(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    private func measure(_ scenario: LoadScenario, fixtures: LoadFixtureSet, environment: LoadEnvironment) async throws -> LoadReport {
+        let workers = try await prepare(scenario, fixtures: fixtures)
+        let before = try await environment.sample(perStatement: statements > 0)
+        let started = ContinuousClock.now
+        let statistics = await drive(workers, connection: environment.connection, until: started + .milliseconds(Int64(seconds * 1000)))
+        let elapsed = min(ContinuousClock.now - started, .milliseconds(Int64(seconds * 1000)))
+        let after = try await environment.sample(perStatement: statements > 0)
+        return LoadReport(
+            scenario: scenario, statistics: statistics, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+            before: before, after: after)
+    }
+
+    private func prepare(_ scenario: LoadScenario, fixtures: LoadFixtureSet) async throws -> [LoadWorker] {
+        let app = LoadFixtureSet.appClient
+        let prepared = max(connections, Int(seconds * preparedPerSecond))
+        switch scenario {
+        case .discovery: return Array(repeating: .get(path: "/.well-known/openid-configuration"), count: connections)
+        case .jwks: return Array(repeating: .get(path: "/.well-known/jwks.json"), count: connections)
+        case .passkeyBegin: return Array(repeating: .passkeyBegin(clientID: app), count: connections)
+        case .passkey:
+            return try await fixtures.passkeys(connections).map { .passkey(clientID: app, credential: $0, origin: LoadFixtureSet.origin) }
+        case .refresh:
+            return try await fixtures.refreshTokens(connections).map { .refresh(clientID: app, token: $0) }
+        case .otp:
+            let queue = LoadQueue(try await fixtures.registrationCodes(prepared))
+            return Array(repeating: .otp(clientID: app, codes: queue), count: connections)
+        case .magic:
+            let queue = LoadQueue(try await fixtures.magicLinks(prepared))
+            return Array(repeating: .magic(clientID: app, links: queue), count: connections)
+        case .clientCredentials:
+            return Array(repeating: .clientCredentials(clientID: LoadFixtureSet.serviceClient, secret: fixtures.serviceSecret), count: connections)
+        case .introspect:
+            let token = try await fixtures.accessToken()
+            return Array(
+                repeating: .introspect(clientID: LoadFixtureSet.serviceClient, secret: fixtures.serviceSecret, token: token), count: connections)
+        }
+    }
+
+    /// Runs every worker on its own connection until `deadline` (or until its material runs
+    /// out); a broken connection is counted as an error and opened again.
+    private func drive(_ workers: [LoadWorker], connection: LoadHTTPConnection, until deadline: ContinuousClock.Instant) async -> LoadStatistics {
+        let interval = rate.map { Duration.seconds(Double(workers.count) / $0) }
+        return await withTaskGroup(of: LoadStatistics.self) { group in
+            for (index, initial) in workers.enumerated() {
+                group.addTask {
+                    var worker = initial
+                    var statistics = LoadStatistics()
+                    // Paced runs spread the connections' first requests over one interval.
+                    var next = ContinuousClock.now + (interval.map { $0 * Double(index) / Double(workers.count) } ?? .zero)
+                    var exhausted = false
+                    while !exhausted && ContinuousClock.now < deadline {
+                        do {
+                            exhausted = try await connection.session { send in
+                                while ContinuousClock.now < deadline {
+                                    if let interval {
+                                        try await Task.sleep(until: next, clock: .continuous)
+                                        next += interval
+                                    }
+                                    let sent = ContinuousClock.now
+                                    switch try await worker.step(send) {
+                                    case .exhausted: return true
+                                    case .answered(let status, let expected):
+                                        let took = ContinuousClock.now - sent
+                                        statistics.record(
+                                            status: status, expected: expected,
+                                            milliseconds: Double(took.components.seconds) * 1000 + Double(took.components.attoseconds) / 1e15)
+                                    }
+                                }
+                                return false
+                            }
+                        } catch {
+                            statistics.recordTransportError()
+                        }
+                    }
+                    return statistics
+                }
+            }
+            var total = LoadStatistics()
+            for await statistics in group { total.merge(statistics) }
+            return total
+        }
+    }
+}

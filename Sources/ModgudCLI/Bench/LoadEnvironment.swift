@@ -1,0 +1,97 @@
+import Crypto
+import EmbeddedPostgres
+import EventStorePostgres
+import Foundation
+import ModgudService
+import PQ
+
+/// Where `modgud bench load` runs: a server (started here, or given by --url), its database
+/// and a core on that database for preparing material.
+struct LoadEnvironment {
+    let core: ModgudCore
+    let pool: PQPool
+    let connection: LoadHTTPConnection
+    let server: ServerProcess?
+    let cluster: EmbeddedPostgres?
+    let folder: String?
+
+    /// Counters at one moment; a report subtracts two.
+    struct Sample {
+        var database: DatabaseCounters
+        /// The server's `modgud_db_round_trips` (one server: through a load balancer it is one instance's).
+        var roundTrips: Int?
+        var serverCPUSeconds: Double?
+        var databaseCPUSeconds: Double?
+        var serverMemory: (resident: Int, peak: Int)?
+    }
+
+    static func open(_ command: LoadCommand) async throws -> LoadEnvironment {
+        if let url = command.url {
+            guard let parsed = URL(string: url), let host = parsed.host, let port = parsed.port else {
+                throw CommandError("--url must be http://HOST:PORT")
+            }
+            let pool = PQPool(
+                configuration: command.databaseURL.map { PQConfiguration(connectionString: $0) } ?? .fromEnvironment(),
+                options: .init(maxConnections: 16))
+            guard let masterKey = try ModgudConfiguration.fromEnvironment().masterKey else {
+                throw CommandError("set MODGUD_MASTER_KEY to the server's key: the bench prepares codes the server must accept")
+            }
+            return LoadEnvironment(
+                core: try ModgudCore(pool: pool, masterKey: masterKey), pool: pool,
+                connection: LoadHTTPConnection(host: host, port: port, authority: LoadFixtureSet.host), server: nil, cluster: nil, folder: nil)
+        }
+        let folder = command.dataDir + "/run-\(getpid())"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let cluster = try EmbeddedPostgres(
+            .init(dataDirectory: folder + "/postgres", durable: true, settings: ["shared_preload_libraries": "pg_stat_statements"]))
+        let pool = PQPool(configuration: PQConfiguration(connectionString: cluster.url), options: .init(maxConnections: 16))
+        _ = try await Migrator.product(pool: pool).migrate()
+        _ = try? await pool.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        let masterKey = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+        let port = try EmbeddedPostgres.freePort()
+        let server = try ServerProcess(
+            port: port,
+            environment: [
+                "MODGUD_DATABASE_URL": cluster.url, "MODGUD_MASTER_KEY": Data(masterKey).base64EncodedString(), "MODGUD_HOST": "127.0.0.1",
+                "MODGUD_PORT": String(port), "MODGUD_MAIL_TRANSPORT": "console", "MODGUD_ISSUER_SCHEME": "https", "MODGUD_DRAIN_SECONDS": "0",
+                "MODGUD_DB_POOL_SIZE": String(command.poolSize),
+            ],
+            logPath: folder + "/server.log")
+        return LoadEnvironment(
+            core: try ModgudCore(pool: pool, masterKey: masterKey), pool: pool,
+            connection: LoadHTTPConnection(host: "127.0.0.1", port: port, authority: LoadFixtureSet.host), server: server, cluster: cluster,
+            folder: folder)
+    }
+
+    /// Counters after PostgreSQL's statistics settled.
+    func sample(perStatement: Bool) async throws -> Sample {
+        let database = try await DatabaseCounters.settled(pool, perStatement: perStatement)
+        var sample = Sample(database: database)
+        sample.roundTrips = try? await connection.session { send in
+            let reply = try await send(.GET, "/metrics", nil, "")
+            let text = String(decoding: reply.body, as: UTF8.self)
+            return text.split(separator: "\n").first { $0.hasPrefix("modgud_db_round_trips ") }
+                .flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) }
+        } ?? nil
+        if let server {
+            sample.serverCPUSeconds = ProcessCPU.seconds(pid: server.pid)
+            sample.serverMemory = server.memory
+        }
+        if let cluster, let text = try? String(contentsOfFile: cluster.dataDirectory + "/postmaster.pid", encoding: .utf8),
+            let line = text.split(separator: "\n").first, let postmaster = Int32(line)
+        {
+            sample.databaseCPUSeconds = ProcessCPU.treeSeconds(root: postmaster)
+        }
+        return sample
+    }
+
+    /// Stops what was started; removes the run folder unless `keep`.
+    func close(keep: Bool) async {
+        server?.stop()
+        await pool.close()
+        if let cluster { try? cluster.stop() }
+        if let folder {
+            if keep { print("run folder kept: \(folder)") } else { try? FileManager.default.removeItem(atPath: folder) }
+        }
+    }
+}

@@ -1,0 +1,152 @@
+import EventSourcing
+import Foundation
+import ModgudDomain
+import ModgudService
+import WebAuthn
+import WebAuthnTesting
+
+/// The realm, clients and sign-in material of `modgud bench load`, written straight through
+/// the service layer (no mail, no HTTP) into the server's database.
+struct LoadFixtureSet: Sendable {
+    static let realmID = "bench"
+    static let host = "bench.load.test"
+    static let origin = "https://bench.load.test"
+    static let appClient = "bench-app"
+    static let serviceClient = "bench-service"
+
+    let core: ModgudCore
+    let metadata = EventMetadata(actor: "system:bench")
+    /// The service client's secret (set up by `prepareRealm`).
+    var serviceSecret = ""
+
+    /// Creates the realm (every rate limit lifted out of the way), its signing key and the two
+    /// clients; on a database that has them already, lifts the limits again and rotates the
+    /// service client's secret.
+    mutating func prepareRealm() async throws {
+        let admin = AdminService(core: core)
+        var lifted: [String: RateLimitSetting] = [:]
+        for policy in RateLimitPolicy.all {
+            lifted[policy.name] = RateLimitSetting(limit: 1_000_000_000, windowSeconds: 1, burst: 1_000_000_000)
+        }
+        let settings = RealmSettings(
+            hosts: [Self.host], displayName: "Modgud bench", primaryDomain: Self.host, nativeGrants: NativeGrantSettings(enabled: true),
+            registrationPosture: .jitOnOtp, magicLinkEnabled: true, rateLimitOverrides: lifted)
+        if try await admin.realm(Self.realmID).exists {
+            _ = try await admin.updateRealm(Self.realmID, metadata: metadata) { $0 = settings }
+        } else {
+            _ = try await admin.createRealm(Self.realmID, settings: settings, metadata: metadata)
+        }
+        if try await admin.realm(Self.realmID).activeKey == nil {
+            try await core.keys.rotate(realm: Self.realmID, now: Date(), metadata: metadata)
+        }
+        if try await !admin.client(realm: Self.realmID, id: Self.appClient).exists {
+            _ = try await admin.createClient(
+                realm: Self.realmID, id: Self.appClient,
+                settings: ClientSettings(
+                    type: .public, displayName: "Bench app", grants: [.otp, .magic, .passkey, .refreshToken],
+                    allowedScopes: ["openid", "email", "profile", "offline_access"], rpID: Self.host),
+                metadata: metadata)
+        }
+        if try await !admin.client(realm: Self.realmID, id: Self.serviceClient).exists {
+            _ = try await admin.createClient(
+                realm: Self.realmID, id: Self.serviceClient,
+                settings: ClientSettings(type: .confidential, displayName: "Bench service", grants: [.clientCredentials], allowedScopes: ["api"]),
+                metadata: metadata)
+        }
+        serviceSecret = try await admin.rotateClientSecret(realm: Self.realmID, id: Self.serviceClient, metadata: metadata)
+    }
+
+    /// A confirmed user with a fresh random address.
+    func user(_ label: String) async throws -> (id: UUID, email: EmailAddress) {
+        let id = UUID()
+        let email = EmailAddress("\(label)-\(id.uuidString.lowercased())@bench.load.test")!
+        _ = try await core.users.actor(for: StreamNames.user(realm: Self.realmID, userID: id)).execute(
+            .register(
+                id: id, email: email, emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
+                securityStamp: UUID().uuidString, via: "admin"),
+            now: Date(), metadata: metadata)
+        return (id, email)
+    }
+
+    /// Signed-in sessions of the app client: one refresh token each.
+    func refreshTokens(_ count: Int) async throws -> [String] {
+        let client = try await core.clientAuthenticator.authenticate(realm: Self.realmID, clientID: Self.appClient, secret: nil)
+        return try await Self.concurrently(count) { _ in
+            let (id, _) = try await user("refresh")
+            let state = try await core.user(realm: Self.realmID, id: id)
+            let tokens = try await core.tokenService.signIn(
+                client: client, user: state, grantType: .otp, scope: "openid offline_access", resources: [], amr: ["otp"],
+                issuer: "https://\(Self.host)", metadata: metadata)
+            return tokens.refreshToken!
+        }
+    }
+
+    /// An access token of the app client (for introspection).
+    func accessToken() async throws -> String {
+        let client = try await core.clientAuthenticator.authenticate(realm: Self.realmID, clientID: Self.appClient, secret: nil)
+        let (id, _) = try await user("introspect")
+        let state = try await core.user(realm: Self.realmID, id: id)
+        return try await core.tokenService.signIn(
+            client: client, user: state, grantType: .otp, scope: "openid", resources: [], amr: ["otp"], issuer: "https://\(Self.host)",
+            metadata: metadata
+        ).accessToken
+    }
+
+    /// Registration codes for addresses that have no account yet (each redeem signs a user up).
+    func registrationCodes(_ count: Int) async throws -> [(email: String, code: String)] {
+        let fixtures = LoadFixtures(core: core)
+        return try await Self.concurrently(count) { _ in
+            let email = EmailAddress("otp-\(UUID().uuidString.lowercased())@bench.load.test")!
+            return (email.value, try await fixtures.registrationCode(email: email, realm: Self.realmID, metadata: metadata))
+        }
+    }
+
+    /// Magic links of existing users, one user each.
+    func magicLinks(_ count: Int) async throws -> [(userID: String, token: String)] {
+        let fixtures = LoadFixtures(core: core)
+        return try await Self.concurrently(count) { _ in
+            let (id, email) = try await user("magic")
+            return (id.uuidString.lowercased(), try await fixtures.magicLink(userID: id, email: email, realm: Self.realmID, metadata: metadata))
+        }
+    }
+
+    /// Users with one enrolled passkey each (the software authenticator holds the keys).
+    func passkeys(_ count: Int) async throws -> [SoftwareCredential] {
+        guard let realm = try await core.realmDirectory.realm(forHost: Self.host) else { throw CommandError("the bench realm is missing") }
+        return try await Self.concurrently(count) { _ in
+            let (id, _) = try await user("passkey")
+            let begun = try await core.passkeys.beginEnrollment(realm: realm, userID: id, clientID: Self.appClient, metadata: metadata)
+            guard case .creation(let challenge, _, _, let handle, _, _, _, _) = begun.options, let userHandle = Base64URL.decode(handle) else {
+                throw CommandError("unexpected enrollment options")
+            }
+            let credential = SoftwareCredential(rpID: Self.host, userHandle: userHandle)
+            let attestation = SoftwareAuthenticator().register(credential, .init(challenge: challenge, origin: Self.origin))
+            _ = try await core.passkeys.completeEnrollment(
+                realm: realm, userID: id, clientID: Self.appClient, ceremonyID: begun.ceremonyID.uuidString, attestation: attestation.json,
+                displayName: "bench", metadata: metadata)
+            return credential
+        }
+    }
+
+    /// Runs `body` for 0..<count, 16 at a time, and returns the results in order.
+    static func concurrently<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) async throws -> T) async throws -> [T] {
+        try await withThrowingTaskGroup(of: (Int, T).self) { group in
+            var results: [T?] = Array(repeating: nil, count: count)
+            var started = 0
+            while started < min(count, 16) {
+                let index = started
+                group.addTask { (index, try await body(index)) }
+                started += 1
+            }
+            while let (index, value) = try await group.next() {
+                results[index] = value
+                if started < count {
+                    let next = started
+                    group.addTask { (next, try await body(next)) }
+                    started += 1
+                }
+            }
+            return results.map { $0! }
+        }
+    }
+}

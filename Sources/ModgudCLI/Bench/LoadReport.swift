@@ -1,0 +1,61 @@
+import Foundation
+
+/// One scenario's line in the `modgud bench load` table: rates and latencies from the
+/// client's side, and per successful operation what the server and the database spent.
+struct LoadReport {
+    let scenario: LoadScenario
+    let statistics: LoadStatistics
+    let seconds: Double
+    let before: LoadEnvironment.Sample
+    let after: LoadEnvironment.Sample
+
+    static let columns: [(String, Int)] = [
+        ("scenario", 20), ("ok/s", 9), ("p50 ms", 8), ("p99 ms", 8), ("errors", 7), ("xact/op", 8), ("rt/op", 7), ("stmt/op", 8),
+        ("fsync/op", 9), ("WAL B/op", 9), ("srv ms/op", 10), ("pg ms/op", 9), ("RSS MiB", 8),
+    ]
+
+    static var header: String {
+        columns.enumerated().map { index, column in index == 0 ? column.0.padding(column.1) : column.0.padding(column.1, left: true) }
+            .joined()
+    }
+
+    var line: String {
+        let ops = Double(max(statistics.succeeded, 1))
+        func per(_ delta: Int?) -> String { delta.map { String(format: "%.2f", Double($0) / ops) } ?? "-" }
+        func perMilliseconds(_ delta: Double?) -> String { delta.map { String(format: "%.3f", $0 * 1000 / ops) } ?? "-" }
+        let values: [String] = [
+            scenario.rawValue,
+            String(format: "%.0f", Double(statistics.succeeded) / max(seconds, 0.001)),
+            String(format: "%.2f", statistics.percentile(0.5)),
+            String(format: "%.2f", statistics.percentile(0.99)),
+            String(statistics.failed),
+            per(after.database.transactions - before.database.transactions),
+            per(after.roundTrips.flatMap { a in before.roundTrips.map { a - $0 } }),
+            per(after.database.statements.flatMap { a in before.database.statements.map { a - $0 } }),
+            per(after.database.walSyncs - before.database.walSyncs),
+            String(format: "%.0f", Double(after.database.walBytes - before.database.walBytes) / ops),
+            perMilliseconds(after.serverCPUSeconds.flatMap { a in before.serverCPUSeconds.map { a - $0 } }),
+            perMilliseconds(after.databaseCPUSeconds.flatMap { a in before.databaseCPUSeconds.map { a - $0 } }),
+            after.serverMemory.map { String(format: "%.0f", Double($0.resident) / 1024) } ?? "-",
+        ]
+        var text = ""
+        for (index, (value, column)) in zip(values, Self.columns).enumerated() {
+            text += index == 0 ? value.padding(column.1) : value.padding(column.1, left: true)
+        }
+        if statistics.failed > 0 {
+            text += "  statuses " + statistics.statuses.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")
+        }
+        return text
+    }
+
+    /// The `count` statements with the most calls per operation during the run.
+    func topStatements(_ count: Int) -> [String] {
+        guard count > 0 else { return [] }
+        let ops = Double(max(statistics.succeeded, 1))
+        let deltas = after.database.calls.map { query, calls in (query, calls - (before.database.calls[query] ?? 0)) }.filter { $0.1 > 0 }
+        return deltas.sorted { $0.1 > $1.1 }.prefix(count).map { query, calls in
+            let flat = query.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            return "    " + String(format: "%6.2f", Double(calls) / ops) + "  " + String(flat.prefix(150))
+        }
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import NIOHTTP1
+import Synchronization
+import WebAuthn
+import WebAuthnTesting
+
+/// One kind of request `modgud bench load` drives, and how a connection repeats it.
+enum LoadScenario: String, CaseIterable, Sendable {
+    case discovery, jwks
+    case passkeyBegin = "passkey-begin"
+    case passkey, refresh, otp, magic
+    case clientCredentials = "client-credentials"
+    case introspect
+
+    /// What the report calls one unit of work.
+    var unit: String {
+        switch self {
+        case .discovery, .jwks, .passkeyBegin, .introspect: "requests"
+        case .passkey: "sign-ins (begin + redeem)"
+        default: "grants"
+        }
+    }
+}
+
+/// Sends one request on a kept-alive connection.
+typealias LoadSend = (_ method: HTTPMethod, _ path: String, _ contentType: String?, _ payload: String) async throws -> LoadHTTPConnection.Reply
+
+/// The outcome of one step of a worker.
+enum LoadStep {
+    /// A request (or a sign-in of several) that answered `status`; success is `expected`.
+    case answered(status: Int, expected: Int)
+    /// Nothing prepared is left for this worker.
+    case exhausted
+}
+
+/// Work handed out to every connection of a scenario: each item once.
+final class LoadQueue<Item: Sendable>: Sendable {
+    private let items: [Item]
+    private let next = Atomic<Int>(0)
+
+    init(_ items: [Item]) { self.items = items }
+
+    func take() -> Item? {
+        let index = next.add(1, ordering: .relaxed).oldValue
+        return index < items.count ? items[index] : nil
+    }
+}
+
+/// One connection's state in a scenario, and its step.
+enum LoadWorker: Sendable {
+    static let form = "application/x-www-form-urlencoded"
+
+    case get(path: String)
+    case passkeyBegin(clientID: String)
+    case passkey(clientID: String, credential: SoftwareCredential, origin: String)
+    case refresh(clientID: String, token: String)
+    case otp(clientID: String, codes: LoadQueue<(email: String, code: String)>)
+    case magic(clientID: String, links: LoadQueue<(userID: String, token: String)>)
+    case clientCredentials(clientID: String, secret: String)
+    case introspect(clientID: String, secret: String, token: String)
+
+    mutating func step(_ send: LoadSend) async throws -> LoadStep {
+        switch self {
+        case .get(let path):
+            return .answered(status: try await send(.GET, path, nil, "").status, expected: 200)
+        case .passkeyBegin(let clientID):
+            return .answered(status: try await send(.POST, "/connect/passkey/begin", Self.form, Self.encode(["client_id": clientID])).status, expected: 200)
+        case .passkey(let clientID, var credential, let origin):
+            let begun = try await send(.POST, "/connect/passkey/begin", Self.form, Self.encode(["client_id": clientID]))
+            guard begun.status == 200, let ceremony = try? JSONDecoder().decode(Begun.self, from: Data(begun.body)),
+                let challenge = Base64URL.decode(ceremony.options.challenge)
+            else { return .answered(status: begun.status == 200 ? 0 : begun.status, expected: 200) }
+            let assertion = SoftwareAuthenticator().assert(&credential, .init(challenge: challenge, origin: origin))
+            self = .passkey(clientID: clientID, credential: credential, origin: origin)
+            let reply = try await send(
+                .POST, "/connect/token", Self.form,
+                Self.encode([
+                    "grant_type": "urn:cocoar:passkey", "client_id": clientID, "ceremony_id": ceremony.ceremonyId,
+                    "assertion": String(decoding: assertion.json, as: UTF8.self), "scope": "openid offline_access",
+                ]))
+            return .answered(status: reply.status, expected: 200)
+        case .refresh(let clientID, let token):
+            let reply = try await send(
+                .POST, "/connect/token", Self.form, Self.encode(["grant_type": "refresh_token", "client_id": clientID, "refresh_token": token]))
+            if reply.status == 200, let tokens = try? JSONDecoder().decode(Tokens.self, from: Data(reply.body)), let next = tokens.refresh_token {
+                self = .refresh(clientID: clientID, token: next)
+            }
+            return .answered(status: reply.status, expected: 200)
+        case .otp(let clientID, let codes):
+            guard let item = codes.take() else { return .exhausted }
+            let reply = try await send(
+                .POST, "/connect/token", Self.form,
+                Self.encode([
+                    "grant_type": "urn:cocoar:otp", "client_id": clientID, "username": item.email, "otp_code": item.code,
+                    "scope": "openid offline_access",
+                ]))
+            return .answered(status: reply.status, expected: 200)
+        case .magic(let clientID, let links):
+            guard let item = links.take() else { return .exhausted }
+            let reply = try await send(
+                .POST, "/connect/token", Self.form,
+                Self.encode([
+                    "grant_type": "urn:cocoar:magic", "client_id": clientID, "user_id": item.userID, "magic_token": item.token,
+                    "scope": "openid offline_access",
+                ]))
+            return .answered(status: reply.status, expected: 200)
+        case .clientCredentials(let clientID, let secret):
+            let reply = try await send(
+                .POST, "/connect/token", Self.form,
+                Self.encode(["grant_type": "client_credentials", "client_id": clientID, "client_secret": secret]))
+            return .answered(status: reply.status, expected: 200)
+        case .introspect(let clientID, let secret, let token):
+            let reply = try await send(
+                .POST, "/connect/introspect", Self.form, Self.encode(["client_id": clientID, "client_secret": secret, "token": token]))
+            // An inactive answer is a 200 too: count only an active one as a success.
+            let active = reply.status == 200 && (try? JSONDecoder().decode(Introspected.self, from: Data(reply.body)))?.active == true
+            return .answered(status: active ? 200 : (reply.status == 200 ? 0 : reply.status), expected: 200)
+        }
+    }
+
+    private struct Begun: Decodable {
+        struct Options: Decodable { var challenge: String }
+        var ceremonyId: String
+        var options: Options
+    }
+
+    private struct Tokens: Decodable { var refresh_token: String? }
+    private struct Introspected: Decodable { var active: Bool }
+
+    /// application/x-www-form-urlencoded (WHATWG URL section 5.2), keys sorted for stable bodies.
+    static func encode(_ fields: [String: String]) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return fields.sorted { $0.key < $1.key }.map { key, value in
+            "\(key)=\(value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")"
+        }.joined(separator: "&")
+    }
+}

@@ -1,0 +1,47 @@
+import EventSourcing
+import Foundation
+import ModgudDomain
+
+/// Sign-in material for `modgud bench load`: the same challenge events the request endpoints
+/// append (SPEC.md sections 2 and 3), with the secret handed to the caller instead of mailed.
+/// No HTTP route reaches this; it exists so a load test can redeem thousands of codes and
+/// links without reading a mailbox.
+public struct LoadFixtures: Sendable {
+    let core: ModgudCore
+
+    public init(core: ModgudCore) {
+        self.core = core
+    }
+
+    /// A registration code for an address without an account (the JIT sign-up of the OTP
+    /// grant); returns the code.
+    public func registrationCode(email: EmailAddress, realm: String, metadata: EventMetadata) async throws -> String {
+        let secrets = try requireSecrets()
+        let code = OneTimeCode.generate()
+        let time = core.now()
+        let issued = ChallengeIssued(
+            challengeID: UUID(), purpose: .registrationCode, email: email, secretHash:
+                secrets.codes.hash(code, for: EmailSignInService.codeBinding(realm: realm, email: email)),
+            issuedAt: time, expiresAt: time + EmailSignInService.codeLifetime)
+        _ = try await core.challenges.actor(for: StreamNames.emailCodes(realm: realm, email: email))
+            .execute(.issue(issued, cooldown: EmailSignInService.resendCooldown), now: time, metadata: metadata)
+        return code
+    }
+
+    /// A magic link for an existing, confirmed user; returns the link's token.
+    public func magicLink(userID: UUID, email: EmailAddress, realm: String, metadata: EventMetadata) async throws -> String {
+        let token = OpaqueToken.generate()
+        let time = core.now()
+        let issued = ChallengeIssued(
+            challengeID: UUID(), purpose: .magicLink, email: email, userID: userID, secretHash: token.hash, issuedAt: time,
+            expiresAt: time + EmailSignInService.linkLifetime)
+        _ = try await core.challenges.actor(for: StreamNames.magicLinks(realm: realm, userID: userID))
+            .execute(.issue(issued, cooldown: EmailSignInService.resendCooldown), now: time, metadata: metadata)
+        return token.token
+    }
+
+    private func requireSecrets() throws -> ServerSecrets {
+        guard let secrets = core.secrets else { throw MasterKeyMissing() }
+        return secrets
+    }
+}
