@@ -57,6 +57,7 @@ let package = Package(
                 .embedInCode("0004_mail_and_limits.sql"),
                 .embedInCode("0005_passkeys.sql"),
                 .embedInCode("0006_stream_age.sql"),
+                .embedInCode("0007_rate_limits_unlogged.sql"),
             ],
             swiftSettings: strict
         ),
@@ -192,7 +193,7 @@ let package = Package(
                 "SMTP", "MailTestSupport", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ], swiftSettings: strict),
         // Runs the built `modgud` executable against real databases (the operator commands).
-        .testTarget(name: "ModgudCLITests", dependencies: ["ModgudCLI", "PostgresTestSupport", "PQ"], swiftSettings: strict),
+        .testTarget(name: "ModgudCLITests", dependencies: ["ModgudCLI", "PostgresTestSupport", "PQ", "ModgudSchema"], swiftSettings: strict),
         .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: strict),
         .testTarget(
             name: "WebAuthnTests",

@@ -17,6 +17,7 @@ public enum ModgudSchema {
         Migration(name: "0004_mail_and_limits.sql", sql: text(PackageResources._004_mail_and_limits_sql)),
         Migration(name: "0005_passkeys.sql", sql: text(PackageResources._005_passkeys_sql)),
         Migration(name: "0006_stream_age.sql", sql: text(PackageResources._006_stream_age_sql)),
+        Migration(name: "0007_rate_limits_unlogged.sql", sql: text(PackageResources._007_rate_limits_unlogged_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

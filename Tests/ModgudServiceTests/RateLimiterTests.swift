@@ -1,6 +1,7 @@
 import Foundation
 import ModgudDomain
 import ModgudService
+import PQ
 import PostgresTestSupport
 import Synchronization
 import XCTest
@@ -63,5 +64,47 @@ final class RateLimiterTests: XCTestCase {
             return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
         XCTAssertEqual(allowed, 10, "exactly the burst, decided by the database")
+    }
+
+    /// A request's buckets in one statement: each counted; the first rejecting one in the
+    /// given order answers; a log-only bucket rejects nothing; an allowlisted source is not
+    /// counted at all; and the table writes no WAL.
+    func testSeveralBucketsInOneStatement() async throws {
+        database = try await TestDatabase.create()
+        let clock = Clock()
+        let limiter = RateLimiter(pool: database.pool, now: { clock.now() })
+        var settings = RealmSettings(hosts: ["x"], displayName: "X")
+        settings.rateLimitOverrides["token.ip"] = RateLimitSetting(limit: 2, windowSeconds: 60, burst: 2)
+        settings.rateLimitOverrides["token.client"] = RateLimitSetting(limit: 3, windowSeconds: 60, burst: 3)
+        settings.rateLimitOverrides["token.client-source"] = RateLimitSetting(limit: 1, windowSeconds: 60, burst: 1, logOnly: true)
+        let buckets = [
+            RateLimitBucket(.tokenPerIP, key: "10.0.0.1"), RateLimitBucket(.tokenPerClientSource, key: "app 10.0.0.1", source: "10.0.0.1"),
+            RateLimitBucket(.tokenPerClient, key: "app", source: "10.0.0.1"),
+        ]
+        try await limiter.check(buckets, realm: "r", settings: settings)
+        let before = PQRoundTrips.total
+        try await limiter.check(buckets, realm: "r", settings: settings)  // client-source over its limit, but log-only
+        XCTAssertEqual(PQRoundTrips.total - before, 1, "three buckets, one round trip")
+        do {
+            try await limiter.check(buckets, realm: "r", settings: settings)
+            XCTFail("the third request from one source is over token.ip")
+        } catch let limited as RateLimited {
+            XCTAssertEqual(limited.policy + "." + limited.dimension, "token.ip", "the first rejecting bucket in order answers")
+            XCTAssertEqual(limited.retryAfterSeconds, 30)
+        }
+        // token.client counted all three requests: a fourth from another source meets its limit.
+        do {
+            try await limiter.check([RateLimitBucket(.tokenPerIP, key: "10.0.0.2"), RateLimitBucket(.tokenPerClient, key: "app")], realm: "r", settings: settings)
+            XCTFail("token.client saw three requests")
+        } catch let limited as RateLimited {
+            XCTAssertEqual(limited.policy + "." + limited.dimension, "token.client")
+        }
+        // An allowlisted source counts nowhere in that policy.
+        settings.rateLimitOverrides["token.ip"]?.allowlist = ["10.0.0.0/24"]
+        let prepared = limiter.prepare([RateLimitBucket(.tokenPerIP, key: "10.0.0.1")], realm: "r", settings: settings)
+        XCTAssertNil(prepared.query)
+        let persistence = try await database.pool.query("SELECT relpersistence::text FROM pg_class WHERE relname = 'rate_limits'").first?
+            .decode(String.self, at: 0)
+        XCTAssertEqual(persistence, "u", "UNLOGGED: counting waits for no WAL flush")
     }
 }

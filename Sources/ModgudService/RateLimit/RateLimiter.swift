@@ -9,8 +9,9 @@ import PQ
 /// GCRA (the generic cell rate algorithm, a token bucket kept as one timestamp): each key
 /// stores its theoretical arrival time `tat`; a request at `now` is allowed when
 /// `max(tat, now) - now <= (burst - 1) * interval` and then moves `tat` on by one interval
-/// (`window / limit`). One upsert decides, so concurrent requests on several instances
-/// cannot overspend.
+/// (`window / limit`). One upsert decides all of a request's buckets, so concurrent requests
+/// on several instances cannot overspend. The table is UNLOGGED (migration 0007): counting
+/// waits for no WAL flush.
 public struct RateLimiter: Sendable {
     public let pool: PQPool
     let now: @Sendable () -> Date
@@ -20,48 +21,129 @@ public struct RateLimiter: Sendable {
         self.now = now
     }
 
-    /// Counts one request; throws `RateLimited` when over the limit (the request is not counted then).
+    /// Counts one request against one policy; throws `RateLimited` when over the limit.
     /// - Parameter source: the request's source key, for the policy's allowlist (defaults to
     ///   `key` for per-source policies).
     public func check(_ policy: RateLimitPolicy, key: String, realm: String, settings: RealmSettings, source: String? = nil) async throws {
-        let setting = policy.setting(in: settings)
-        if let source = source ?? (policy.dimension == "ip" ? key : nil), setting.allows(sourceKey: source) { return }
-        guard let wait = try await take(policy, key: key, realm: realm, settings: settings) else { return }
-        if setting.logOnly == true {
-            Counter(label: "modgud_rate_limit_would_reject_total", dimensions: [("policy", policy.name)]).increment()
-            Self.logger.notice("rate limit would reject (log-only)", metadata: ["policy": "\(policy.name)", "realm": "\(realm)"])
-            return
-        }
-        Counter(label: "modgud_rate_limit_rejections_total", dimensions: [("policy", policy.name)]).increment()
-        throw RateLimited(policy: policy.policy, dimension: policy.dimension, retryAfterSeconds: wait)
+        try await check([RateLimitBucket(policy, key: key, source: source)], realm: realm, settings: settings)
     }
 
-    private static let logger = Logger(label: "modgud.ratelimit")
+    /// Counts one request against several policies in one statement; throws `RateLimited` for
+    /// the first bucket (in the given order) over its limit. Every bucket is counted, and a
+    /// rejected request is not counted in the bucket that rejected it.
+    public func check(_ buckets: [RateLimitBucket], realm: String, settings: RealmSettings) async throws {
+        let check = prepare(buckets, realm: realm, settings: settings)
+        guard let query = check.query else { return }
+        try check.verdict(try await pool.query(query))
+    }
 
-    /// Counts one request; nil when allowed, else the seconds until one would be.
+    /// The statement for `buckets` and how to read its answer, for callers that send it in a
+    /// pipeline with their own statements (one round trip).
+    public func prepare(_ buckets: [RateLimitBucket], realm: String, settings: RealmSettings) -> RateLimitCheck {
+        var counted: [RateLimitCheck.Counted] = []
+        for bucket in buckets {
+            let setting = bucket.policy.setting(in: settings)
+            if let source = bucket.source ?? (bucket.policy.dimension == "ip" ? bucket.key : nil), setting.allows(sourceKey: source) { continue }
+            counted.append(.init(bucket: bucket, setting: setting))
+        }
+        return RateLimitCheck(realm: realm, counted: counted, query: Self.statement(counted, realm: realm, now: now()))
+    }
+
+    /// Counts one request; nil when allowed, else the seconds until one would be. Never throws
+    /// `RateLimited` (for silent limits such as `signup.ip`).
     public func take(_ policy: RateLimitPolicy, key: String, realm: String, settings: RealmSettings) async throws -> Int? {
-        let setting = policy.setting(in: settings)
-        let interval = Double(setting.windowSeconds) / Double(max(1, setting.limit))
-        let tolerance = interval * Double(max(0, max(1, setting.burst) - 1))
-        let time = now()
-        let row = try await pool.query(
+        let counted = [RateLimitCheck.Counted(bucket: RateLimitBucket(policy, key: key), setting: policy.setting(in: settings))]
+        let result = try await pool.query(Self.statement(counted, realm: realm, now: now())!)
+        return try RateLimitCheck.waits(result).first?.wait
+    }
+
+    /// One upsert for every bucket (their (policy, key) pairs are distinct: one per policy).
+    static func statement(_ counted: [RateLimitCheck.Counted], realm: String, now: Date) -> PQQuery? {
+        guard !counted.isEmpty else { return nil }
+        // $1 realm, $2 now; then policy, key, interval, tolerance per bucket.
+        var binds: [PQBind] = [realm.pqBind, now.pqBind]
+        var rows: [String] = []
+        for item in counted {
+            let interval = Double(item.setting.windowSeconds) / Double(max(1, item.setting.limit))
+            let tolerance = interval * Double(max(0, max(1, item.setting.burst) - 1))
+            let first = binds.count + 1
+            binds += [item.bucket.policy.name.pqBind, item.bucket.key.pqBind, interval.pqBind, tolerance.pqBind]
+            rows.append("($1, $\(first), $\(first + 1), $2 + make_interval(secs => $\(first + 2)), true, $\(first + 2), $\(first + 3))")
+        }
+        return PQQuery(
             """
-            INSERT INTO rate_limits AS r (realm_id, policy, bucket_key, tat, allowed)
-            VALUES (\(realm), \(policy.name), \(key), \(time) + make_interval(secs => \(interval)), true)
+            INSERT INTO rate_limits AS r (realm_id, policy, bucket_key, tat, allowed, interval_seconds, tolerance_seconds)
+            VALUES \(rows.joined(separator: ", "))
             ON CONFLICT (realm_id, policy, bucket_key) DO UPDATE SET
-                allowed = greatest(r.tat, \(time)) - \(time) <= make_interval(secs => \(tolerance)),
-                tat = CASE WHEN greatest(r.tat, \(time)) - \(time) <= make_interval(secs => \(tolerance))
-                           THEN greatest(r.tat, \(time)) + make_interval(secs => \(interval)) ELSE r.tat END
-            RETURNING allowed, extract(epoch FROM tat - \(time))::float8
-            """
-        ).first
-        guard let row, try !row.decode(Bool.self, at: 0) else { return nil }
-        let ahead = try row.decode(Double.self, at: 1)
-        return max(1, Int((ahead - tolerance).rounded(.up)))
+                allowed = greatest(r.tat, $2) - $2 <= make_interval(secs => EXCLUDED.tolerance_seconds),
+                tat = CASE WHEN greatest(r.tat, $2) - $2 <= make_interval(secs => EXCLUDED.tolerance_seconds)
+                           THEN greatest(r.tat, $2) + make_interval(secs => EXCLUDED.interval_seconds) ELSE r.tat END,
+                interval_seconds = EXCLUDED.interval_seconds, tolerance_seconds = EXCLUDED.tolerance_seconds
+            RETURNING policy, allowed, extract(epoch FROM tat - $2)::float8, tolerance_seconds
+            """, binds: binds)
     }
 
     /// Deletes buckets that have fully drained (run now and then; they refill to empty anyway).
     public func prune() async throws {
         _ = try await pool.query("DELETE FROM rate_limits WHERE tat < \(now())")
+    }
+}
+
+/// One policy's bucket for one request: the key it counts (a source network, a client id).
+public struct RateLimitBucket: Sendable {
+    public var policy: RateLimitPolicy
+    public var key: String
+    /// The request's source, for the policy's allowlist (defaults to `key` for per-source policies).
+    public var source: String?
+
+    public init(_ policy: RateLimitPolicy, key: String, source: String? = nil) {
+        self.policy = policy
+        self.key = key
+        self.source = source
+    }
+}
+
+/// A prepared count of one request's buckets: the statement, and the verdict on its answer.
+public struct RateLimitCheck: Sendable {
+    struct Counted: Sendable {
+        var bucket: RateLimitBucket
+        var setting: RateLimitSetting
+    }
+
+    public let realm: String
+    let counted: [Counted]
+    /// nil when no bucket is counted (every policy allowlisted for this source).
+    public let query: PQQuery?
+
+    private static let logger = Logger(label: "modgud.ratelimit")
+
+    /// Throws `RateLimited` for the first rejecting bucket that is not log-only; records
+    /// metrics (and a notice for log-only ones) for every rejecting bucket.
+    public func verdict(_ result: PQResult) throws {
+        let waits = try Self.waits(result)
+        var first: RateLimited?
+        for item in counted {
+            guard let wait = waits.first(where: { $0.policy == item.bucket.policy.name })?.wait else { continue }
+            if item.setting.logOnly == true {
+                Counter(label: "modgud_rate_limit_would_reject_total", dimensions: [("policy", item.bucket.policy.name)]).increment()
+                Self.logger.notice("rate limit would reject (log-only)", metadata: ["policy": "\(item.bucket.policy.name)", "realm": "\(realm)"])
+                continue
+            }
+            Counter(label: "modgud_rate_limit_rejections_total", dimensions: [("policy", item.bucket.policy.name)]).increment()
+            if first == nil {
+                first = RateLimited(policy: item.bucket.policy.policy, dimension: item.bucket.policy.dimension, retryAfterSeconds: wait)
+            }
+        }
+        if let first { throw first }
+    }
+
+    /// The rejecting rows of an answer: policy name and seconds until a request would pass.
+    static func waits(_ result: PQResult) throws -> [(policy: String, wait: Int)] {
+        try result.rows.compactMap { row in
+            guard try !row.decode(Bool.self, at: 1) else { return nil }
+            let ahead = try row.decode(Double.self, at: 2)
+            let tolerance = try row.decode(Double.self, at: 3)
+            return (try row.decode(String.self, at: 0), max(1, Int((ahead - tolerance).rounded(.up))))
+        }
     }
 }
