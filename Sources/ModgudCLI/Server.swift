@@ -38,9 +38,10 @@ enum Server {
         let maintenance = MaintenanceService(
             core: core, sampler: MetricsSampler(pool: core.pool, outbox: dispatcher.outbox),
             retention: .oneShotStreams(pool: core.pool, maxAge: settings.retention), logger: logger)
+        let listener = SettingsListenerService(listener: SettingsChangeListener(configuration: core.pool.configuration, core: core, logger: logger))
         var group = ServiceGroupConfiguration(
             services: [
-                .init(service: daemon), .init(service: MailDispatcherService(dispatcher: dispatcher)), .init(service: maintenance),
+                .init(service: listener), .init(service: daemon), .init(service: MailDispatcherService(dispatcher: dispatcher)), .init(service: maintenance),
                 .init(service: app), .init(service: DrainService(readiness: core.readiness, delay: settings.drain, logger: logger)),
             ], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         // A request that never finishes must not hold the shutdown forever: after the drain
@@ -57,6 +58,17 @@ struct ProjectionDaemonService: Service {
     func run() async throws {
         await cancelWhenGracefulShutdown {
             await daemon.run()
+        }
+    }
+}
+
+/// The settings-change listener as a lifecycle service.
+struct SettingsListenerService: Service {
+    let listener: SettingsChangeListener
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await listener.run()
         }
     }
 }

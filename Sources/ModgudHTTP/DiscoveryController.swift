@@ -6,6 +6,8 @@ import ModgudService
 struct DiscoveryController: Sendable {
     let core: ModgudCore
     let parsing: RequestParsing
+    /// The rendered document per issuer and grant list (issue 12: rendered once, not per request).
+    let rendered = SettingsCache<String, ByteBuffer>(maxAge: .seconds(60))
 
     struct Metadata: Encodable {
         var issuer: String
@@ -46,11 +48,14 @@ struct DiscoveryController: Sendable {
             var grants = [GrantType.refreshToken.rawValue, GrantType.clientCredentials.rawValue]
             // Better than the original server: the native URNs are listed only when enabled.
             if realm.settings.nativeGrants.enabled { grants += GrantType.native.map(\.rawValue).sorted() }
-            return OAuthResponses.json(
-                Metadata(
+            let body = try await rendered.value(for: issuer + " " + grants.joined(separator: " ")) {
+                let document = Metadata(
                     issuer: issuer, tokenEndpoint: issuer + "/connect/token", introspectionEndpoint: issuer + "/connect/introspect",
                     revocationEndpoint: issuer + "/connect/revoke", userinfoEndpoint: issuer + "/connect/userinfo",
-                    jwksURI: issuer + "/.well-known/jwks.json", grantTypesSupported: grants))
+                    jwksURI: issuer + "/.well-known/jwks.json", grantTypesSupported: grants)
+                return ByteBuffer(bytes: try OAuthResponses.encode(document))
+            }
+            return OAuthResponses.json(rendered: body)
         } catch RequestParsing.Failure.response(let response) {
             return response
         } catch {

@@ -6,14 +6,24 @@ import ModgudService
 /// errors (RFC 6749 section 5.1), never a `Set-Cookie`.
 enum OAuthResponses {
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok, contentType: String = "application/json") -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        let data = (try? encode(value)) ?? Data("{}".utf8)
+        return json(rendered: ByteBuffer(bytes: data), status: status, contentType: contentType)
+    }
+
+    /// A JSON answer from an already rendered body.
+    static func json(rendered body: ByteBuffer, status: HTTPResponse.Status = .ok, contentType: String = "application/json") -> Response {
         var headers = HTTPFields()
         headers[.contentType] = contentType
         headers[.cacheControl] = "no-store"
         headers[.init("Pragma")!] = "no-cache"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: body))
+    }
+
+    /// The JSON every answer uses: sorted keys, slashes unescaped.
+    static func encode(_ value: some Encodable) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(value)
     }
 
     static func error(_ error: OAuthError) -> Response {

@@ -15,7 +15,10 @@ public struct AdminService: Sendable {
     // MARK: Realms
 
     public func createRealm(_ id: String, settings: RealmSettings, metadata: EventMetadata) async throws -> Realm.State {
-        try await core.realms.actor(for: StreamNames.realm(id)).execute(.create(id: id, settings: settings), now: Date(), metadata: metadata).state
+        let state = try await core.realms.actor(for: StreamNames.realm(id)).execute(.create(id: id, settings: settings), now: Date(), metadata: metadata)
+            .state
+        await core.settingsChanged(.realm(id))
+        return state
     }
 
     /// Changes a realm's settings; a `change` that throws writes nothing. Returns a warning when
@@ -29,6 +32,7 @@ public struct AdminService: Sendable {
         let before = settings.primaryDomain
         try change(&settings)
         let state = try await actor.execute(.changeSettings(settings), now: Date(), metadata: metadata).state
+        await core.settingsChanged(.realm(id))
         guard let before, before != settings.primaryDomain else { return (state, nil) }
         let enrolled = try await core.passkeys.count(realm: id, rpID: before)
         let affected = try await core.pool.query(
@@ -67,6 +71,7 @@ public struct AdminService: Sendable {
         let secret = settings.type == .confidential ? ClientAuthenticator.generateSecret() : nil
         let state = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
             .execute(.register(id: id, settings: settings, secretHash: secret?.hash), now: Date(), metadata: metadata).state
+        await core.settingsChanged(.client(realm: realm, id: id))
         return (state, secret?.secret)
     }
 
@@ -81,6 +86,7 @@ public struct AdminService: Sendable {
         let before = PasskeyService.rpID(client: settings, realm: realmSettings)
         try change(&settings)
         let state = try await actor.execute(.update(settings), now: Date(), metadata: metadata).state
+        await core.settingsChanged(.client(realm: realm, id: id))
         let after = PasskeyService.rpID(client: settings, realm: realmSettings)
         guard before != after else { return (state, nil) }
         var enrolled = 0
@@ -96,18 +102,22 @@ public struct AdminService: Sendable {
         let (secret, hash) = ClientAuthenticator.generateSecret()
         _ = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
             .execute(.rotateSecret(secretHash: hash), now: Date(), metadata: metadata)
+        await core.settingsChanged(.client(realm: realm, id: id))
         return secret
     }
 
     public func setClientEnabled(realm: String, id: String, enabled: Bool, metadata: EventMetadata) async throws -> Client.State {
-        try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
+        let state = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
             .execute(enabled ? .enable : .disable, now: Date(), metadata: metadata).state
+        await core.settingsChanged(.client(realm: realm, id: id))
+        return state
     }
 
     /// Deletes a client: it can no longer authenticate, its access tokens stop being live at
     /// once (introspection, userinfo), its refresh tokens are refused, and its id is retired.
     public func deleteClient(realm: String, id: String, metadata: EventMetadata) async throws {
         _ = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id)).execute(.delete, now: Date(), metadata: metadata)
+        await core.settingsChanged(.client(realm: realm, id: id))
     }
 
     public func client(realm: String, id: String) async throws -> Client.State {

@@ -42,9 +42,9 @@ public struct ModgudCore: Sendable {
         users = AggregateRegistry(store: store)
         families = AggregateRegistry(store: store)
         keys = SigningKeyRing(pool: pool, sealer: try masterKey.map { try KeySealer(masterKey: $0) }, realms: realms)
-        tokenService = TokenService(pool: pool, families: families, users: users, minter: TokenMinter(keys: keys), now: now)
-        clientAuthenticator = ClientAuthenticator(pool: pool)
         realmDirectory = RealmDirectory(pool: pool)
+        tokenService = TokenService(pool: pool, families: families, users: users, minter: TokenMinter(keys: keys), realms: realmDirectory, now: now)
+        clientAuthenticator = ClientAuthenticator(pool: pool)
         challenges = AggregateRegistry(store: store)
         ceremonies = AggregateRegistry(store: store)
         passkeyRegistry = AggregateRegistry(store: store)
@@ -82,6 +82,28 @@ public struct ModgudCore: Sendable {
     private func requireSecrets() throws -> ServerSecrets {
         guard let secrets else { throw MasterKeyMissing() }
         return secrets
+    }
+
+    /// Drops cached settings after a change (`nil`: everything).
+    public func invalidateSettings(_ change: SettingsChange?) {
+        switch change {
+        case .realm(let id):
+            realmDirectory.invalidate(realm: id)
+            keys.invalidatePublished(realm: id)
+        case .client(let realm, let id):
+            clientAuthenticator.invalidate(realm: realm, clientID: id)
+        case nil:
+            realmDirectory.invalidate(realm: nil)
+            keys.invalidatePublished(realm: nil)
+            clientAuthenticator.invalidate(realm: "", clientID: nil)
+        }
+    }
+
+    /// After a committed change: drops this instance's copy at once, and tells the other
+    /// instances (`SettingsChangeListener`). A failed NOTIFY leaves them the cache's max age.
+    public func settingsChanged(_ change: SettingsChange) async {
+        invalidateSettings(change)
+        _ = try? await pool.query("SELECT pg_notify(\(SettingsChangeListener.channel), \(change.payload))")
     }
 
     /// The state of a user, for userinfo and sign-in.

@@ -19,7 +19,7 @@ final class TokenServiceTests: XCTestCase {
         database = try await TestDatabase.create(maxConnections: 20)
         instance = IdentityInstance(pool: database.pool)
         let ring = SigningKeyRing(pool: database.pool, sealer: try KeySealer(masterKey: Array(repeating: 1, count: 32)), realms: instance.realms)
-        service = TokenService(pool: database.pool, families: instance.families, users: instance.users, minter: TokenMinter(keys: ring))
+        service = TokenService(pool: database.pool, families: instance.families, users: instance.users, minter: TokenMinter(keys: ring), realms: RealmDirectory(pool: database.pool))
         authenticator = ClientAuthenticator(pool: database.pool)
         _ = try await instance.realm("demo").execute(.create(id: "demo", settings: demoSettings), now: now, metadata: .none)
         try await ring.rotate(realm: "demo", now: now, metadata: .none)
@@ -73,6 +73,9 @@ final class TokenServiceTests: XCTestCase {
         let svc = try await authenticator.authenticate(realm: "demo", clientID: "svc", secret: serviceSecret)
         XCTAssertEqual(svc.id, "svc")
         _ = try await instance.clients.actor(for: StreamNames.client(realm: "demo", clientID: "app")).execute(.disable, now: now, metadata: .none)
+        // The authenticator holds clients per instance; writers drop the entry after a change
+        // (AdminService does, and SettingsChangeListener for the other instances).
+        authenticator.invalidate(realm: "demo", clientID: "app")
         do {
             _ = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
             XCTFail("disabled")

@@ -16,9 +16,41 @@ public struct AuthenticatedClient: Sendable, Equatable {
 /// (RFC 6749 section 2.3.1). Secrets are 256-bit random values stored as SHA-256.
 public struct ClientAuthenticator: Sendable {
     public let pool: PQPool
+    /// The client directory row, held per instance (`SettingsCache`: dropped on change).
+    struct Row: Sendable {
+        var settings: ClientSettings
+        var secretHash: String?
+        var enabled: Bool
+    }
 
-    public init(pool: PQPool) {
+    struct Key: Hashable, Sendable {
+        var realm: String
+        var clientID: String
+    }
+
+    private let cache: SettingsCache<Key, Row?>
+
+    public init(pool: PQPool, maxAge: Duration = .seconds(5)) {
         self.pool = pool
+        self.cache = SettingsCache(maxAge: maxAge)
+    }
+
+    /// Drops one client, or every client.
+    public func invalidate(realm: String, clientID: String?) {
+        if let clientID { cache.invalidate(Key(realm: realm, clientID: clientID)) } else { cache.invalidateAll() }
+    }
+
+    private func row(realm: String, clientID: String) async throws -> Row? {
+        try await cache.value(for: Key(realm: realm, clientID: clientID)) {
+            guard
+                let row = try await pool.query(
+                    "SELECT settings::text, secret_hash, enabled FROM clients WHERE realm_id = \(realm) AND client_id = \(clientID)"
+                ).first
+            else { return nil }
+            return Row(
+                settings: try EventJSON.decode(ClientSettings.self, from: Array(try row.decode(String.self, at: 0).utf8)),
+                secretHash: try row.decode(String?.self, at: 1), enabled: try row.decode(Bool.self, at: 2))
+        }
     }
 
     /// A fresh client secret and its stored hash.
@@ -31,14 +63,12 @@ public struct ClientAuthenticator: Sendable {
     /// - Throws: `invalid_client` (401 when a secret was presented or the client is
     ///   confidential), `invalid_grant` "The OAuth client is disabled.".
     public func authenticate(realm: String, clientID: String, secret: String?) async throws -> AuthenticatedClient {
-        let row = try await pool.query(
-            "SELECT settings::text, secret_hash, enabled FROM clients WHERE realm_id = \(realm) AND client_id = \(clientID)"
-        ).first
+        let row = try await row(realm: realm, clientID: clientID)
         // Hash even when the client is unknown, so timing does not tell unknown from wrong.
         let presentedHash = secret.map(OpaqueToken.hash) ?? OpaqueToken.hash("")
         guard let row else { throw OAuthError.invalidClient(attempted: secret != nil) }
-        let settings = try EventJSON.decode(ClientSettings.self, from: Array(try row.decode(String.self, at: 0).utf8))
-        let storedHash = try row.decode(String?.self, at: 1)
+        let settings = row.settings
+        let storedHash = row.secretHash
         switch settings.type {
         case .confidential:
             guard secret != nil, let storedHash, ConstantTime.equal(presentedHash, storedHash) else {
@@ -47,18 +77,14 @@ public struct ClientAuthenticator: Sendable {
         case .public:
             guard secret == nil else { throw OAuthError.invalidClient(attempted: true) }
         }
-        guard try row.decode(Bool.self, at: 2) else { throw OAuthError.invalidGrant("The OAuth client is disabled.") }
+        guard row.enabled else { throw OAuthError.invalidGrant("The OAuth client is disabled.") }
         return AuthenticatedClient(realm: realm, id: clientID, settings: settings)
     }
 
     /// An enabled client's settings without authentication (anonymous endpoints that only
     /// need its RP-ID), or nil.
     public func enabledClient(realm: String, clientID: String) async throws -> ClientSettings? {
-        guard
-            let row = try await pool.query(
-                "SELECT settings::text FROM clients WHERE realm_id = \(realm) AND client_id = \(clientID) AND enabled"
-            ).first
-        else { return nil }
-        return try EventJSON.decode(ClientSettings.self, from: Array(try row.decode(String.self, at: 0).utf8))
+        guard let row = try await row(realm: realm, clientID: clientID), row.enabled else { return nil }
+        return row.settings
     }
 }

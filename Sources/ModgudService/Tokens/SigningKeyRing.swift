@@ -17,6 +17,9 @@ public actor SigningKeyRing {
     private let sealer: KeySealer?
     private let realms: AggregateRegistry<Realm>
     private var cache: [String: Loaded] = [:]
+    /// Each realm's JWKS document as served: dropped on rotation here, and by the settings
+    /// listener when another instance rotates (a rotation notifies `realm <id>`).
+    private nonisolated let published = SettingsCache<String, String>(maxAge: .seconds(5))
     /// How long a realm's keys are trusted before re-reading (another instance may have rotated).
     private let maxAge: Duration = .seconds(30)
 
@@ -42,6 +45,8 @@ public actor SigningKeyRing {
                 ["INSERT INTO signing_key_secrets (realm_id, kid, sealed) VALUES (\(realm), \(key.kid), \(PQBytes(sealed)))"]
             })
         cache[realm] = nil
+        published.invalidate(realm)
+        _ = try? await pool.query("SELECT pg_notify(\(SettingsChangeListener.channel), \(SettingsChange.realm(realm).payload))")
         return key.kid
     }
 
@@ -53,11 +58,18 @@ public actor SigningKeyRing {
     }
 
     /// The realm's JWKS document: every key it ever signed with (RFC 7517 section 5).
-    public func jwks(realm: String) async throws -> String {
-        let rows = try await pool.query(
-            "SELECT public_jwk::text FROM signing_keys WHERE realm_id = \(realm) ORDER BY rotated_at DESC, kid").rows
-        let keys = try rows.map { try $0.decode(String.self, at: 0) }
-        return #"{"keys":["# + keys.joined(separator: ",") + "]}"
+    public nonisolated func jwks(realm: String) async throws -> String {
+        try await published.value(for: realm) {
+            let rows = try await pool.query(
+                "SELECT public_jwk::text FROM signing_keys WHERE realm_id = \(realm) ORDER BY rotated_at DESC, kid").rows
+            let keys = try rows.map { try $0.decode(String.self, at: 0) }
+            return #"{"keys":["# + keys.joined(separator: ",") + "]}"
+        }
+    }
+
+    /// Drops the published JWKS of a realm (`nil`: of every realm).
+    public nonisolated func invalidatePublished(realm: String?) {
+        if let realm { published.invalidate(realm) } else { published.invalidateAll() }
     }
 
     private func load(_ realm: String) async throws -> Loaded {
