@@ -24,20 +24,26 @@ struct TokenController: Sendable {
             guard let grantType = form["grant_type"] else { throw OAuthError.invalidRequest("grant_type is required.") }
             outcome.grantType = grantType
             let metadata = EventMetadata(correlationID: context.id, actor: nil, clientIP: context.peerAddress)
-            // SPEC.md section 0: per source before any work; per client once the client is
-            // authenticated (see `authenticate`).
+            // SPEC.md section 0: per source always; per client once the client is authenticated
+            // (see `authenticate`). A request's buckets are counted in one statement.
             let source = parsing.source(request, context: context)
-            try await core.rateLimiter.check(.tokenPerIP, key: source, realm: realm.realmID, settings: realm.settings)
+            let perSource = RateLimitBucket(.tokenPerIP, key: source)
             switch grantType {
             case GrantType.refreshToken.rawValue:
-                let client = try await authenticate(request, form, realm: realm, source: source)
-                guard let refreshToken = form["refresh_token"] else { throw OAuthError.invalidRequest("refresh_token is required.") }
+                let (client, limits) = try await authenticate(request, form, realm: realm, source: source)
+                guard let refreshToken = form["refresh_token"] else {
+                    try await count(limits)
+                    throw OAuthError.invalidRequest("refresh_token is required.")
+                }
+                // The count rides in the same pipeline as the refresh token's lookup.
+                let tokens = try await core.tokenService.refresh(
+                    client: client, refreshToken: refreshToken, resources: form.all("resource"), issuer: issuer, metadata: metadata,
+                    rateLimit: limits)
                 outcome.outcome = "success"
-                return OAuthResponses.token(
-                    try await core.tokenService.refresh(
-                        client: client, refreshToken: refreshToken, resources: form.all("resource"), issuer: issuer, metadata: metadata))
+                return OAuthResponses.token(tokens)
             case GrantType.clientCredentials.rawValue:
-                let client = try await authenticate(request, form, realm: realm, source: source)
+                let (client, limits) = try await authenticate(request, form, realm: realm, source: source)
+                try await count(limits)
                 outcome.outcome = "success"
                 return OAuthResponses.token(
                     try await core.tokenService.clientCredentials(
@@ -45,9 +51,11 @@ struct TokenController: Sendable {
             case let native where GrantType(rawValue: native).map(GrantType.native.contains) == true:
                 // SPEC.md section 0: the realm flag first, then the client's permission.
                 guard realm.settings.nativeGrants.enabled else {
+                    try await core.rateLimiter.check([perSource], realm: realm.realmID, settings: realm.settings)
                     throw OAuthError.unsupportedGrantType("This grant type is not enabled for this realm.")
                 }
-                let client = try await authenticate(request, form, realm: realm, source: source)
+                let (client, limits) = try await authenticate(request, form, realm: realm, source: source)
+                try await count(limits)
                 guard client.settings.grants.contains(GrantType(rawValue: native)!) else {
                     throw OAuthError.unauthorizedClient("The client is not allowed to use this grant type.")
                 }
@@ -79,6 +87,7 @@ struct TokenController: Sendable {
                 outcome.outcome = "success"
                 return response
             default:
+                try await core.rateLimiter.check([perSource], realm: realm.realmID, settings: realm.settings)
                 throw OAuthError.unsupportedGrantType("The grant type \(grantType) is not supported.")
             }
         } catch RequestParsing.Failure.response(let response) {
@@ -108,21 +117,36 @@ struct TokenController: Sendable {
         }
     }
 
-    /// Authenticates the client, then counts the request against its per-client limit. Only
-    /// authenticated requests count: unknown client ids create no buckets, and a flood of
-    /// wrong secrets does not spend a confidential client's budget.
+    /// Authenticates the client (from the instance's client cache) and prepares the count of
+    /// the request's buckets: per source, and once authenticated per client. Only
+    /// authenticated requests count per client: unknown client ids create no buckets, and a
+    /// flood of wrong secrets does not spend a confidential client's budget; a failed
+    /// authentication is counted per source before it is answered.
     /// A public client's id is shared by every installation of the app, so it is counted per
     /// (client, source /64), and per client only as a high circuit breaker (README, "Rate limits").
     private func authenticate(_ request: Request, _ form: FormBody, realm: RealmDirectory.Entry, source: String) async throws
-        -> AuthenticatedClient
+        -> (AuthenticatedClient, RateLimitCheck)
     {
-        let (id, secret) = try parsing.clientCredentials(request, form)
-        let client = try await core.clientAuthenticator.authenticate(realm: realm.realmID, clientID: id, secret: secret)
-        if client.settings.type == .public {
-            try await core.rateLimiter.check(
-                .tokenPerClientSource, key: client.id + " " + source, realm: realm.realmID, settings: realm.settings, source: source)
+        let perSource = RateLimitBucket(.tokenPerIP, key: source)
+        let client: AuthenticatedClient
+        do {
+            let (id, secret) = try parsing.clientCredentials(request, form)
+            client = try await core.clientAuthenticator.authenticate(realm: realm.realmID, clientID: id, secret: secret)
+        } catch {
+            try await core.rateLimiter.check([perSource], realm: realm.realmID, settings: realm.settings)
+            throw error
         }
-        try await core.rateLimiter.check(.tokenPerClient, key: client.id, realm: realm.realmID, settings: realm.settings, source: source)
-        return client
+        var buckets = [perSource]
+        if client.settings.type == .public {
+            buckets.append(RateLimitBucket(.tokenPerClientSource, key: client.id + " " + source, source: source))
+        }
+        buckets.append(RateLimitBucket(.tokenPerClient, key: client.id, source: source))
+        return (client, core.rateLimiter.prepare(buckets, realm: realm.realmID, settings: realm.settings))
+    }
+
+    /// Runs a prepared count on its own.
+    private func count(_ limits: RateLimitCheck) async throws {
+        guard let query = limits.query else { return }
+        try limits.verdict(try await core.pool.query(query))
     }
 }

@@ -24,10 +24,13 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
     private var state = A.initialState
     private var version: Int64 = 0
     private var gate = SerialGate()
+    /// Whether the cache has read the store at least once (or the stream is known to be new).
+    private var loaded: Bool
     /// Attempts before a persistent conflict is reported.
     private let maxAttempts = 8
 
-    init(stream: StreamRef, store: PostgresEventStore, registry: EventTypeRegistry) {
+    init(stream: StreamRef, store: PostgresEventStore, registry: EventTypeRegistry, knownEmpty: Bool = false) {
+        self.loaded = knownEmpty
         self.stream = stream
         self.store = store
         self.registry = registry
@@ -38,6 +41,16 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
         await enter()
         defer { gate.leave() }
         try await catchUp()
+        return (state, version)
+    }
+
+    /// The state as of at least `storeVersion` (read by the caller alongside other data in
+    /// one statement): no read when the cache has it already. A cache ahead of it is fine,
+    /// since a command's append checks the version anyway.
+    public func current(atLeast storeVersion: Int64) async throws -> (state: A.State, version: Int64) {
+        await enter()
+        defer { gate.leave() }
+        if version < storeVersion || !loaded { try await catchUp() }
         return (state, version)
     }
 
@@ -55,7 +68,7 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
     ) async throws -> CommandOutcome<A> {
         await enter()
         defer { gate.leave() }
-        if version == 0 { try await catchUp() }
+        if !loaded { try await catchUp() }
         for _ in 0..<maxAttempts {
             let events = try A.decide(command, state: state, now: now)
             if events.isEmpty { return CommandOutcome(events: [], state: state, version: version) }
@@ -91,6 +104,7 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
             state = A.evolve(state, try A.Event(decoding: recorded.envelope, registry: registry))
             version = recorded.streamVersion
         }
+        loaded = true
     }
 
     var isIdle: Bool { gate.isIdle }

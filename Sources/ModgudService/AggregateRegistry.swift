@@ -25,12 +25,23 @@ public actor AggregateRegistry<A: Aggregate> where A.State: Sendable {
     /// evicts the least recently used tenth at once (one sort per `capacity / 10`
     /// creations), so one-shot streams (ceremonies, codes) do not make every lookup pay.
     public func actor(for stream: StreamRef) -> AggregateActor<A> {
+        actor(for: stream, new: false)
+    }
+
+    /// The actor of a stream the caller just named with a fresh random id (a new token
+    /// family, a new ceremony): its first command skips reading the (empty) stream. Were the
+    /// stream not new after all, the append's expected version would catch it.
+    public func actor(forNew stream: StreamRef) -> AggregateActor<A> {
+        actor(for: stream, new: true)
+    }
+
+    private func actor(for stream: StreamRef, new: Bool) -> AggregateActor<A> {
         clock += 1
         if let existing = actors[stream.id] {
             actors[stream.id] = (existing.actor, clock)
             return existing.actor
         }
-        let created = AggregateActor<A>(stream: stream, store: store, registry: registry)
+        let created = AggregateActor<A>(stream: stream, store: store, registry: registry, knownEmpty: new)
         actors[stream.id] = (created, clock)
         if actors.count > capacity {
             let keep = capacity - capacity / 10

@@ -13,13 +13,15 @@ public struct TokenService: Sendable {
     public let users: AggregateRegistry<User>
     public let tokens: TokenDirectory
     public let minter: TokenMinter
+    public let realms: RealmDirectory
     public let now: @Sendable () -> Date
 
     public init(
-        pool: PQPool, families: AggregateRegistry<TokenFamily>, users: AggregateRegistry<User>, minter: TokenMinter,
+        pool: PQPool, families: AggregateRegistry<TokenFamily>, users: AggregateRegistry<User>, minter: TokenMinter, realms: RealmDirectory,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.pool = pool
+        self.realms = realms
         self.families = families
         self.users = users
         self.tokens = TokenDirectory(pool: pool)
@@ -32,6 +34,19 @@ public struct TokenService: Sendable {
         client: AuthenticatedClient, user: User.State, grantType: GrantType, scope: String?, resources: [String], amr: [String],
         issuer: String, nonce: String? = nil, metadata: EventMetadata
     ) async throws -> TokenResponse {
+        let prepared = try await prepareSignIn(
+            client: client, user: user, grantType: grantType, scope: scope, resources: resources, amr: amr, issuer: issuer, nonce: nonce)
+        _ = try await families.actor(forNew: prepared.stream).execute(.start(prepared.started), now: prepared.started.authTime, metadata: metadata)
+        return prepared.response
+    }
+
+    /// A sign-in minted but not written: the caller commits `write()` in the same transaction
+    /// as its proof (a consumed code, a recorded passkey use), so a grant is one commit, and
+    /// answers `response` only once that committed (issue 12).
+    public func prepareSignIn(
+        client: AuthenticatedClient, user: User.State, grantType: GrantType, scope: String?, resources: [String], amr: [String],
+        issuer: String, nonce: String? = nil
+    ) async throws -> PreparedSignIn {
         guard let userID = user.id, user.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
         let scopes = try ScopePolicy.grantedScopes(requested: scope, client: client.settings)
         let audiences = try ScopePolicy.audiences(resources: resources, allowed: client.settings.audiences, clientID: client.id)
@@ -48,32 +63,59 @@ public struct TokenService: Sendable {
             familyID: familyID, clientID: client.id, userID: userID, scopes: scopes, audiences: audiences, grantType: grantType.rawValue,
             authTime: time, amr: amr, securityStamp: user.securityStamp, accessToken: minted.accessRecord,
             refreshTokenHash: minted.refreshHash, refreshExpiresAt: minted.refreshExpiresAt)
-        _ = try await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: familyID))
-            .execute(.start(started), now: time, metadata: metadata)
-        return TokenResponse(
-            accessToken: minted.accessToken, expiresIn: minted.expiresIn, refreshToken: minted.refreshToken,
-            scope: scopes.joined(separator: " "), idToken: minted.idToken)
+        return PreparedSignIn(
+            stream: StreamNames.tokenFamily(realm: client.realm, familyID: familyID), started: started,
+            response: TokenResponse(
+                accessToken: minted.accessToken, expiresIn: minted.expiresIn, refreshToken: minted.refreshToken,
+                scope: scopes.joined(separator: " "), idToken: minted.idToken))
     }
 
     /// grant_type=refresh_token: rotates the refresh token; a spent one revokes the family.
-    public func refresh(client: AuthenticatedClient, refreshToken: String, resources: [String], issuer: String, metadata: EventMetadata)
-        async throws -> TokenResponse
-    {
+    ///
+    /// Two round trips when this instance holds the family and the user (issue 12): the
+    /// request's rate-limit count and one lookup (the token's family and the current versions
+    /// of the family's and the user's streams) in one pipeline, then the append.
+    /// - Parameter rateLimit: the request's prepared count, sent with the lookup.
+    public func refresh(
+        client: AuthenticatedClient, refreshToken: String, resources: [String], issuer: String, metadata: EventMetadata,
+        rateLimit: RateLimitCheck? = nil
+    ) async throws -> TokenResponse {
         guard client.settings.grants.contains(.refreshToken) else {
+            if let rateLimit, let query = rateLimit.query { try rateLimit.verdict(try await pool.query(query)) }
             throw OAuthError.unauthorizedClient("The client may not use grant_type refresh_token.")
         }
         let presented = OpaqueToken.hash(refreshToken)
-        guard let record = try await tokens.refreshToken(hash: presented, realm: client.realm) else {
-            throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
+        let lookup: PQQuery = """
+            SELECT r.family_id, f.user_id,
+                   coalesce((SELECT version FROM streams WHERE id = \(TokenFamily.streamType + "-") || r.family_id::text), 0),
+                   coalesce((SELECT version FROM streams WHERE id = \(User.streamType + "-") || f.user_id::text), 0)
+            FROM refresh_tokens r JOIN token_families f ON f.family_id = r.family_id
+            WHERE r.token_hash = \(presented) AND r.realm_id = \(client.realm)
+            """
+        let found: PQResult
+        if let rateLimit, let count = rateLimit.query {
+            let results: [PQResult]
+            do {
+                results = try await pool.withConnection { connection in try await connection.pipeline([count, lookup]) }
+            } catch let failure as PQPipelineError {
+                throw failure.error
+            }
+            try rateLimit.verdict(results[0])
+            found = results[1]
+        } else {
+            found = try await pool.query(lookup)
         }
-        let family = await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: record.familyID))
-        let familyState = try await family.current().state
+        guard let row = found.first else { throw OAuthError.invalidGrant("The refresh token is invalid or expired.") }
+        let familyID = try row.decode(UUID.self, at: 0)
+        let family = await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: familyID))
+        let familyState = try await family.current(atLeast: try row.decode(Int64.self, at: 2)).state
         guard let started = familyState.started, started.clientID == client.id, let userID = started.userID else {
             throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
         }
         // RFC 8707: a refresh may narrow the audience, never widen it.
         let audiences = try ScopePolicy.audiences(resources: resources, allowed: Set(started.audiences), clientID: client.id)
-        let userState = try await users.actor(for: StreamNames.user(realm: client.realm, userID: userID)).current().state
+        let userState = try await users.actor(for: StreamNames.user(realm: client.realm, userID: userID))
+            .current(atLeast: try row.decode(Int64.self, at: 3)).state
         let lifetimes = try await realmLifetimes(client.realm)
         let time = now()
         let minted = try await minter.mint(
@@ -118,7 +160,7 @@ public struct TokenService: Sendable {
                 scopes: scopes, audiences: audiences, authTime: time, amr: [], accessLifetime: lifetimes.access, refreshLifetime: nil),
             now: time)
         let familyID = UUID()
-        _ = try await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: familyID)).execute(
+        _ = try await families.actor(forNew: StreamNames.tokenFamily(realm: client.realm, familyID: familyID)).execute(
             .start(
                 TokenFamilyStarted(
                     familyID: familyID, clientID: client.id, userID: nil, scopes: scopes, audiences: audiences,
@@ -168,17 +210,28 @@ public struct TokenService: Sendable {
     private struct JTI: Decodable { var jti: String }
 
     private func realmLifetimes(_ realm: String) async throws -> (access: TimeInterval, refresh: TimeInterval, session: TimeInterval, reuseGrace: TimeInterval) {
-        let settings = try await Self.realmSettings(realm, pool: pool)
+        let settings = try await realmSettings(realm)
         return (
             TimeInterval(settings.nativeGrants.accessTokenLifetimeMinutes * 60), TimeInterval(settings.nativeGrants.refreshTokenLifetimeDays * 86400),
             TimeInterval(settings.sessionLimits.absoluteLifetimeDays * 86400), TimeInterval(settings.sessionLimits.refreshReuseGraceSeconds)
         )
     }
 
-    /// A realm's settings from the realm directory read model.
-    static func realmSettings(_ realm: String, pool: PQPool) async throws -> RealmSettings {
-        guard let text = try await pool.query("SELECT settings::text FROM realms WHERE realm_id = \(realm)").first?.decode(String.self, at: 0)
-        else { throw OAuthError.invalidRequest("Unknown realm.") }
-        return try EventJSON.decode(RealmSettings.self, from: Array(text.utf8))
+    /// A realm's settings (held per instance by the realm directory).
+    func realmSettings(_ realm: String) async throws -> RealmSettings {
+        guard let settings = try await realms.settings(realm: realm) else { throw OAuthError.invalidRequest("Unknown realm.") }
+        return settings
+    }
+}
+
+/// A minted sign-in whose token family is not written yet (`TokenService.prepareSignIn`).
+public struct PreparedSignIn: Sendable {
+    public let stream: StreamRef
+    public let started: TokenFamilyStarted
+    public let response: TokenResponse
+
+    /// The family's first event, for a multi-stream append (the family must be new).
+    public func write() throws -> StreamWrite {
+        StreamWrite(stream: stream, expected: .noStream, events: [try TokenFamilyEvent.started(started).newEvent()])
     }
 }

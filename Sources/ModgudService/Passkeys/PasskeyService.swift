@@ -113,22 +113,28 @@ public struct PasskeyService: Sendable {
         guard let credential = try? AssertionCredential(json: Array(assertion.utf8)), let rawID = Base64URL.decode(credential.rawId),
             let challenge = Base64URL.decode(ceremony.challenge)
         else { throw failed }
-        // The credential by the hash of its id: one indexed row, never a scan.
+        // The credential by the hash of its id: one indexed row, never a scan; with the current
+        // versions of the passkey's and its user's streams, so warm actors read nothing more.
         guard
-            let passkeyID = try await pool.query(
+            let row = try await pool.query(
                 """
-                SELECT passkey_id FROM passkeys
-                WHERE realm_id = \(realm) AND credential_hash = \(PasskeyDirectoryProjection.credentialHash(rawID))
+                SELECT p.passkey_id, p.user_id,
+                       coalesce((SELECT version FROM streams WHERE id = \(Passkey.streamType + "-") || p.passkey_id::text), 0),
+                       coalesce((SELECT version FROM streams WHERE id = \(User.streamType + "-") || p.user_id::text), 0)
+                FROM passkeys p
+                WHERE p.realm_id = \(realm) AND p.credential_hash = \(PasskeyDirectoryProjection.credentialHash(rawID))
                 """
-            ).first?.decode(UUID.self, at: 0)
+            ).first
         else { throw failed }
+        let passkeyID = try row.decode(UUID.self, at: 0)
+        let userVersion = try row.decode(Int64.self, at: 3)
         let passkey = await passkeys.actor(for: StreamNames.passkey(realm: realm, passkeyID: passkeyID))
-        let state = try await passkey.current().state
+        let state = try await passkey.current(atLeast: try row.decode(Int64.self, at: 2)).state
         // A credential verifies only under the RP-ID it was enrolled under.
         guard state.isActive, let enrolled = state.enrolled, enrolled.rpID == ceremony.rpID,
             let publicKeyBytes = Base64URL.decode(enrolled.publicKey), let publicKey = try? COSEKey(bytes: publicKeyBytes)
         else { throw failed }
-        let realmSettings = try await TokenService.realmSettings(realm, pool: pool)
+        let realmSettings = try await tokenService.realmSettings(realm)
         let verdict: AssertionVerdict
         do {
             verdict = try AssertionVerifier().verify(
@@ -143,15 +149,24 @@ public struct PasskeyService: Sendable {
         } catch {
             throw failed
         }
-        let used = try await passkey.execute(
-            .recordUse(signCount: verdict.newSignCount, backedUp: verdict.backedUp, at: now()), now: now(), metadata: grant.metadata)
-        guard case .used = used.events.first else { throw failed }  // a concurrent use got there with a higher count
-        let user = try await users.actor(for: StreamNames.user(realm: realm, userID: enrolled.userID)).current().state
-        guard user.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
+        let user = try await users.actor(for: StreamNames.user(realm: realm, userID: enrolled.userID)).current(atLeast: userVersion).state
         // User verification was required: the passkey is two factors in one (RFC 8176 "mfa").
-        return try await tokenService.signIn(
-            client: client, user: user, grantType: .passkey, scope: grant.scope, resources: grant.resources, amr: ["passkey", "mfa"],
-            issuer: grant.issuer, metadata: grant.metadata)
+        // The tokens are minted first; their family commits with the recorded use.
+        let signIn =
+            user.canSignIn
+            ? try await tokenService.prepareSignIn(
+                client: client, user: user, grantType: .passkey, scope: grant.scope, resources: grant.resources, amr: ["passkey", "mfa"],
+                issuer: grant.issuer)
+            : nil
+        let used = try await passkey.execute(
+            .recordUse(signCount: verdict.newSignCount, backedUp: verdict.backedUp, at: now()), now: now(), metadata: grant.metadata,
+            alsoAppending: { events in
+                guard let signIn, case .used = events.first else { return [] }
+                return [try signIn.write()]
+            })
+        guard case .used = used.events.first else { throw failed }  // a concurrent use got there with a higher count
+        guard let signIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
+        return signIn.response
     }
 
     // MARK: Enrollment
@@ -228,7 +243,7 @@ public struct PasskeyService: Sendable {
             transports: verdict.transports.sorted(), attestationFormat: verdict.attestationFormat, displayName: name, clientID: clientID,
             createdAt: time)
         do {
-            _ = try await passkeys.actor(for: StreamNames.passkey(realm: realm.realmID, passkeyID: passkeyID))
+            _ = try await passkeys.actor(forNew: StreamNames.passkey(realm: realm.realmID, passkeyID: passkeyID))
                 .execute(.enroll(enrolled), now: time, metadata: metadata)
         } catch EventStoreError.inlineProjectionFailed {
             throw Refusal.badRequest("Passkey.AlreadyRegistered", "This passkey is already registered.")
@@ -281,7 +296,7 @@ public struct PasskeyService: Sendable {
         let ceremonyID = UUID()
         let challenge = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
         let time = now()
-        _ = try await ceremonies.actor(for: StreamNames.passkeyCeremony(realm: realm, ceremonyID: ceremonyID)).execute(
+        _ = try await ceremonies.actor(forNew: StreamNames.passkeyCeremony(realm: realm, ceremonyID: ceremonyID)).execute(
             .begin(
                 PasskeyCeremonyBegun(
                     ceremonyID: ceremonyID, kind: kind, challenge: Base64URL.encode(challenge), rpID: rpID, clientID: clientID, userID: userID,

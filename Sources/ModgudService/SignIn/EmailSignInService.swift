@@ -193,11 +193,13 @@ public struct EmailSignInService: Sendable {
         let hash = secrets.codes.hash(code, for: Self.codeBinding(realm: realm, email: email))
 
         var userVersion: Int64 = 0
+        var loadedUser: User.State?
         var gate = EmailChallenge.RedeemGate.open
         var totpStep: UInt64?
         if issued.purpose == .loginCode, let userID = issued.userID {
             let loaded = try await users.actor(for: StreamNames.user(realm: realm, userID: userID)).current()
             userVersion = loaded.version
+            loadedUser = loaded.state
             switch loaded.state.canSignIn ? try secondFactor.check(grant.totpCode, user: loaded.state, realm: realm) : nil {
             case nil: gate = .accountCannotSignIn
             case .notRequired: gate = .open
@@ -211,23 +213,42 @@ public struct EmailSignInService: Sendable {
         // Registration: the user and the consumed code commit together, or neither does.
         let newUserID = UUID()
         let stamp = OpaqueToken.generate().hash
+        let registered = UserRegistered(
+            userID: newUserID, email: issued.email, emailConfirmed: true, username: issued.username,
+            firstName: issued.firstName, lastName: issued.lastName, securityStamp: stamp, via: "urn:cocoar:otp")
         let userStream = issued.userID.map { StreamNames.user(realm: realm, userID: $0) }
         let (spentStep, userAt) = (totpStep, userVersion)
+        // The tokens are minted before the code is tried, and their family commits with the
+        // consumed code (one transaction); a refused code discards them unsent. The user as
+        // committed: a new one from its registration event, a known one as loaded above (an
+        // accepted TOTP step changes nothing a token carries).
+        let signIn: PreparedSignIn?
+        switch (issued.purpose, gate) {
+        case (.registrationCode, _):
+            signIn = try await tokenService.prepareSignIn(
+                client: grant.client, user: User.evolve(User.initialState, .registered(registered)), grantType: .otp, scope: grant.scope,
+                resources: grant.resources, amr: ["otp"], issuer: grant.issuer)
+        case (_, .open):
+            guard let loadedUser else { throw invalid }
+            signIn = try await tokenService.prepareSignIn(
+                client: grant.client, user: loadedUser, grantType: .otp, scope: grant.scope, resources: grant.resources,
+                amr: totpStep == nil ? ["otp"] : ["otp", "mfa"], issuer: grant.issuer)
+        default:
+            signIn = nil  // the code will not be consumed: nothing to mint
+        }
         let outcome: CommandOutcome<EmailChallenge>
         do {
             outcome = try await challenge.execute(
                 .redeem(presentedHash: hash, gate: gate), now: now(), metadata: grant.metadata,
                 alsoAppending: { events in
                     guard events.contains(where: { if case .consumed = $0 { true } else { false } }) else { return [] }
+                    let family = try signIn.map { [try $0.write()] } ?? []
                     if issued.purpose == .registrationCode {
-                        let registered = UserRegistered(
-                            userID: newUserID, email: issued.email, emailConfirmed: true, username: issued.username,
-                            firstName: issued.firstName, lastName: issued.lastName, securityStamp: stamp, via: "urn:cocoar:otp")
                         return [
                             StreamWrite(
                                 stream: StreamNames.user(realm: realm, userID: newUserID), expected: .noStream,
                                 events: [try NewEvent(registered)])
-                        ]
+                        ] + family
                     }
                     if let spentStep, let userStream {
                         // The TOTP step is spent in the same transaction: a replay of the same
@@ -236,9 +257,9 @@ public struct EmailSignInService: Sendable {
                             StreamWrite(
                                 stream: userStream, expected: ExpectedVersion(current: userAt),
                                 events: [try NewEvent(UserTOTPStepAccepted(step: spentStep))])
-                        ]
+                        ] + family
                     }
-                    return []
+                    return family
                 })
         } catch let refused as DomainError {
             switch refused.code {
@@ -257,17 +278,8 @@ public struct EmailSignInService: Sendable {
             if gate == .secondFactorWrong, hashMatches(outcome.events) { throw OAuthError.invalidGrant("The two-factor code is invalid.") }
             throw invalid
         }
-        let signedIn: User.State
-        if issued.purpose == .registrationCode {
-            signedIn = try await users.actor(for: StreamNames.user(realm: realm, userID: newUserID)).current().state
-        } else {
-            guard let userID = issued.userID else { throw invalid }
-            signedIn = try await users.actor(for: StreamNames.user(realm: realm, userID: userID)).current().state
-        }
-        let amr = totpStep == nil ? ["otp"] : ["otp", "mfa"]
-        return try await tokenService.signIn(
-            client: grant.client, user: signedIn, grantType: .otp, scope: grant.scope, resources: grant.resources, amr: amr,
-            issuer: grant.issuer, metadata: grant.metadata)
+        guard let signIn else { throw invalid }
+        return signIn.response
     }
 
     /// grant_type=urn:cocoar:magic (SPEC.md section 3). The link is consumed even when the
@@ -278,16 +290,31 @@ public struct EmailSignInService: Sendable {
         guard let userID = UUID(uuidString: rawUserID), token.count <= 128 else { throw invalid }
         _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
         _ = try ScopePolicy.audiences(resources: grant.resources, allowed: grant.client.settings.audiences, clientID: grant.client.id)
+        let userActor = await users.actor(for: StreamNames.user(realm: realm, userID: userID))
+        let user = try await userActor.current().state
+        // The common case (an active user without TOTP): the tokens are minted first and their
+        // family commits with the consumed link, one transaction. Otherwise the link is
+        // consumed first and the account and second factor are checked after.
+        let direct =
+            user.canSignIn && (try? secondFactor.check(grant.totpCode, user: user, realm: realm)) == .notRequired
+            ? try await tokenService.prepareSignIn(
+                client: grant.client, user: user, grantType: .magic, scope: grant.scope, resources: grant.resources, amr: ["email"],
+                issuer: grant.issuer)
+            : nil
         let outcome: CommandOutcome<EmailChallenge>
         do {
             outcome = try await challenges.actor(for: StreamNames.magicLinks(realm: realm, userID: userID))
-                .execute(.redeem(presentedHash: OpaqueToken.hash(token)), now: now(), metadata: grant.metadata)
+                .execute(
+                    .redeem(presentedHash: OpaqueToken.hash(token)), now: now(), metadata: grant.metadata,
+                    alsoAppending: { events in
+                        guard let direct, events.contains(where: { if case .consumed = $0 { true } else { false } }) else { return [] }
+                        return [try direct.write()]
+                    })
         } catch is DomainError {
             throw invalid
         }
         guard outcome.events.contains(where: { if case .consumed = $0 { true } else { false } }) else { throw invalid }
-        let userActor = await users.actor(for: StreamNames.user(realm: realm, userID: userID))
-        let user = try await userActor.current().state
+        if let direct { return direct.response }
         guard user.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
         var amr = ["email"]
         switch try secondFactor.check(grant.totpCode, user: user, realm: realm) {

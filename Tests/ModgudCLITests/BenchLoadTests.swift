@@ -1,0 +1,26 @@
+import Foundation
+import XCTest
+
+/// `modgud bench load` as CI runs it: a short smoke run of every scenario against its own
+/// durable PostgreSQL and `serve` child, which must answer every request as expected.
+final class BenchLoadTests: XCTestCase {
+    func testEveryScenarioRunsWithoutErrors() throws {
+        let runner = CLIRunner(databaseURL: "postgresql://unused@127.0.0.1:1/none")
+        let outcome = try runner.run([
+            "bench", "load", "--seconds", "1", "--connections", "2", "--prepared-per-second", "40", "--fail-on-errors",
+            "--data-dir", "/var/tmp/modgud-bench-test",
+        ])
+        XCTAssertEqual(outcome.status, 0, outcome.output + outcome.error)
+        let lines = outcome.output.split(separator: "\n")
+        for scenario in ["discovery", "jwks", "passkey-begin", "passkey", "refresh", "otp", "magic", "client-credentials", "introspect"] {
+            let line = try XCTUnwrap(lines.first { $0.split(separator: " ").first.map(String.init) == scenario }, "no line for \(scenario)")
+            let columns = line.split(separator: " ", omittingEmptySubsequences: true)
+            XCTAssertGreaterThan(Double(columns[1]) ?? 0, 0, "\(scenario) answered: \(line)")
+            XCTAssertEqual(columns[4], "0", "\(scenario) had no errors: \(line)")
+        }
+        // Grants that write report what they cost the database.
+        let refresh = try XCTUnwrap(lines.first { $0.hasPrefix("refresh ") }).split(separator: " ", omittingEmptySubsequences: true)
+        XCTAssertGreaterThan(Double(refresh[5]) ?? 0, 0, "transactions per grant")
+        XCTAssertGreaterThan(Double(refresh[6]) ?? 0, 0, "round trips per grant (modgud_db_round_trips)")
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import Logging
+import ModgudDomain
+import ModgudService
+import PQ
+import PostgresTestSupport
+import XCTest
+
+/// Issue 12: what a grant costs in round trips, and that per-instance caches still see every
+/// change (here at once, on another instance within milliseconds by NOTIFY).
+final class HotPathTests: XCTestCase {
+    /// A warm refresh: the rate-limit count and the lookup in one pipeline, then the append.
+    func testAWarmRefreshIsTwoRoundTrips() async throws {
+        let database = try await TestDatabase.create(maxConnections: 10)
+        let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
+        let user = try await TestRealm.seed(core)
+        let app = try await core.clientAuthenticator.authenticate(realm: "dev", clientID: "app", secret: nil)
+        let entry = try await core.realmDirectory.realm(forHost: "localhost")
+        let settings = try XCTUnwrap(entry).settings
+        func refresh(_ token: String) async throws -> TokenResponse {
+            let count = core.rateLimiter.prepare(
+                [RateLimitBucket(.tokenPerIP, key: "10.0.0.1"), RateLimitBucket(.tokenPerClient, key: "app")], realm: "dev", settings: settings)
+            return try await core.tokenService.refresh(
+                client: app, refreshToken: token, resources: [], issuer: "https://localhost", metadata: .init(), rateLimit: count)
+        }
+        let signedIn = try await TestRealm.signIn(core, user)
+        let first = try await refresh(try XCTUnwrap(signedIn.refreshToken))
+        try await Task.sleep(for: .milliseconds(200))  // the after-commit NOTIFY of the first append has gone out
+        let before = PQRoundTrips.total
+        let second = try await refresh(try XCTUnwrap(first.refreshToken))
+        XCTAssertNotNil(second.refreshToken)
+        try await Task.sleep(for: .milliseconds(200))
+        // 2 for the grant; 1 for the NOTIFY after the commit that wakes projection daemons
+        // (one per append when idle, folded into one for many appends under load).
+        XCTAssertEqual(PQRoundTrips.total - before, 3)
+        await database.drop()
+    }
+
+    /// A client disabled and a realm changed through one instance: the other instance's
+    /// caches drop them by NOTIFY, long before their 5-second age limit.
+    func testChangesReachTheOtherInstanceByNotify() async throws {
+        let database = try await TestDatabase.create(maxConnections: 20)
+        let first = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
+        let secondPool = database.makePool(maxConnections: 10)
+        let second = try ModgudCore(pool: secondPool, masterKey: Array(repeating: 3, count: 32))
+        _ = try await TestRealm.seed(first)
+        let listener = Task {
+            await SettingsChangeListener(configuration: secondPool.configuration, core: second, logger: Logger(label: "test")).run()
+        }
+        try await Task.sleep(for: .milliseconds(300))  // listening
+        _ = try await second.clientAuthenticator.authenticate(realm: "dev", clientID: "app", secret: nil)  // cached on the second
+        let seen = try await second.realmDirectory.realm(forHost: "localhost")
+        XCTAssertEqual(seen?.settings.displayName, "Dev")
+
+        let admin = AdminService(core: first)
+        let changed = ContinuousClock.now
+        _ = try await admin.setClientEnabled(realm: "dev", id: "app", enabled: false, metadata: .init())
+        _ = try await admin.updateRealm("dev", metadata: .init()) { $0.displayName = "Renamed" }
+        var refused = false
+        var renamed = false
+        while ContinuousClock.now - changed < .seconds(4) && !(refused && renamed) {
+            do {
+                _ = try await second.clientAuthenticator.authenticate(realm: "dev", clientID: "app", secret: nil)
+            } catch let error as OAuthError {
+                refused = error == .invalidGrant("The OAuth client is disabled.")
+            }
+            renamed = try await second.realmDirectory.realm(forHost: "localhost")?.settings.displayName == "Renamed"
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        XCTAssertTrue(refused && renamed, "the second instance saw both changes")
+        XCTAssertLessThan(ContinuousClock.now - changed, .seconds(2), "by NOTIFY, not by the cache's age limit")
+        // On the first instance the change is visible at once (dropped locally).
+        await XCTAssertThrowsErrorAsync(try await first.clientAuthenticator.authenticate(realm: "dev", clientID: "app", secret: nil))
+        listener.cancel()
+        await listener.value
+        await secondPool.close()
+        await database.drop()
+    }
+
+    /// An actor handed out as new for a stream that exists after all reads it on conflict and
+    /// decides again: a second start of one family is refused, nothing is written twice.
+    func testAStreamWronglyAssumedNewIsCaughtByTheAppend() async throws {
+        let database = try await TestDatabase.create(maxConnections: 10)
+        let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
+        _ = try await TestRealm.seed(core)
+        let familyID = UUID()
+        let stream = StreamNames.tokenFamily(realm: "dev", familyID: familyID)
+        let started = TokenFamilyStarted(
+            familyID: familyID, clientID: "app", userID: nil, scopes: [], audiences: [], grantType: "client_credentials", authTime: Date(), amr: [],
+            securityStamp: nil, accessToken: .init(hash: "h1", expiresAt: Date().addingTimeInterval(60), format: .reference))
+        _ = try await core.families.actor(forNew: stream).execute(.start(started), now: Date(), metadata: .init())
+        let other = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
+        do {
+            _ = try await other.families.actor(forNew: stream).execute(.start(started), now: Date(), metadata: .init())
+            XCTFail("the family exists")
+        } catch is DomainError {}
+        let events = try await database.pool.query("SELECT count(*)::int8 FROM events WHERE stream_id = \(stream.id)").first?.decode(Int64.self, at: 0)
+        XCTAssertEqual(events, 1)
+        await database.drop()
+    }
+}
+
+private func XCTAssertThrowsErrorAsync(_ expression: @autoclosure () async throws -> some Any, file: StaticString = #filePath, line: UInt = #line) async {
+    do {
+        _ = try await expression()
+        XCTFail("expected an error", file: file, line: line)
+    } catch {}
+}
