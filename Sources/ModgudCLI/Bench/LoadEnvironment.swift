@@ -22,6 +22,8 @@ struct LoadEnvironment {
         var roundTrips: Int?
         var serverCPUSeconds: Double?
         var databaseCPUSeconds: Double?
+        /// This process: the load generator (and the preparation, which happens outside the runs).
+        var generatorCPUSeconds: Double?
         var serverMemory: (resident: Int, peak: Int)?
     }
 
@@ -73,6 +75,7 @@ struct LoadEnvironment {
             return text.split(separator: "\n").first { $0.hasPrefix("modgud_db_round_trips ") }
                 .flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) }
         } ?? nil
+        sample.generatorCPUSeconds = ProcessCPU.seconds(pid: getpid())
         if let server {
             sample.serverCPUSeconds = ProcessCPU.seconds(pid: server.pid)
             sample.serverMemory = server.memory

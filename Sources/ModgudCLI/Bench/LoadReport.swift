@@ -11,7 +11,7 @@ struct LoadReport {
 
     static let columns: [(String, Int)] = [
         ("scenario", 20), ("ok/s", 9), ("p50 ms", 8), ("p99 ms", 8), ("errors", 7), ("xact/op", 8), ("rt/op", 7), ("stmt/op", 8),
-        ("fsync/op", 9), ("WAL B/op", 9), ("srv ms/op", 10), ("pg ms/op", 9), ("RSS MiB", 8),
+        ("fsync/op", 9), ("WAL B/op", 9), ("srv ms/op", 10), ("pg ms/op", 9), ("gen ms/op", 10), ("RSS MiB", 8),
     ]
 
     static var header: String {
@@ -36,6 +36,7 @@ struct LoadReport {
             String(format: "%.0f", Double(after.database.walBytes - before.database.walBytes) / ops),
             perMilliseconds(after.serverCPUSeconds.flatMap { a in before.serverCPUSeconds.map { a - $0 } }),
             perMilliseconds(after.databaseCPUSeconds.flatMap { a in before.databaseCPUSeconds.map { a - $0 } }),
+            perMilliseconds(after.generatorCPUSeconds.flatMap { a in before.generatorCPUSeconds.map { a - $0 } }),
             after.serverMemory.map { String(format: "%.0f", Double($0.resident) / 1024) } ?? "-",
         ]
         var text = ""
