@@ -7,7 +7,7 @@ final class BenchLoadTests: XCTestCase {
     func testEveryScenarioRunsWithoutErrors() throws {
         let runner = CLIRunner(databaseURL: "postgresql://unused@127.0.0.1:1/none")
         let outcome = try runner.run([
-            "bench", "load", "--seconds", "1", "--connections", "2", "--prepared-per-second", "40", "--fail-on-errors",
+            "bench", "load", "--seconds", "1", "--warmup", "0.2", "--connections", "2", "--prepared-per-second", "40", "--fail-on-errors",
             "--data-dir", "/var/tmp/modgud-bench-test",
         ])
         XCTAssertEqual(outcome.status, 0, outcome.output + outcome.error)

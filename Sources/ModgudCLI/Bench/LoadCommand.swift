@@ -27,6 +27,8 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "Concurrent keep-alive connections.") var connections = 32
     @Option(help: "Seconds per scenario.") var seconds = 10.0
     @Option(help: "Requests per second in all, paced (default: as fast as answers come).") var rate: Double?
+    @Option(help: "Seconds of unmeasured load first (opens the server's pool connections and prepares its statements).")
+    var warmup = 1.0
     @Option(help: "Codes and links prepared per second of an otp or magic run (the run ends early when they run out).")
     var preparedPerSecond = 2500.0
     @Option(help: "Folder for the embedded cluster and the server's log (a run folder inside is removed afterwards).")
@@ -70,10 +72,13 @@ struct LoadCommand: AsyncParsableCommand {
     }
 
     private func measure(_ scenario: LoadScenario, fixtures: LoadFixtureSet, environment: LoadEnvironment) async throws -> LoadReport {
-        let workers = try await prepare(scenario, fixtures: fixtures)
+        var workers = try await prepare(scenario, fixtures: fixtures)
+        if warmup > 0 {
+            (_, workers) = await drive(workers, connection: environment.connection, until: .now + .milliseconds(Int64(warmup * 1000)))
+        }
         let before = try await environment.sample(perStatement: statements > 0)
         let started = ContinuousClock.now
-        let statistics = await drive(workers, connection: environment.connection, until: started + .milliseconds(Int64(seconds * 1000)))
+        let (statistics, _) = await drive(workers, connection: environment.connection, until: started + .milliseconds(Int64(seconds * 1000)))
         let elapsed = min(ContinuousClock.now - started, .milliseconds(Int64(seconds * 1000)))
         let after = try await environment.sample(perStatement: statements > 0)
         return LoadReport(
@@ -83,7 +88,7 @@ struct LoadCommand: AsyncParsableCommand {
 
     private func prepare(_ scenario: LoadScenario, fixtures: LoadFixtureSet) async throws -> [LoadWorker] {
         let app = LoadFixtureSet.appClient
-        let prepared = max(connections, Int(seconds * preparedPerSecond))
+        let prepared = max(connections, Int((seconds + warmup) * preparedPerSecond))
         switch scenario {
         case .discovery: return Array(repeating: .get(path: "/.well-known/openid-configuration"), count: connections)
         case .jwks: return Array(repeating: .get(path: "/.well-known/jwks.json"), count: connections)
@@ -108,10 +113,13 @@ struct LoadCommand: AsyncParsableCommand {
     }
 
     /// Runs every worker on its own connection until `deadline` (or until its material runs
-    /// out); a broken connection is counted as an error and opened again.
-    private func drive(_ workers: [LoadWorker], connection: LoadHTTPConnection, until deadline: ContinuousClock.Instant) async -> LoadStatistics {
+    /// out); a broken connection is counted as an error and opened again. Returns the
+    /// statistics and the workers as they ended (a refresh chain's current token, say).
+    private func drive(_ workers: [LoadWorker], connection: LoadHTTPConnection, until deadline: ContinuousClock.Instant) async
+        -> (LoadStatistics, [LoadWorker])
+    {
         let interval = rate.map { Duration.seconds(Double(workers.count) / $0) }
-        return await withTaskGroup(of: LoadStatistics.self) { group in
+        return await withTaskGroup(of: (Int, LoadStatistics, LoadWorker).self) { group in
             for (index, initial) in workers.enumerated() {
                 group.addTask {
                     var worker = initial
@@ -143,12 +151,16 @@ struct LoadCommand: AsyncParsableCommand {
                             statistics.recordTransportError()
                         }
                     }
-                    return statistics
+                    return (index, statistics, worker)
                 }
             }
             var total = LoadStatistics()
-            for await statistics in group { total.merge(statistics) }
-            return total
+            var ended = workers
+            for await (index, statistics, worker) in group {
+                total.merge(statistics)
+                ended[index] = worker
+            }
+            return (total, ended)
         }
     }
 }
