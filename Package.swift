@@ -58,6 +58,7 @@ let package = Package(
                 .embedInCode("0005_passkeys.sql"),
                 .embedInCode("0006_stream_age.sql"),
                 .embedInCode("0007_rate_limits_unlogged.sql"),
+                .embedInCode("0008_subject_keys.sql"),
             ],
             swiftSettings: strict
         ),

@@ -18,6 +18,7 @@ public enum ModgudSchema {
         Migration(name: "0005_passkeys.sql", sql: text(PackageResources._005_passkeys_sql)),
         Migration(name: "0006_stream_age.sql", sql: text(PackageResources._006_stream_age_sql)),
         Migration(name: "0007_rate_limits_unlogged.sql", sql: text(PackageResources._007_rate_limits_unlogged_sql)),
+        Migration(name: "0008_subject_keys.sql", sql: text(PackageResources._008_subject_keys_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {
