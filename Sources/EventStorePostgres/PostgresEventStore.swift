@@ -20,6 +20,9 @@ public final class PostgresEventStore: EventStore {
     public let pool: PQPool
     public let inlineProjections: [any SQLProjection]
     public let notifyMode: NotifyMode
+    /// Rewrites metadata before it is stored (the product seals the client IP, which then
+    /// expires with its day key: README, "Client IPs").
+    public let metadataSealer: (@Sendable (EventMetadata) async throws -> EventMetadata)?
     private let notifier: AppendNotifier
     /// `modgud_event_append_seconds`: one append's round trip, inline projections included.
     private let appendTimer = Timer(label: "modgud_event_append_seconds")
@@ -27,8 +30,12 @@ public final class PostgresEventStore: EventStore {
     /// - Parameters:
     ///   - pool: where to run.
     ///   - inlineProjections: projections updated in every append's transaction.
-    public init(pool: PQPool, inlineProjections: [any SQLProjection] = [], notifyMode: NotifyMode = .afterCommit) {
+    public init(
+        pool: PQPool, inlineProjections: [any SQLProjection] = [], notifyMode: NotifyMode = .afterCommit,
+        metadataSealer: (@Sendable (EventMetadata) async throws -> EventMetadata)? = nil
+    ) {
         precondition(inlineProjections.allSatisfy { $0.mode == .inline }, "only inline projections run in the append")
+        self.metadataSealer = metadataSealer
         self.pool = pool
         self.inlineProjections = inlineProjections
         self.notifyMode = notifyMode
@@ -59,6 +66,7 @@ public final class PostgresEventStore: EventStore {
         -> [[RecordedEvent]]
     {
         guard !writes.isEmpty else { throw EventStoreError.emptyAppend(stream: "") }
+        let metadata = try await metadataSealer?(metadata) ?? metadata
         for write in writes where write.events.isEmpty { throw EventStoreError.emptyAppend(stream: write.stream.id) }
         let envelopes = writes.map { write in
             write.events.enumerated().map { offset, event in

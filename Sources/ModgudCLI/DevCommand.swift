@@ -69,7 +69,7 @@ struct DevCommand: AsyncParsableCommand {
                 core: core,
                 settings: .init(
                     host: "127.0.0.1", port: port, issuerScheme: "http", drain: .zero, limits: environment.limits,
-                    retention: environment.retention),
+                    retention: environment.retention, addressRetention: environment.addressRetention),
                 configuration: environment, mail: try environment.mailTransport(allowConsoleByDefault: true))
         } catch {
             await pool.close()

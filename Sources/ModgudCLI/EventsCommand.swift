@@ -15,21 +15,26 @@ struct EventsCommand: AsyncParsableCommand {
             abstract: "Delete spent one-shot streams (passkey ceremonies, email challenges) older than the retention.",
             discussion: """
                 A stream is pruned when its last event is older than --retention-days. Users, clients, realms, \
-                passkeys and token families are never pruned. The maintenance loop of every `modgud serve` does the \
-                same every 10 minutes with MODGUD_RETENTION_DAYS.
+                passkeys and token families are never pruned. Client IPs in event metadata older than \
+                --ip-retention-days become unreadable (their day keys are shredded). The maintenance loop of every \
+                `modgud serve` does the same every 10 minutes with MODGUD_RETENTION_DAYS and MODGUD_IP_RETENTION_DAYS.
                 """)
 
         @OptionGroup var database: DatabaseOptions
         @Option(help: "Keep one-shot streams written to within this many days.") var retentionDays = 30
+        @Option(help: "Keep client IPs readable for this many days.") var ipRetentionDays = 30
 
         func validate() throws {
             if retentionDays < 1 { throw ValidationError("--retention-days must be at least 1") }
+            if ipRetentionDays < 1 { throw ValidationError("--ip-retention-days must be at least 1") }
         }
 
         func run() async throws {
             let pool = database.makePool(maxConnections: 1)
             let report = try await LogRetention.oneShotStreams(pool: pool, maxAge: .seconds(retentionDays * 86_400)).prune()
             print("pruned \(report.streams) one-shot streams (\(report.events) events) older than \(retentionDays) days")
+            let days = try await PersonalDataVault.shredAddresses(before: Date().addingTimeInterval(-Double(ipRetentionDays * 86_400)), pool: pool)
+            print("made client IPs of \(days) day(s) older than \(ipRetentionDays) days unreadable")
             await pool.close()
         }
     }

@@ -1,4 +1,5 @@
 import EventSourcing
+import Foundation
 import EventStorePostgres
 import Logging
 import ModgudService
@@ -7,12 +8,14 @@ import ServiceLifecycle
 /// Periodic housekeeping of one instance. Every `sampleInterval`: the state gauges of
 /// `/metrics`. Every `pruneInterval`: drained rate-limit buckets (a bucket whose time has
 /// passed holds nothing; deleting it changes no decision) and one-shot streams past their
-/// retention. Every instance runs it; each delete is idempotent and skips rows another
+/// retention, and the day keys of client IPs past theirs. Every instance runs it; each delete is idempotent and skips rows another
 /// instance holds. A database error is logged and the loop carries on.
 struct MaintenanceService: Service {
     let core: ModgudCore
     let sampler: MetricsSampler
     let retention: LogRetention
+    /// How long client IPs in event metadata stay readable (their day keys are shredded after).
+    let addressRetention: Duration
     let logger: Logger
     var sampleInterval: Duration = .seconds(15)
     var pruneInterval: Duration = .seconds(600)
@@ -49,6 +52,14 @@ struct MaintenanceService: Service {
             }
         } catch {
             logger.warning("log retention failed", metadata: ["error": "\(error)"])
+        }
+        do {
+            let cutoff = Date().addingTimeInterval(-Double(addressRetention.components.seconds))
+            if let shredded = try await core.vault?.shredAddresses(before: cutoff), shredded > 0 {
+                logger.info("client IPs past their retention made unreadable", metadata: ["days": "\(shredded)"])
+            }
+        } catch {
+            logger.warning("client IP retention failed", metadata: ["error": "\(error)"])
         }
     }
 }

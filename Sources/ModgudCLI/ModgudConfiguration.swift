@@ -28,6 +28,8 @@ struct ModgudConfiguration {
     var limits: ServerLimits
     /// Age after which spent one-shot streams are pruned (`MODGUD_RETENTION_DAYS`).
     var retention: Duration
+    /// How long client IPs in event metadata stay readable.
+    var addressRetention: Duration
     /// Connections to PostgreSQL at most (`MODGUD_DB_POOL_SIZE`).
     var poolSize: Int
 
@@ -93,6 +95,7 @@ struct ModgudConfiguration {
             trustedProxies: Set(proxies.filter { !$0.isEmpty }), smtp: smtp, consoleMail: environment["MODGUD_MAIL_TRANSPORT"] == "console",
             mailDispatcher: dispatcher, drain: .seconds(try number("MODGUD_DRAIN_SECONDS", 5, 0...600)), limits: limits,
             retention: .seconds(86_400 * (try number("MODGUD_RETENTION_DAYS", 30, 1...3650))),
+            addressRetention: .seconds(86_400 * (try number("MODGUD_IP_RETENTION_DAYS", 30, 1...3650))),
             poolSize: try number("MODGUD_DB_POOL_SIZE", 32, 2...1000))
     }
 }

@@ -26,7 +26,7 @@ struct ServeCommand: AsyncParsableCommand {
             core: core,
             settings: .init(
                 host: settings.host, port: settings.port, issuerScheme: settings.issuerScheme, drain: settings.drain, limits: settings.limits,
-                retention: settings.retention),
+                retention: settings.retention, addressRetention: settings.addressRetention),
             configuration: settings, mail: try settings.mailTransport(allowConsoleByDefault: false))
         await pool.close()
     }

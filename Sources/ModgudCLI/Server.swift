@@ -22,6 +22,7 @@ enum Server {
         var drain: Duration
         var limits: ServerLimits
         var retention: Duration
+        var addressRetention: Duration = .seconds(30 * 86_400)
     }
 
     static func run(core: ModgudCore, settings: Settings, configuration: ModgudConfiguration, mail: any MailTransport) async throws {
@@ -37,7 +38,7 @@ enum Server {
             server: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: "modgud"), logger: logger)
         let maintenance = MaintenanceService(
             core: core, sampler: MetricsSampler(pool: core.pool, outbox: dispatcher.outbox),
-            retention: .oneShotStreams(pool: core.pool, maxAge: settings.retention), logger: logger)
+            retention: .oneShotStreams(pool: core.pool, maxAge: settings.retention), addressRetention: settings.addressRetention, logger: logger)
         let listener = SettingsListenerService(listener: SettingsChangeListener(configuration: core.pool.configuration, core: core, logger: logger))
         var group = ServiceGroupConfiguration(
             services: [

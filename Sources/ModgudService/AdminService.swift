@@ -233,7 +233,8 @@ public struct AdminService: Sendable {
             ORDER BY e.tx_id, e.position
             """
         ).rows
-        return try rows.map { row in
+        var entries: [AuditEntry] = []
+        for row in rows {
             var details: [String] = []
             if let grant = try row.decode(String?.self, at: 6) { details.append("grant=\(grant)") }
             if let generation = try row.decode(String?.self, at: 7) { details.append("generation=\(generation)") }
@@ -241,10 +242,15 @@ public struct AdminService: Sendable {
             if let stored = try row.decode(String?.self, at: 8), let received = try row.decode(String?.self, at: 9) {
                 details.append("sign_count stored=\(stored) received=\(received)")
             }
-            return AuditEntry(
-                recordedAt: try row.decode(Date.self, at: 0), event: try row.decode(String.self, at: 1),
-                detail: details.joined(separator: " "), actor: try row.decode(String?.self, at: 3), client: try row.decode(String?.self, at: 4),
-                clientIP: try row.decode(String?.self, at: 5))
+            // Sealed addresses open while their day key lives (README, "Client IPs").
+            let stored = try row.decode(String?.self, at: 5)
+            let address = try await core.vault?.openAddress(stored) ?? stored.map { SealedText(stored: $0) == nil ? $0 : "[sealed]" }
+            entries.append(
+                AuditEntry(
+                    recordedAt: try row.decode(Date.self, at: 0), event: try row.decode(String.self, at: 1),
+                    detail: details.joined(separator: " "), actor: try row.decode(String?.self, at: 3),
+                    client: try row.decode(String?.self, at: 4), clientIP: address))
         }
+        return entries
     }
 }

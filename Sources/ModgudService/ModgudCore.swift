@@ -28,6 +28,8 @@ public struct ModgudCore: Sendable {
     public let readiness: ReadinessProbe
     /// Keys derived from the master key; nil in tools started without one.
     public let secrets: ServerSecrets?
+    /// Personal data keys (issue 13); nil in tools started without the master key.
+    public let vault: PersonalDataVault?
     let now: @Sendable () -> Date
     private let mailDoorbell = Doorbell()
 
@@ -36,7 +38,13 @@ public struct ModgudCore: Sendable {
     ///   - now: the clock (tests inject one).
     public init(pool: PQPool, masterKey: [UInt8]?, now: @escaping @Sendable () -> Date = { Date() }) throws {
         self.pool = pool
-        store = PostgresEventStore(pool: pool, inlineProjections: TokenProjection.identity)
+        let vault = try masterKey.map { try PersonalDataVault(pool: pool, masterKey: $0) }
+        self.vault = vault
+        var sealer: (@Sendable (EventMetadata) async throws -> EventMetadata)?
+        if let vault {
+            sealer = { metadata in try await vault.sealingAddress(metadata, at: now()) }
+        }
+        store = PostgresEventStore(pool: pool, inlineProjections: TokenProjection.identity, metadataSealer: sealer)
         realms = AggregateRegistry(store: store)
         clients = AggregateRegistry(store: store)
         users = AggregateRegistry(store: store)

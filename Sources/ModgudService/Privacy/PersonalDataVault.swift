@@ -17,7 +17,7 @@ import PQ
 ///
 /// Keys are held per instance for up to 5 s (the instance that shreds drops its copy at once).
 public final class PersonalDataVault: Sendable {
-    private let pool: PQPool
+    let pool: PQPool
     private let wrapping: SymmetricKey
     private let indexing: SymmetricKey
     private let cache = SettingsCache<String, [UInt8]?>(maxAge: .seconds(5))
@@ -59,6 +59,19 @@ public final class PersonalDataVault: Sendable {
     /// - Returns: true when a key was deleted (false: none existed, or erased already).
     @discardableResult
     public func shred(subject: String, realm: String) async throws -> Bool {
+        let deleted = try await Self.shred(subject: subject, realm: realm, pool: pool)
+        cache.invalidate(subject)
+        return deleted
+    }
+
+    /// Drops this instance's copy of a subject's key.
+    func forget(_ subject: String) {
+        cache.invalidate(subject)
+    }
+
+    /// Shredding needs no key: operator tools run it without the master key.
+    @discardableResult
+    public static func shred(subject: String, realm: String, pool: PQPool) async throws -> Bool {
         let row = try await pool.query(
             """
             WITH deleted AS (DELETE FROM subject_keys WHERE subject = \(subject) RETURNING 1),
@@ -66,7 +79,6 @@ public final class PersonalDataVault: Sendable {
             SELECT (SELECT count(*) FROM deleted)::int8, (SELECT count(*) FROM marked)::int8
             """
         ).first
-        cache.invalidate(subject)
         return try (row?.decode(Int64.self, at: 0) ?? 0) > 0
     }
 

@@ -1,0 +1,64 @@
+import EventSourcing
+import Foundation
+import PQ
+
+/// Client IPs in event metadata (issue 13, item 4): sealed under a key per UTC day
+/// (subject `ip:<yyyy-mm-dd>`), and unreadable once that day's key is shredded after the
+/// retention (`MODGUD_IP_RETENTION_DAYS`, default 30). Recent security events keep their
+/// addresses; old ones keep everything but.
+extension PersonalDataVault {
+    /// What the audit shows for an address whose day key was shredded.
+    public static let expiredAddress = "[expired]"
+
+    static func addressSubject(_ time: Date) -> String {
+        "ip:" + Self.dayFormat(time)
+    }
+
+    static func dayFormat(_ time: Date) -> String {
+        let parts = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: time)
+        return String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)
+    }
+
+    /// The metadata with its client IP sealed under the day key of `time`.
+    public func sealingAddress(_ metadata: EventMetadata, at time: Date) async throws -> EventMetadata {
+        guard let address = metadata.clientIP, SealedText(stored: address) == nil else { return metadata }
+        var sealed = metadata
+        do {
+            sealed.clientIP = try await seal(address, subject: Self.addressSubject(time), realm: "*").stored
+        } catch is SubjectErased {
+            sealed.clientIP = nil  // that day is past its retention already (a clock far behind): keep no address
+        }
+        return sealed
+    }
+
+    /// A stored client IP as the audit shows it: the address, `[expired]` after its
+    /// retention, or the text itself when it was stored before sealing began.
+    public func openAddress(_ stored: String?) async throws -> String? {
+        guard let stored else { return nil }
+        guard let sealed = SealedText(stored: stored) else { return stored }
+        return try await open(sealed) ?? Self.expiredAddress
+    }
+
+    /// Shreds the day keys of every day before `cutoff`'s (UTC); returns how many.
+    @discardableResult
+    public func shredAddresses(before cutoff: Date) async throws -> Int {
+        let subjects = try await Self.shreddingAddresses(before: cutoff, pool: pool)
+        for subject in subjects { forget(subject) }
+        return subjects.count
+    }
+
+    /// As `shredAddresses(before:)`, without the master key (operator tools).
+    @discardableResult
+    public static func shredAddresses(before cutoff: Date, pool: PQPool) async throws -> Int {
+        try await shreddingAddresses(before: cutoff, pool: pool).count
+    }
+
+    private static func shreddingAddresses(before cutoff: Date, pool: PQPool) async throws -> [String] {
+        let boundary = Self.addressSubject(cutoff)
+        let subjects = try await pool.query(
+            "SELECT subject FROM subject_keys WHERE subject LIKE 'ip:%' AND subject < \(boundary) ORDER BY subject"
+        ).rows.map { try $0.decode(String.self, at: 0) }
+        for subject in subjects { try await shred(subject: subject, realm: "*", pool: pool) }
+        return subjects
+    }
+}
