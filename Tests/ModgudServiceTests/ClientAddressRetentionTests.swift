@@ -53,3 +53,21 @@ final class ClientAddressRetentionTests: XCTestCase {
         await database.drop()
     }
 }
+
+/// The day of a client IP's key, by arithmetic, against Foundation's calendar.
+final class AddressDayTests: XCTestCase {
+    func testTheDayMatchesTheGregorianCalendarInUTC() {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        var generator = SystemRandomNumberGenerator()
+        // Instants every 29.5 days from 1900 to 2200, random ones, and around a leap day.
+        var instants: [Date] = stride(from: -2_208_988_800.0, to: 7_258_118_400.0, by: 86_400 * 29.5).map { Date(timeIntervalSince1970: $0) }
+        instants += (0..<2000).map { _ in Date(timeIntervalSince1970: Double.random(in: -2_208_988_800...7_258_118_400, using: &generator)) }
+        instants += [Date(timeIntervalSince1970: 951_782_400), Date(timeIntervalSince1970: 951_868_799), Date(timeIntervalSince1970: -1)]
+        for instant in instants {
+            let parts = calendar.dateComponents([.year, .month, .day], from: instant)
+            let expected = String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)
+            XCTAssertEqual(PersonalDataVault.dayText(instant), expected, "\(instant.timeIntervalSince1970)")
+        }
+    }
+}
