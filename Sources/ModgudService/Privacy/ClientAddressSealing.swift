@@ -17,26 +17,11 @@ extension PersonalDataVault {
         "ip:" + Self.dayFormat(time)
     }
 
-    /// `yyyy-mm-dd` of the UTC day of `time`, by arithmetic: this runs on every append, and a
-    /// Foundation calendar there cost more than the sealing itself.
+    /// `yyyy-mm-dd` of the UTC day of `time`: the date part of PQ's timestamp text, which is
+    /// civil-date arithmetic (this runs on every append, and a Foundation calendar there cost
+    /// more than the sealing itself).
     static func dayFormat(_ time: Date) -> String {
-        let (year, month, day) = civilDate(daysSinceEpoch: Int((time.timeIntervalSince1970 / 86_400).rounded(.down)))
-        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(year)-\(two(month))-\(two(day))"
-    }
-
-    /// The proleptic Gregorian date of a day count from 1970-01-01 (the inverse of
-    /// H. Hinnant's days_from_civil).
-    static func civilDate(daysSinceEpoch: Int) -> (year: Int, month: Int, day: Int) {
-        let z = daysSinceEpoch + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+        String(PQTimestamp.format(time).prefix(10))
     }
 
     /// The metadata with its client IP sealed under the day key of `time`.
