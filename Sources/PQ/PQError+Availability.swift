@@ -15,4 +15,12 @@ extension PQError {
         if let error = error as? PQPipelineError { return error.error.meansDatabaseUnavailable }
         return false
     }
+
+    /// The statement lost a lock race and its transaction was rolled back: a deadlock
+    /// (40P01, e.g. a read joining two tables while a projection rebuild swaps them) or a
+    /// serialization failure (40001). Running the same transaction again is safe and usually
+    /// succeeds at once.
+    public var meansTransientConflict: Bool {
+        sqlState == "40P01" || sqlState == "40001"
+    }
 }

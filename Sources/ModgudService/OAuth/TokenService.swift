@@ -92,18 +92,30 @@ public struct TokenService: Sendable {
             FROM refresh_tokens r JOIN token_families f ON f.family_id = r.family_id
             WHERE r.token_hash = \(presented) AND r.realm_id = \(client.realm)
             """
+        // The lookup joins two tables a rebuild of the token projection swaps: a deadlock with
+        // the swap rolls back this (read-only but for the count) transaction, which then runs
+        // again.
+        var attempt = 0
         let found: PQResult
-        if let rateLimit, let count = rateLimit.query {
-            let results: [PQResult]
+        while true {
+            attempt += 1
             do {
-                results = try await pool.withConnection { connection in try await connection.pipeline([count, lookup]) }
-            } catch let failure as PQPipelineError {
-                throw failure.error
+                if let rateLimit, let count = rateLimit.query {
+                    let results: [PQResult]
+                    do {
+                        results = try await pool.withConnection { connection in try await connection.pipeline([count, lookup]) }
+                    } catch let failure as PQPipelineError {
+                        throw failure.error
+                    }
+                    try rateLimit.verdict(results[0])
+                    found = results[1]
+                } else {
+                    found = try await pool.query(lookup)
+                }
+                break
+            } catch let error as PQError where error.meansTransientConflict && attempt < 4 {
+                continue
             }
-            try rateLimit.verdict(results[0])
-            found = results[1]
-        } else {
-            found = try await pool.query(lookup)
         }
         guard let row = found.first else { throw OAuthError.invalidGrant("The refresh token is invalid or expired.") }
         let familyID = try row.decode(UUID.self, at: 0)
