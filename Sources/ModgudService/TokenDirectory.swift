@@ -29,19 +29,23 @@ public struct TokenDirectory: Sendable {
     /// The access token with this hash if it is live now: not expired, not revoked, its family
     /// not revoked, its client not deleted, and its user active with the security stamp the
     /// family started with.
+    /// It joins tables a rebuild of the token projection swaps: a deadlock with the swap is
+    /// run again (`retryingTransientConflicts`).
     public func accessToken(hash: String, realm: String, now: Date) async throws -> AccessToken? {
-        let row = try await pool.query(
-            """
-            SELECT t.family_id, t.client_id, t.user_id, t.scopes, t.audiences, t.expires_at
-            FROM access_tokens t
-            JOIN token_families f ON f.family_id = t.family_id
-            JOIN clients c ON c.realm_id = t.realm_id AND c.client_id = t.client_id
-            LEFT JOIN users u ON u.user_id = t.user_id
-            WHERE t.token_hash = \(hash) AND t.realm_id = \(realm) AND NOT t.revoked AND f.revoked_reason IS NULL
-              AND t.expires_at > \(now)
-              AND (t.user_id IS NULL OR (u.status = 'active' AND u.security_stamp = f.security_stamp))
-            """
-        ).first
+        let row = try await retryingTransientConflicts {
+            try await pool.query(
+                """
+                SELECT t.family_id, t.client_id, t.user_id, t.scopes, t.audiences, t.expires_at
+                FROM access_tokens t
+                JOIN token_families f ON f.family_id = t.family_id
+                JOIN clients c ON c.realm_id = t.realm_id AND c.client_id = t.client_id
+                LEFT JOIN users u ON u.user_id = t.user_id
+                WHERE t.token_hash = \(hash) AND t.realm_id = \(realm) AND NOT t.revoked AND f.revoked_reason IS NULL
+                  AND t.expires_at > \(now)
+                  AND (t.user_id IS NULL OR (u.status = 'active' AND u.security_stamp = f.security_stamp))
+                """
+            ).first
+        }
         guard let row else { return nil }
         return AccessToken(
             familyID: try row.decode(UUID.self, at: 0), clientID: try row.decode(String.self, at: 1),

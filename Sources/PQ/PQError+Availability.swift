@@ -24,3 +24,17 @@ extension PQError {
         sqlState == "40P01" || sqlState == "40001"
     }
 }
+
+/// Runs `body` again (up to `attempts` times in all) while it fails with a transient
+/// conflict: for a read, or a pipeline in one implicit transaction, that the conflict rolled
+/// back whole. Never for work that may have committed part of itself.
+public func retryingTransientConflicts<T>(attempts: Int = 4, _ body: () async throws -> T) async throws -> T {
+    var attempt = 1
+    while true {
+        do {
+            return try await body()
+        } catch let error as PQError where error.meansTransientConflict && attempt < attempts {
+            attempt += 1
+        }
+    }
+}

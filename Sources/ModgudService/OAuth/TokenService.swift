@@ -95,27 +95,16 @@ public struct TokenService: Sendable {
         // The lookup joins two tables a rebuild of the token projection swaps: a deadlock with
         // the swap rolls back this (read-only but for the count) transaction, which then runs
         // again.
-        var attempt = 0
-        let found: PQResult
-        while true {
-            attempt += 1
+        let found: PQResult = try await retryingTransientConflicts {
+            guard let rateLimit, let count = rateLimit.query else { return try await pool.query(lookup) }
+            let results: [PQResult]
             do {
-                if let rateLimit, let count = rateLimit.query {
-                    let results: [PQResult]
-                    do {
-                        results = try await pool.withConnection { connection in try await connection.pipeline([count, lookup]) }
-                    } catch let failure as PQPipelineError {
-                        throw failure.error
-                    }
-                    try rateLimit.verdict(results[0])
-                    found = results[1]
-                } else {
-                    found = try await pool.query(lookup)
-                }
-                break
-            } catch let error as PQError where error.meansTransientConflict && attempt < 4 {
-                continue
+                results = try await pool.withConnection { connection in try await connection.pipeline([count, lookup]) }
+            } catch let failure as PQPipelineError {
+                throw failure.error
             }
+            try rateLimit.verdict(results[0])
+            return results[1]
         }
         guard let row = found.first else { throw OAuthError.invalidGrant("The refresh token is invalid or expired.") }
         let familyID = try row.decode(UUID.self, at: 0)
