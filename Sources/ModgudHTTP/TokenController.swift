@@ -146,7 +146,6 @@ struct TokenController: Sendable {
 
     /// Runs a prepared count on its own.
     private func count(_ limits: RateLimitCheck) async throws {
-        guard let query = limits.query else { return }
-        try limits.verdict(try await core.pool.query(query))
+        try await limits.run(on: core.pool)
     }
 }

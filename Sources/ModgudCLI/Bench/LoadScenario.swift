@@ -88,22 +88,12 @@ enum LoadWorker: Sendable {
             return .answered(status: reply.status, expected: 200)
         case .otp(let clientID, let codes):
             guard let item = codes.take() else { return .exhausted }
-            let reply = try await send(
-                .POST, "/connect/token", Self.form,
-                Self.encode([
-                    "grant_type": "urn:cocoar:otp", "client_id": clientID, "username": item.email, "otp_code": item.code,
-                    "scope": "openid offline_access",
-                ]))
-            return .answered(status: reply.status, expected: 200)
+            return try await Self.signIn(
+                send, ["grant_type": "urn:cocoar:otp", "client_id": clientID, "username": item.email, "otp_code": item.code])
         case .magic(let clientID, let links):
             guard let item = links.take() else { return .exhausted }
-            let reply = try await send(
-                .POST, "/connect/token", Self.form,
-                Self.encode([
-                    "grant_type": "urn:cocoar:magic", "client_id": clientID, "user_id": item.userID, "magic_token": item.token,
-                    "scope": "openid offline_access",
-                ]))
-            return .answered(status: reply.status, expected: 200)
+            return try await Self.signIn(
+                send, ["grant_type": "urn:cocoar:magic", "client_id": clientID, "user_id": item.userID, "magic_token": item.token])
         case .clientCredentials(let clientID, let secret):
             let reply = try await send(
                 .POST, "/connect/token", Self.form,
@@ -116,6 +106,12 @@ enum LoadWorker: Sendable {
             let active = reply.status == 200 && (try? JSONDecoder().decode(Introspected.self, from: Data(reply.body)))?.active == true
             return .answered(status: active ? 200 : (reply.status == 200 ? 0 : reply.status), expected: 200)
         }
+    }
+
+    /// One passwordless grant with scope `openid offline_access`.
+    private static func signIn(_ send: LoadSend, _ fields: [String: String]) async throws -> LoadStep {
+        let reply = try await send(.POST, "/connect/token", form, encode(fields.merging(["scope": "openid offline_access"]) { old, _ in old }))
+        return .answered(status: reply.status, expected: 200)
     }
 
     private struct Begun: Decodable {

@@ -81,7 +81,7 @@ public struct TokenService: Sendable {
         rateLimit: RateLimitCheck? = nil
     ) async throws -> TokenResponse {
         guard client.settings.grants.contains(.refreshToken) else {
-            if let rateLimit, let query = rateLimit.query { try rateLimit.verdict(try await pool.query(query)) }
+            try await rateLimit?.run(on: pool)
             throw OAuthError.unauthorizedClient("The client may not use grant_type refresh_token.")
         }
         let presented = OpaqueToken.hash(refreshToken)

@@ -32,9 +32,7 @@ public struct RateLimiter: Sendable {
     /// the first bucket (in the given order) over its limit. Every bucket is counted, and a
     /// rejected request is not counted in the bucket that rejected it.
     public func check(_ buckets: [RateLimitBucket], realm: String, settings: RealmSettings) async throws {
-        let check = prepare(buckets, realm: realm, settings: settings)
-        guard let query = check.query else { return }
-        try check.verdict(try await pool.query(query))
+        try await prepare(buckets, realm: realm, settings: settings).run(on: pool)
     }
 
     /// The statement for `buckets` and how to read its answer, for callers that send it in a
@@ -116,6 +114,12 @@ public struct RateLimitCheck: Sendable {
     public let query: PQQuery?
 
     private static let logger = Logger(label: "modgud.ratelimit")
+
+    /// Runs the count on its own (one round trip; none when nothing is counted).
+    public func run(on pool: PQPool) async throws {
+        guard let query else { return }
+        try verdict(try await pool.query(query))
+    }
 
     /// Throws `RateLimited` for the first rejecting bucket that is not log-only; records
     /// metrics (and a notice for log-only ones) for every rejecting bucket.
