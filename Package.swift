@@ -59,6 +59,7 @@ let package = Package(
                 .embedInCode("0006_stream_age.sql"),
                 .embedInCode("0007_rate_limits_unlogged.sql"),
                 .embedInCode("0008_subject_keys.sql"),
+                .embedInCode("0009_sealed_personal_data.sql"),
             ],
             swiftSettings: strict
         ),

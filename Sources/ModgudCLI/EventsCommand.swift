@@ -46,6 +46,8 @@ struct EventsCommand: AsyncParsableCommand {
                 Each line: {"cursor","position","stream","streamType","realm","version","type","revision",\
                 "recordedAt","metadata","payload"}. Pass a line's cursor to --after to continue from it.
                 Events behind a still-open write transaction are not shown until it ends (the log is read gap-safely).
+                Personal data is sealed per person: a field of an erased person reads "[erased]", a client IP past its
+                retention "[expired]"; --open shows the others in plaintext (needs MODGUD_MASTER_KEY).
                 """)
 
         @OptionGroup var database: DatabaseOptions
@@ -54,6 +56,7 @@ struct EventsCommand: AsyncParsableCommand {
         @Option(help: "Only this realm.") var realm: String?
         @Option(help: "Start after this cursor (TRANSACTION:POSITION, from a previous line).") var after: String?
         @Option(help: "Stop after this many events.") var limit: Int?
+        @Flag(help: "Show live personal data in plaintext (needs MODGUD_MASTER_KEY): a data subject's access request.") var open = false
 
         func validate() throws {
             if let after, LogCursor(after) == nil {
@@ -63,8 +66,12 @@ struct EventsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let pool = database.makePool(maxConnections: 1)
+            let pool = database.makePool(maxConnections: 2)
             let store = PostgresEventStore(pool: pool)
+            let masterKey = try ModgudConfiguration.fromEnvironment().masterKey
+            if open, masterKey == nil { throw ValidationError("--open needs MODGUD_MASTER_KEY") }
+            let renderer = SealedFieldRenderer(
+                pool: pool, vault: try masterKey.map { try PersonalDataVault(pool: pool, masterKey: $0) }, opening: open)
             let filter = LogFilter(realm: realm, streamID: stream, types: type.isEmpty ? nil : Set(type))
             var cursor = after.flatMap(LogCursor.init) ?? .start
             var remaining = limit ?? Int.max
@@ -72,7 +79,11 @@ struct EventsCommand: AsyncParsableCommand {
                 let batch = try await store.readAll(after: cursor, limit: min(1000, remaining), filter: filter)
                 guard let last = batch.last else { break }
                 var output = ""
-                for event in batch { output += event.jsonLine + "\n" }
+                let texts = batch.map { (String(decoding: $0.envelope.payload, as: UTF8.self), $0.envelope.metadata.jsonText) }
+                try await renderer.prefetch(texts.flatMap { [$0.0, $0.1] })
+                for (event, (payload, metadata)) in zip(batch, texts) {
+                    output += event.jsonLine(payload: try await renderer.render(payload), metadata: try await renderer.render(metadata)) + "\n"
+                }
                 print(output, terminator: "")
                 cursor = last.cursor
                 remaining -= batch.count
@@ -83,14 +94,14 @@ struct EventsCommand: AsyncParsableCommand {
 }
 
 extension RecordedEvent {
-    /// One JSON object on one line; the payload is embedded as stored.
-    var jsonLine: String {
+    /// One JSON object on one line, with the payload and metadata as given (rendered).
+    func jsonLine(payload: String, metadata: String) -> String {
         let recorded = recordedAt.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
         let envelope = self.envelope
         return "{\"cursor\":\"\(cursor)\",\"position\":\(position),\"stream\":\(JSONText.quote(envelope.stream.id)),"
             + "\"streamType\":\(JSONText.quote(envelope.stream.type)),\"realm\":\(JSONText.quote(envelope.stream.realm)),"
             + "\"version\":\(envelope.streamVersion),\"type\":\(JSONText.quote(envelope.type)),\"revision\":\(envelope.revision),"
-            + "\"recordedAt\":\"\(recorded)\",\"metadata\":\(envelope.metadata.jsonText),"
-            + "\"payload\":\(String(decoding: envelope.payload, as: UTF8.self))}"
+            + "\"recordedAt\":\"\(recorded)\",\"metadata\":\(metadata),"
+            + "\"payload\":\(payload)}"
     }
 }

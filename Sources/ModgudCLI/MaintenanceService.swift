@@ -61,5 +61,12 @@ struct MaintenanceService: Service {
         } catch {
             logger.warning("client IP retention failed", metadata: ["error": "\(error)"])
         }
+        do {
+            if let shredded = try await core.vault?.shredAbandoned(before: Date().addingTimeInterval(-PersonalDataVault.abandonedAfter)), shredded > 0 {
+                logger.info("keys of registrations never completed shredded", metadata: ["keys": "\(shredded)"])
+            }
+        } catch {
+            logger.warning("abandoned registration cleanup failed", metadata: ["error": "\(error)"])
+        }
     }
 }

@@ -13,6 +13,7 @@ struct Modgud: AsyncParsableCommand {
             ClientCommand.self,
             UserCommand.self,
             AuditCommand.self,
+            PrivacyCommand.self,
             MailCommand.self,
             MigrateCommand.self,
             EventsCommand.self,

@@ -22,6 +22,10 @@ struct ServeCommand: AsyncParsableCommand {
             options: .init(maxConnections: settings.poolSize, waitObserver: MetricsExposition.poolWaitObserver()))
         _ = try await DatabaseStartup.migrateWhenReachable(pool, logger: Logger(label: "modgud"))
         let core = try ModgudCore(pool: pool, masterKey: masterKey)
+        if (try? await LegacySealer.pending(pool: pool)) == true {
+            Logger(label: "modgud").warning(
+                "events written before personal data was sealed hold addresses in plaintext: run `modgud privacy seal-legacy --apply`")
+        }
         try await Server.run(
             core: core,
             settings: .init(

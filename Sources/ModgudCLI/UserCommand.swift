@@ -6,7 +6,7 @@ import ModgudService
 struct UserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user", abstract: "Inspect users and end their sessions.",
-        subcommands: [Create.self, List.self, Show.self, Disable.self, Enable.self, LogoutEverywhere.self, Delete.self, TOTPEnable.self, TOTPDisable.self, Passkeys.self, RevokePasskey.self])
+        subcommands: [Create.self, List.self, Show.self, Disable.self, Enable.self, LogoutEverywhere.self, Delete.self, Erase.self, TOTPEnable.self, TOTPDisable.self, Passkeys.self, RevokePasskey.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -23,7 +23,7 @@ struct UserCommand: AsyncParsableCommand {
                 try await $0.admin.createUser(
                     realm: realm, email: email, firstName: firstName, lastName: lastName, username: username, metadata: $0.metadata)
             }
-            print("\(user.id?.uuidString.lowercased() ?? "")\t\(user.email?.value ?? "")\t\(user.status.rawValue)")
+            print("\(user.id.uuidString.lowercased())\t\(user.email ?? "")\t\(user.status)")
         }
     }
 
@@ -34,7 +34,7 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             for user in try await AdminContext.run(database, { try await $0.admin.users(realm: realm) }) {
-                print("\(user.id.uuidString.lowercased())\t\(user.email)\t\(user.status)")
+                print("\(user.id.uuidString.lowercased())\t\(user.email ?? "[erased]")\t\(user.status)")
             }
         }
     }
@@ -46,13 +46,14 @@ struct UserCommand: AsyncParsableCommand {
         @Argument(help: "Email or user id.") var user: String
 
         func run() async throws {
-            let (id, state) = try await AdminContext.run(database) { context in
+            let (id, state, profile) = try await AdminContext.run(database) { context in
                 guard let id = try await context.admin.findUser(realm: realm, user) else { throw CommandError("no such user") }
-                return (id, try await context.admin.core.user(realm: realm, id: id))
+                let (state, profile) = try await context.admin.profile(realm: realm, userID: id)
+                return (id, state, profile)
             }
             print("user         \(id.uuidString.lowercased())")
-            print("email        \(state.email?.value ?? "-") (\(state.emailConfirmed ? "confirmed" : "unconfirmed"))")
-            print("name         \([state.firstName, state.lastName].compactMap { $0 }.joined(separator: " "))")
+            print("email        \(profile.email ?? (state.status == .erased ? "[erased]" : "-")) (\(state.emailConfirmed ? "confirmed" : "unconfirmed"))")
+            print("name         \(profile.displayName)")
             print("status       \(state.status.rawValue)")
             print("two-factor   \(state.encryptedTOTPSecret == nil ? "off" : "on")")
         }
@@ -95,6 +96,32 @@ struct UserCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Delete a user (sessions end; the email becomes free).")
         @OptionGroup var target: Target
         func run() async throws { try await target.apply(.delete) }
+    }
+
+    struct Erase: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Erase a user (GDPR Article 17): sessions and passkeys end, the data key is shredded, the address becomes free.",
+            discussion: """
+                USER is an id or an address; an address also erases its pending registrations. The history stays \
+                (event types and times); every address and name in it becomes unreadable. Running it again is harmless.
+                """)
+        @OptionGroup var database: DatabaseOptions
+        @Argument var realm: String
+        @Argument(help: "Email or user id.") var user: String
+
+        func run() async throws {
+            let outcome = try await AdminContext.run(database) { context in
+                try await context.admin.eraseUser(realm: realm, user, metadata: context.metadata)
+            }
+            print(
+                """
+                user         \(outcome.userID?.uuidString.lowercased() ?? "-") \(outcome.erasedNow ? "erased" : "was erased already")
+                families     \(outcome.familiesRevoked) revoked
+                passkeys     \(outcome.passkeysDeleted) deleted
+                keys         \(outcome.keysShredded) shredded
+                mail         \(outcome.mailDeleted) queued messages deleted
+                """)
+        }
     }
 
     struct TOTPEnable: AsyncParsableCommand {

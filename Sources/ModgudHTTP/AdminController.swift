@@ -64,13 +64,32 @@ struct AdminController: Sendable {
                 let user = try await self.admin.createUser(
                     realm: realm, email: body.Email, firstName: body.FirstName, lastName: body.LastName, username: body.Username,
                     metadata: self.metadata(context))
-                return OAuthResponses.json(
-                    ["Id": user.id?.uuidString.lowercased() ?? "", "Email": user.email?.value ?? "", "Status": user.status.rawValue], status: .created)
+                return OAuthResponses.json(["Id": user.id.uuidString.lowercased(), "Email": user.email ?? "", "Status": user.status], status: .created)
             }
         }
         api.get("realms/:realm/users") { request, context in
             await self.handle(request, context) { realm in
-                Self.ok(try await self.admin.users(realm: realm).map { ["Id": $0.id.uuidString.lowercased(), "Email": $0.email, "Status": $0.status] }, found: true)
+                Self.ok(
+                    try await self.admin.users(realm: realm).map { ["Id": $0.id.uuidString.lowercased(), "Email": $0.email ?? "", "Status": $0.status] },
+                    found: true)
+            }
+        }
+        api.delete("realms/:realm/users/:user") { request, context in
+            let user = context.parameters.get("user") ?? ""
+            let erase = request.uri.queryParameters.get("erase")
+            return await self.handle(request, context) { realm in
+                switch erase {
+                case nil, "false":
+                    // DELETE without erasure is the delete action: the account ends, its data stays.
+                    guard let id = try await self.admin.findUser(realm: realm, user) else { throw AdminProblem("User.NotFound", "No such user.", status: 404) }
+                    let state = try await self.admin.apply(.delete, realm: realm, userID: id, metadata: self.metadata(context))
+                    return Self.ok(["Id": id.uuidString.lowercased(), "Status": state.status.rawValue], found: true)
+                case "true":
+                    let outcome = try await self.admin.eraseUser(realm: realm, user, metadata: self.metadata(context))
+                    return OAuthResponses.json(AdminPayloads.Erasure(outcome))
+                default:
+                    throw AdminProblem("Request.Invalid", "erase is true or false.")
+                }
             }
         }
         api.post("realms/:realm/users/:user/totp") { request, context in
@@ -250,7 +269,7 @@ struct AdminController: Sendable {
         } catch let problem as AdminProblem {
             return Problem.response(problem.title, status: problem.status, detail: problem.detail)
         } catch let error as DomainError {
-            let status = error.code.hasSuffix(".NotFound") ? 404 : (error.code.hasSuffix(".AlreadyExists") ? 409 : 400)
+            let status = error.code.hasSuffix(".NotFound") ? 404 : (error.code.hasSuffix(".AlreadyExists") || error.code.hasSuffix(".LegacyPlaintext") ? 409 : 400)
             return Problem.response(error.code, status: status, detail: error.message)
         } catch let error as EventStoreError {
             if case .inlineProjectionFailed(let projection, _) = error {

@@ -170,6 +170,27 @@ enum AdminPayloads {
             Scopes: settings?.allowedScopes.sorted(), Audiences: settings?.audiences.sorted(), RpId: settings?.rpID,
             AndroidOrigins: settings?.androidOrigins.sorted(), AccessTokenFormat: settings?.accessTokenFormat.rawValue)
     }
+
+    /// The answer to `DELETE /admin/api/realms/{r}/users/{u}?erase=true`.
+    struct Erasure: Encodable {
+        var Id: String?
+        var Status = "erased"
+        /// False when the user had been erased already (the call only finished what remained).
+        var ErasedNow: Bool
+        var FamiliesRevoked: Int
+        var PasskeysDeleted: Int
+        var KeysShredded: Int
+        var MailDeleted: Int
+
+        init(_ outcome: UserEraser.Outcome) {
+            Id = outcome.userID?.uuidString.lowercased()
+            ErasedNow = outcome.erasedNow
+            FamiliesRevoked = outcome.familiesRevoked
+            PasskeysDeleted = outcome.passkeysDeleted
+            KeysShredded = outcome.keysShredded
+            MailDeleted = outcome.mailDeleted
+        }
+    }
 }
 
 /// A refusal of the admin API: a problem with a named title.

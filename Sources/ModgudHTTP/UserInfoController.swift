@@ -40,11 +40,13 @@ struct UserInfoController: Sendable {
             let user = try await core.user(realm: realm.realmID, id: userID)
             let email = scopes.contains("email")
             let profile = scopes.contains("profile")
+            // Personal claims are opened for this answer only (issue 13).
+            let opened = email || profile ? try await core.vault.profile(of: user) : nil
             return OAuthResponses.json(
                 Claims(
-                    sub: subject, email: email ? user.email?.value : nil, emailVerified: email ? user.emailConfirmed : nil,
-                    givenName: profile ? user.firstName : nil, familyName: profile ? user.lastName : nil,
-                    preferredUsername: profile ? user.username : nil))
+                    sub: subject, email: email ? opened?.email : nil, emailVerified: email && opened?.email != nil ? user.emailConfirmed : nil,
+                    givenName: profile ? opened?.firstName : nil, familyName: profile ? opened?.lastName : nil,
+                    preferredUsername: profile ? opened?.username : nil))
         } catch RequestParsing.Failure.response(let response) {
             return response
         } catch {

@@ -132,37 +132,80 @@ public struct AdminService: Sendable {
 
     // MARK: Users
 
-    /// A user by id or by email.
+    /// A user by id or by email (deleted users by id only).
     public func findUser(realm: String, _ key: String) async throws -> UUID? {
         if let id = UUID(uuidString: key) { return id }
         guard let email = EmailAddress(key) else { return nil }
-        return try await core.pool.query(
-            "SELECT user_id FROM users WHERE realm_id = \(realm) AND email = \(email.value) AND status <> 'deleted'"
-        ).first?.decode(UUID.self, at: 0)
+        let vault = try core.requireVault()
+        return try await UserLookup.userID(realm: realm, email: email, index: vault.blindIndex(email.value, realm: realm), pool: core.pool)
+    }
+
+    /// A user as the admin API and CLI list them, the address opened.
+    public struct UserSummary: Sendable, Equatable {
+        public var id: UUID
+        /// nil once erased.
+        public var email: String?
+        public var status: String
     }
 
     /// Creates a confirmed user with no password, ready to sign in by email code or magic link
     /// (an invitation: the operator vouches for the address).
     public func createUser(
-        realm: String, email rawEmail: String, firstName: String? = nil, lastName: String? = nil, username: String? = nil, metadata: EventMetadata
-    ) async throws -> User.State {
+        realm: String, email rawEmail: String, firstName: String? = nil, lastName: String? = nil, username: String? = nil,
+        emailConfirmed: Bool = true, metadata: EventMetadata
+    ) async throws -> UserSummary {
         guard try await self.realm(realm).exists else { throw DomainError("Realm.NotFound", "No realm \(realm).") }
         guard let email = EmailAddress(rawEmail) else { throw DomainError("Email.Invalid", "The email address is not valid.") }
         if try await findUser(realm: realm, email.value) != nil {
             throw DomainError("User.AlreadyExists", "A user with this email address exists.")
         }
+        let vault = try core.requireVault()
         let id = UUID()
-        return try await core.users.actor(for: StreamNames.user(realm: realm, userID: id)).execute(
+        // The key (with the address's blind index) is stored first: the users projection
+        // copies the index from beside it. A registration that then fails leaves a key no
+        // user has, which maintenance removes (`PersonalDataVault.shredAbandoned`).
+        let key = try vault.newSubject(PersonalDataVault.userSubject(id), realm: realm, emailIndex: vault.blindIndex(email.value, realm: realm))
+        _ = try await core.pool.query(key.insert)
+        let state = try await core.users.actor(forNew: StreamNames.user(realm: realm, userID: id)).execute(
             .register(
-                id: id, email: email, emailConfirmed: true, username: username, firstName: firstName, lastName: lastName,
+                id: id, email: .sealed(try key.seal(email.value)), emailConfirmed: emailConfirmed, username: try key.seal(User.cleanName(username)),
+                firstName: try key.seal(User.cleanName(firstName)), lastName: try key.seal(User.cleanName(lastName)),
                 securityStamp: UUID().uuidString, via: "admin"), now: Date(), metadata: metadata
         ).state
+        return UserSummary(id: id, email: email.value, status: state.status.rawValue)
     }
 
-    public func users(realm: String, limit: Int = 1000) async throws -> [(id: UUID, email: String, status: String)] {
-        try await core.pool.query(
-            "SELECT user_id, email, status FROM users WHERE realm_id = \(realm) ORDER BY email LIMIT \(limit)"
-        ).rows.map { (try $0.decode(UUID.self, at: 0), try $0.decode(String.self, at: 1), try $0.decode(String.self, at: 2)) }
+    /// The realm's users, oldest first, addresses opened (each user's key comes with the row).
+    public func users(realm: String, limit: Int = 1000) async throws -> [UserSummary] {
+        let rows = try await core.pool.query(
+            """
+            SELECT u.user_id, u.email, u.status, k.sealed FROM users u
+            LEFT JOIN subject_keys k ON k.subject = 'user:' || u.user_id::text
+            WHERE u.realm_id = \(realm) ORDER BY u.registered_at, u.user_id LIMIT \(limit)
+            """
+        ).rows
+        var users: [UserSummary] = []
+        for row in rows {
+            let id = try row.decode(UUID.self, at: 0)
+            if let sealedKey = try row.decode(PQBytes?.self, at: 3) {
+                try core.vault?.adopt(sealedKey: sealedKey.bytes, subject: PersonalDataVault.userSubject(id))
+            }
+            let stored = try row.decode(String?.self, at: 1).map(PersonalText.init(stored:))
+            let email = try await core.vault?.open(stored) ?? stored.flatMap { if case .plain(let text) = $0 { text } else { nil } }
+            users.append(UserSummary(id: id, email: email, status: try row.decode(String.self, at: 2)))
+        }
+        return users
+    }
+
+    /// A user's personal fields, opened.
+    public func profile(realm: String, userID: UUID) async throws -> (state: User.State, profile: UserProfile) {
+        let state = try await core.user(realm: realm, id: userID)
+        return (state, try await core.vault.profile(of: state))
+    }
+
+    /// Erases a user by id or address (`UserEraser`).
+    public func eraseUser(realm: String, _ key: String, metadata: EventMetadata) async throws -> UserEraser.Outcome {
+        try await UserEraser(core: core).erase(realm: realm, key, metadata: metadata)
     }
 
     public enum UserAction: String, CaseIterable, Sendable {

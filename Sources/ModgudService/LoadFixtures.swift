@@ -17,23 +17,23 @@ public struct LoadFixtures: Sendable {
     /// grant); returns the code.
     public func registrationCode(email: EmailAddress, realm: String, metadata: EventMetadata) async throws -> String {
         let secrets = try requireSecrets()
+        let service = try core.emailSignIn()
         let code = OneTimeCode.generate()
         let time = core.now()
-        let issued = ChallengeIssued(
-            challengeID: UUID(), purpose: .registrationCode, email: email, secretHash:
-                secrets.codes.hash(code, for: EmailSignInService.codeBinding(realm: realm, email: email)),
-            issuedAt: time, expiresAt: time + EmailSignInService.codeLifetime)
-        _ = try await core.challenges.actor(for: StreamNames.emailCodes(realm: realm, email: email))
-            .execute(.issue(issued, cooldown: EmailSignInService.resendCooldown), now: time, metadata: metadata)
+        let pending = try service.registrationChallenge(
+            email: email, index: service.vault.blindIndex(email.value, realm: realm), realm: realm,
+            secretHash: secrets.codes.hash(code, for: EmailSignInService.codeBinding(realm: realm, email: email)), time: time)
+        _ = try await core.challenges.actor(for: service.codeStream(realm: realm, email: email, day: time))
+            .execute(.issue(pending.issued, cooldown: EmailSignInService.resendCooldown), now: time, metadata: metadata, extra: { _ in [pending.keyInsert] })
         return code
     }
 
     /// A magic link for an existing, confirmed user; returns the link's token.
-    public func magicLink(userID: UUID, email: EmailAddress, realm: String, metadata: EventMetadata) async throws -> String {
+    public func magicLink(userID: UUID, realm: String, metadata: EventMetadata) async throws -> String {
         let token = OpaqueToken.generate()
         let time = core.now()
         let issued = ChallengeIssued(
-            challengeID: UUID(), purpose: .magicLink, email: email, userID: userID, secretHash: token.hash, issuedAt: time,
+            challengeID: UUID(), purpose: .magicLink, userID: userID, secretHash: token.hash, issuedAt: time,
             expiresAt: time + EmailSignInService.linkLifetime)
         _ = try await core.challenges.actor(for: StreamNames.magicLinks(realm: realm, userID: userID))
             .execute(.issue(issued, cooldown: EmailSignInService.resendCooldown), now: time, metadata: metadata)

@@ -51,7 +51,8 @@ public struct ModgudCore: Sendable {
         families = AggregateRegistry(store: store)
         keys = SigningKeyRing(pool: pool, sealer: try masterKey.map { try KeySealer(masterKey: $0) }, realms: realms)
         realmDirectory = RealmDirectory(pool: pool)
-        tokenService = TokenService(pool: pool, families: families, users: users, minter: TokenMinter(keys: keys), realms: realmDirectory, now: now)
+        tokenService = TokenService(
+            pool: pool, families: families, users: users, minter: TokenMinter(keys: keys), realms: realmDirectory, vault: vault, now: now)
         clientAuthenticator = ClientAuthenticator(pool: pool)
         challenges = AggregateRegistry(store: store)
         ceremonies = AggregateRegistry(store: store)
@@ -69,13 +70,14 @@ public struct ModgudCore: Sendable {
     public func emailSignIn() throws -> EmailSignInService {
         let doorbell = mailDoorbell
         return EmailSignInService(
-            pool: pool, challenges: challenges, users: users, secrets: try requireSecrets(), limiter: rateLimiter, tokenService: tokenService,
+            pool: pool, challenges: challenges, users: users, secrets: try requireSecrets(), vault: try requireVault(), limiter: rateLimiter,
+            tokenService: tokenService,
             mailEnqueued: { doorbell.ring() }, now: now)
     }
 
     /// TOTP enrollment. Needs the master key.
     public func totpEnrollment() throws -> TOTPEnrollment {
-        TOTPEnrollment(users: users, secrets: try requireSecrets(), now: now)
+        TOTPEnrollment(users: users, secrets: try requireSecrets(), vault: vault, now: now)
     }
 
     /// The outbox dispatcher of this instance, woken at once by this instance's requests.
@@ -85,6 +87,11 @@ public struct ModgudCore: Sendable {
         MailDispatcher(
             outbox: MailOutbox(pool: pool, secrets: try requireSecrets()), transport: transport, settings: settings,
             logger: Logger(label: "modgud.mail"), doorbell: mailDoorbell)
+    }
+
+    func requireVault() throws -> PersonalDataVault {
+        guard let vault else { throw MasterKeyMissing() }
+        return vault
     }
 
     private func requireSecrets() throws -> ServerSecrets {
@@ -100,7 +107,10 @@ public struct ModgudCore: Sendable {
             keys.invalidatePublished(realm: id)
         case .client(let realm, let id):
             clientAuthenticator.invalidate(realm: realm, clientID: id)
+        case .subject(let subject):
+            vault?.forget(subject)
         case nil:
+            vault?.forgetAll()
             realmDirectory.invalidate(realm: nil)
             keys.invalidatePublished(realm: nil)
             clientAuthenticator.invalidate(realm: "", clientID: nil)

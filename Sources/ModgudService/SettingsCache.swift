@@ -45,6 +45,14 @@ public final class SettingsCache<Key: Hashable & Sendable, Value: Sendable>: Sen
         return loaded
     }
 
+    /// Stores a value known without loading it (a key just made).
+    public func store(_ value: Value, for key: Key) {
+        state.withLock { state in
+            if state.entries.count >= capacity { state.entries.removeAll() }
+            state.entries[key] = Entry(value: value, loadedAt: ContinuousClock.now, generation: state.generation)
+        }
+    }
+
     public func invalidate(_ key: Key) {
         state.withLock { state in
             state.generation += 1

@@ -49,6 +49,8 @@ public struct SettingsChangeListener: Sendable {
 public enum SettingsChange: Sendable, Equatable {
     case realm(String)
     case client(realm: String, id: String)
+    /// A personal-data subject was erased: its key must not be used from any cache.
+    case subject(String)
 
     /// Parses a notification payload; nil for one this version does not know.
     public init?(payload: String) {
@@ -56,6 +58,7 @@ public enum SettingsChange: Sendable, Equatable {
         switch (parts.first, parts.count) {
         case ("realm", 2): self = .realm(parts[1])
         case ("client", 3): self = .client(realm: parts[1], id: parts[2])
+        case ("subject", 2): self = .subject(parts[1])
         default: return nil
         }
     }
@@ -64,6 +67,7 @@ public enum SettingsChange: Sendable, Equatable {
         switch self {
         case .realm(let id): "realm \(id)"
         case .client(let realm, let id): "client \(realm) \(id)"
+        case .subject(let subject): "subject \(subject)"
         }
     }
 }

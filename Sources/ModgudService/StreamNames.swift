@@ -22,13 +22,12 @@ public enum StreamNames {
         StreamRef(type: TokenFamily.streamType, key: familyID.uuidString.lowercased(), realm: realm)
     }
 
-    /// The sign-in and registration codes of one address: one stream, so the cooldown and
-    /// "a new code voids the old" hold across both purposes. Keyed by a hash of the address
-    /// (the address itself is in the issuing event, not in every stream id).
-    public static func emailCodes(realm: String, email: EmailAddress) -> StreamRef {
-        let digest = SHA256.hash(data: Array("\(realm)\u{0}\(email.value)".utf8))
-        let key = digest.prefix(16).map { String(format: "%02x", $0) }.joined()
-        return StreamRef(type: EmailChallenge.streamType, key: "code.\(key)", realm: realm)
+    /// The sign-in and registration codes of one address on one UTC day: one stream, so the
+    /// cooldown and "a new code voids the old" hold across both purposes. Keyed by
+    /// `PersonalDataVault.codeStreamKey` (a keyed hash of the address and the day: no address,
+    /// and no link between days).
+    public static func emailCodes(realm: String, key: String) -> StreamRef {
+        StreamRef(type: EmailChallenge.streamType, key: "code.\(key)", realm: realm)
     }
 
     /// The magic links of one user.

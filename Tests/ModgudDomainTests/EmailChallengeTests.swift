@@ -3,10 +3,8 @@ import ModgudDomain
 import XCTest
 
 final class EmailChallengeTests: XCTestCase {
-    let email = EmailAddress("ada@example.com")!
-
     func issued(_ hash: String, at time: Date) -> ChallengeIssued {
-        ChallengeIssued(challengeID: UUID(), purpose: .loginCode, email: email, userID: UUID(), secretHash: hash, issuedAt: time, expiresAt: time + 600)
+        ChallengeIssued(challengeID: UUID(), purpose: .loginCode, userID: UUID(), secretHash: hash, issuedAt: time, expiresAt: time + 600)
     }
 
     func run(_ command: EmailChallenge.Command, _ state: EmailChallenge.State, at time: Date) throws -> EmailChallenge.State {
@@ -63,7 +61,7 @@ final class EmailChallengeTests: XCTestCase {
 
     func testAWrongMagicTokenWritesNothing() throws {
         let link = ChallengeIssued(
-            challengeID: UUID(), purpose: .magicLink, email: email, userID: UUID(), secretHash: "t", issuedAt: now, expiresAt: now + 900)
+            challengeID: UUID(), purpose: .magicLink, userID: UUID(), secretHash: "t", issuedAt: now, expiresAt: now + 900)
         let state = try run(.issue(link, cooldown: 120), EmailChallenge.initialState, at: now)
         for _ in 0..<5 {
             XCTAssertRefused("Challenge.Invalid") { _ = try EmailChallenge.decide(.redeem(presentedHash: "guess"), state: state, now: now + 1) }

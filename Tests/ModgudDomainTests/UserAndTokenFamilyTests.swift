@@ -9,15 +9,18 @@ final class UserTests: XCTestCase {
     func registered() throws -> User.State {
         try User.decide(
             .register(
-                id: id, email: EmailAddress("  Ada@Example.COM ")!, emailConfirmed: true, username: nil, firstName: " Ada ",
-                lastName: nil, securityStamp: "s1", via: "otp"), state: User.initialState, now: now
+                id: id, email: .plain(EmailAddress("  Ada@Example.COM ")!.value), emailConfirmed: true, username: nil,
+                firstName: User.cleanName(" Ada ").map(PersonalText.plain), lastName: nil, securityStamp: "s1", via: "otp"),
+                state: User.initialState, now: now
         ).reduce(User.initialState, User.evolve)
     }
 
     func testRegistrationNormalizesEmailAndNames() throws {
         let state = try registered()
-        XCTAssertEqual(state.email?.value, "ada@example.com")
-        XCTAssertEqual(state.firstName, "Ada")
+        XCTAssertEqual(state.email, .plain("ada@example.com"))
+        XCTAssertEqual(state.firstName, .plain("Ada"))
+        XCTAssertNil(User.cleanName("   "))
+        XCTAssertEqual(User.cleanName(String(repeating: "x", count: 300))?.count, 200)
         XCTAssertTrue(state.canSignIn)
         XCTAssertNil(EmailAddress("no-at-sign"))
         XCTAssertNil(EmailAddress("a@b"))
@@ -53,7 +56,10 @@ final class UserTests: XCTestCase {
         var state = try registered()
         state = try User.decide(.enableTOTP(encryptedSecret: "ciphertext"), state: state, now: now).reduce(state, User.evolve)
         XCTAssertRefused("TOTP.AlreadyEnabled") { _ = try User.decide(.enableTOTP(encryptedSecret: "x"), state: state, now: now) }
-        XCTAssertEqual(try User.decide(.changeProfile(username: nil, firstName: "Ada", lastName: nil), state: state, now: now), [])
+        // Sealed names differ on every sealing, so the domain cannot see "unchanged": it records.
+        XCTAssertEqual(
+            try User.decide(.changeProfile(username: nil, firstName: .plain("Ada"), lastName: nil), state: state, now: now),
+            [.profileChanged(UserProfileChanged(username: nil, firstName: .plain("Ada"), lastName: nil))])
         state = try User.decide(.disableTOTP, state: state, now: now).reduce(state, User.evolve)
         XCTAssertNil(state.encryptedTOTPSecret)
     }
@@ -208,12 +214,12 @@ final class EventRoundTripTests: XCTestCase {
         let user: [UserEvent] = [
             .registered(
                 UserRegistered(
-                    userID: UUID(), email: EmailAddress("a@b.co")!, emailConfirmed: true, username: "u", firstName: nil, lastName: "L",
-                    securityStamp: "s", via: "admin")),
-            .profileChanged(UserProfileChanged(username: nil, firstName: "F", lastName: nil)), .emailConfirmed(UserEmailConfirmed()),
+                    userID: UUID(), email: .sealed(SealedText(box: [1, 2, 3], subject: "user:x")), emailConfirmed: true, username: .plain("u"),
+                    firstName: nil, lastName: .plain("L"), securityStamp: "s", via: "admin")),
+            .profileChanged(UserProfileChanged(username: nil, firstName: .plain("F"), lastName: nil)), .emailConfirmed(UserEmailConfirmed()),
             .totpEnabled(UserTOTPEnabled(encryptedSecret: "c")), .totpDisabled(UserTOTPDisabled()),
             .securityStampRotated(UserSecurityStampRotated(securityStamp: "s2", reason: .logoutEverywhere)), .disabled(UserDisabled()),
-            .enabled(UserEnabled()), .deleted(UserDeleted()),
+            .enabled(UserEnabled()), .deleted(UserDeleted()), .erased(UserErased()),
             .totpEnrollmentStarted(UserTOTPEnrollmentStarted(encryptedSecret: "p")), .totpStepAccepted(UserTOTPStepAccepted(step: 59_000_000)),
         ]
         for event in user { XCTAssertEqual(try roundTrip(event), event) }
@@ -228,8 +234,8 @@ final class EventRoundTripTests: XCTestCase {
         let challenge: [EmailChallengeEvent] = [
             .issued(
                 ChallengeIssued(
-                    challengeID: UUID(), purpose: .registrationCode, email: EmailAddress("a@b.co")!, firstName: "F", secretHash: "h", issuedAt: now,
-                    expiresAt: now + 600)),
+                    challengeID: UUID(), purpose: .registrationCode, email: .sealed(SealedText(box: [9], subject: "user:r")), registrantID: UUID(),
+                    firstName: .plain("F"), secretHash: "h", issuedAt: now, expiresAt: now + 600)),
             .attemptFailed(ChallengeAttemptFailed(challengeID: UUID(), attempts: 2, reason: .wrongSecondFactor)),
             .burned(ChallengeBurned(challengeID: UUID())), .consumed(ChallengeConsumed(challengeID: UUID())),
         ]

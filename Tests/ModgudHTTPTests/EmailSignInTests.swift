@@ -52,7 +52,9 @@ final class EmailSignInTests: XCTestCase {
             XCTAssertEqual(usersAfterRedeem, 1)
             let user = try await harness.core.user(realm: "dev", id: try XCTUnwrap(UUID(uuidString: claims.sub.value)))
             XCTAssertTrue(user.emailConfirmed)
-            XCTAssertEqual(user.firstName, "Grace", "the names submitted with the request are kept")
+            XCTAssertNotNil(user.firstName?.sealed, "names are sealed under the user's key (issue 13)")
+            let opened = try await harness.core.vault.profile(of: user)
+            XCTAssertEqual(opened.firstName, "Grace", "the names submitted with the request are kept")
 
             // The same address again, after the cooldown: now a login code for the user.
             harness.clock.advance(121)

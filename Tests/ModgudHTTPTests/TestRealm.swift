@@ -13,10 +13,8 @@ enum TestRealm {
         _ = try await admin.createClient(
             realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "offline_access"]),
             metadata: .init())
-        let id = UUID()
-        return try await core.users.actor(for: StreamNames.user(realm: "dev", userID: id)).execute(
-            .register(id: id, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
-                securityStamp: "s", via: "otp"), now: Date(), metadata: .init()).state
+        let id = try await AdminService(core: core).createUser(realm: "dev", email: "ada@example.com", metadata: .init()).id
+        return try await core.user(realm: "dev", id: id)
     }
 
     /// One sign-in of `user` with client `app` (scope openid offline_access).

@@ -27,10 +27,8 @@ final class TokenEndpointTests: XCTestCase {
         let (secret, hash) = ClientAuthenticator.generateSecret()
         serviceSecret = secret
         try await register("svc", ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["api"]), secretHash: hash)
-        let id = UUID()
-        user = try await core.users.actor(for: StreamNames.user(realm: "dev", userID: id)).execute(
-            .register(id: id, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: nil, firstName: "Ada", lastName: nil,
-                securityStamp: "s1", via: "otp"), now: Date(), metadata: .none).state
+        let id = try await AdminService(core: core).createUser(realm: "dev", email: "ada@example.com", firstName: "Ada", metadata: .init()).id
+        user = try await core.user(realm: "dev", id: id)
     }
 
     override func tearDown() async throws {
@@ -226,10 +224,8 @@ final class TwoInstanceTests: XCTestCase {
         _ = try await admin.createClient(
             realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["offline_access"]),
             metadata: .init())
-        let id = UUID()
-        let user = try await first.users.actor(for: StreamNames.user(realm: "dev", userID: id)).execute(
-            .register(id: id, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
-                securityStamp: "s", via: "otp"), now: Date(), metadata: .init()).state
+        let id = try await AdminService(core: first).createUser(realm: "dev", email: "ada@example.com", metadata: .init()).id
+        let user = try await first.user(realm: "dev", id: id)
         let app = try await first.clientAuthenticator.authenticate(realm: "dev", clientID: "app", secret: nil)
         let tokens = try await first.tokenService.signIn(
             client: app, user: user, grantType: .otp, scope: "offline_access", resources: [], amr: ["otp"], issuer: "https://localhost", metadata: .init())

@@ -54,10 +54,8 @@ final class AdminServiceTests: XCTestCase {
         let clients = try await admin.clients(realm: "demo").map(\.id)
         XCTAssertEqual(clients, ["app", "svc"])
 
-        let id = UUID()
-        let user = try await core.users.actor(for: StreamNames.user(realm: "demo", userID: id)).execute(
-            .register(id: id, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
-                securityStamp: "s1", via: "otp"), now: now, metadata: metadata).state
+        let id = try await AdminService(core: core).createUser(realm: "demo", email: "ada@example.com", metadata: .init()).id
+        let user = try await core.user(realm: "demo", id: id)
         let foundByEmail = try await admin.findUser(realm: "demo", "ADA@example.com")
         XCTAssertEqual(foundByEmail, id)
         let app = try await core.clientAuthenticator.authenticate(realm: "demo", clientID: "app", secret: nil)

@@ -66,7 +66,7 @@ final class AggregateActorTests: XCTestCase {
         let email = EmailAddress("ada@example.com")!
         func register(_ id: UUID) async throws {
             _ = try await instance.user(id).execute(
-                .register(id: id, email: email, emailConfirmed: true, username: nil, firstName: nil, lastName: nil, securityStamp: "s", via: "admin"),
+                .register(id: id, email: .plain(email.value), emailConfirmed: true, username: nil, firstName: nil, lastName: nil, securityStamp: "s", via: "admin"),
                 now: now, metadata: .none)
         }
         let first = UUID()

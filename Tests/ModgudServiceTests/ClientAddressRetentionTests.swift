@@ -25,7 +25,7 @@ final class ClientAddressRetentionTests: XCTestCase {
         let id = UUID()
         let stream = StreamNames.user(realm: "r", userID: id)
         _ = try await core.users.actor(for: stream).execute(
-            .register(id: id, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
+            .register(id: id, email: .plain("ada@example.com"), emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
                 securityStamp: "s", via: "otp"),
             now: clock.now(), metadata: EventMetadata(actor: "user:x", clientIP: "203.0.113.5"))
 

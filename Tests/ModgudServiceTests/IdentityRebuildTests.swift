@@ -25,8 +25,8 @@ final class IdentityRebuildTests: XCTestCase {
         for index in 0..<5 {
             let id = UUID()
             _ = try await instance.user(id).execute(
-                .register(id: id, email: EmailAddress("u\(index)@example.com")!, emailConfirmed: index % 2 == 0, username: nil,
-                    firstName: "F\(index)", lastName: nil, securityStamp: "s", via: "otp"), now: now, metadata: .none)
+                .register(id: id, email: .plain("u\(index)@example.com"), emailConfirmed: index % 2 == 0, username: nil,
+                    firstName: .plain("F\(index)"), lastName: nil, securityStamp: "s", via: "otp"), now: now, metadata: .none)
             if index == 3 { _ = try await instance.user(id).execute(.disable(newStamp: "s2"), now: now, metadata: .none) }
             let family = UUID()
             _ = try await instance.family(family).execute(

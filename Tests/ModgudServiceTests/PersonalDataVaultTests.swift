@@ -1,4 +1,5 @@
 import Foundation
+import ModgudDomain
 import ModgudService
 import PQ
 import PostgresTestSupport

@@ -21,7 +21,7 @@ final class TokenFamilyServiceTests: XCTestCase {
             now: now, metadata: .none)
         _ = try await instance.user(userID).execute(
             .register(
-                id: userID, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
+                id: userID, email: .plain("ada@example.com"), emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
                 securityStamp: "s1", via: "admin"), now: now, metadata: .none)
         let started = TokenFamilyStarted(
             familyID: familyID, clientID: "app", userID: userID, scopes: ["openid", "offline_access"], audiences: ["app"],

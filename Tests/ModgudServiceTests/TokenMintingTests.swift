@@ -28,8 +28,8 @@ final class TokenMintingTests: XCTestCase {
     func user() throws -> User.State {
         let id = UUID()
         return try User.decide(
-            .register(id: id, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: "ada", firstName: "Ada",
-                lastName: "Lovelace", securityStamp: "s", via: "otp"), state: User.initialState, now: now
+            .register(id: id, email: .plain("ada@example.com"), emailConfirmed: true, username: .plain("ada"), firstName: .plain("Ada"),
+                lastName: .plain("Lovelace"), securityStamp: "s", via: "otp"), state: User.initialState, now: now
         ).reduce(User.initialState, User.evolve)
     }
 
@@ -37,7 +37,9 @@ final class TokenMintingTests: XCTestCase {
         -> TokenMinter.Request
     {
         TokenMinter.Request(
-            realm: "demo", issuer: "https://login.demo.test", clientID: "app", format: format, user: user, scopes: scopes,
+            realm: "demo", issuer: "https://login.demo.test", clientID: "app", format: format, user: user,
+            profile: user.map { _ in UserProfile(email: "ada@example.com", emailConfirmed: true, username: "ada", firstName: "Ada", lastName: "Lovelace") },
+            scopes: scopes,
             audiences: ["app", "https://api.demo.test"], authTime: Date(), amr: ["otp"], accessLifetime: 900, refreshLifetime: 14 * 86400)
     }
 

@@ -19,7 +19,8 @@ final class TokenServiceTests: XCTestCase {
         database = try await TestDatabase.create(maxConnections: 20)
         instance = IdentityInstance(pool: database.pool)
         let ring = SigningKeyRing(pool: database.pool, sealer: try KeySealer(masterKey: Array(repeating: 1, count: 32)), realms: instance.realms)
-        service = TokenService(pool: database.pool, families: instance.families, users: instance.users, minter: TokenMinter(keys: ring), realms: RealmDirectory(pool: database.pool))
+        service = TokenService(pool: database.pool, families: instance.families, users: instance.users, minter: TokenMinter(keys: ring),
+            realms: RealmDirectory(pool: database.pool), vault: try PersonalDataVault(pool: database.pool, masterKey: Array(repeating: 1, count: 32)))
         authenticator = ClientAuthenticator(pool: database.pool)
         _ = try await instance.realm("demo").execute(.create(id: "demo", settings: demoSettings), now: now, metadata: .none)
         try await ring.rotate(realm: "demo", now: now, metadata: .none)
@@ -33,7 +34,7 @@ final class TokenServiceTests: XCTestCase {
         try await register("svc", ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["api"]), secretHash: hash)
         let id = UUID()
         user = try await instance.user(id).execute(
-            .register(id: id, email: EmailAddress("ada@example.com")!, emailConfirmed: true, username: nil, firstName: "Ada", lastName: nil,
+            .register(id: id, email: .plain("ada@example.com"), emailConfirmed: true, username: nil, firstName: .plain("Ada"), lastName: nil,
                 securityStamp: "s1", via: "otp"), now: now, metadata: .none).state
     }
 

@@ -58,14 +58,8 @@ struct LoadFixtureSet: Sendable {
 
     /// A confirmed user with a fresh random address.
     func user(_ label: String) async throws -> (id: UUID, email: EmailAddress) {
-        let id = UUID()
-        let email = EmailAddress("\(label)-\(id.uuidString.lowercased())@bench.load.test")!
-        _ = try await core.users.actor(for: StreamNames.user(realm: Self.realmID, userID: id)).execute(
-            .register(
-                id: id, email: email, emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
-                securityStamp: UUID().uuidString, via: "admin"),
-            now: Date(), metadata: metadata)
-        return (id, email)
+        let email = EmailAddress("\(label)-\(UUID().uuidString.lowercased())@bench.load.test")!
+        return (try await AdminService(core: core).createUser(realm: Self.realmID, email: email.value, metadata: metadata).id, email)
     }
 
     /// Signed-in sessions of the app client: one refresh token each.
@@ -105,8 +99,8 @@ struct LoadFixtureSet: Sendable {
     func magicLinks(_ count: Int) async throws -> [(userID: String, token: String)] {
         let fixtures = LoadFixtures(core: core)
         return try await Self.concurrently(count) { _ in
-            let (id, email) = try await user("magic")
-            return (id.uuidString.lowercased(), try await fixtures.magicLink(userID: id, email: email, realm: Self.realmID, metadata: metadata))
+            let (id, _) = try await user("magic")
+            return (id.uuidString.lowercased(), try await fixtures.magicLink(userID: id, realm: Self.realmID, metadata: metadata))
         }
     }
 

@@ -21,13 +21,9 @@ struct SessionsCommand: AsyncParsableCommand {
             let core = context.admin.core
             let client = try await core.clientAuthenticator.authenticate(realm: realm, clientID: self.client, secret: nil)
             for index in 0..<count {
-                let id = UUID()
-                let user = try await core.users.actor(for: StreamNames.user(realm: realm, userID: id)).execute(
-                    .register(
-                        id: id, email: EmailAddress("load-\(index)-\(id.uuidString.prefix(8).lowercased())@example.com")!, emailConfirmed: true,
-                        username: nil, firstName: nil, lastName: nil, securityStamp: UUID().uuidString, via: "admin"),
-                    now: Date(), metadata: context.metadata
-                ).state
+                let email = "load-\(index)-\(UUID().uuidString.prefix(8).lowercased())@example.com"
+                let created = try await context.admin.createUser(realm: realm, email: email, metadata: context.metadata)
+                let user = try await core.user(realm: realm, id: created.id)
                 let tokens = try await core.tokenService.signIn(
                     client: client, user: user, grantType: .otp, scope: scope, resources: [], amr: ["otp"], issuer: "https://\(realm)",
                     metadata: context.metadata)

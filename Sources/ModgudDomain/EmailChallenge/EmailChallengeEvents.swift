@@ -12,28 +12,38 @@ public enum ChallengePurpose: String, Codable, Hashable, Sendable {
 }
 
 /// challenge.issued: a code or link went out. Only its hash is kept.
+///
+/// Personal data (issue 13): a login code or magic link names its user and carries no address.
+/// A registration code carries the address and names sealed under the key of the user it will
+/// create (`registrantID`, chosen now), so the registration copies them unopened and erasing
+/// that address shreds them with the rest.
 public struct ChallengeIssued: DomainEvent, Equatable {
     public static let eventType = "challenge.issued"
     public var challengeID: UUID
     public var purpose: ChallengePurpose
-    public var email: EmailAddress
+    /// Registration codes only (and every legacy event, plain).
+    public var email: PersonalText?
     public var userID: UUID?
+    /// The id the user gets when a registration code is redeemed; its key seals the fields.
+    public var registrantID: UUID?
     /// The names submitted with a registration request, kept for the user it creates.
-    public var username: String?
-    public var firstName: String?
-    public var lastName: String?
+    public var username: PersonalText?
+    public var firstName: PersonalText?
+    public var lastName: PersonalText?
     public var secretHash: String
     public var issuedAt: Date
     public var expiresAt: Date
 
     public init(
-        challengeID: UUID, purpose: ChallengePurpose, email: EmailAddress, userID: UUID? = nil, username: String? = nil, firstName: String? = nil, lastName: String? = nil,
+        challengeID: UUID, purpose: ChallengePurpose, email: PersonalText? = nil, userID: UUID? = nil,
+        registrantID: UUID? = nil, username: PersonalText? = nil, firstName: PersonalText? = nil, lastName: PersonalText? = nil,
         secretHash: String, issuedAt: Date, expiresAt: Date
     ) {
         self.challengeID = challengeID
         self.purpose = purpose
         self.email = email
         self.userID = userID
+        self.registrantID = registrantID
         self.username = username
         self.firstName = firstName
         self.lastName = lastName

@@ -92,6 +92,8 @@ public enum RevocationReason: String, Codable, Hashable, Sendable {
     case stamp
     /// An administrator revoked it.
     case admin
+    /// The user was erased (issue 13).
+    case erased
 }
 
 /// token_family.revoked: every token of the family is dead.

@@ -5,16 +5,17 @@ public enum User: Aggregate {
     public static let streamType = "user"
 
     public enum Status: String, Codable, Sendable {
-        case active, disabled, deleted
+        case active, disabled, deleted, erased
     }
 
     public struct State: Sendable, Equatable {
         public var id: UUID?
-        public var email: EmailAddress?
+        /// Sealed under the user's data key (legacy events: plain); nil once erased.
+        public var email: PersonalText?
         public var emailConfirmed = false
-        public var username: String?
-        public var firstName: String?
-        public var lastName: String?
+        public var username: PersonalText?
+        public var firstName: PersonalText?
+        public var lastName: PersonalText?
         public var encryptedTOTPSecret: String?
         /// A secret handed out by enrollment, waiting for its first code.
         public var pendingTOTPSecret: String?
@@ -29,10 +30,12 @@ public enum User: Aggregate {
     }
 
     public enum Command: Sendable {
+        /// The personal fields come sealed (`PersonalDataVault`); names cleaned before sealing
+        /// (`User.cleanName`).
         case register(
-            id: UUID, email: EmailAddress, emailConfirmed: Bool, username: String?, firstName: String?, lastName: String?,
-            securityStamp: String, via: String)
-        case changeProfile(username: String?, firstName: String?, lastName: String?)
+            id: UUID, email: PersonalText, emailConfirmed: Bool, username: PersonalText?, firstName: PersonalText?,
+            lastName: PersonalText?, securityStamp: String, via: String)
+        case changeProfile(username: PersonalText?, firstName: PersonalText?, lastName: PersonalText?)
         case confirmEmail
         /// Turns TOTP on directly (operator tooling that handed the secret over itself).
         case enableTOTP(encryptedSecret: String)
@@ -49,6 +52,9 @@ public enum User: Aggregate {
         case disable(newStamp: String)
         case enable
         case delete(newStamp: String)
+        /// Erasure (issue 13): records that the data key is being deleted and kills every token.
+        /// Allowed for deleted users too; a second erasure writes nothing.
+        case erase(newStamp: String)
     }
 
     public static let initialState = State()
@@ -59,21 +65,22 @@ public enum User: Aggregate {
             return [
                 .registered(
                     UserRegistered(
-                        userID: id, email: email, emailConfirmed: confirmed, username: clean(username), firstName: clean(firstName),
-                        lastName: clean(lastName), securityStamp: stamp, via: via))
+                        userID: id, email: email, emailConfirmed: confirmed, username: username, firstName: firstName,
+                        lastName: lastName, securityStamp: stamp, via: via))
             ]
         }
         guard state.exists else { throw DomainError("User.NotFound", "No such user.") }
-        guard state.status != .deleted else { throw DomainError("User.Deleted", "The user was deleted.") }
+        if case .erase(let stamp) = command {
+            guard state.status != .erased else { return [] }
+            return [.erased(UserErased()), .securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: .erased))]
+        }
+        guard state.status != .deleted, state.status != .erased else { throw DomainError("User.Deleted", "The user was deleted.") }
         switch command {
-        case .register:
+        case .register, .erase:
             return []
         case .changeProfile(let username, let firstName, let lastName):
-            let changed = UserProfileChanged(username: clean(username), firstName: clean(firstName), lastName: clean(lastName))
-            guard changed.username != state.username || changed.firstName != state.firstName || changed.lastName != state.lastName else {
-                return []
-            }
-            return [.profileChanged(changed)]
+            // Sealed texts differ on every sealing: the service compares the plaintext first.
+            return [.profileChanged(UserProfileChanged(username: username, firstName: firstName, lastName: lastName))]
         case .confirmEmail:
             return state.emailConfirmed ? [] : [.emailConfirmed(UserEmailConfirmed())]
         case .enableTOTP(let secret):
@@ -109,7 +116,8 @@ public enum User: Aggregate {
         }
     }
 
-    private static func clean(_ value: String?) -> String? {
+    /// A name as kept: trimmed, at most 200 characters, nil when empty.
+    public static func cleanName(_ value: String?) -> String? {
         guard let trimmed = value?.trimmingCharacters(in: .whitespacesAndNewlines), !trimmed.isEmpty else { return nil }
         return String(trimmed.prefix(200))
     }
@@ -142,6 +150,14 @@ public enum User: Aggregate {
         case .disabled: next.status = .disabled
         case .enabled: next.status = .active
         case .deleted: next.status = .deleted
+        case .erased:
+            next.status = .erased
+            next.email = nil
+            next.username = nil
+            next.firstName = nil
+            next.lastName = nil
+            next.encryptedTOTPSecret = nil
+            next.pendingTOTPSecret = nil
         }
         return next
     }

@@ -1,20 +1,26 @@
 import EventSourcing
 import Foundation
 
-/// user.registered
+/// user.registered. The address and names are sealed under the user's data key (issue 13):
+/// erasing the user deletes that key, and with it every copy. The address's blind index (how
+/// the directory finds it) is not in the log: it sits beside the key (`subject_keys`) and goes
+/// with it, so nothing in the log links an erased account to its address.
 public struct UserRegistered: DomainEvent, Equatable {
     public static let eventType = "user.registered"
     public var userID: UUID
-    public var email: EmailAddress
+    public var email: PersonalText
     public var emailConfirmed: Bool
-    public var username: String?
-    public var firstName: String?
-    public var lastName: String?
+    public var username: PersonalText?
+    public var firstName: PersonalText?
+    public var lastName: PersonalText?
     public var securityStamp: String
     /// How the account came to be: `otp`, `magic`, `passkey`, `admin`.
     public var via: String
 
-    public init(userID: UUID, email: EmailAddress, emailConfirmed: Bool, username: String? = nil, firstName: String? = nil, lastName: String? = nil, securityStamp: String, via: String) {
+    public init(
+        userID: UUID, email: PersonalText, emailConfirmed: Bool, username: PersonalText? = nil,
+        firstName: PersonalText? = nil, lastName: PersonalText? = nil, securityStamp: String, via: String
+    ) {
         self.userID = userID
         self.email = email
         self.emailConfirmed = emailConfirmed
@@ -26,14 +32,14 @@ public struct UserRegistered: DomainEvent, Equatable {
     }
 }
 
-/// user.profile_changed: the names after the change.
+/// user.profile_changed: the names after the change, sealed under the user's data key.
 public struct UserProfileChanged: DomainEvent, Equatable {
     public static let eventType = "user.profile_changed"
-    public var username: String?
-    public var firstName: String?
-    public var lastName: String?
+    public var username: PersonalText?
+    public var firstName: PersonalText?
+    public var lastName: PersonalText?
 
-    public init(username: String? = nil, firstName: String? = nil, lastName: String? = nil) {
+    public init(username: PersonalText? = nil, firstName: PersonalText? = nil, lastName: PersonalText? = nil) {
         self.username = username
         self.firstName = firstName
         self.lastName = lastName
@@ -91,6 +97,7 @@ public enum StampRotationReason: String, Codable, Hashable, Sendable {
     case logoutEverywhere = "logout_everywhere"
     case disabled
     case deleted
+    case erased
     case admin
 }
 
@@ -127,6 +134,14 @@ public struct UserDeleted: DomainEvent, Equatable {
     public init() {}
 }
 
+/// user.erased: the user's data key was deleted (GDPR Article 17). Every sealed field of the
+/// user's earlier events is unreadable from now on; the history of what happened stays.
+public struct UserErased: DomainEvent, Equatable {
+    public static let eventType = "user.erased"
+
+    public init() {}
+}
+
 /// The events of a user.
 public enum UserEvent: AggregateEvent, Equatable {
     case registered(UserRegistered)
@@ -140,6 +155,7 @@ public enum UserEvent: AggregateEvent, Equatable {
     case disabled(UserDisabled)
     case enabled(UserEnabled)
     case deleted(UserDeleted)
+    case erased(UserErased)
 
     public func newEvent() throws -> NewEvent {
         switch self {
@@ -154,6 +170,7 @@ public enum UserEvent: AggregateEvent, Equatable {
         case .disabled(let event): return try NewEvent(event)
         case .enabled(let event): return try NewEvent(event)
         case .deleted(let event): return try NewEvent(event)
+        case .erased(let event): return try NewEvent(event)
         }
     }
 
@@ -170,6 +187,7 @@ public enum UserEvent: AggregateEvent, Equatable {
         case let event as UserDisabled: self = .disabled(event)
         case let event as UserEnabled: self = .enabled(event)
         case let event as UserDeleted: self = .deleted(event)
+        case let event as UserErased: self = .erased(event)
         default: throw ForeignEventError(type: envelope.type, aggregate: "user")
         }
     }
@@ -186,5 +204,6 @@ public enum UserEvent: AggregateEvent, Equatable {
         registry.register(UserDisabled.self)
         registry.register(UserEnabled.self)
         registry.register(UserDeleted.self)
+        registry.register(UserErased.self)
     }
 }

@@ -14,13 +14,16 @@ public struct TokenService: Sendable {
     public let tokens: TokenDirectory
     public let minter: TokenMinter
     public let realms: RealmDirectory
+    /// Opens the personal claims (issue 13); nil in tools without the master key.
+    public let vault: PersonalDataVault?
     public let now: @Sendable () -> Date
 
     public init(
         pool: PQPool, families: AggregateRegistry<TokenFamily>, users: AggregateRegistry<User>, minter: TokenMinter, realms: RealmDirectory,
-        now: @escaping @Sendable () -> Date = { Date() }
+        vault: PersonalDataVault?, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.pool = pool
+        self.vault = vault
         self.realms = realms
         self.families = families
         self.users = users
@@ -53,10 +56,11 @@ public struct TokenService: Sendable {
         let lifetimes = try await realmLifetimes(client.realm)
         let wantsRefresh = scopes.contains("offline_access") && client.settings.grants.contains(.refreshToken)
         let time = now()
+        let profile = TokenMinter.profileNeeded(scopes: scopes) ? try await vault.profile(of: user) : nil
         let minted = try await minter.mint(
             TokenMinter.Request(
                 realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: user,
-                scopes: scopes, audiences: audiences, authTime: time, amr: amr, accessLifetime: lifetimes.access,
+                profile: profile, scopes: scopes, audiences: audiences, authTime: time, amr: amr, accessLifetime: lifetimes.access,
                 refreshLifetime: wantsRefresh ? min(lifetimes.refresh, lifetimes.session) : nil, nonce: nonce), now: time)
         let familyID = UUID()
         let started = TokenFamilyStarted(
@@ -88,7 +92,8 @@ public struct TokenService: Sendable {
         let lookup: PQQuery = """
             SELECT r.family_id, f.user_id,
                    coalesce((SELECT version FROM streams WHERE id = \(TokenFamily.streamType + "-") || r.family_id::text), 0),
-                   coalesce((SELECT version FROM streams WHERE id = \(User.streamType + "-") || f.user_id::text), 0)
+                   coalesce((SELECT version FROM streams WHERE id = \(User.streamType + "-") || f.user_id::text), 0),
+                   (SELECT sealed FROM subject_keys WHERE subject = 'user:' || f.user_id::text)
             FROM refresh_tokens r JOIN token_families f ON f.family_id = r.family_id
             WHERE r.token_hash = \(presented) AND r.realm_id = \(client.realm)
             """
@@ -117,12 +122,20 @@ public struct TokenService: Sendable {
         let audiences = try ScopePolicy.audiences(resources: resources, allowed: Set(started.audiences), clientID: client.id)
         let userState = try await users.actor(for: StreamNames.user(realm: client.realm, userID: userID))
             .current(atLeast: try row.decode(Int64.self, at: 3)).state
+        var profile: UserProfile?
+        if TokenMinter.profileNeeded(scopes: started.scopes) {
+            // The user's data key came with the lookup: the claims open without a round trip.
+            if let sealedKey = try row.decode(PQBytes?.self, at: 4) {
+                try vault?.adopt(sealedKey: sealedKey.bytes, subject: PersonalDataVault.userSubject(userID))
+            }
+            profile = try await vault.profile(of: userState)
+        }
         let lifetimes = try await realmLifetimes(client.realm)
         let time = now()
         let minted = try await minter.mint(
             TokenMinter.Request(
                 realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: userState,
-                scopes: started.scopes, audiences: audiences, authTime: started.authTime, amr: started.amr,
+                profile: profile, scopes: started.scopes, audiences: audiences, authTime: started.authTime, amr: started.amr,
                 accessLifetime: lifetimes.access, refreshLifetime: lifetimes.refresh), now: time)
         let outcome: CommandOutcome<TokenFamily>
         do {

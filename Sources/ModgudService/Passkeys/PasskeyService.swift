@@ -187,8 +187,10 @@ public struct PasskeyService: Sendable {
         ).rows.map { try $0.decode(String.self, at: 0) }
         let (ceremonyID, challenge) = try await begin(
             realm: realm.realmID, kind: .enrollment, rpID: rpID, clientID: clientID, userID: userID, metadata: metadata)
-        let name = user.email?.value ?? userID.uuidString.lowercased()
-        let displayName = [user.firstName, user.lastName].compactMap { $0 }.joined(separator: " ")
+        // Shown by the authenticator only; opened for this answer, never stored.
+        let profile = try await tokenService.vault.profile(of: user)
+        let name = profile.email ?? userID.uuidString.lowercased()
+        let displayName = profile.displayName
         return Begun(
             ceremonyID: ceremonyID,
             options: .creation(

@@ -1,5 +1,6 @@
 import EventSourcing
 import Foundation
+import ModgudDomain
 import PQ
 
 /// Client IPs in event metadata (issue 13, item 4): sealed under a key per UTC day

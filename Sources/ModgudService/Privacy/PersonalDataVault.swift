@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ModgudDomain
 import PQ
 
 /// Personal data encrypted per subject, erased by deleting the subject's key
@@ -15,12 +16,15 @@ import PQ
 /// - `blindIndex` finds an address without storing it: HMAC-SHA256 under another subkey
 ///   (`blind index v1`), per realm.
 ///
-/// Keys are held per instance for up to 5 s (the instance that shreds drops its copy at once).
+/// Keys are held per instance for up to 10 minutes, so a warm user's claims open without a
+/// round trip. The instance that shreds drops its copy at once and tells the others
+/// (`SettingsChange.subject`); one that missed the notification forgets within that age. A
+/// shredded key still held in memory opens nothing new: the user is erased by then.
 public final class PersonalDataVault: Sendable {
     let pool: PQPool
     private let wrapping: SymmetricKey
     private let indexing: SymmetricKey
-    private let cache = SettingsCache<String, [UInt8]?>(maxAge: .seconds(5))
+    private let cache = SettingsCache<String, [UInt8]?>(maxAge: .seconds(600), capacity: 50_000)
 
     public init(pool: PQPool, masterKey: [UInt8]) throws {
         guard masterKey.count == 32 else { throw KeySealerError.wrongKeyLength(masterKey.count) }
@@ -69,6 +73,48 @@ public final class PersonalDataVault: Sendable {
         cache.invalidate(subject)
     }
 
+    /// Drops every key this instance holds (the notification listener reconnected).
+    func forgetAll() {
+        cache.invalidateAll()
+    }
+
+    /// The subject of a user's personal data (and of a pending registration's, under the id
+    /// the user will get).
+    public static func userSubject(_ id: UUID) -> String { "user:" + id.uuidString.lowercased() }
+
+    /// A key for a subject no one has used (a fresh user id): made here, written by the
+    /// caller in the transaction of the first event it seals (`NewSubjectKey.insert`), so a
+    /// sign-up costs no extra round trip and a failed one leaves no key behind.
+    /// - Parameter emailIndex: the blind index of the subject's address, kept beside the key
+    ///   (the users projection copies it from there; erasure deletes both).
+    public func newSubject(_ subject: String, realm: String, emailIndex: String? = nil) throws -> NewSubjectKey {
+        let key = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+        let sealed = try AES.GCM.seal(key, using: wrapping, authenticating: Array("subject-key/\(subject)".utf8)).combined!
+        cache.store(key, for: subject)
+        return NewSubjectKey(
+            subject: subject, key: key,
+            insert: """
+                INSERT INTO subject_keys (subject, realm_id, sealed, email_index)
+                VALUES (\(subject), \(realm), \(PQBytes(Array(sealed))), \(emailIndex))
+                """)
+    }
+
+    /// Takes a subject's sealed key that a caller read with its own statement (the refresh
+    /// lookup), so opening the subject's data needs no round trip of its own.
+    public func adopt(sealedKey: [UInt8], subject: String) throws {
+        cache.store(try unwrap(sealedKey, subject: subject), for: subject)
+    }
+
+    /// The plaintext of a personal field: legacy plaintext as it is, sealed text opened, nil
+    /// when erased.
+    public func open(_ text: PersonalText?) async throws -> String? {
+        switch text {
+        case nil: nil
+        case .plain(let plain): plain
+        case .sealed(let sealed): try await open(sealed)
+        }
+    }
+
     /// Shredding needs no key: operator tools run it without the master key.
     @discardableResult
     public static func shred(subject: String, realm: String, pool: PQPool) async throws -> Bool {
@@ -82,13 +128,61 @@ public final class PersonalDataVault: Sendable {
         return try (row?.decode(Int64.self, at: 0) ?? 0) > 0
     }
 
+    /// Shreds every subject whose key carries this address's blind index in the realm: the
+    /// user who has it and any registration still pending for it. Returns the subjects.
+    public func shred(emailIndex: String, realm: String) async throws -> [String] {
+        let subjects = try await pool.query(
+            """
+            WITH deleted AS (
+                DELETE FROM subject_keys WHERE realm_id = \(realm) AND email_index = \(emailIndex) RETURNING subject),
+            marked AS (
+                INSERT INTO erased_subjects (subject, realm_id) SELECT subject, \(realm) FROM deleted ON CONFLICT (subject) DO NOTHING)
+            SELECT subject FROM deleted ORDER BY subject
+            """
+        ).rows.map { try $0.decode(String.self, at: 0) }
+        for subject in subjects { cache.invalidate(subject) }
+        return subjects
+    }
+
+    /// How long a registration's key waits for its user (a code lives 10 minutes).
+    public static let abandonedAfter: TimeInterval = 86_400
+
+    /// Shreds the keys of registrations that never created their user (a code that expired
+    /// unredeemed, a failed admin creation) made before `cutoff`; returns how many. Their
+    /// address and names in the log become unreadable as if erased.
+    @discardableResult
+    public func shredAbandoned(before cutoff: Date) async throws -> Int {
+        let subjects = try await pool.query(
+            """
+            WITH gone AS (
+                DELETE FROM subject_keys k
+                WHERE k.subject LIKE 'user:%' AND k.created_at < \(cutoff)
+                  AND NOT EXISTS (SELECT 1 FROM users u WHERE u.user_id = substr(k.subject, 6)::uuid)
+                RETURNING subject, realm_id),
+            marked AS (
+                INSERT INTO erased_subjects (subject, realm_id) SELECT subject, realm_id FROM gone ON CONFLICT (subject) DO NOTHING)
+            SELECT subject FROM gone
+            """
+        ).rows.map { try $0.decode(String.self, at: 0) }
+        for subject in subjects { cache.invalidate(subject) }
+        return subjects.count
+    }
+
     /// A keyed hash of a normalized address, for uniqueness and lookups without the address.
     public func blindIndex(_ normalizedEmail: String, realm: String) -> String {
         let mac = HMAC<SHA256>.authenticationCode(for: Array("\(realm)\u{0}\(normalizedEmail)".utf8), using: indexing)
         return Base64URLText.encode(Array(mac))
     }
 
-    private static func aad(_ subject: String) -> [UInt8] { Array("pd1/\(subject)".utf8) }
+    /// The key of an address's code stream on one UTC day (`StreamNames.emailCodes`): keyed
+    /// like the blind index, but a new one every day, so a stream links an address's requests
+    /// of one day only (an address that signs up again after erasure gets another stream).
+    public func codeStreamKey(_ normalizedEmail: String, realm: String, day: String) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: Array("codes\u{0}\(realm)\u{0}\(normalizedEmail)\u{0}\(day)".utf8), using: indexing)
+        return Base64URLText.encode(Array(mac.prefix(16)))
+    }
+
+    static func aad(_ subject: String) -> [UInt8] { Array("pd1/\(subject)".utf8) }
 
     /// The subject's data key (created when `create` and missing), or nil.
     private func dataKey(subject: String, realm: String, create: Bool) async throws -> [UInt8]? {
@@ -126,7 +220,7 @@ public final class PersonalDataVault: Sendable {
         return try unwrap(try row.decode(PQBytes.self, at: 0).bytes, subject: subject)
     }
 
-    private func unwrap(_ sealed: [UInt8], subject: String) throws -> [UInt8] {
+    func unwrap(_ sealed: [UInt8], subject: String) throws -> [UInt8] {
         Array(try AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: wrapping, authenticating: Array("subject-key/\(subject)".utf8)))
     }
 }

@@ -4,8 +4,11 @@ import Foundation
 import ModgudDomain
 import PQ
 
-/// User by id and by normalized email, with status and security stamp (inline: sign-in and
-/// refresh read them). A token is live only while its family's stamp equals the user's
+/// User by id and by the blind index of the address, with status and security stamp (inline:
+/// sign-in and refresh read them). Personal columns hold the events' sealed text, copied
+/// unopened, and the index comes from beside the user's key (`subject_keys.email_index`), so
+/// the projection stays pure, a rebuild needs no key, and an erased user's row gets no index. `user.erased` leaves a
+/// tombstone with every personal column null (and the address free for a new sign-up). A token is live only while its family's stamp equals the user's
 /// current one, so a new stamp deactivates every token at once without this projection
 /// touching the token tables (each table has one owner, so each projection rebuilds alone).
 public struct UserDirectoryProjection: SQLProjection, InlineProjection {
@@ -13,7 +16,7 @@ public struct UserDirectoryProjection: SQLProjection, InlineProjection {
     public let eventTypes: Set<String>? = [
         UserRegistered.eventType, UserProfileChanged.eventType, UserEmailConfirmed.eventType, UserTOTPEnabled.eventType,
         UserTOTPDisabled.eventType, UserSecurityStampRotated.eventType, UserDisabled.eventType, UserEnabled.eventType,
-        UserDeleted.eventType,
+        UserDeleted.eventType, UserErased.eventType,
     ]
     public let tables = ["users"]
 
@@ -33,13 +36,17 @@ public struct UserDirectoryProjection: SQLProjection, InlineProjection {
         case .registered(let registered):
             return [
                 """
-                INSERT INTO \(unescaped: users) (realm_id, user_id, email, email_confirmed, username, first_name, last_name, security_stamp)
-                VALUES (\(realm), \(registered.userID), \(registered.email.value), \(registered.emailConfirmed), \(registered.username),
-                        \(registered.firstName), \(registered.lastName), \(registered.securityStamp))
+                INSERT INTO \(unescaped: users)
+                    (realm_id, user_id, email, email_key, email_confirmed, username, first_name, last_name, security_stamp)
+                VALUES (\(realm), \(registered.userID), \(registered.email.stored),
+                        \(unescaped: Self.emailKey(registered)), \(registered.emailConfirmed),
+                        \(registered.username?.stored), \(registered.firstName?.stored), \(registered.lastName?.stored), \(registered.securityStamp))
                 """
             ]
         case .profileChanged(let changed):
-            return [set("username = $3, first_name = $4, last_name = $5", changed.username, changed.firstName, changed.lastName)]
+            return [
+                set("username = $3, first_name = $4, last_name = $5", changed.username?.stored, changed.firstName?.stored, changed.lastName?.stored)
+            ]
         case .emailConfirmed:
             return [set("email_confirmed = true")]
         case .totpEnabled:
@@ -56,6 +63,26 @@ public struct UserDirectoryProjection: SQLProjection, InlineProjection {
             return [set("status = 'active'")]
         case .deleted:
             return [set("status = 'deleted'")]
+        case .erased:
+            return [set("status = 'erased', email = NULL, email_key = NULL, username = NULL, first_name = NULL, last_name = NULL")]
         }
+    }
+
+    /// How the directory finds the address (an SQL expression over the statement's binds, $2
+    /// the user id and $3 the stored address): the blind index kept with the user's key, or
+    /// (events written before sealing began) `plain:` and the address, until the log is
+    /// rewritten.
+    static func emailKey(_ registered: UserRegistered) -> String {
+        switch registered.email {
+        case .sealed:
+            "(SELECT email_index FROM subject_keys WHERE subject = 'user:' || $2::uuid::text)"
+        case .plain:
+            "('plain:' || $3::text)"
+        }
+    }
+
+    /// The keys a lookup of `email` matches: its blind index, and its legacy form.
+    public static func emailKeys(_ email: EmailAddress, index: String) -> [String] {
+        [index, "plain:" + email.value]
     }
 }

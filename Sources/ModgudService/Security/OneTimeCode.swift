@@ -1,4 +1,5 @@
 import Crypto
+import ModgudDomain
 
 /// Email one-time codes: 6 decimal digits, uniform (no modulo bias), stored as an HMAC with
 /// a server pepper so a database leak does not reveal live codes (SPEC.md section 2).

@@ -23,6 +23,7 @@ public struct EmailSignInService: Sendable {
     let challenges: AggregateRegistry<EmailChallenge>
     let users: AggregateRegistry<User>
     let secrets: ServerSecrets
+    let vault: PersonalDataVault
     let outbox: MailOutbox
     let limiter: RateLimiter
     let tokenService: TokenService
@@ -32,13 +33,14 @@ public struct EmailSignInService: Sendable {
 
     public init(
         pool: PQPool, challenges: AggregateRegistry<EmailChallenge>, users: AggregateRegistry<User>, secrets: ServerSecrets,
-        limiter: RateLimiter, tokenService: TokenService, mailEnqueued: @escaping @Sendable () -> Void,
+        vault: PersonalDataVault, limiter: RateLimiter, tokenService: TokenService, mailEnqueued: @escaping @Sendable () -> Void,
         now: @escaping @Sendable () -> Date
     ) {
         self.pool = pool
         self.challenges = challenges
         self.users = users
         self.secrets = secrets
+        self.vault = vault
         self.outbox = MailOutbox(pool: pool, secrets: secrets)
         self.limiter = limiter
         self.tokenService = tokenService
@@ -103,32 +105,37 @@ public struct EmailSignInService: Sendable {
         try await limiter.check(.requestPerMailbox, key: mailboxKey(email.value), realm: realm.realmID, settings: settings)
 
         let time = now()
-        let account = try await findUser(realm: realm.realmID, email: email)
+        let index = vault.blindIndex(email.value, realm: realm.realmID)
+        let account = try await findUser(realm: realm.realmID, email: email, index: index)
         let issued: ChallengeIssued
+        var statements: [PQQuery] = []
         let code = OneTimeCode.generate()
         let hash = secrets.codes.hash(code, for: Self.codeBinding(realm: realm.realmID, email: email))
         switch (account, endpoint, settings.registrationPosture) {
         case (.some(let user), _, _):
             // Step 3: a known, confirmed, active user gets a login code; anyone else nothing.
+            // The event names the user: no address (issue 13).
             guard user.emailConfirmed, user.canSignIn, let userID = user.id else { return }
             issued = ChallengeIssued(
-                challengeID: UUID(), purpose: .loginCode, email: email, userID: userID, secretHash: hash, issuedAt: time,
-                expiresAt: time + Self.codeLifetime)
+                challengeID: UUID(), purpose: .loginCode, userID: userID, secretHash: hash, issuedAt: time, expiresAt: time + Self.codeLifetime)
         case (.none, .otpRequest, .jitOnOtp), (.none, .register, .explicitEndpoint):
             // A pending registration: no user exists until the code is proven. The silent
             // sign-up cap per source applies here (a 429 would tell the address is new).
             guard try await limiter.take(.signupPerIP, key: request.source, realm: realm.realmID, settings: settings) == nil else { return }
-            issued = ChallengeIssued(
-                challengeID: UUID(), purpose: .registrationCode, email: email, username: Self.field(request.username, fields.username),
-                firstName: Self.field(request.firstName, fields.firstname), lastName: Self.field(request.lastName, fields.lastname),
-                secretHash: hash, issuedAt: time, expiresAt: time + Self.codeLifetime)
+            let pending = try registrationChallenge(
+                email: email, index: index, realm: realm.realmID, secretHash: hash, time: time,
+                names: (Self.field(request.username, fields.username), Self.field(request.firstName, fields.firstname),
+                        Self.field(request.lastName, fields.lastname)))
+            issued = pending.issued
+            statements.append(pending.keyInsert)
         default:
             return
         }
         let mail = MailTemplates.code(code, to: email.value, realmName: settings.displayName, registration: issued.purpose == .registrationCode)
-        let enqueue = try outbox.enqueue(mail, realm: realm.realmID)
-        let outcome = try await challenges.actor(for: StreamNames.emailCodes(realm: realm.realmID, email: email))
-            .execute(.issue(issued, cooldown: Self.resendCooldown), now: time, metadata: metadata, extra: { _ in [enqueue] })
+        statements.append(try outbox.enqueue(mail, realm: realm.realmID))
+        let extra = statements
+        let outcome = try await challenges.actor(for: codeStream(realm: realm.realmID, email: email, day: time))
+            .execute(.issue(issued, cooldown: Self.resendCooldown), now: time, metadata: metadata, extra: { _ in extra })
         if !outcome.events.isEmpty { mailEnqueued() }
     }
 
@@ -140,15 +147,16 @@ public struct EmailSignInService: Sendable {
         try await limiter.check(.requestPerIP, key: source, realm: realm.realmID, settings: settings)
         guard let email = EmailAddress(rawEmail) else { throw InvalidEmailAddress() }
         try await limiter.check(.requestPerMailbox, key: mailboxKey(email.value), realm: realm.realmID, settings: settings)
-        guard settings.magicLinkEnabled, let user = try await findUser(realm: realm.realmID, email: email), user.emailConfirmed,
-            user.canSignIn, let userID = user.id
+        guard settings.magicLinkEnabled,
+            let user = try await findUser(realm: realm.realmID, email: email, index: vault.blindIndex(email.value, realm: realm.realmID)),
+            user.emailConfirmed, user.canSignIn, let userID = user.id
         else { return }
         let time = now()
         let token = OpaqueToken.generate()
         let base = (settings.publicBaseURL ?? issuer).trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         let link = "\(base)/magic-login?userId=\(userID.uuidString.lowercased())&token=\(token.token)"
         let issued = ChallengeIssued(
-            challengeID: UUID(), purpose: .magicLink, email: email, userID: userID, secretHash: token.hash, issuedAt: time,
+            challengeID: UUID(), purpose: .magicLink, userID: userID, secretHash: token.hash, issuedAt: time,
             expiresAt: time + Self.linkLifetime)
         let enqueue = try outbox.enqueue(MailTemplates.magicLink(link, to: email.value, realmName: settings.displayName), realm: realm.realmID)
         let outcome = try await challenges.actor(for: StreamNames.magicLinks(realm: realm.realmID, userID: userID))
@@ -187,9 +195,9 @@ public struct EmailSignInService: Sendable {
         // so a bad request does not spend an attempt.
         _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
         _ = try ScopePolicy.audiences(resources: grant.resources, allowed: grant.client.settings.audiences, clientID: grant.client.id)
-        let challenge = await challenges.actor(for: StreamNames.emailCodes(realm: realm, email: email))
-        let current = try await challenge.current().state
-        guard let issued = current.current, current.isLive(at: now()) else { throw invalid }
+        guard let (challenge, issued) = try await liveCode(realm: realm, email: email) else { throw invalid }
+        // A registration whose address was erased while the code was out: its key is gone.
+        if issued.purpose == .registrationCode, issued.registrantID != nil, try await vault.open(issued.email) == nil { throw invalid }
         let hash = secrets.codes.hash(code, for: Self.codeBinding(realm: realm, email: email))
 
         var userVersion: Int64 = 0
@@ -210,12 +218,26 @@ public struct EmailSignInService: Sendable {
                 gate = .open
             }
         }
-        // Registration: the user and the consumed code commit together, or neither does.
-        let newUserID = UUID()
+        // Registration: the user and the consumed code commit together, or neither does. The
+        // personal fields were sealed for this user when the code was issued: copied unopened.
+        let newUserID = issued.registrantID ?? UUID()
         let stamp = OpaqueToken.generate().hash
-        let registered = UserRegistered(
-            userID: newUserID, email: issued.email, emailConfirmed: true, username: issued.username,
+        var registered = UserRegistered(
+            userID: newUserID, email: issued.email ?? .plain(email.value), emailConfirmed: true, username: issued.username,
             firstName: issued.firstName, lastName: issued.lastName, securityStamp: stamp, via: "urn:cocoar:otp")
+        var newKey: PQQuery?
+        if issued.purpose == .registrationCode, issued.registrantID == nil {
+            // A code issued before sealing began: the user's fields are sealed now.
+            let key = try vault.newSubject(
+                PersonalDataVault.userSubject(newUserID), realm: realm, emailIndex: vault.blindIndex(email.value, realm: realm))
+            registered.email = .sealed(try key.seal(email.value))
+            registered.username = try key.seal(try await vault.open(issued.username))
+            registered.firstName = try key.seal(try await vault.open(issued.firstName))
+            registered.lastName = try key.seal(try await vault.open(issued.lastName))
+            newKey = key.insert
+        }
+        let keyInsert = newKey
+        let userRegistered = registered
         let userStream = issued.userID.map { StreamNames.user(realm: realm, userID: $0) }
         let (spentStep, userAt) = (totpStep, userVersion)
         // The tokens are minted before the code is tried, and their family commits with the
@@ -226,7 +248,7 @@ public struct EmailSignInService: Sendable {
         switch (issued.purpose, gate) {
         case (.registrationCode, _):
             signIn = try await tokenService.prepareSignIn(
-                client: grant.client, user: User.evolve(User.initialState, .registered(registered)), grantType: .otp, scope: grant.scope,
+                client: grant.client, user: User.evolve(User.initialState, .registered(userRegistered)), grantType: .otp, scope: grant.scope,
                 resources: grant.resources, amr: ["otp"], issuer: grant.issuer)
         case (_, .open):
             guard let loadedUser else { throw invalid }
@@ -240,6 +262,10 @@ public struct EmailSignInService: Sendable {
         do {
             outcome = try await challenge.execute(
                 .redeem(presentedHash: hash, gate: gate), now: now(), metadata: grant.metadata,
+                extra: { events in
+                    guard let keyInsert, events.contains(where: { if case .consumed = $0 { true } else { false } }) else { return [] }
+                    return [keyInsert]
+                },
                 alsoAppending: { events in
                     guard events.contains(where: { if case .consumed = $0 { true } else { false } }) else { return [] }
                     let family = try signIn.map { [try $0.write()] } ?? []
@@ -247,7 +273,7 @@ public struct EmailSignInService: Sendable {
                         return [
                             StreamWrite(
                                 stream: StreamNames.user(realm: realm, userID: newUserID), expected: .noStream,
-                                events: [try NewEvent(registered)])
+                                events: [try NewEvent(userRegistered)])
                         ] + family
                     }
                     if let spentStep, let userStream {
@@ -336,17 +362,48 @@ public struct EmailSignInService: Sendable {
 
     // MARK: Helpers
 
+    /// A registration code's event: the address and names sealed under the key of the user the
+    /// code will create (issue 13). `keyInsert` stores that key, with the address's blind index,
+    /// and must commit with the event.
+    func registrationChallenge(
+        email: EmailAddress, index: String, realm: String, secretHash: String, time: Date,
+        names: (username: String?, firstName: String?, lastName: String?) = (nil, nil, nil)
+    ) throws -> (issued: ChallengeIssued, keyInsert: PQQuery) {
+        let registrant = UUID()
+        let key = try vault.newSubject(PersonalDataVault.userSubject(registrant), realm: realm, emailIndex: index)
+        let issued = ChallengeIssued(
+            challengeID: UUID(), purpose: .registrationCode, email: .sealed(try key.seal(email.value)), registrantID: registrant,
+            username: try key.seal(User.cleanName(names.username)), firstName: try key.seal(User.cleanName(names.firstName)),
+            lastName: try key.seal(User.cleanName(names.lastName)), secretHash: secretHash, issuedAt: time,
+            expiresAt: time + Self.codeLifetime)
+        return (issued, key.insert)
+    }
+
     private func hashMatches(_ events: [EmailChallengeEvent]) -> Bool {
         events.contains { if case .attemptFailed(let failed) = $0 { failed.reason == .wrongSecondFactor } else { false } }
     }
 
-    private func findUser(realm: String, email: EmailAddress) async throws -> User.State? {
-        guard
-            let id = try await pool.query(
-                "SELECT user_id FROM users WHERE realm_id = \(realm) AND email = \(email.value) AND status <> 'deleted'"
-            ).first?.decode(UUID.self, at: 0)
-        else { return nil }
+    private func findUser(realm: String, email: EmailAddress, index: String) async throws -> User.State? {
+        guard let id = try await UserLookup.userID(realm: realm, email: email, index: index, pool: pool) else { return nil }
         return try await users.actor(for: StreamNames.user(realm: realm, userID: id)).current().state
+    }
+
+    /// The address's code stream of the UTC day of `day`.
+    func codeStream(realm: String, email: EmailAddress, day: Date) -> StreamRef {
+        StreamNames.emailCodes(realm: realm, key: vault.codeStreamKey(email.value, realm: realm, day: PersonalDataVault.dayText(day)))
+    }
+
+    /// The live code of an address: in today's stream, or (just after midnight UTC) in
+    /// yesterday's.
+    private func liveCode(realm: String, email: EmailAddress) async throws -> (AggregateActor<EmailChallenge>, ChallengeIssued)? {
+        let time = now()
+        for day in [time, time - Self.codeLifetime] {
+            let challenge = await challenges.actor(for: codeStream(realm: realm, email: email, day: day))
+            let current = try await challenge.current().state
+            if let issued = current.current, current.isLive(at: time) { return (challenge, issued) }
+            if PersonalDataVault.dayText(day) == PersonalDataVault.dayText(time - Self.codeLifetime) { break }
+        }
+        return nil
     }
 
     /// What a code hash is bound to: the realm and the address (a code for one address is

@@ -8,9 +8,12 @@ import ModgudDomain
 public struct TOTPEnrollment: Sendable {
     let users: AggregateRegistry<User>
     let secrets: ServerSecrets
+    /// Opens the address that labels the authenticator entry.
+    let vault: PersonalDataVault?
     let now: @Sendable () -> Date
 
-    public init(users: AggregateRegistry<User>, secrets: ServerSecrets, now: @escaping @Sendable () -> Date) {
+    public init(users: AggregateRegistry<User>, secrets: ServerSecrets, vault: PersonalDataVault?, now: @escaping @Sendable () -> Date) {
+        self.vault = vault
         self.users = users
         self.secrets = secrets
         self.now = now
@@ -32,7 +35,7 @@ public struct TOTPEnrollment: Sendable {
         let sealed = try secrets.sealTOTPSecret(secret, realm: realm, userID: userID)
         _ = try await actor.execute(.beginTOTPEnrollment(encryptedSecret: sealed), now: now(), metadata: metadata)
         let totp = TOTP(secret: secret)
-        return Provisioning(uri: totp.provisioningURI(issuer: issuer, account: user.email?.value ?? userID.uuidString), secret: Base32.encode(secret))
+        return Provisioning(uri: totp.provisioningURI(issuer: issuer, account: try await vault.profile(of: user).email ?? userID.uuidString), secret: Base32.encode(secret))
     }
 
     /// Step 2: a valid code from the pending secret turns TOTP on (and spends that step).
@@ -58,7 +61,7 @@ public struct TOTPEnrollment: Sendable {
         _ = try await actor.execute(
             .enableTOTP(encryptedSecret: try secrets.sealTOTPSecret(secret, realm: realm, userID: userID)), now: now(), metadata: metadata)
         return Provisioning(
-            uri: TOTP(secret: secret).provisioningURI(issuer: issuer, account: user.email?.value ?? userID.uuidString),
+            uri: TOTP(secret: secret).provisioningURI(issuer: issuer, account: try await vault.profile(of: user).email ?? userID.uuidString),
             secret: Base32.encode(secret))
     }
 

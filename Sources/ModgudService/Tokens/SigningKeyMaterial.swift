@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ModgudDomain
 import JWTKit
 import _CryptoExtras
 

@@ -27,6 +27,8 @@ public struct TokenMinter: Sendable {
         public var format: AccessTokenFormat
         /// nil for client_credentials (the client is the subject).
         public var user: User.State?
+        /// The user's personal fields, opened when the scopes ask for them (`profileNeeded`).
+        public var profile: UserProfile?
         public var scopes: [String]
         public var audiences: [String]
         public var authTime: Date
@@ -37,10 +39,11 @@ public struct TokenMinter: Sendable {
         public var nonce: String?
 
         public init(
-            realm: String, issuer: String, clientID: String, format: AccessTokenFormat, user: User.State?, scopes: [String],
-            audiences: [String], authTime: Date, amr: [String], accessLifetime: TimeInterval, refreshLifetime: TimeInterval?,
+            realm: String, issuer: String, clientID: String, format: AccessTokenFormat, user: User.State?, profile: UserProfile? = nil,
+            scopes: [String], audiences: [String], authTime: Date, amr: [String], accessLifetime: TimeInterval, refreshLifetime: TimeInterval?,
             nonce: String? = nil
         ) {
+            self.profile = profile
             self.realm = realm
             self.issuer = issuer
             self.clientID = clientID
@@ -60,6 +63,11 @@ public struct TokenMinter: Sendable {
 
     public init(keys: SigningKeyRing) {
         self.keys = keys
+    }
+
+    /// Whether tokens for `scopes` carry personal claims (an ID token with `email` or `profile`).
+    public static func profileNeeded(scopes: [String]) -> Bool {
+        scopes.contains("openid") && (scopes.contains("email") || scopes.contains("profile"))
     }
 
     public func mint(_ request: Request, now: Date) async throws -> Minted {
@@ -96,9 +104,9 @@ public struct TokenMinter: Sendable {
                 iss: .init(value: request.issuer), sub: .init(value: subject), aud: .init(value: [request.clientID]),
                 exp: .init(value: expiresAt), iat: .init(value: now), authTime: request.authTime, amr: request.amr,
                 acr: request.amr.contains("mfa") ? "urn:modgud:acr:mfa" : "urn:modgud:acr:single-factor", nonce: request.nonce,
-                email: email ? user.email?.value : nil, emailVerified: email ? user.emailConfirmed : nil,
-                givenName: profile ? user.firstName : nil, familyName: profile ? user.lastName : nil,
-                preferredUsername: profile ? user.username : nil)
+                email: email ? request.profile?.email : nil, emailVerified: email && request.profile?.email != nil ? user.emailConfirmed : nil,
+                givenName: profile ? request.profile?.firstName : nil, familyName: profile ? request.profile?.lastName : nil,
+                preferredUsername: profile ? request.profile?.username : nil)
             minted.idToken = try await keys.sign(claims, realm: request.realm)
         }
         return minted

@@ -8,7 +8,8 @@ public struct SealedText: Codable, Hashable, Sendable, CustomStringConvertible {
 
     static let prefix = "pd1."
 
-    init(box: [UInt8], subject: String) {
+    /// The stored form of an AES-256-GCM box (nonce, ciphertext, tag) sealed for `subject`.
+    public init(box: [UInt8], subject: String) {
         stored = Self.prefix + Base64URLText.encode(box) + "." + subject
     }
 
@@ -28,7 +29,8 @@ public struct SealedText: Codable, Hashable, Sendable, CustomStringConvertible {
         return String(rest[rest.index(after: rest.firstIndex(of: ".")!)...])
     }
 
-    var box: [UInt8] {
+    /// The AES-256-GCM box: nonce, ciphertext and tag.
+    public var box: [UInt8] {
         let rest = stored.dropFirst(Self.prefix.count)
         return Base64URLText.decode(String(rest[..<rest.firstIndex(of: ".")!])) ?? []
     }

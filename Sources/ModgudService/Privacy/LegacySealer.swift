@@ -1,0 +1,224 @@
+import EventStorePostgres
+import Foundation
+import ModgudDomain
+import PQ
+
+/// The one-time rewrite of events written before personal data was sealed (issue 13, item 5):
+/// `modgud privacy seal-legacy`.
+///
+/// Rewriting an immutable log is the exception this position allows (EventStoreDB's
+/// scavenging and Marten's event archiving take it for retention): a legal duty to make data
+/// unreadable outranks byte-for-byte immutability. What the rewrite keeps is what readers
+/// rely on: every event's position, stream version, type, time and every non-personal field.
+///
+/// - `user.registered`, `user.profile_changed`: the address and names sealed under the user's
+///   key; the address's blind index stored beside the key.
+/// - `challenge.issued`: a login code or link loses its address and names (the user id is
+///   there); a registration code still live gets a registrant whose key seals them; an
+///   expired one loses them.
+/// - Metadata: a plaintext client IP is sealed under its day's key, or dropped when that day
+///   is past the retention.
+/// - Code streams named by the unkeyed hash of realm and address (`code.<32 hex>`) get a
+///   random name: nothing then links them to an address. Their versions do not change.
+///
+/// Guarded: it takes an advisory lock (a second run waits for nothing: it is refused), writes
+/// an event only if it is still as read, and checks each sealed value opens to the original
+/// before writing. Idempotent: sealed values are left alone, so a second run changes nothing.
+/// Afterwards the users read model is rebuilt, so no plaintext is left there either.
+public struct LegacySealer: Sendable {
+    let core: ModgudCore
+    let addressRetention: TimeInterval
+    let batchSize: Int
+
+    public init(core: ModgudCore, addressRetention: TimeInterval, batchSize: Int = 500) {
+        self.core = core
+        self.addressRetention = addressRetention
+        self.batchSize = batchSize
+    }
+
+    /// What a run did (or, dry, would do).
+    public struct Report: Sendable, Equatable {
+        public var eventsScanned = 0
+        public var eventsRewritten = 0
+        public var addressesSealed = 0
+        public var addressesDropped = 0
+        public var streamsRenamed = 0
+    }
+
+    /// Another run holds the lock.
+    public struct AlreadyRunning: Error, CustomStringConvertible {
+        public var description: String { "another seal-legacy run holds the lock" }
+    }
+
+    static let lockKey: Int64 = 0x6D6F_6467_7564_0013  // "modgud" + issue 13
+
+    /// Rewrites (or with `dryRun`, counts) every legacy event, then rebuilds the users read model.
+    public func run(dryRun: Bool) async throws -> Report {
+        let vault = try core.requireVault()
+        return try await core.pool.withConnection { lock in
+            guard try await lock.query("SELECT pg_try_advisory_lock(\(Self.lockKey))").first?.decode(Bool.self, at: 0) == true else {
+                throw AlreadyRunning()
+            }
+            do {
+                var report = Report()
+                try await rewriteEvents(vault: vault, dryRun: dryRun, report: &report)
+                try await renameCodeStreams(dryRun: dryRun, report: &report)
+                if !dryRun {
+                    _ = try await core.pool.query(
+                        "UPDATE personal_data_sealing SET legacy_events = 0, sealed_at = now()")
+                    if let directory = ProjectionCatalog.named(UserDirectoryProjection().name) {
+                        _ = try await ProjectionRebuilder(pool: core.pool).rebuild(directory)
+                    }
+                    core.invalidateSettings(nil)
+                }
+                _ = try await lock.query("SELECT pg_advisory_unlock(\(Self.lockKey))")
+                return report
+            } catch {
+                _ = try? await lock.query("SELECT pg_advisory_unlock(\(Self.lockKey))")
+                throw error
+            }
+        }
+    }
+
+    /// Whether events written before sealing may remain (set by migration 0009, cleared by a run).
+    public static func pending(pool: PQPool) async throws -> Bool {
+        try await pool.query("SELECT legacy_events > 0 AND sealed_at IS NULL FROM personal_data_sealing").first?.decode(Bool.self, at: 0) ?? false
+    }
+
+    private func rewriteEvents(vault: PersonalDataVault, dryRun: Bool, report: inout Report) async throws {
+        var after: Int64 = 0
+        while true {
+            let rows = try await core.pool.query(
+                """
+                SELECT position, stream_id, realm, type, payload::text, metadata::text, recorded_at FROM events
+                WHERE position > \(after) ORDER BY position LIMIT \(batchSize)
+                """
+            ).rows
+            guard let last = rows.last else { return }
+            after = try last.decode(Int64.self, at: 0)
+            var updates: [PQQuery] = []
+            for row in rows {
+                report.eventsScanned += 1
+                let event = LegacyEvent(
+                    position: try row.decode(Int64.self, at: 0), streamID: try row.decode(String.self, at: 1), realm: try row.decode(String.self, at: 2),
+                    type: try row.decode(String.self, at: 3), payload: try row.decode(String.self, at: 4), metadata: try row.decode(String.self, at: 5),
+                    recordedAt: try row.decode(Date.self, at: 6))
+                guard let rewritten = try await rewrite(event, vault: vault, dryRun: dryRun, report: &report) else { continue }
+                report.eventsRewritten += 1
+                updates.append(
+                    """
+                    UPDATE events SET payload = \(rewritten.payload)::jsonb, metadata = \(rewritten.metadata)::jsonb
+                    WHERE position = \(event.position) AND payload = \(event.payload)::jsonb AND metadata = \(event.metadata)::jsonb
+                    """)
+            }
+            if !dryRun, !updates.isEmpty {
+                let statements = updates
+                try await core.pool.transaction { connection in
+                    for statement in statements { try connection.query(statement) }
+                }
+            }
+        }
+    }
+
+    struct LegacyEvent {
+        var position: Int64
+        var streamID: String
+        var realm: String
+        var type: String
+        var payload: String
+        var metadata: String
+        var recordedAt: Date
+    }
+
+    /// The event's new payload and metadata, or nil when it holds nothing plain.
+    private func rewrite(_ event: LegacyEvent, vault: PersonalDataVault, dryRun: Bool, report: inout Report) async throws
+        -> (payload: String, metadata: String)?
+    {
+        guard var payload = try JSONSerialization.jsonObject(with: Data(event.payload.utf8)) as? [String: Any],
+            var metadata = try JSONSerialization.jsonObject(with: Data(event.metadata.utf8)) as? [String: Any]
+        else { return nil }
+        var changed = false
+        let names = ["username", "firstName", "lastName"]
+        func plain(_ key: String) -> String? {
+            guard let text = payload[key] as? String, SealedText(stored: text) == nil else { return nil }
+            return text
+        }
+        func seal(_ keys: [String], subject: String, index: String? = nil) async throws {
+            for key in keys {
+                guard let text = plain(key) else { continue }
+                changed = true
+                guard !dryRun else { continue }
+                let sealed = try await vault.seal(text, subject: subject, realm: event.realm)
+                guard try await vault.open(sealed) == text else { throw SealingCheckFailed(position: event.position) }
+                payload[key] = sealed.stored
+            }
+            if let index, changed, !dryRun {
+                _ = try await core.pool.query(
+                    "UPDATE subject_keys SET email_index = \(index) WHERE subject = \(subject) AND email_index IS NULL")
+            }
+        }
+        switch event.type {
+        case UserRegistered.eventType:
+            guard let userID = (payload["userID"] as? String).flatMap(UUID.init(uuidString:)) else { break }
+            let index = plain("email").flatMap(EmailAddress.init).map { vault.blindIndex($0.value, realm: event.realm) }
+            try await seal(["email"] + names, subject: PersonalDataVault.userSubject(userID), index: index)
+        case UserProfileChanged.eventType:
+            guard let userID = UUID(uuidString: String(event.streamID.dropFirst(User.streamType.count + 1))) else { break }
+            try await seal(names, subject: PersonalDataVault.userSubject(userID))
+        case ChallengeIssued.eventType:
+            guard let address = plain("email") else { break }
+            let expires = (payload["expiresAt"] as? Double).map { Date(timeIntervalSinceReferenceDate: $0) }
+                ?? (payload["expiresAt"] as? String).flatMap { try? Date($0, strategy: .iso8601) }
+            let live = payload["purpose"] as? String == ChallengePurpose.registrationCode.rawValue && (expires ?? .distantPast) > Date()
+            if live, let email = EmailAddress(address) {
+                let registrant = UUID()
+                payload["registrantID"] = registrant.uuidString
+                try await seal(["email"] + names, subject: PersonalDataVault.userSubject(registrant), index: vault.blindIndex(email.value, realm: event.realm))
+            } else {
+                for key in ["email"] + names { payload[key] = nil }
+                changed = true
+            }
+        default:
+            break
+        }
+        if let address = metadata["clientIP"] as? String, SealedText(stored: address) == nil {
+            changed = true
+            if event.recordedAt < Date().addingTimeInterval(-addressRetention) {
+                metadata["clientIP"] = nil
+                report.addressesDropped += 1
+            } else {
+                report.addressesSealed += 1
+                if !dryRun {
+                    metadata["clientIP"] = try await vault.seal(address, subject: PersonalDataVault.addressSubject(event.recordedAt), realm: "*").stored
+                }
+            }
+        }
+        guard changed else { return nil }
+        let encodedPayload = String(decoding: try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys]), as: UTF8.self)
+        let encodedMetadata = String(decoding: try JSONSerialization.data(withJSONObject: metadata, options: [.sortedKeys]), as: UTF8.self)
+        return (encodedPayload, encodedMetadata)
+    }
+
+    /// A sealed value did not open to the original: nothing of that batch is written.
+    public struct SealingCheckFailed: Error, CustomStringConvertible {
+        public var position: Int64
+        public var description: String { "sealing the event at position \(position) did not round-trip; nothing of its batch was written" }
+    }
+
+    /// Code streams named by the old unkeyed hash get a random name (same events, same versions).
+    private func renameCodeStreams(dryRun: Bool, report: inout Report) async throws {
+        let prefix = EmailChallenge.streamType + "-code."
+        let legacy = try await core.pool.query(
+            "SELECT id FROM streams WHERE id ~ \("^" + prefix.replacingOccurrences(of: ".", with: "\\.") + "[0-9a-f]{32}$")"
+        ).rows.map { try $0.decode(String.self, at: 0) }
+        report.streamsRenamed = legacy.count
+        guard !dryRun else { return }
+        for old in legacy {
+            let new = prefix + "legacy-" + UUID().uuidString.lowercased()
+            try await core.pool.transaction { connection in
+                try connection.query("UPDATE streams SET id = \(new) WHERE id = \(old)")
+                try connection.query("UPDATE events SET stream_id = \(new) WHERE stream_id = \(old)")
+            }
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import EventSourcing
+import Foundation
+import ModgudDomain
+import PQ
+
+/// Erases a person (issue 13, GDPR Article 17): what `modgud user erase` and
+/// `DELETE /admin/api/realms/{r}/users/{u}?erase=true` do.
+///
+/// In this order, each step safe to run again (erasing twice is harmless, and an erasure cut
+/// short by a crash is finished by running it again):
+/// 1. `user.erased` and a new security stamp on the user's stream: every token dies at once
+///    (the read model's tombstone frees the address for a new sign-up);
+/// 2. every live token family revoked (reason `erased`) and every passkey deleted, so the
+///    audit shows why each ended;
+/// 3. the user's data key shredded, with the key of every registration still pending for the
+///    address: every sealed copy of the address and names, in events, read models and
+///    backups whose copy of `subject_keys` expired, is unreadable;
+/// 4. mail still queued for the address deleted from the outbox.
+public struct UserEraser: Sendable {
+    let core: ModgudCore
+
+    public init(core: ModgudCore) {
+        self.core = core
+    }
+
+    /// What an erasure did.
+    public struct Outcome: Sendable, Equatable {
+        public var userID: UUID?
+        /// False when the user was erased before (nothing more to do but the idempotent steps).
+        public var erasedNow: Bool
+        public var familiesRevoked: Int
+        public var passkeysDeleted: Int
+        /// Keys deleted: the user's and any pending registration's.
+        public var keysShredded: Int
+        public var mailDeleted: Int
+    }
+
+    /// Erases the user named by `key` (a user id, or an address: then also the address's
+    /// pending registrations, even when it has no account).
+    /// - Throws: `DomainError` `User.NotFound` when neither a user nor a pending registration
+    ///   matches; `User.LegacyPlaintext` when the user's events predate sealing (run
+    ///   `modgud privacy seal-legacy` first: plaintext cannot be shredded).
+    public func erase(realm: String, _ key: String, metadata: EventMetadata) async throws -> Outcome {
+        let vault = try core.requireVault()
+        var userID = UUID(uuidString: key)
+        var address = EmailAddress(key)
+        if userID == nil, let address {
+            userID = try await UserLookup.userID(
+                realm: realm, email: address, index: vault.blindIndex(address.value, realm: realm), pool: core.pool, including: ["deleted"])
+        }
+        var outcome = Outcome(userID: userID, erasedNow: false, familiesRevoked: 0, passkeysDeleted: 0, keysShredded: 0, mailDeleted: 0)
+        if let userID {
+            let actor = await core.users.actor(for: StreamNames.user(realm: realm, userID: userID))
+            let state = try await actor.current().state
+            guard state.exists else { throw DomainError("User.NotFound", "No such user.") }
+            if case .plain = state.email {
+                throw DomainError("User.LegacyPlaintext", "This user's events predate sealing: run `modgud privacy seal-legacy` first.")
+            }
+            // The address is needed once more, to find its pending registrations and its mail.
+            if address == nil, let opened = try await vault.open(state.email) { address = EmailAddress(opened) }
+            let result = try await actor.execute(.erase(newStamp: OpaqueToken.generate().hash), now: Date(), metadata: metadata)
+            outcome.erasedNow = !result.events.isEmpty
+            outcome.familiesRevoked = try await revokeFamilies(realm: realm, userID: userID, metadata: metadata)
+            outcome.passkeysDeleted = try await deletePasskeys(realm: realm, userID: userID, metadata: metadata)
+            let subject = PersonalDataVault.userSubject(userID)
+            if try await vault.shred(subject: subject, realm: realm) { outcome.keysShredded += 1 }
+            await core.settingsChanged(.subject(subject))
+        }
+        if let address {
+            for subject in try await vault.shred(emailIndex: vault.blindIndex(address.value, realm: realm), realm: realm) {
+                outcome.keysShredded += 1
+                await core.settingsChanged(.subject(subject))
+            }
+            outcome.mailDeleted = try await core.pool.query(
+                "DELETE FROM mail_outbox WHERE realm_id = \(realm) AND recipient = \(address.value) RETURNING id"
+            ).rows.count
+        }
+        guard userID != nil || outcome.keysShredded > 0 || outcome.mailDeleted > 0 else {
+            throw DomainError("User.NotFound", "No such user.")
+        }
+        return outcome
+    }
+
+    private func revokeFamilies(realm: String, userID: UUID, metadata: EventMetadata) async throws -> Int {
+        let families = try await core.pool.query(
+            "SELECT family_id FROM token_families WHERE realm_id = \(realm) AND user_id = \(userID) AND revoked_reason IS NULL"
+        ).rows.map { try $0.decode(UUID.self, at: 0) }
+        var revoked = 0
+        for family in families {
+            let result = try await core.families.actor(for: StreamNames.tokenFamily(realm: realm, familyID: family))
+                .execute(.revoke(.erased), now: Date(), metadata: metadata)
+            revoked += result.events.isEmpty ? 0 : 1
+        }
+        return revoked
+    }
+
+    private func deletePasskeys(realm: String, userID: UUID, metadata: EventMetadata) async throws -> Int {
+        var deleted = 0
+        for passkey in try await core.passkeys.list(realm: realm, userID: userID)
+        where try await core.passkeys.delete(realm: realm, userID: userID, passkeyID: passkey.id, by: "erasure", metadata: metadata) {
+            deleted += 1
+        }
+        return deleted
+    }
+}
