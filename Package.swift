@@ -183,7 +183,7 @@ let package = Package(
             name: "ModgudHTTPTests",
             dependencies: [
                 "ModgudHTTP", "ModgudService", "ModgudDomain", "PostgresTestSupport", "PQ", "MailTestSupport", "SMTP", "EventSourcing",
-                "WebAuthn", "WebAuthnTesting",
+                "WebAuthn", "WebAuthnTesting", "EmbeddedPostgres", "EventStorePostgres",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],

@@ -131,6 +131,14 @@ public final class EmbeddedPostgres: Sendable {
 
     // MARK: Helpers
 
+    /// The database at `url` as `pg_dump` writes it (plain SQL, data included): what a backup
+    /// holds, for tests that must not find something in it.
+    public static func dump(url: String) throws -> String {
+        let outcome = try ProcessRunner.run(try locateBinaries() + "/pg_dump", ["--no-owner", "--dbname=" + url])
+        guard outcome.succeeded else { throw EmbeddedPostgresError.processFailed("pg_dump", outcome.output) }
+        return outcome.output
+    }
+
     /// MODGUD_PG_BINDIR, then the newest /usr/lib/postgresql/N/bin, then Homebrew, then PATH.
     static func locateBinaries() throws -> String {
         var searched: [String] = []

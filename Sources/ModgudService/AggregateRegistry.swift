@@ -51,6 +51,16 @@ public actor AggregateRegistry<A: Aggregate> where A.State: Sendable {
         return created
     }
 
+    /// Forgets a stream's actor: the next use reloads it (its events were rewritten in place).
+    public func forget(_ streamID: String) {
+        actors[streamID] = nil
+    }
+
+    /// Forgets every actor (after `modgud privacy seal-legacy` rewrote events in place).
+    public func forgetAll() {
+        actors.removeAll()
+    }
+
     /// How many actors are cached (for metrics and tests).
     public var count: Int { actors.count }
 }

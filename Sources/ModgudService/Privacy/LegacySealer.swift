@@ -70,6 +70,8 @@ public struct LegacySealer: Sendable {
                         _ = try await ProjectionRebuilder(pool: core.pool).rebuild(directory)
                     }
                     core.invalidateSettings(nil)
+                    await core.users.forgetAll()
+                    await core.challenges.forgetAll()
                 }
                 _ = try await lock.query("SELECT pg_advisory_unlock(\(Self.lockKey))")
                 return report

@@ -50,8 +50,15 @@ public struct UserEraser: Sendable {
         }
         var outcome = Outcome(userID: userID, erasedNow: false, familiesRevoked: 0, passkeysDeleted: 0, keysShredded: 0, mailDeleted: 0)
         if let userID {
-            let actor = await core.users.actor(for: StreamNames.user(realm: realm, userID: userID))
-            let state = try await actor.current().state
+            let stream = StreamNames.user(realm: realm, userID: userID)
+            var actor = await core.users.actor(for: stream)
+            var state = try await actor.current().state
+            if case .plain = state.email {
+                // Held from before `seal-legacy` rewrote the log in place? Read it again.
+                await core.users.forget(stream.id)
+                actor = await core.users.actor(for: stream)
+                state = try await actor.current().state
+            }
             guard state.exists else { throw DomainError("User.NotFound", "No such user.") }
             if case .plain = state.email {
                 throw DomainError("User.LegacyPlaintext", "This user's events predate sealing: run `modgud privacy seal-legacy` first.")
