@@ -23,3 +23,16 @@ CREATE TABLE personal_data_sealing (
 );
 INSERT INTO personal_data_sealing (legacy_events)
 SELECT count(*) FROM events WHERE type IN ('user.registered', 'user.profile_changed', 'challenge.issued');
+
+-- Fails the transaction it runs in when a subject has no key (erased, or never made): a
+-- registration code commits its user only while the key sealing the address still exists
+-- (an address erased while its code was out cannot sign up with that code). FOR SHARE
+-- makes an erasure running at that moment wait for the registration to commit.
+CREATE FUNCTION modgud_require_subject_key(wanted text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM subject_keys WHERE subject = wanted FOR SHARE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'subject % has no key', wanted USING ERRCODE = 'MGD01';
+    END IF;
+END
+$$;

@@ -25,8 +25,17 @@ struct AccessLogMiddleware: RouterMiddleware {
         context.logger.info(
             "request",
             metadata: [
-                "method": "\(request.method.rawValue)", "path": "\(request.uri.path)", "status": "\(status)",
+                "method": "\(request.method.rawValue)", "path": "\(Self.loggedPath(request.uri.path))", "status": "\(status)",
                 "duration_ms": "\((milliseconds * 100).rounded() / 100)",
             ])
+    }
+
+    /// The path as logged: a segment holding an address (the admin API takes one for a user)
+    /// reads `[address]`, so logs hold no personal data (issue 13).
+    static func loggedPath(_ path: String) -> String {
+        guard path.contains("@") || path.lowercased().contains("%40") else { return path }
+        return path.split(separator: "/", omittingEmptySubsequences: false)
+            .map { $0.contains("@") || $0.lowercased().contains("%40") ? "[address]" : String($0) }
+            .joined(separator: "/")
     }
 }

@@ -265,7 +265,8 @@ public struct AdminService: Sendable {
         let rows = try await core.pool.query(
             """
             SELECT e.recorded_at, e.type, e.payload->>'reason', e.metadata->>'actor', f.client_id, e.metadata->>'clientIP',
-                   e.payload->>'grantType', e.payload->>'generation', e.payload->>'storedSignCount', e.payload->>'receivedSignCount'
+                   e.payload->>'grantType', e.payload->>'generation', e.payload->>'storedSignCount', e.payload->>'receivedSignCount',
+                   CASE WHEN e.type = 'user.registered' THEN e.payload->>'email' END
             FROM events e
             LEFT JOIN token_families f ON e.stream_id = 'token-family-' || f.family_id::text
             WHERE e.realm = \(realm) AND (e.stream_id = \(userStream) OR f.user_id = \(userID) OR e.stream_id IN (
@@ -276,6 +277,9 @@ public struct AdminService: Sendable {
             ORDER BY e.tx_id, e.position
             """
         ).rows
+        // An erased person's data reads `[erased]`: their address in the registration, and
+        // their client IPs (whose day keys outlive them: the audit does not).
+        let erased = try await core.user(realm: realm, id: userID).status == .erased
         var entries: [AuditEntry] = []
         for row in rows {
             var details: [String] = []
@@ -285,9 +289,16 @@ public struct AdminService: Sendable {
             if let stored = try row.decode(String?.self, at: 8), let received = try row.decode(String?.self, at: 9) {
                 details.append("sign_count stored=\(stored) received=\(received)")
             }
+            if let email = try row.decode(String?.self, at: 10).map(PersonalText.init(stored:)) {
+                let opened = erased ? nil : try await core.vault?.open(email)
+                details.append("email=\(opened ?? (erased || core.vault != nil ? SealedFieldRenderer.erased : "[sealed]"))")
+            }
             // Sealed addresses open while their day key lives (README, "Client IPs").
             let stored = try row.decode(String?.self, at: 5)
-            let address = try await core.vault?.openAddress(stored) ?? stored.map { SealedText(stored: $0) == nil ? $0 : "[sealed]" }
+            let address =
+                erased
+                ? stored.map { _ in SealedFieldRenderer.erased }
+                : try await core.vault?.openAddress(stored) ?? stored.map { SealedText(stored: $0) == nil ? $0 : "[sealed]" }
             entries.append(
                 AuditEntry(
                     recordedAt: try row.decode(Date.self, at: 0), event: try row.decode(String.self, at: 1),

@@ -33,7 +33,7 @@ final class EndpointFuzzTests: XCTestCase {
         (.post, "/admin/api/realms"), (.get, "/admin/api/realms"), (.get, "/admin/api/realms/{x}"),
         (.delete, "/admin/api/realms/dev/clients/{x}"), (.post, "/admin/api/realms/dev/clients/{x}/secret"), (.post, "/admin/api/realms/dev/users"), (.patch, "/admin/api/realms/{x}"),
         (.post, "/admin/api/realms/dev/clients"), (.get, "/admin/api/realms/dev/clients/{x}"), (.patch, "/admin/api/realms/dev/clients/{x}"),
-        (.get, "/admin/api/realms/dev/users"), (.post, "/admin/api/realms/dev/users/{x}/totp"), (.delete, "/admin/api/realms/dev/users/{x}/totp"),
+        (.get, "/admin/api/realms/dev/users"), (.post, "/admin/api/realms/dev/users/{x}/totp"), (.delete, "/admin/api/realms/dev/users/{x}/totp"), (.delete, "/admin/api/realms/dev/users/{x}"),
         (.get, "/admin/api/realms/dev/users/{x}/passkeys"), (.delete, "/admin/api/realms/dev/users/{x}/passkeys/{x}"),
         (.post, "/admin/api/realms/dev/users/{x}/{x}"), (.get, "/admin/api/realms/dev/users/{x}/audit"),
     ]

@@ -82,6 +82,12 @@ final class ErasureAcceptanceTests: XCTestCase {
                 access = try XCTUnwrap(rotated.json["access_token"] as? String)
             }
 
+            // An operator looks the person up by address: the access log must not keep it.
+            let byAddress = try await H.call(client, .get, "/admin/api/realms/dev/users/\(address)/passkeys", "", headers: admin)
+            XCTAssertEqual(byAddress.status, .ok, byAddress.body)
+            let auditBefore = try await H.call(client, .get, "/admin/api/realms/dev/users/\(userID.uuidString.lowercased())/audit", "", headers: admin)
+            XCTAssertTrue(auditBefore.body.contains("email=\(address)"), auditBefore.body)
+
             // Erase, through the admin API.
             let erased = try await H.call(client, .delete, "/admin/api/realms/dev/users/\(userID.uuidString.lowercased())?erase=true", "", headers: admin)
             XCTAssertEqual(erased.status, .ok, erased.body)
@@ -111,6 +117,12 @@ final class ErasureAcceptanceTests: XCTestCase {
             }
             let outbox = try await harness.core.pool.query("SELECT count(*) FROM mail_outbox").first?.decode(Int.self, at: 0)
             XCTAssertEqual(outbox, 0)
+
+            // The audit keeps the history and shows [erased] where the data was.
+            let audit = try await H.call(client, .get, "/admin/api/realms/dev/users/\(userID.uuidString.lowercased())/audit", "", headers: admin)
+            XCTAssertEqual(audit.status, .ok)
+            XCTAssertTrue(audit.body.contains("email=[erased]"), audit.body)
+            XCTAssertTrue(audit.body.contains("user.erased") && audit.body.contains("token_family.refreshed"), audit.body)
 
             // Erasing twice is harmless.
             let twice = try await H.call(client, .delete, "/admin/api/realms/dev/users/\(userID.uuidString.lowercased())?erase=true", "", headers: admin)
@@ -151,6 +163,30 @@ final class ErasureAcceptanceTests: XCTestCase {
         XCTAssertEqual(usersAfter, usersBefore)
         let found = try await AdminService(core: harness.core).findUser(realm: "dev", Self.address)
         XCTAssertNotNil(found, "the new account is found by its address after the rebuild")
+    }
+
+    /// Erasing an address that has only a pending registration shreds that registration's key:
+    /// the code it mailed can no longer create the user (decided in the redeeming transaction).
+    func testAPendingRegistrationErasedWhileItsCodeIsOutCannotSignUp() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        try await harness.app.test(.router) { client in
+            _ = try await H.requestCode(client, "pending.person@example.com")
+            let code = try await harness.code(for: "pending.person@example.com")
+            let erased = try await H.call(
+                client, .delete, "/admin/api/realms/dev/users/pending.person@example.com?erase=true", "", headers: [.authorization: "Bearer \(H.adminToken)"])
+            XCTAssertEqual(erased.status, .ok, erased.body)
+            XCTAssertNil(erased.json["Id"], "no user existed")
+            XCTAssertEqual(erased.json["KeysShredded"] as? Int, 1, "the pending registration's key")
+            let redeemed = try await H.redeemCode(client, "pending.person@example.com", code)
+            XCTAssertEqual(redeemed.status, .badRequest, redeemed.body)
+            XCTAssertEqual(redeemed.json["error_description"] as? String, "Invalid or expired code.")
+            let users = try await harness.userCount("pending.person@example.com")
+            XCTAssertEqual(users, 0)
+            let unknown = try await H.call(
+                client, .delete, "/admin/api/realms/dev/users/nobody.at.all@example.com?erase=true", "", headers: [.authorization: "Bearer \(H.adminToken)"])
+            XCTAssertEqual(unknown.status, .notFound, "nothing to erase")
+        }
     }
 
     private func erasedID() async throws -> UUID {

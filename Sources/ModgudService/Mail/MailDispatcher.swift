@@ -89,11 +89,13 @@ public final class MailDispatcher: Sendable {
                 let attempt = item.attempts + 1
                 let permanent = (error as? SMTPError)?.isPermanent ?? false
                 let dead = permanent || attempt >= settings.maxAttempts
-                try await outbox.failed(item.id, error: "\(error)", retryAfter: settings.backoff(after: attempt), dead: dead)
+                // A server's reply often quotes the recipient: neither the row nor the log keeps it.
+                let reason = "\(error)".replacingOccurrences(of: item.message.to, with: "[recipient]", options: .caseInsensitive)
+                try await outbox.failed(item.id, error: reason, retryAfter: settings.backoff(after: attempt), dead: dead)
                 Counter(label: "modgud_mail_delivery_failures_total", dimensions: [("final", dead ? "true" : "false")]).increment()
                 logger.warning(
                     dead ? "mail dead-lettered" : "mail delivery failed; will retry",
-                    metadata: ["outbox_id": "\(item.id)", "attempt": "\(attempt)", "error": "\(error)"])
+                    metadata: ["outbox_id": "\(item.id)", "attempt": "\(attempt)", "error": "\(reason)"])
             }
         }
         return items.count

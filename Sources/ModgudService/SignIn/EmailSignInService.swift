@@ -196,8 +196,6 @@ public struct EmailSignInService: Sendable {
         _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
         _ = try ScopePolicy.audiences(resources: grant.resources, allowed: grant.client.settings.audiences, clientID: grant.client.id)
         guard let (challenge, issued) = try await liveCode(realm: realm, email: email) else { throw invalid }
-        // A registration whose address was erased while the code was out: its key is gone.
-        if issued.purpose == .registrationCode, issued.registrantID != nil, try await vault.open(issued.email) == nil { throw invalid }
         let hash = secrets.codes.hash(code, for: Self.codeBinding(realm: realm, email: email))
 
         var userVersion: Int64 = 0
@@ -225,18 +223,24 @@ public struct EmailSignInService: Sendable {
         var registered = UserRegistered(
             userID: newUserID, email: issued.email ?? .plain(email.value), emailConfirmed: true, username: issued.username,
             firstName: issued.firstName, lastName: issued.lastName, securityStamp: stamp, via: "urn:cocoar:otp")
-        var newKey: PQQuery?
-        if issued.purpose == .registrationCode, issued.registrantID == nil {
-            // A code issued before sealing began: the user's fields are sealed now.
+        var subjectKeyStatement: PQQuery?
+        if issued.purpose == .registrationCode, let registrant = issued.registrantID {
+            // The registrant's key must still exist when the user commits (an address erased
+            // while its code was out): checked in the transaction, by the database.
+            subjectKeyStatement = "SELECT modgud_require_subject_key(\(PersonalDataVault.userSubject(registrant)))"
+        } else if issued.purpose == .registrationCode {
+            // A code issued before sealing began: the user's fields are sealed now, under a key
+            // stored first (the users projection reads the blind index beside it; a redemption
+            // that then fails leaves a key maintenance removes).
             let key = try vault.newSubject(
                 PersonalDataVault.userSubject(newUserID), realm: realm, emailIndex: vault.blindIndex(email.value, realm: realm))
             registered.email = .sealed(try key.seal(email.value))
             registered.username = try key.seal(try await vault.open(issued.username))
             registered.firstName = try key.seal(try await vault.open(issued.firstName))
             registered.lastName = try key.seal(try await vault.open(issued.lastName))
-            newKey = key.insert
+            _ = try await pool.query(key.insert)
         }
-        let keyInsert = newKey
+        let keyStatement = subjectKeyStatement
         let userRegistered = registered
         let userStream = issued.userID.map { StreamNames.user(realm: realm, userID: $0) }
         let (spentStep, userAt) = (totpStep, userVersion)
@@ -263,8 +267,8 @@ public struct EmailSignInService: Sendable {
             outcome = try await challenge.execute(
                 .redeem(presentedHash: hash, gate: gate), now: now(), metadata: grant.metadata,
                 extra: { events in
-                    guard let keyInsert, events.contains(where: { if case .consumed = $0 { true } else { false } }) else { return [] }
-                    return [keyInsert]
+                    guard let keyStatement, events.contains(where: { if case .consumed = $0 { true } else { false } }) else { return [] }
+                    return [keyStatement]
                 },
                 alsoAppending: { events in
                     guard events.contains(where: { if case .consumed = $0 { true } else { false } }) else { return [] }
@@ -298,6 +302,9 @@ public struct EmailSignInService: Sendable {
             throw OAuthError.invalidGrant("The two-factor code is invalid.")
         } catch EventStoreError.inlineProjectionFailed {
             // The address got an account meanwhile (unique email): nothing was written.
+            throw invalid
+        } catch let failure as PQError where failure.sqlState == "MGD01" {
+            // The address was erased while its code was out: nothing was written.
             throw invalid
         }
         guard outcome.events.contains(where: { if case .consumed = $0 { true } else { false } }) else {
