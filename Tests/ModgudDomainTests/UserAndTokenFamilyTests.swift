@@ -265,3 +265,21 @@ final class EventRoundTripTests: XCTestCase {
         }
     }
 }
+
+/// Issue 13: what counts as sealed text (its shape only) and what stays legacy plaintext.
+final class PersonalTextTests: XCTestCase {
+    func testSealedShapeAndLegacyPlaintext() throws {
+        let sealed = SealedText(box: Array(0..<28), subject: "user:1")
+        XCTAssertEqual(SealedText(stored: sealed.stored), sealed)
+        XCTAssertEqual(SealedText(stored: sealed.stored)?.box, Array(0..<28))
+        XCTAssertEqual(sealed.subject, "user:1")
+        XCTAssertEqual(PersonalText(stored: sealed.stored), .sealed(sealed))
+        for plain in ["ada@example.com", "pd1.", "pd1.abcd", "pd1.abcd.", "pd1..user:1", "pd1.ab+d.user:1", "pd1.abcde.user:1", "Pd1.abcd.user:1"] {
+            XCTAssertEqual(PersonalText(stored: plain), .plain(plain), plain)
+        }
+        XCTAssertEqual(PersonalText.plain("Ada").description, "[personal data]", "never the plaintext in logs")
+        XCTAssertEqual(PersonalText.sealed(sealed).description, "[sealed for user:1]")
+        let encoded = try JSONEncoder().encode(["email": PersonalText.sealed(sealed)])
+        XCTAssertEqual(try JSONDecoder().decode([String: PersonalText].self, from: encoded)["email"], .sealed(sealed))
+    }
+}

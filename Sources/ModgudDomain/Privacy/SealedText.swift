@@ -13,14 +13,32 @@ public struct SealedText: Codable, Hashable, Sendable, CustomStringConvertible {
         stored = Self.prefix + Base64URLText.encode(box) + "." + subject
     }
 
-    /// Parses the stored form; nil for anything else.
+    /// Parses the stored form; nil for anything else. It checks the shape only (base64url
+    /// characters, of a length base64url can have, then a subject): every decoded event's
+    /// personal fields and every append's client IP come through here, so nothing is
+    /// allocated; the box is decoded when opened.
     public init?(stored: String) {
-        guard stored.hasPrefix(Self.prefix) else { return nil }
-        let rest = stored.dropFirst(Self.prefix.count)
-        guard let dot = rest.firstIndex(of: "."), rest.index(after: dot) < rest.endIndex,
-            Base64URLText.decode(String(rest[..<dot])) != nil
-        else { return nil }
+        var utf8 = stored.utf8[...]
+        guard utf8.starts(with: Self.prefix.utf8) else { return nil }
+        utf8 = utf8.dropFirst(Self.prefix.utf8.count)
+        var length = 0
+        while let byte = utf8.first, byte != UInt8(ascii: ".") {
+            guard Self.isBase64URL(byte) else { return nil }
+            length += 1
+            utf8 = utf8.dropFirst()
+        }
+        // A dot, a non-empty box of a length unpadded base64url can have, a non-empty subject.
+        guard utf8.count > 1, length > 0, length % 4 != 1 else { return nil }
         self.stored = stored
+    }
+
+    private static func isBase64URL(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "_"):
+            true
+        default: false
+        }
     }
 
     /// The subject whose key seals this text (`user:<id>`, `challenge:<stream>`).
