@@ -60,6 +60,7 @@ let package = Package(
                 .embedInCode("0007_rate_limits_unlogged.sql"),
                 .embedInCode("0008_subject_keys.sql"),
                 .embedInCode("0009_sealed_personal_data.sql"),
+                .embedInCode("0010_passkey_provider.sql"),
             ],
             swiftSettings: strict
         ),

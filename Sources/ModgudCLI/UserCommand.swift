@@ -153,7 +153,7 @@ struct UserCommand: AsyncParsableCommand {
     }
 
     struct Passkeys: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List a user's passkeys (management id, name, RP-ID, created, last used).")
+        static let configuration = CommandConfiguration(abstract: "List a user's passkeys (management id, name, provider, RP-ID, created, last used).")
         @OptionGroup var target: Target
 
         func run() async throws {
@@ -163,7 +163,9 @@ struct UserCommand: AsyncParsableCommand {
             }
             for passkey in passkeys {
                 let used = passkey.lastUsedAt.map { $0.formatted(Date.ISO8601FormatStyle()) } ?? "never used"
-                print("\(passkey.id.uuidString.lowercased())\t\(passkey.displayName)\t\(passkey.rpID)\t\(passkey.createdAt.formatted(Date.ISO8601FormatStyle()))\t\(used)")
+                print(
+                    "\(passkey.id.uuidString.lowercased())\t\(passkey.displayName)\t\(passkey.provider.name)\t\(passkey.rpID)"
+                        + "\t\(passkey.createdAt.formatted(Date.ISO8601FormatStyle()))\t\(used)")
             }
         }
     }

@@ -155,6 +155,9 @@ struct AccountController: Sendable {
     struct Bearer {
         var userID: UUID
         var clientID: String
+        /// The sign-in the token belongs to, and what it allows.
+        var familyID: UUID
+        var scopes: [String]
     }
 
     /// The user (and client) behind a live Bearer access token (RFC 6750), or a 401 challenge.
@@ -163,11 +166,10 @@ struct AccountController: Sendable {
             throw RequestParsing.Failure.response(UserInfoController.challenge(nil))
         }
         let token = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        let result = try await core.tokenService.introspect(realm: realm, token: token)
-        guard result.active, let subject = result.subject, let userID = UUID(uuidString: subject), let clientID = result.clientID else {
+        guard let found = try await core.tokenService.liveAccessToken(realm: realm, token: token), let userID = found.userID else {
             throw RequestParsing.Failure.response(UserInfoController.challenge("invalid_token"))
         }
-        return Bearer(userID: userID, clientID: clientID)
+        return Bearer(userID: userID, clientID: found.clientID, familyID: found.familyID, scopes: found.scopes)
     }
 
     static func disabled() -> Response {

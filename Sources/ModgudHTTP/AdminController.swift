@@ -116,7 +116,7 @@ struct AdminController: Sendable {
                     [
                         "Id": passkey.id.uuidString.lowercased(), "DisplayName": passkey.displayName, "RpId": passkey.rpID,
                         "CreatedAt": passkey.createdAt.formatted(Date.ISO8601FormatStyle()),
-                        "LastUsedAt": passkey.lastUsedAt?.formatted(Date.ISO8601FormatStyle()) ?? "",
+                        "LastUsedAt": passkey.lastUsedAt?.formatted(Date.ISO8601FormatStyle()) ?? "", "Provider": passkey.provider.name,
                     ]
                 }
                 return Self.ok(passkeys, found: true)

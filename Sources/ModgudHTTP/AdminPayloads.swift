@@ -24,6 +24,7 @@ enum AdminPayloads {
     struct SessionLimits: Codable {
         var AbsoluteLifetimeDays: Int?
         var RefreshReuseGraceSeconds: Int?
+        var EnrollmentFreshnessMinutes: Int?
     }
 
     /// Creating (all required members present) or patching a realm (members optional).
@@ -68,6 +69,7 @@ enum AdminPayloads {
             if let limits = SessionLimits {
                 if let days = limits.AbsoluteLifetimeDays { settings.sessionLimits.absoluteLifetimeDays = days }
                 if let grace = limits.RefreshReuseGraceSeconds { settings.sessionLimits.refreshReuseGraceSeconds = grace }
+                if let minutes = limits.EnrollmentFreshnessMinutes { settings.sessionLimits.enrollmentFreshnessMinutes = minutes }
             }
             for (field, value) in RegistrationFields ?? [:] {
                 if field == "Email" && value == "Required" { continue }
@@ -159,7 +161,8 @@ enum AdminPayloads {
             },
             SessionLimits: settings.map {
                 SessionLimits(
-                    AbsoluteLifetimeDays: $0.sessionLimits.absoluteLifetimeDays, RefreshReuseGraceSeconds: $0.sessionLimits.refreshReuseGraceSeconds)
+                    AbsoluteLifetimeDays: $0.sessionLimits.absoluteLifetimeDays, RefreshReuseGraceSeconds: $0.sessionLimits.refreshReuseGraceSeconds,
+                    EnrollmentFreshnessMinutes: $0.sessionLimits.enrollmentFreshnessMinutes)
             })
     }
 

@@ -4,8 +4,9 @@ import Hummingbird
 import ModgudDomain
 import ModgudService
 
-/// The passkey endpoints (SPEC.md section 4): begin (anonymous), enrollment, list and delete
-/// (Bearer). The grant itself is in `TokenController`.
+/// The passkey endpoints (SPEC.md section 4): begin (anonymous), enrollment (Bearer, a fresh
+/// sign-in: issue 14), list, get, rename and delete (Bearer). The grant itself is in
+/// `TokenController`.
 struct PasskeyController: Sendable {
     let core: ModgudCore
     let parsing: RequestParsing
@@ -21,6 +22,21 @@ struct PasskeyController: Sendable {
         var DisplayName: String
         var CreatedAt: String
         var LastUsedAt: String?
+        var Provider: ProviderBody
+    }
+
+    /// Who holds the passkey, from its AAGUID (`PasskeyProviders`).
+    struct ProviderBody: Encodable {
+        var Name: String
+        var Aaguid: String?
+        var IconLight: String?
+        var IconDark: String?
+    }
+
+    /// The rename body.
+    struct RenameBody: Decodable {
+        var DisplayName: String
+        static let members: Set<String> = ["DisplayName"]
     }
 
     func register(on router: Router<ModgudRequestContext>) {
@@ -28,6 +44,8 @@ struct PasskeyController: Sendable {
         router.post("/connect/passkey/enroll/begin", use: enrollBegin)
         router.post("/connect/passkey/enroll", use: enroll)
         router.get("/connect/passkey", use: list)
+        router.get("/connect/passkey/:id", use: get)
+        router.patch("/connect/passkey/:id", use: rename)
         router.delete("/connect/passkey/:id", use: delete)
     }
 
@@ -48,6 +66,7 @@ struct PasskeyController: Sendable {
         await respond(context) {
             let (realm, bearer) = try await authorized(request)
             try await core.rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
+            try await core.passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             let begun = try await core.passkeys.beginEnrollment(
                 realm: realm, userID: bearer.userID, clientID: bearer.clientID, metadata: account.metadata(context, actor: bearer.userID))
             return OAuthResponses.json(BegunBody(ceremonyId: begun.ceremonyID.uuidString.lowercased(), options: begun.options))
@@ -67,6 +86,7 @@ struct PasskeyController: Sendable {
         await respond(context) {
             let (realm, bearer) = try await authorized(request)
             try await core.rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
+            try await core.passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             let body: EnrollBody
             do {
                 body = try await parsing.json(EnrollBody.self, request, allowed: EnrollBody.members)
@@ -85,6 +105,32 @@ struct PasskeyController: Sendable {
         await respond(context) {
             let (realm, bearer) = try await authorized(request)
             return OAuthResponses.json(try await core.passkeys.list(realm: realm.realmID, userID: bearer.userID).map(Self.view))
+        }
+    }
+
+    /// GET /connect/passkey/{id} (Bearer): one passkey, or 404 for unknown and other users' ids.
+    func get(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, bearer) = try await authorized(request)
+            guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
+                let found = try await core.passkeys.get(realm: realm.realmID, userID: bearer.userID, passkeyID: id)
+            else { return Problem.response("Passkey.NotFound", status: 404, detail: "No such passkey.") }
+            return OAuthResponses.json(Self.view(found))
+        }
+    }
+
+    /// PATCH /connect/passkey/{id} (Bearer, JSON `{ "DisplayName" }`): the renamed passkey, 400
+    /// `Passkey.InvalidName`, or 404 for unknown and other users' ids (never 403).
+    func rename(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, bearer) = try await authorized(request)
+            let body = try await parsing.json(RenameBody.self, request, allowed: RenameBody.members)
+            guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
+                let renamed = try await core.passkeys.rename(
+                    realm: realm.realmID, userID: bearer.userID, passkeyID: id, to: body.DisplayName, by: "user:\(bearer.userID.uuidString.lowercased())",
+                    metadata: account.metadata(context, actor: bearer.userID))
+            else { return Problem.response("Passkey.NotFound", status: 404, detail: "No such passkey.") }
+            return OAuthResponses.json(Self.view(renamed))
         }
     }
 
@@ -114,7 +160,10 @@ struct PasskeyController: Sendable {
         let format = Date.ISO8601FormatStyle()
         return PasskeyBody(
             Id: summary.id.uuidString.lowercased(), DisplayName: summary.displayName, CreatedAt: summary.createdAt.formatted(format),
-            LastUsedAt: summary.lastUsedAt?.formatted(format))
+            LastUsedAt: summary.lastUsedAt?.formatted(format),
+            Provider: ProviderBody(
+                Name: summary.provider.name, Aaguid: summary.provider.aaguid, IconLight: summary.provider.iconLight,
+                IconDark: summary.provider.iconDark))
     }
 
     private func respond(_ context: ModgudRequestContext, _ body: () async throws -> Response) async -> Response {

@@ -29,7 +29,7 @@ final class EndpointFuzzTests: XCTestCase {
         (.post, "/api/account/native/otp/request"), (.post, "/api/account/native/register"), (.post, "/api/account/magic-link/request"),
         (.get, "/api/app-info"), (.post, "/api/account/totp/enroll"), (.post, "/api/account/totp/confirm"), (.post, "/connect/passkey/begin"),
         (.post, "/connect/passkey/enroll/begin"), (.post, "/connect/passkey/enroll"), (.get, "/connect/passkey"),
-        (.delete, "/connect/passkey/{x}"), (.get, "/health/live"), (.get, "/health/ready"),
+        (.delete, "/connect/passkey/{x}"), (.get, "/connect/passkey/{x}"), (.patch, "/connect/passkey/{x}"), (.get, "/health/live"), (.get, "/health/ready"),
         (.post, "/admin/api/realms"), (.get, "/admin/api/realms"), (.get, "/admin/api/realms/{x}"),
         (.delete, "/admin/api/realms/dev/clients/{x}"), (.post, "/admin/api/realms/dev/clients/{x}/secret"), (.post, "/admin/api/realms/dev/users"), (.patch, "/admin/api/realms/{x}"),
         (.post, "/admin/api/realms/dev/clients"), (.get, "/admin/api/realms/dev/clients/{x}"), (.patch, "/admin/api/realms/dev/clients/{x}"),

@@ -406,7 +406,7 @@ final class PasskeyTests: XCTestCase {
 struct PasskeySteps: Sendable {
     typealias H = EmailSignInHarness
     let harness: EmailSignInHarness
-    let authenticator = SoftwareAuthenticator()
+    var authenticator = SoftwareAuthenticator()
 
 
     /// OTP sign-in: the bootstrap before the first passkey.

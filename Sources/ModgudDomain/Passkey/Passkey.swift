@@ -12,8 +12,12 @@ public enum Passkey: Aggregate {
         public var backedUp = false
         public var lastUsedAt: Date?
         public var deleted = false
+        /// The name after the last rename (nil: the name it was enrolled with).
+        public var renamedTo: String?
 
         public var isActive: Bool { enrolled != nil && !deleted }
+        /// The name shown now.
+        public var displayName: String? { renamedTo ?? enrolled?.displayName }
     }
 
     public enum Command: Sendable {
@@ -25,6 +29,8 @@ public enum Passkey: Aggregate {
         case reportClone(stored: UInt32, received: UInt32)
         /// Deleted by its owner or an administrator (`by` is `user:<id>` or `admin:…`).
         case delete(by: String)
+        /// A new display name (trimmed, 1 to 64 characters; the same name writes nothing).
+        case rename(String, by: String)
     }
 
     public static let initialState = State()
@@ -50,6 +56,13 @@ public enum Passkey: Aggregate {
             return [.cloneSuspected(PasskeyCloneSuspected(storedSignCount: stored, receivedSignCount: received))]
         case .delete(let by):
             return [.deleted(PasskeyDeleted(by: by))]
+        case .rename(let raw, let by):
+            let name = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard (1...64).contains(name.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw DomainError("Passkey.InvalidName", "A passkey name is 1 to 64 characters, without control characters.")
+            }
+            guard name != state.displayName else { return [] }
+            return [.renamed(PasskeyRenamed(displayName: name, by: by))]
         }
     }
 
@@ -66,6 +79,8 @@ public enum Passkey: Aggregate {
             next.lastUsedAt = used.usedAt
         case .cloneSuspected:
             break  // recorded for the audit; the stored count stays
+        case .renamed(let renamed):
+            next.renamedTo = renamed.displayName
         case .deleted:
             next.deleted = true
         }

@@ -77,6 +77,18 @@ public struct PasskeyCloneSuspected: DomainEvent, Equatable {
     }
 }
 
+/// passkey.renamed: its owner (or an administrator) gave it a new name.
+public struct PasskeyRenamed: DomainEvent, Equatable {
+    public static let eventType = "passkey.renamed"
+    public var displayName: String
+    public var by: String
+
+    public init(displayName: String, by: String) {
+        self.displayName = displayName
+        self.by = by
+    }
+}
+
 /// passkey.deleted
 public struct PasskeyDeleted: DomainEvent, Equatable {
     public static let eventType = "passkey.deleted"
@@ -91,6 +103,7 @@ public enum PasskeyEvent: AggregateEvent, Equatable {
     case used(PasskeyUsed)
     case cloneSuspected(PasskeyCloneSuspected)
     case deleted(PasskeyDeleted)
+    case renamed(PasskeyRenamed)
 
     public func newEvent() throws -> NewEvent {
         switch self {
@@ -98,6 +111,7 @@ public enum PasskeyEvent: AggregateEvent, Equatable {
         case .used(let event): return try NewEvent(event)
         case .cloneSuspected(let event): return try NewEvent(event)
         case .deleted(let event): return try NewEvent(event)
+        case .renamed(let event): return try NewEvent(event)
         }
     }
 
@@ -107,6 +121,7 @@ public enum PasskeyEvent: AggregateEvent, Equatable {
         case let event as PasskeyUsed: self = .used(event)
         case let event as PasskeyCloneSuspected: self = .cloneSuspected(event)
         case let event as PasskeyDeleted: self = .deleted(event)
+        case let event as PasskeyRenamed: self = .renamed(event)
         default: throw ForeignEventError(type: envelope.type, aggregate: "passkey")
         }
     }
@@ -116,5 +131,6 @@ public enum PasskeyEvent: AggregateEvent, Equatable {
         registry.register(PasskeyUsed.self)
         registry.register(PasskeyCloneSuspected.self)
         registry.register(PasskeyDeleted.self)
+        registry.register(PasskeyRenamed.self)
     }
 }

@@ -186,7 +186,7 @@ public struct TokenService: Sendable {
     /// RFC 7662: whether an access token is active, and what it allows. Unknown, expired and
     /// revoked tokens are all just inactive.
     public func introspect(realm: String, token: String) async throws -> Introspection {
-        guard let found = try await tokens.accessToken(hash: Self.accessHash(of: token), realm: realm, now: now()) else { return .inactive }
+        guard let found = try await liveAccessToken(realm: realm, token: token) else { return .inactive }
         return Introspection(
             active: true, scope: found.scopes.joined(separator: " "), clientID: found.clientID,
             subject: found.userID?.uuidString.lowercased() ?? found.clientID, audiences: found.audiences,
@@ -211,6 +211,12 @@ public struct TokenService: Sendable {
     }
 
     /// A JWT access token is found by the hash of its jti; a reference token by its own hash.
+    /// The live access token presented as `token` (reference or JWT), with its family: what a
+    /// bearer-authenticated endpoint acts on.
+    public func liveAccessToken(realm: String, token: String) async throws -> TokenDirectory.AccessToken? {
+        try await tokens.accessToken(hash: Self.accessHash(of: token), realm: realm, now: now())
+    }
+
     static func accessHash(of token: String) -> String {
         let parts = token.split(separator: ".")
         if parts.count == 3, let payload = Base64URLText.decode(String(parts[1])),

@@ -206,6 +206,8 @@ public struct PasskeyService: Sendable {
         public var rpID: String
         public var createdAt: Date
         public var lastUsedAt: Date?
+        /// Who holds it, from its AAGUID (`PasskeyProviders`).
+        public var provider: PasskeyProviders.Provider
     }
 
     /// POST /connect/passkey/enroll: verifies the attestation against the ceremony and
@@ -252,7 +254,9 @@ public struct PasskeyService: Sendable {
         } catch is DomainError {
             throw Refusal.badRequest("Passkey.EnrollmentFailed", "Enrollment failed.")
         }
-        return Summary(id: passkeyID, displayName: name, rpID: ceremony.rpID, createdAt: time, lastUsedAt: nil)
+        return Summary(
+            id: passkeyID, displayName: name, rpID: ceremony.rpID, createdAt: time, lastUsedAt: nil,
+            provider: PasskeyProviders.provider(aaguid: Base64URL.encode(verdict.aaguid)))
     }
 
     // MARK: Management
@@ -261,14 +265,46 @@ public struct PasskeyService: Sendable {
     public func list(realm: String, userID: UUID) async throws -> [Summary] {
         try await pool.query(
             """
-            SELECT passkey_id, display_name, rp_id, created_at, last_used_at FROM passkeys
+            SELECT passkey_id, display_name, rp_id, created_at, last_used_at, aaguid FROM passkeys
             WHERE realm_id = \(realm) AND user_id = \(userID) ORDER BY created_at, passkey_id
             """
-        ).rows.map { row in
-            Summary(
-                id: try row.decode(UUID.self, at: 0), displayName: try row.decode(String.self, at: 1), rpID: try row.decode(String.self, at: 2),
-                createdAt: try row.decode(Date.self, at: 3), lastUsedAt: try row.decode(Date?.self, at: 4))
+        ).rows.map(Self.summary)
+    }
+
+    /// GET /connect/passkey/{id}: one of the user's passkeys (nil for another user's: the
+    /// caller answers 404, no cross-user existence oracle).
+    public func get(realm: String, userID: UUID, passkeyID: UUID) async throws -> Summary? {
+        try await pool.query(
+            """
+            SELECT passkey_id, display_name, rp_id, created_at, last_used_at, aaguid FROM passkeys
+            WHERE realm_id = \(realm) AND user_id = \(userID) AND passkey_id = \(passkeyID)
+            """
+        ).first.map(Self.summary)
+    }
+
+    /// PATCH /connect/passkey/{id}: renames one of the user's passkeys; nil when the user has
+    /// no such passkey. - Throws: `Refusal` 400 `Passkey.InvalidName`.
+    public func rename(realm: String, userID: UUID, passkeyID: UUID, to name: String, by actor: String, metadata: EventMetadata) async throws
+        -> Summary?
+    {
+        let passkey = await passkeys.actor(for: StreamNames.passkey(realm: realm, passkeyID: passkeyID))
+        let state = try await passkey.current().state
+        guard state.isActive, state.enrolled?.userID == userID else { return nil }
+        do {
+            _ = try await passkey.execute(.rename(name, by: actor), now: now(), metadata: metadata)
+        } catch let refused as DomainError where refused.code == "Passkey.InvalidName" {
+            throw Refusal(status: 400, title: refused.code, message: refused.message)
+        } catch is DomainError {
+            return nil  // deleted meanwhile
         }
+        return try await get(realm: realm, userID: userID, passkeyID: passkeyID)
+    }
+
+    private static func summary(_ row: PQRow) throws -> Summary {
+        Summary(
+            id: try row.decode(UUID.self, at: 0), displayName: try row.decode(String.self, at: 1), rpID: try row.decode(String.self, at: 2),
+            createdAt: try row.decode(Date.self, at: 3), lastUsedAt: try row.decode(Date?.self, at: 4),
+            provider: PasskeyProviders.provider(aaguid: try row.decode(String?.self, at: 5)))
     }
 
     /// DELETE /connect/passkey/{id}: false when there is no such passkey *of this user*

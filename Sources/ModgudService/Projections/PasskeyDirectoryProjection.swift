@@ -8,7 +8,9 @@ import PQ
 /// by hash, and the list must be current the moment enrollment or deletion answers).
 public struct PasskeyDirectoryProjection: SQLProjection, InlineProjection {
     public let name = "passkey_directory"
-    public let eventTypes: Set<String>? = [PasskeyEnrolled.eventType, PasskeyUsed.eventType, PasskeyDeleted.eventType]
+    public let eventTypes: Set<String>? = [
+        PasskeyEnrolled.eventType, PasskeyUsed.eventType, PasskeyDeleted.eventType, PasskeyRenamed.eventType,
+    ]
     public let tables = ["passkeys"]
 
     public init() {}
@@ -28,15 +30,17 @@ public struct PasskeyDirectoryProjection: SQLProjection, InlineProjection {
             return [
                 """
                 INSERT INTO \(unescaped: table)
-                    (passkey_id, realm_id, user_id, credential_id, credential_hash, rp_id, display_name, created_at)
+                    (passkey_id, realm_id, user_id, credential_id, credential_hash, rp_id, display_name, created_at, aaguid)
                 VALUES (\(passkeyID), \(realm), \(enrolled.userID), \(enrolled.credentialID), \(Self.credentialHash(rawID)), \(enrolled.rpID),
-                        \(enrolled.displayName), \(enrolled.createdAt))
+                        \(enrolled.displayName), \(enrolled.createdAt), \(enrolled.aaguid))
                 """
             ]
         case .used(let used):
             return ["UPDATE \(unescaped: table) SET last_used_at = \(used.usedAt) WHERE passkey_id = \(passkeyID)"]
         case .deleted:
             return ["DELETE FROM \(unescaped: table) WHERE passkey_id = \(passkeyID)"]
+        case .renamed(let renamed):
+            return ["UPDATE \(unescaped: table) SET display_name = \(renamed.displayName) WHERE passkey_id = \(passkeyID)"]
         case .cloneSuspected:
             return []
         }

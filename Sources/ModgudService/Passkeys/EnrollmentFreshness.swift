@@ -1,0 +1,27 @@
+import Foundation
+import ModgudDomain
+
+/// Enrolling a passkey needs a fresh sign-in (issue 14): the bearer token's sign-in
+/// (`auth_time`, kept by its token family) must be at most the realm's
+/// `SessionLimits.enrollmentFreshnessMinutes` old (default 10), or the token must carry
+/// `enrollmentScope`. Otherwise a stolen access token (or a refreshed session weeks old)
+/// could plant a permanent way into the account. Auth0 gates the same step behind
+/// `create:me:authentication_methods`.
+extension PasskeyService {
+    /// The scope that lets a token enroll whatever its sign-in's age; a client must be allowed
+    /// it (`allowedScopes`) like any other.
+    public static let enrollmentScope = "modgud:passkeys:enroll"
+
+    /// Refuses with 403 `Passkey.ReauthenticationRequired` unless the sign-in is fresh or the
+    /// scope is granted.
+    public func requireFreshSignIn(realm: RealmDirectory.Entry, familyID: UUID, scopes: [String]) async throws {
+        if scopes.contains(Self.enrollmentScope) { return }
+        let family = try await tokenService.families.actor(for: StreamNames.tokenFamily(realm: realm.realmID, familyID: familyID)).current().state
+        let limit = TimeInterval(realm.settings.sessionLimits.enrollmentFreshnessMinutes * 60)
+        guard let signedIn = family.started?.authTime, now().timeIntervalSince(signedIn) <= limit else {
+            throw Refusal(
+                status: 403, title: "Passkey.ReauthenticationRequired",
+                message: "Sign in again to add a passkey: the sign-in must be at most \(realm.settings.sessionLimits.enrollmentFreshnessMinutes) minutes old.")
+        }
+    }
+}
