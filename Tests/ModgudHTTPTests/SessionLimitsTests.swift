@@ -36,7 +36,7 @@ final class SessionLimitsTests: XCTestCase {
             XCTAssertEqual(patched.status, .ok)
             XCTAssertEqual(
                 ((patched.json["Realm"] as? [String: Any])?["SessionLimits"] as? [String: Int]),
-                ["AbsoluteLifetimeDays": 90, "RefreshReuseGraceSeconds": 30])
+                ["AbsoluteLifetimeDays": 90, "RefreshReuseGraceSeconds": 30, "EnrollmentFreshnessMinutes": 10])
             let token = try await Self.signIn(client, harness)
             async let first = Self.refresh(client, token)
             async let second = Self.refresh(client, token)

@@ -48,6 +48,7 @@ public struct UserEraser: Sendable {
             userID = try await UserLookup.userID(
                 realm: realm, email: address, index: vault.blindIndex(address.value, realm: realm), pool: core.pool, including: ["deleted"])
         }
+        var keptIndex: String?
         var outcome = Outcome(userID: userID, erasedNow: false, familiesRevoked: 0, passkeysDeleted: 0, keysShredded: 0, mailDeleted: 0)
         if let userID {
             let stream = StreamNames.user(realm: realm, userID: userID)
@@ -65,6 +66,9 @@ public struct UserEraser: Sendable {
             }
             // The address is needed once more, to find its pending registrations and its mail.
             if address == nil, let opened = try await vault.open(state.email) { address = EmailAddress(opened) }
+            keptIndex = try await core.pool.query(
+                "SELECT email_index FROM subject_keys WHERE subject = \(PersonalDataVault.userSubject(userID))"
+            ).first?.decode(String?.self, at: 0)
             let result = try await actor.execute(.erase(newStamp: OpaqueToken.generate().hash), now: Date(), metadata: metadata)
             outcome.erasedNow = !result.events.isEmpty
             outcome.familiesRevoked = try await revokeFamilies(realm: realm, userID: userID, metadata: metadata)
@@ -73,11 +77,15 @@ public struct UserEraser: Sendable {
             if try await vault.shred(subject: subject, realm: realm) { outcome.keysShredded += 1 }
             await core.settingsChanged(.subject(subject))
         }
-        if let address {
-            for subject in try await vault.shred(emailIndex: vault.blindIndex(address.value, realm: realm), realm: realm) {
+        // The address's index: from the address, or from beside the user's key (a re-run by id
+        // after a crash: the erased state no longer holds the address, the key still does).
+        if let index = address.map({ vault.blindIndex($0.value, realm: realm) }) ?? keptIndex {
+            for subject in try await vault.shred(emailIndex: index, realm: realm) {
                 outcome.keysShredded += 1
                 await core.settingsChanged(.subject(subject))
             }
+        }
+        if let address {
             outcome.mailDeleted = try await core.pool.query(
                 "DELETE FROM mail_outbox WHERE realm_id = \(realm) AND recipient = \(address.value) RETURNING id"
             ).rows.count

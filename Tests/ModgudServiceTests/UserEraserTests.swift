@@ -1,0 +1,39 @@
+import EventSourcing
+import Foundation
+import ModgudDomain
+import ModgudService
+import PQ
+import PostgresTestSupport
+import XCTest
+
+/// Issue 13: an erasure cut short after its events (a crash) is finished by running it again
+/// by id, although the erased user's state no longer holds the address: the address's index
+/// is still beside the user's key, and it reaches the registrations pending for the address.
+final class UserEraserTests: XCTestCase {
+    func testAReRunByIdFinishesAnErasureCutShortAfterItsEvents() async throws {
+        let database = try await TestDatabase.create()
+        let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 8, count: 32))
+        let admin = AdminService(core: core)
+        _ = try await admin.createRealm("r", settings: RealmSettings(hosts: ["r.test"], displayName: "R"), metadata: .init())
+        let address = EmailAddress("half.erased@example.com")!
+        // A registration code went out, then an operator invited the same address.
+        _ = try await LoadFixtures(core: core).registrationCode(email: address, realm: "r", metadata: .init())
+        let id = try await admin.createUser(realm: "r", email: address.value, metadata: .init()).id
+        func keys() async throws -> Int {
+            try await database.pool.query("SELECT count(*) FROM subject_keys WHERE subject LIKE 'user:%'").first!.decode(Int.self, at: 0)
+        }
+        let before = try await keys()
+        XCTAssertEqual(before, 2, "the user's key and the pending registration's")
+
+        // The first run appended its events, then stopped.
+        _ = try await core.users.actor(for: StreamNames.user(realm: "r", userID: id)).execute(.erase(newStamp: "x"), now: Date(), metadata: .init())
+        let again = try await admin.eraseUser(realm: "r", id.uuidString, metadata: .init())
+        XCTAssertFalse(again.erasedNow)
+        XCTAssertEqual(again.keysShredded, 2)
+        let after = try await keys()
+        XCTAssertEqual(after, 0)
+        let third = try await admin.eraseUser(realm: "r", id.uuidString, metadata: .init())
+        XCTAssertEqual(third.keysShredded, 0, "erasing again is harmless")
+        await database.drop()
+    }
+}
