@@ -50,7 +50,7 @@ struct PrivacyCommand: AsyncParsableCommand {
             }
             let verb = apply ? "rewritten" : "to rewrite"
             print("events scanned   \(report.eventsScanned)")
-            print("events \(verb.padding(toLength: 10, withPad: " ", startingAt: 0))\(report.eventsRewritten)")
+            print(("events " + verb).padding(toLength: 17, withPad: " ", startingAt: 0) + " \(report.eventsRewritten)")
             print("client IPs       \(report.addressesSealed) sealed, \(report.addressesDropped) dropped (past \(ipRetentionDays) days)")
             print("code streams     \(report.streamsRenamed) renamed")
             if !apply { print("dry run: pass --apply to write") }

@@ -100,6 +100,29 @@ final class CommandTests: XCTestCase {
         XCTAssertTrue(try cli.fails(["user", "totp-enable", "acme", id], withMasterKey: false).contains("MODGUD_MASTER_KEY"))
     }
 
+    /// Issue 13: erasure, the privacy commands, and what replay shows before and after.
+    func testEraseAndPrivacyCommands() throws {
+        try cli.ok(["realm", "create", "acme", "--host", "login.acme.test"])
+        let created = try cli.ok(["user", "create", "acme", "Eve@Example.com", "--first-name", "Evangelina"])
+        let id = try XCTUnwrap(created.split(separator: "\t").first.map(String.init))
+        let sealed = try cli.ok(["events", "replay"])
+        XCTAssertFalse(sealed.contains("eve@example.com") || sealed.contains("Evangelina"), sealed)
+        XCTAssertTrue(try cli.ok(["events", "replay", "--open"]).contains("Evangelina"))
+        XCTAssertTrue(try cli.fails(["events", "replay", "--open"], withMasterKey: false).contains("MODGUD_MASTER_KEY"))
+        let status = try cli.ok(["privacy", "status"])
+        XCTAssertTrue(status.contains("user keys        1 (0 erased)") && status.contains("none in plaintext"), status)
+        let dry = try cli.ok(["privacy", "seal-legacy"])
+        XCTAssertTrue(dry.contains("events to rewrite 0") && dry.contains("dry run"), dry)
+
+        let erased = try cli.ok(["user", "erase", "acme", "eve@example.com"])
+        XCTAssertTrue(erased.contains("\(id) erased") && erased.contains("keys         1 shredded"), erased)
+        XCTAssertTrue(try cli.ok(["events", "replay", "--type", "user.registered"]).contains(#""email":"[erased]""#))
+        XCTAssertTrue(try cli.ok(["user", "show", "acme", id]).contains("[erased]"))
+        XCTAssertTrue(try cli.ok(["user", "erase", "acme", id]).contains("was erased already"))
+        XCTAssertTrue(try cli.ok(["privacy", "status"]).contains("user keys        0 (1 erased)"))
+        XCTAssertTrue(try cli.fails(["user", "erase", "acme", "nobody@example.com"]).contains("User.NotFound"))
+    }
+
     func testEventsProjectionsAndMailCommands() throws {
         try cli.ok(["realm", "create", "acme", "--host", "login.acme.test"])
         try cli.ok(["user", "create", "acme", "ada@example.com"])
