@@ -36,4 +36,25 @@ final class UserEraserTests: XCTestCase {
         XCTAssertEqual(third.keysShredded, 0, "erasing again is harmless")
         await database.drop()
     }
+
+    /// Keys of registrations that never created their user are shredded by maintenance after a
+    /// day; a user's key is not.
+    func testAbandonedRegistrationKeysAreShreddedAndUsersKeysAreNot() async throws {
+        let database = try await TestDatabase.create()
+        let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 8, count: 32))
+        let admin = AdminService(core: core)
+        _ = try await admin.createRealm("r", settings: RealmSettings(hosts: ["r.test"], displayName: "R"), metadata: .init())
+        _ = try await LoadFixtures(core: core).registrationCode(email: EmailAddress("never.came@example.com")!, realm: "r", metadata: .init())
+        let user = try await admin.createUser(realm: "r", email: "stayed@example.com", metadata: .init()).id
+        let vault = try XCTUnwrap(core.vault)
+        let early = try await vault.shredAbandoned(before: Date().addingTimeInterval(-PersonalDataVault.abandonedAfter))
+        XCTAssertEqual(early, 0, "a day's grace")
+        let late = try await vault.shredAbandoned(before: Date().addingTimeInterval(60))
+        XCTAssertEqual(late, 1)
+        let profile = try await admin.profile(realm: "r", userID: user).profile
+        XCTAssertEqual(profile.email, "stayed@example.com", "the user's key stays")
+        let erased = try await database.pool.query("SELECT count(*) FROM erased_subjects").first!.decode(Int.self, at: 0)
+        XCTAssertEqual(erased, 1, "recorded: no key is ever made for it again")
+        await database.drop()
+    }
 }
