@@ -16,6 +16,7 @@ struct ClientCommand: AsyncParsableCommand {
         @Option(name: .customLong("android-origin"), help: "android:apk-key-hash:… (repeatable).") var androidOrigins: [String] = []
         @Option(help: "Access-token format: reference or jwt.") var format: String?
         @Option(help: "Display name.") var displayName: String?
+        @Option(help: "Allow passkey sign-up (true or false; needs the passkey grant).") var passkeySignUp: Bool?
 
         func apply(to settings: inout ClientSettings) throws {
             if !grants.isEmpty {
@@ -33,6 +34,7 @@ struct ClientCommand: AsyncParsableCommand {
                 settings.accessTokenFormat = value
             }
             if let displayName { settings.displayName = displayName }
+            if let passkeySignUp { settings.passkeySignUp = passkeySignUp }
         }
     }
 
@@ -157,5 +159,6 @@ struct ClientCommand: AsyncParsableCommand {
         Swift.print("audiences    \(settings.audiences.sorted().joined(separator: " "))")
         Swift.print("rp-id        \(settings.rpID ?? "(realm primary domain)")")
         Swift.print("tokens       \(settings.accessTokenFormat.rawValue)")
+        if settings.passkeySignUp { Swift.print("sign-up      passkey") }
     }
 }

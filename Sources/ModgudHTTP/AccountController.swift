@@ -44,6 +44,8 @@ struct AccountController: Sendable {
         router.get("/api/app-info", use: appInfo)
         router.post("/api/account/totp/enroll", use: totpBegin)
         router.post("/api/account/totp/confirm", use: totpConfirm)
+        router.post("/api/account/email/confirm/request", use: emailConfirmRequest)
+        router.post("/api/account/email/confirm", use: emailConfirm)
     }
 
     /// POST /api/account/native/otp/request and /register: steps 1–4 of SPEC.md section 2.
@@ -146,6 +148,40 @@ struct AccountController: Sendable {
             } catch let refused as DomainError {
                 return Problem.response(refused.code, status: refused.code == "TOTP.InvalidCode" ? 400 : 409, detail: refused.message)
             }
+        }
+    }
+
+    struct EmailConfirmationBody: Encodable {
+        var EmailConfirmed: Bool
+    }
+
+    /// POST /api/account/email/confirm/request (bearer): sends a code to the account's address
+    /// (202), or answers 200 `{ "EmailConfirmed": true }` when it is confirmed already.
+    func emailConfirmRequest(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, _) = try await parsing.realm(request)
+            let userID = try await bearer(request, realm: realm.realmID).userID
+            let outcome: EmailSignInService.ConfirmationRequestOutcome
+            do {
+                outcome = try await core.emailSignIn().requestConfirmation(
+                    realm: realm, userID: userID, source: parsing.source(request, context: context), metadata: metadata(context, actor: userID))
+            } catch is DomainError {
+                return UserInfoController.challenge("invalid_token")  // the account stopped signing in meanwhile
+            }
+            return OAuthResponses.json(EmailConfirmationBody(EmailConfirmed: outcome == .alreadyConfirmed), status: outcome == .sent ? .accepted : .ok)
+        }
+    }
+
+    /// POST /api/account/email/confirm (bearer) `{ "Code" }`: 200 `{ "EmailConfirmed": true }`,
+    /// or 400 `Email.InvalidCode` for a wrong, expired, burned or used code.
+    func emailConfirm(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, _) = try await parsing.realm(request)
+            let userID = try await bearer(request, realm: realm.realmID).userID
+            let body = try await parsing.json(TOTPConfirmBody.self, request, allowed: TOTPConfirmBody.members)
+            guard try await core.emailSignIn().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: metadata(context, actor: userID))
+            else { return Problem.response("Email.InvalidCode", status: 400, detail: "Invalid or expired code.") }
+            return OAuthResponses.json(EmailConfirmationBody(EmailConfirmed: true))
         }
     }
 

@@ -104,8 +104,11 @@ enum AdminPayloads {
         var RpId: String?
         var AndroidOrigins: [String]?
         var AccessTokenFormat: String?
+        var PasskeySignUp: Bool?
 
-        static let members: Set<String> = ["Id", "Type", "DisplayName", "Grants", "Scopes", "Audiences", "RpId", "AndroidOrigins", "AccessTokenFormat"]
+        static let members: Set<String> = [
+            "Id", "Type", "DisplayName", "Grants", "Scopes", "Audiences", "RpId", "AndroidOrigins", "AccessTokenFormat", "PasskeySignUp",
+        ]
 
         func apply(to settings: inout ClientSettings) throws(AdminProblem) {
             if let DisplayName { settings.displayName = DisplayName }
@@ -121,6 +124,7 @@ enum AdminPayloads {
             if let Audiences { settings.audiences = Set(Audiences) }
             if let RpId { settings.rpID = RpId.isEmpty ? nil : RpId }
             if let AndroidOrigins { settings.androidOrigins = Set(AndroidOrigins) }
+            if let PasskeySignUp { settings.passkeySignUp = PasskeySignUp }
             if let AccessTokenFormat {
                 guard let format = ModgudDomain.AccessTokenFormat(rawValue: AccessTokenFormat) else {
                     throw AdminProblem("Client.InvalidAccessTokenFormat", "AccessTokenFormat is reference or jwt.")
@@ -171,7 +175,8 @@ enum AdminPayloads {
         return Client(
             Id: state.id, Type: settings?.type.rawValue, DisplayName: settings?.displayName, Grants: settings?.grants.sorted().map(\.rawValue),
             Scopes: settings?.allowedScopes.sorted(), Audiences: settings?.audiences.sorted(), RpId: settings?.rpID,
-            AndroidOrigins: settings?.androidOrigins.sorted(), AccessTokenFormat: settings?.accessTokenFormat.rawValue)
+            AndroidOrigins: settings?.androidOrigins.sorted(), AccessTokenFormat: settings?.accessTokenFormat.rawValue,
+            PasskeySignUp: settings?.passkeySignUp)
     }
 
     /// The answer to `DELETE /admin/api/realms/{r}/users/{u}?erase=true`.

@@ -45,6 +45,7 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     let account = AccountController(core: core, parsing: parsing)
     account.register(on: router)
     PasskeyController(core: core, parsing: parsing, account: account).register(on: router)
+    Auth0PasskeyController(core: core, parsing: parsing, account: account).register(on: router)
     AdminController(core: core, admin: AdminService(core: core), configuration: configuration).register(on: router)
     return router
 }

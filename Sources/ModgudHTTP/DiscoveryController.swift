@@ -47,7 +47,8 @@ struct DiscoveryController: Sendable {
             let (realm, issuer) = try await parsing.realm(request)
             var grants = [GrantType.refreshToken.rawValue, GrantType.clientCredentials.rawValue]
             // Better than the original server: the native URNs are listed only when enabled.
-            if realm.settings.nativeGrants.enabled { grants += GrantType.native.map(\.rawValue).sorted() }
+            // Auth0's passkey grant is the passkey grant by another name (issue 14).
+            if realm.settings.nativeGrants.enabled { grants += GrantType.native.map(\.rawValue).sorted() + [Auth0Compatibility.webauthnGrant] }
             let body = try await rendered.value(for: issuer + " " + grants.joined(separator: " ")) {
                 let document = Metadata(
                     issuer: issuer, tokenEndpoint: issuer + "/connect/token", introspectionEndpoint: issuer + "/connect/introspect",

@@ -22,6 +22,11 @@ struct FormBody {
         }
     }
 
+    /// Parameters already parsed (a JSON token request, see `RequestParsing.tokenParameters`).
+    init(values: [String: [String]]) {
+        self.values = values
+    }
+
     /// The single value of a parameter; empty values count as absent (RFC 6749 section 3.1).
     subscript(_ name: String) -> String? {
         guard let value = values[name]?.first, !value.isEmpty else { return nil }

@@ -41,6 +41,7 @@ struct PasskeyController: Sendable {
 
     func register(on router: Router<ModgudRequestContext>) {
         router.post("/connect/passkey/begin", use: begin)
+        router.post("/connect/passkey/register/begin", use: signUpBegin)
         router.post("/connect/passkey/enroll/begin", use: enrollBegin)
         router.post("/connect/passkey/enroll", use: enroll)
         router.get("/connect/passkey", use: list)
@@ -57,6 +58,36 @@ struct PasskeyController: Sendable {
             try await core.rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
             let form = try await parsing.form(request)
             let begun = try await core.passkeys.beginLogin(realm: realm, clientID: form["client_id"], metadata: account.metadata(context))
+            return OAuthResponses.json(BegunBody(ceremonyId: begun.ceremonyID.uuidString.lowercased(), options: begun.options))
+        }
+    }
+
+    /// The sign-up body (issue 14).
+    struct SignUpBody: Decodable {
+        var ClientId: String
+        var Email: String
+        var FirstName: String?
+        var LastName: String?
+        var DisplayName: String?
+        static let members: Set<String> = ["ClientId", "Email", "FirstName", "LastName", "DisplayName"]
+    }
+
+    /// POST /connect/passkey/register/begin (anonymous, JSON): creation options for a new
+    /// account, the same whatever the address. The token endpoint redeems the ceremony with
+    /// `attestation`. 403 `Passkey.SignUpNotAllowed` / `Passkey.SignUpDisabled` when the client
+    /// or realm does not allow sign-up; 429 past the passkey or sign-up limit per source.
+    func signUpBegin(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, _) = try await parsing.realm(request)
+            guard realm.settings.nativeGrants.enabled else { return AccountController.disabled() }
+            let body = try await parsing.json(SignUpBody.self, request, allowed: SignUpBody.members)
+            let source = parsing.source(request, context: context)
+            try await core.rateLimiter.check(.passkeyPerIP, key: source, realm: realm.realmID, settings: realm.settings)
+            try await core.rateLimiter.check(.signupPerIP, key: source, realm: realm.realmID, settings: realm.settings)
+            let begun = try await core.passkeys.beginSignUp(
+                realm: realm, clientID: body.ClientId,
+                .init(email: body.Email, firstName: body.FirstName, lastName: body.LastName, displayName: body.DisplayName),
+                metadata: account.metadata(context))
             return OAuthResponses.json(BegunBody(ceremonyId: begun.ceremonyID.uuidString.lowercased(), options: begun.options))
         }
     }

@@ -43,6 +43,45 @@ struct RequestParsing: Sendable {
         }
     }
 
+    /// The token endpoint's parameters: a form (RFC 6749 section 3.2), or a JSON object as
+    /// Auth0's SDKs send (issue 14). A JSON member's string is its value; an object or array
+    /// member (Auth0's `authn_response`) is its JSON text; `resource` may be an array of
+    /// strings; null is absent. The form's rules hold: no NUL, the same size limit.
+    func tokenParameters(_ request: Request) async throws -> FormBody {
+        guard let type = request.headers[.contentType]?.lowercased(), type.hasPrefix("application/json") else { return try await form(request) }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: configuration.maxBodyBytes)
+        } catch {
+            throw Failure.response(OAuthResponses.json(
+                OAuthResponses.ErrorBody(error: "invalid_request", errorDescription: "The request body is too large."), status: .contentTooLarge))
+        }
+        guard let members = try? JSONDecoder().decode([String: StrictJSON.AnyJSONValue].self, from: Data(buffer.readableBytesView)) else {
+            throw Failure.response(OAuthResponses.error(.invalidRequest("The request body is not a JSON object.")))
+        }
+        if members.contains(where: { $0.key.unicodeScalars.contains("\u{0}") || $0.value.containsNUL }) {
+            throw Failure.response(OAuthResponses.error(.invalidRequest("Parameters must not contain NUL characters.")))
+        }
+        var values: [String: [String]] = [:]
+        for (name, value) in members {
+            switch value {
+            case .null: continue
+            case .string(let text): values[name] = [text]
+            case .bool(let flag): values[name] = [flag ? "true" : "false"]
+            case .number(let number): values[name] = [number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)]
+            case .array(let items) where FormBody.repeatable.contains(name):
+                values[name] = try items.map { item in
+                    guard case .string(let text) = item else {
+                        throw Failure.response(OAuthResponses.error(.invalidRequest("\(name) is a string or an array of strings.")))
+                    }
+                    return text
+                }
+            case .array, .object: values[name] = [String(decoding: try JSONEncoder().encode(value), as: UTF8.self)]
+            }
+        }
+        return FormBody(values: values)
+    }
+
     /// The rate-limit key of the request's source.
     func source(_ request: Request, context: ModgudRequestContext) -> String {
         SourceAddress.key(

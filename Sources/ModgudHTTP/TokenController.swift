@@ -20,7 +20,7 @@ struct TokenController: Sendable {
         let started = ContinuousClock.now
         do {
             let (realm, issuer) = try await parsing.realm(request)
-            let form = try await parsing.form(request)
+            let form = try await parsing.tokenParameters(request)
             guard let grantType = form["grant_type"] else { throw OAuthError.invalidRequest("grant_type is required.") }
             outcome.grantType = grantType
             let metadata = EventMetadata(correlationID: context.id, actor: nil, clientIP: context.peerAddress)
@@ -48,7 +48,7 @@ struct TokenController: Sendable {
                 return OAuthResponses.token(
                     try await core.tokenService.clientCredentials(
                         client: client, scope: form["scope"], resources: form.all("resource"), issuer: issuer, metadata: metadata))
-            case let native where GrantType(rawValue: native).map(GrantType.native.contains) == true:
+            case let native where Auth0Compatibility.grantType(native).map(GrantType.native.contains) == true:
                 // SPEC.md section 0: the realm flag first, then the client's permission.
                 guard realm.settings.nativeGrants.enabled else {
                     try await core.rateLimiter.check([perSource], realm: realm.realmID, settings: realm.settings)
@@ -56,14 +56,17 @@ struct TokenController: Sendable {
                 }
                 let (client, limits) = try await authenticate(request, form, realm: realm, source: source)
                 try await count(limits)
-                guard client.settings.grants.contains(GrantType(rawValue: native)!) else {
+                let granted = Auth0Compatibility.grantType(native)!
+                guard client.settings.grants.contains(granted) else {
                     throw OAuthError.unauthorizedClient("The client is not allowed to use this grant type.")
                 }
+                let auth0 = native == Auth0Compatibility.webauthnGrant
                 let grant = EmailSignInService.GrantRequest(
-                    client: client, scope: form["scope"], resources: form.all("resource"), totpCode: form["totp_code"], issuer: issuer,
-                    metadata: EventMetadata(correlationID: context.id, actor: "client:\(client.id)", clientIP: context.peerAddress))
+                    client: client, scope: auth0 ? Auth0Compatibility.scope(form["scope"], client: client.settings) : form["scope"],
+                    resources: auth0 ? try Auth0Compatibility.resources(form, realm: realm) : form.all("resource"), totpCode: form["totp_code"],
+                    issuer: issuer, metadata: EventMetadata(correlationID: context.id, actor: "client:\(client.id)", clientIP: context.peerAddress))
                 let response = try await uniformFailures(started: started) {
-                    switch GrantType(rawValue: native)! {
+                    switch granted {
                     case .otp:
                         guard let username = form["username"], let code = form["otp_code"] else {
                             throw OAuthError.invalidRequest("username and otp_code are required.")
@@ -75,11 +78,7 @@ struct TokenController: Sendable {
                         }
                         return OAuthResponses.token(try await core.emailSignIn().redeemMagicLink(userID: userID, token: token, grant))
                     case .passkey:
-                        guard let ceremonyID = form["ceremony_id"], let assertion = form["assertion"] else {
-                            throw OAuthError.invalidRequest("ceremony_id and assertion are required.")
-                        }
-                        return OAuthResponses.token(
-                            try await core.passkeys.redeem(client: client, ceremonyID: ceremonyID, assertion: assertion, grant))
+                        return OAuthResponses.token(try await passkeyGrant(form, auth0: auth0, grant: grant, realm: realm, source: source))
                     default:
                         throw OAuthError.unsupportedGrantType("The grant type \(native) is not supported.")
                     }
@@ -104,6 +103,34 @@ struct TokenController: Sendable {
             outcome.outcome = response.status == .serviceUnavailable ? "temporarily_unavailable" : "server_error"
             return response
         }
+    }
+
+    /// `urn:cocoar:passkey` (`ceremony_id` with `assertion` to sign in, with `attestation` to
+    /// sign up) and Auth0's `urn:okta:params:oauth:grant-type:webauthn` (`auth_session` with
+    /// `authn_response`: an attestation signs up, an assertion signs in). A sign-up also counts
+    /// against the passkey limit per source, since its answer may tell that an address has an
+    /// account (issue 14).
+    private func passkeyGrant(_ form: FormBody, auth0: Bool, grant: EmailSignInService.GrantRequest, realm: RealmDirectory.Entry, source: String)
+        async throws -> TokenResponse
+    {
+        let (ceremony, assertion, attestation): (String?, String?, String?)
+        if auth0 {
+            guard let session = form["auth_session"], let response = form["authn_response"] else {
+                throw OAuthError.invalidRequest("auth_session and authn_response are required.")
+            }
+            let signUp = Auth0Compatibility.isAttestation(response)
+            (ceremony, assertion, attestation) = (session, signUp ? nil : response, signUp ? response : nil)
+        } else {
+            (ceremony, assertion, attestation) = (form["ceremony_id"], form["assertion"], form["attestation"])
+        }
+        guard let ceremony, (assertion == nil) != (attestation == nil) else {
+            throw OAuthError.invalidRequest("ceremony_id and assertion (sign-in) or attestation (sign-up) are required.")
+        }
+        if let attestation {
+            try await core.rateLimiter.check(.passkeyPerIP, key: source, realm: realm.realmID, settings: realm.settings)
+            return try await core.passkeys.redeemSignUp(client: grant.client, ceremonyID: ceremony, attestation: Array(attestation.utf8), grant)
+        }
+        return try await core.passkeys.redeem(client: grant.client, ceremonyID: ceremony, assertion: assertion!, grant)
     }
 
     /// SPEC.md section 0: a failed proof (`invalid_grant`) answers after the jitter, so timing

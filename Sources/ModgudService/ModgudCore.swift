@@ -70,7 +70,7 @@ public struct ModgudCore: Sendable {
     public func emailSignIn() throws -> EmailSignInService {
         let doorbell = mailDoorbell
         return EmailSignInService(
-            pool: pool, challenges: challenges, users: users, secrets: try requireSecrets(), vault: try requireVault(), limiter: rateLimiter,
+            pool: pool, challenges: challenges, users: users, passkeys: passkeyRegistry, secrets: try requireSecrets(), vault: try requireVault(), limiter: rateLimiter,
             tokenService: tokenService,
             mailEnqueued: { doorbell.ring() }, now: now)
     }

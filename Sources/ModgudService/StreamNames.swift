@@ -35,6 +35,11 @@ public enum StreamNames {
         StreamRef(type: EmailChallenge.streamType, key: "magic.\(userID.uuidString.lowercased())", realm: realm)
     }
 
+    /// The address-confirmation codes of one user (issue 14).
+    public static func emailConfirmation(realm: String, userID: UUID) -> StreamRef {
+        StreamRef(type: EmailChallenge.streamType, key: "confirm.\(userID.uuidString.lowercased())", realm: realm)
+    }
+
     public static func passkeyCeremony(realm: String, ceremonyID: UUID) -> StreamRef {
         StreamRef(type: PasskeyCeremony.streamType, key: ceremonyID.uuidString.lowercased(), realm: realm)
     }

@@ -36,16 +36,19 @@ final class EndpointFuzzTests: XCTestCase {
         (.get, "/admin/api/realms/dev/users"), (.post, "/admin/api/realms/dev/users/{x}/totp"), (.delete, "/admin/api/realms/dev/users/{x}/totp"), (.delete, "/admin/api/realms/dev/users/{x}"),
         (.get, "/admin/api/realms/dev/users/{x}/passkeys"), (.delete, "/admin/api/realms/dev/users/{x}/passkeys/{x}"),
         (.post, "/admin/api/realms/dev/users/{x}/{x}"), (.get, "/admin/api/realms/dev/users/{x}/audit"),
+        (.post, "/connect/passkey/register/begin"), (.post, "/passkey/register"), (.post, "/passkey/challenge"),
+        (.post, "/api/account/email/confirm/request"), (.post, "/api/account/email/confirm"),
     ]
 
     static let names = [
         "grant_type", "client_id", "client_secret", "username", "otp_code", "user_id", "magic_token", "ceremony_id", "assertion",
         "refresh_token", "scope", "resource", "token", "totp_code", "Email", "FirstName", "LastName", "Code", "ceremonyId", "attestation",
-        "DisplayName", "Hosts", "NativeGrants", "Grants", "RpId", "Type", "AllowedScopes",
+        "DisplayName", "Hosts", "NativeGrants", "Grants", "RpId", "Type", "AllowedScopes", "ClientId", "user_profile", "auth_session",
+        "authn_response", "realm", "audience",
     ]
 
     static let values = [
-        "urn:cocoar:otp", "urn:cocoar:magic", "urn:cocoar:passkey", "refresh_token", "client_credentials", "app", "conf", "plain",
+        "urn:cocoar:otp", "urn:cocoar:magic", "urn:cocoar:passkey", "urn:okta:params:oauth:grant-type:webauthn", "refresh_token", "client_credentials", "app", "conf", "plain",
         "ada@example.com", "123456", "openid offline_access", "https://elsewhere", "\u{0}", "%00", "%ff%fe", "%", "%zz", "\u{7f}",
         String(repeating: "a", count: 5000), "😀", "-1", "1e309", "null", "[]", "{}", "true", UUID().uuidString, "00000000-0000-0000-0000-000000000000",
         #"{"id":"x","rawId":"x","type":"public-key","response":{"clientDataJSON":"e30","authenticatorData":"AA","signature":"AA"}}"#,

@@ -42,10 +42,12 @@ public struct ClientSettings: Codable, Hashable, Sendable {
     /// Android app origins (`android:apk-key-hash:…`) accepted per RP-ID.
     public var androidOrigins: Set<String>
     public var accessTokenFormat: AccessTokenFormat
+    /// Whether the app may create accounts with a passkey (issue 14); needs the passkey grant.
+    public var passkeySignUp: Bool
 
     public init(
         type: ClientType, displayName: String = "", grants: Set<GrantType>, allowedScopes: Set<String>, audiences: Set<String> = [],
-        rpID: String? = nil, androidOrigins: Set<String> = [], accessTokenFormat: AccessTokenFormat = .reference
+        rpID: String? = nil, androidOrigins: Set<String> = [], accessTokenFormat: AccessTokenFormat = .reference, passkeySignUp: Bool = false
     ) {
         self.type = type
         self.displayName = displayName
@@ -55,10 +57,25 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         self.rpID = rpID
         self.androidOrigins = androidOrigins
         self.accessTokenFormat = accessTokenFormat
+        self.passkeySignUp = passkeySignUp
     }
 
     private enum CodingKeys: String, CodingKey {
-        case type, displayName, grants, allowedScopes, audiences, rpID, androidOrigins, accessTokenFormat
+        case type, displayName, grants, allowedScopes, audiences, rpID, androidOrigins, accessTokenFormat, passkeySignUp
+    }
+
+    /// Settings recorded before a member existed decode with its default.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        type = try container.decode(ClientType.self, forKey: .type)
+        displayName = try container.decodeIfPresent(String.self, forKey: .displayName) ?? ""
+        grants = try container.decode(Set<GrantType>.self, forKey: .grants)
+        allowedScopes = try container.decode(Set<String>.self, forKey: .allowedScopes)
+        audiences = try container.decodeIfPresent(Set<String>.self, forKey: .audiences) ?? []
+        rpID = try container.decodeIfPresent(String.self, forKey: .rpID)
+        androidOrigins = try container.decodeIfPresent(Set<String>.self, forKey: .androidOrigins) ?? []
+        accessTokenFormat = try container.decodeIfPresent(AccessTokenFormat.self, forKey: .accessTokenFormat) ?? .reference
+        passkeySignUp = try container.decodeIfPresent(Bool.self, forKey: .passkeySignUp) ?? false
     }
 
     /// Sets are written sorted, so equal settings always encode to equal bytes (events, read
@@ -73,6 +90,8 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         try container.encodeIfPresent(rpID, forKey: .rpID)
         try container.encode(androidOrigins.sorted(), forKey: .androidOrigins)
         try container.encode(accessTokenFormat, forKey: .accessTokenFormat)
+        // Written only when on, so settings that never used it keep their bytes.
+        if passkeySignUp { try container.encode(true, forKey: .passkeySignUp) }
     }
 
     /// Strict grant separation and the other rules of SPEC.md sections 0 and 1.
@@ -95,6 +114,9 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         }
         if let rpID, !RealmSettings.isValidHost(rpID) {
             throw DomainError("Client.InvalidRpId", "\(rpID) is not a domain name.")
+        }
+        if passkeySignUp, !grants.contains(.passkey) {
+            throw DomainError("Client.SignUpNeedsPasskeyGrant", "Passkey sign-up needs the urn:cocoar:passkey grant.")
         }
         for origin in androidOrigins where !origin.hasPrefix("android:apk-key-hash:") || origin.count <= "android:apk-key-hash:".count {
             throw DomainError("Client.InvalidAndroidOrigin", "Android origins look like android:apk-key-hash:<base64url>.")

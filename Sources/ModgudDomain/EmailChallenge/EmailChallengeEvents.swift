@@ -9,6 +9,8 @@ public enum ChallengePurpose: String, Codable, Hashable, Sendable {
     case registrationCode = "registration_code"
     /// A magic link token for an existing user.
     case magicLink = "magic_link"
+    /// A code that proves a signed-up user's address (issue 14): redeeming it confirms it.
+    case emailConfirmation = "email_confirmation"
 }
 
 /// challenge.issued: a code or link went out. Only its hash is kept.

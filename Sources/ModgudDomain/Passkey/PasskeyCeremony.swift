@@ -11,6 +11,9 @@ public enum PasskeyCeremony: Aggregate {
     public enum Kind: String, Codable, Sendable {
         case login
         case enrollment
+        /// Passkey sign-up (issue 14): the ceremony carries the future user's id and sealed
+        /// profile; redeeming it creates the user and the passkey together.
+        case signUp = "sign_up"
     }
 
     public struct State: Sendable, Equatable {
@@ -39,6 +42,9 @@ public enum PasskeyCeremony: Aggregate {
         case .begin(let begun):
             guard state.begun == nil else { throw DomainError("Ceremony.Exists", "The ceremony exists.") }
             guard begun.challenge.count >= 43 else { throw DomainError("Ceremony.WeakChallenge", "A challenge has at least 32 bytes.") }
+            if begun.kind == .signUp, begun.clientID == nil || begun.registrantID == nil || begun.email == nil {
+                throw DomainError("Ceremony.IncompleteSignUp", "A sign-up ceremony names its client, its registrant and the address.")
+            }
             return [.begun(begun)]
         case .consume(let kind, let clientID, let userID):
             guard state.isLive(at: now), let begun = state.begun, begun.kind == kind else {

@@ -13,8 +13,18 @@ public struct PasskeyCeremonyBegun: DomainEvent, Equatable {
     public var clientID: String?
     public var userID: UUID?
     public var expiresAt: Date
+    /// Sign-up only: the id the new user will have (also the WebAuthn user handle), and the
+    /// address and names sealed under that user's data key (issue 13), copied unopened into
+    /// `user.registered` when the ceremony is redeemed.
+    public var registrantID: UUID?
+    public var email: PersonalText?
+    public var firstName: PersonalText?
+    public var lastName: PersonalText?
 
-    public init(ceremonyID: UUID, kind: PasskeyCeremony.Kind, challenge: String, rpID: String, clientID: String?, userID: UUID?, expiresAt: Date) {
+    public init(
+        ceremonyID: UUID, kind: PasskeyCeremony.Kind, challenge: String, rpID: String, clientID: String?, userID: UUID?, expiresAt: Date,
+        registrantID: UUID? = nil, email: PersonalText? = nil, firstName: PersonalText? = nil, lastName: PersonalText? = nil
+    ) {
         self.ceremonyID = ceremonyID
         self.kind = kind
         self.challenge = challenge
@@ -22,6 +32,10 @@ public struct PasskeyCeremonyBegun: DomainEvent, Equatable {
         self.clientID = clientID
         self.userID = userID
         self.expiresAt = expiresAt
+        self.registrantID = registrantID
+        self.email = email
+        self.firstName = firstName
+        self.lastName = lastName
     }
 }
 

@@ -23,8 +23,15 @@ public enum User: Aggregate {
         public var lastTOTPStep: UInt64?
         public var securityStamp = ""
         public var status = Status.active
+        /// The grant (or tool) that created the account (`user.registered`'s `via`).
+        public var registeredVia: String?
 
         public var exists: Bool { id != nil }
+        /// A live account made by passkey sign-up whose address nobody has proven yet (issue
+        /// 14). Proof of the mailbox wins: a registration code for the address retires it.
+        public var isUnprovenPasskeySignUp: Bool {
+            exists && !emailConfirmed && registeredVia == User.passkeySignUpVia && status != .deleted && status != .erased
+        }
         /// Whether the account may sign in or refresh.
         public var canSignIn: Bool { exists && status == .active }
     }
@@ -52,6 +59,9 @@ public enum User: Aggregate {
         case disable(newStamp: String)
         case enable
         case delete(newStamp: String)
+        /// Proof of the mailbox wins (issue 14): an unproven passkey sign-up is deleted when the
+        /// address's owner redeems a registration code, in that code's transaction.
+        case retireUnproven(newStamp: String)
         /// Erasure (issue 13): records that the data key is being deleted and kills every token.
         /// Allowed for deleted users too; a second erasure writes nothing.
         case erase(newStamp: String)
@@ -113,8 +123,17 @@ public enum User: Aggregate {
             return state.status == .disabled ? [.enabled(UserEnabled())] : []
         case .delete(let stamp):
             return [.deleted(UserDeleted()), .securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: .deleted))]
+        case .retireUnproven(let stamp):
+            guard state.isUnprovenPasskeySignUp else { throw DomainError("User.Proven", "The account's address is proven.") }
+            return [
+                .deleted(UserDeleted(reason: .mailboxProvenByAnother)),
+                .securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: .deleted)),
+            ]
         }
     }
+
+    /// `user.registered`'s `via` for an account made by passkey sign-up.
+    public static let passkeySignUpVia = "urn:cocoar:passkey"
 
     /// A name as kept: trimmed, at most 200 characters, nil when empty.
     public static func cleanName(_ value: String?) -> String? {
@@ -133,6 +152,7 @@ public enum User: Aggregate {
             next.firstName = registered.firstName
             next.lastName = registered.lastName
             next.securityStamp = registered.securityStamp
+            next.registeredVia = registered.via
         case .profileChanged(let changed):
             next.username = changed.username
             next.firstName = changed.firstName

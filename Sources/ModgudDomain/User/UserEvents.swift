@@ -131,7 +131,15 @@ public struct UserEnabled: DomainEvent, Equatable {
 public struct UserDeleted: DomainEvent, Equatable {
     public static let eventType = "user.deleted"
 
-    public init() {}
+    /// Why, when it was not an operator's decision.
+    public enum Reason: String, Codable, Sendable {
+        /// An unproven passkey sign-up, retired when the address's owner proved the mailbox.
+        case mailboxProvenByAnother = "mailbox_proven_by_another"
+    }
+
+    public var reason: Reason?
+
+    public init(reason: Reason? = nil) { self.reason = reason }
 }
 
 /// user.erased: the user's data key was deleted (GDPR Article 17). Every sealed field of the

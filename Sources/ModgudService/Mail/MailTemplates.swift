@@ -3,9 +3,13 @@ import SMTP
 /// The mails the sign-in flows send: plain text and HTML with the realm's display name
 /// (HTML-escaped). Pure functions, so tests read exactly what users get.
 public enum MailTemplates {
-    /// A sign-in code (SPEC.md section 2) or, for a new address, a registration code.
-    public static func code(_ code: String, to address: String, realmName: String, registration: Bool) -> MailMessage {
-        let action = registration ? "finish creating your \(realmName) account" : "sign in to \(realmName)"
+    /// A sign-in code (SPEC.md section 2), for a new address a registration code, or a code
+    /// that confirms a signed-up account's address (issue 14).
+    public static func code(_ code: String, to address: String, realmName: String, registration: Bool, confirmation: Bool = false) -> MailMessage {
+        let action =
+            confirmation
+            ? "confirm this address for your \(realmName) account"
+            : registration ? "finish creating your \(realmName) account" : "sign in to \(realmName)"
         let text = """
             Your verification code is \(code)
 

@@ -23,6 +23,7 @@ public struct EmailSignInService: Sendable {
     let pool: PQPool
     let challenges: AggregateRegistry<EmailChallenge>
     let users: AggregateRegistry<User>
+    let passkeys: AggregateRegistry<Passkey>
     let secrets: ServerSecrets
     let vault: PersonalDataVault
     let outbox: MailOutbox
@@ -33,13 +34,15 @@ public struct EmailSignInService: Sendable {
     let now: @Sendable () -> Date
 
     public init(
-        pool: PQPool, challenges: AggregateRegistry<EmailChallenge>, users: AggregateRegistry<User>, secrets: ServerSecrets,
+        pool: PQPool, challenges: AggregateRegistry<EmailChallenge>, users: AggregateRegistry<User>, passkeys: AggregateRegistry<Passkey>,
+        secrets: ServerSecrets,
         vault: PersonalDataVault, limiter: RateLimiter, tokenService: TokenService, mailEnqueued: @escaping @Sendable () -> Void,
         now: @escaping @Sendable () -> Date
     ) {
         self.pool = pool
         self.challenges = challenges
         self.users = users
+        self.passkeys = passkeys
         self.secrets = secrets
         self.vault = vault
         self.outbox = MailOutbox(pool: pool, secrets: secrets)
@@ -107,7 +110,9 @@ public struct EmailSignInService: Sendable {
 
         let time = now()
         let index = vault.blindIndex(email.value, realm: realm.realmID)
-        let account = try await findUser(realm: realm.realmID, email: email, index: index)
+        // An unproven passkey sign-up does not hold the address against its owner (issue 14):
+        // the owner gets a registration code, and redeeming it retires that account.
+        let account = try await findUser(realm: realm.realmID, email: email, index: index).flatMap { $0.isUnprovenPasskeySignUp ? nil : $0 }
         let issued: ChallengeIssued
         var statements: [PQQuery] = []
         let code = OneTimeCode.generate()
@@ -216,6 +221,9 @@ public struct EmailSignInService: Sendable {
             registered.lastName = try key.seal(try await vault.open(issued.lastName))
             _ = try await pool.query(key.insert)
         }
+        // Proof of the mailbox wins (issue 14): an unproven passkey sign-up holding the address
+        // is retired, with its passkeys, in the transaction that creates the owner's account.
+        let retirement = issued.purpose == .registrationCode ? try await retirementOfUnprovenAccount(realm: realm, email: email) : []
         let keyStatement = subjectKeyStatement
         let userRegistered = registered
         let userStream = issued.userID.map { StreamNames.user(realm: realm, userID: $0) }
@@ -250,7 +258,7 @@ public struct EmailSignInService: Sendable {
                     guard events.contains(where: { if case .consumed = $0 { true } else { false } }) else { return [] }
                     let family = try signIn.map { [try $0.write()] } ?? []
                     if issued.purpose == .registrationCode {
-                        return [
+                        return retirement + [
                             StreamWrite(
                                 stream: StreamNames.user(realm: realm, userID: newUserID), expected: .noStream,
                                 events: [try NewEvent(userRegistered)])
@@ -274,7 +282,9 @@ public struct EmailSignInService: Sendable {
             default: throw invalid
             }
         } catch EventStoreError.wrongExpectedVersion {
-            // Only the user stream can get here: its TOTP step was taken meanwhile.
+            // A retired account changed meanwhile (nothing was written: the code can be tried
+            // again), or the user's TOTP step was taken meanwhile.
+            if issued.purpose == .registrationCode { throw invalid }
             throw OAuthError.invalidGrant("The two-factor code is invalid.")
         } catch EventStoreError.inlineProjectionFailed {
             // The address got an account meanwhile (unique email): nothing was written.

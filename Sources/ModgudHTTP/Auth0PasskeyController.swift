@@ -1,0 +1,119 @@
+import Foundation
+import Hummingbird
+import ModgudDomain
+import ModgudService
+
+/// Auth0's Native Passkeys API endpoints (seed 002, issue 14): `POST /passkey/register`
+/// (sign-up challenge) and `POST /passkey/challenge` (login challenge), with Auth0's request
+/// and response shapes and OAuth-style errors (`{ "error", "error_description" }`). The token
+/// endpoint redeems both (`Auth0Compatibility`).
+struct Auth0PasskeyController: Sendable {
+    let core: ModgudCore
+    let parsing: RequestParsing
+    let account: AccountController
+
+    struct RegisterBody: Decodable {
+        var client_id: String
+        var realm: String?
+        var user_profile: [String: StrictJSON.AnyJSONValue]
+        static let members: Set<String> = ["client_id", "realm", "user_profile"]
+    }
+
+    struct ChallengeBody: Decodable {
+        var client_id: String
+        var realm: String?
+        static let members: Set<String> = ["client_id", "realm"]
+    }
+
+    struct BegunBody: Encodable {
+        var authn_params_public_key: CeremonyOptions
+        var auth_session: String
+    }
+
+    func register(on router: Router<ModgudRequestContext>) {
+        router.post("/passkey/register", use: signUp)
+        router.post("/passkey/challenge", use: challenge)
+    }
+
+    /// POST /passkey/register: creation options for a new account and the session to redeem.
+    func signUp(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let realm = try await enabledRealm(request)
+            let body = try await decode(RegisterBody.self, request, allowed: RegisterBody.members)
+            try Auth0Compatibility.checkRealm(body.realm, realm: realm)
+            let signUp = try Auth0Compatibility.signUpRequest(body.user_profile)
+            try await checkLimits(request, context: context, realm: realm, signUp: true)
+            let begun = try await core.passkeys.beginSignUp(realm: realm, clientID: body.client_id, signUp, metadata: account.metadata(context))
+            return OAuthResponses.json(BegunBody(authn_params_public_key: begun.options, auth_session: begun.ceremonyID.uuidString.lowercased()))
+        }
+    }
+
+    /// POST /passkey/challenge: request options for a usernameless login.
+    func challenge(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let realm = try await enabledRealm(request)
+            let body = try await decode(ChallengeBody.self, request, allowed: ChallengeBody.members)
+            try Auth0Compatibility.checkRealm(body.realm, realm: realm)
+            try await checkLimits(request, context: context, realm: realm, signUp: false)
+            let begun = try await core.passkeys.beginLogin(realm: realm, clientID: body.client_id, metadata: account.metadata(context))
+            return OAuthResponses.json(BegunBody(authn_params_public_key: begun.options, auth_session: begun.ceremonyID.uuidString.lowercased()))
+        }
+    }
+
+    // MARK: Shared
+
+    private func enabledRealm(_ request: Request) async throws -> RealmDirectory.Entry {
+        let (realm, _) = try await parsing.realm(request)
+        guard realm.settings.nativeGrants.enabled else {
+            throw OAuthError("unauthorized_client", "Native passwordless grants are not enabled for this realm.", status: 403)
+        }
+        return realm
+    }
+
+    private func checkLimits(_ request: Request, context: ModgudRequestContext, realm: RealmDirectory.Entry, signUp: Bool) async throws {
+        let source = parsing.source(request, context: context)
+        try await core.rateLimiter.check(.passkeyPerIP, key: source, realm: realm.realmID, settings: realm.settings)
+        if signUp { try await core.rateLimiter.check(.signupPerIP, key: source, realm: realm.realmID, settings: realm.settings) }
+    }
+
+    /// A JSON body, strictly: the errors in OAuth's shape.
+    private func decode<T: Decodable>(_ type: T.Type, _ request: Request, allowed: Set<String>) async throws -> T {
+        guard let contentType = request.headers[.contentType]?.lowercased(), contentType.hasPrefix("application/json") else {
+            throw OAuthError.invalidRequest("The request body must be application/json.")
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: parsing.configuration.maxBodyBytes)
+        } catch {
+            throw OAuthError("invalid_request", "The request body is too large.", status: 413)
+        }
+        do {
+            return try StrictJSON.decode(T.self, from: Array(buffer.readableBytesView), allowed: allowed)
+        } catch .malformed {
+            throw OAuthError.invalidRequest("The request body is not a JSON object of the expected shape.")
+        } catch .unknownMember(let name) {
+            throw OAuthError.invalidRequest("Unknown member \(name).")
+        } catch .invalid(let detail) {
+            throw OAuthError.invalidRequest(detail)
+        } catch .nulCharacter {
+            throw OAuthError.invalidRequest("Text must not contain NUL characters.")
+        }
+    }
+
+    private func respond(_ context: ModgudRequestContext, _ body: () async throws -> Response) async -> Response {
+        await account.respond(context) {
+            do {
+                return try await body()
+            } catch let error as OAuthError {
+                return OAuthResponses.error(error)
+            } catch let refusal as PasskeyService.Refusal {
+                let error = switch refusal.status {
+                case 403: "unauthorized_client"
+                case 503: "temporarily_unavailable"
+                default: "invalid_request"
+                }
+                return OAuthResponses.error(OAuthError(error, refusal.message, status: refusal.status))
+            }
+        }
+    }
+}

@@ -1,0 +1,184 @@
+import Crypto
+import EventSourcing
+import EventStorePostgres
+import Foundation
+import ModgudDomain
+import PQ
+import WebAuthn
+
+/// Passkey sign-up (issue 14): an account whose first factor is a passkey.
+///
+/// 1. `beginSignUp` answers creation options for a future user, the same for every address (no
+///    lookup happens). The address and names are sealed under that user's new data key; the
+///    key is stored in the ceremony's transaction.
+/// 2. `redeemSignUp` (the token endpoint, `urn:cocoar:passkey` with `attestation`, or Auth0's
+///    `urn:okta:params:oauth:grant-type:webauthn`) consumes the ceremony, verifies the
+///    attestation, and creates the user, its passkey and its token family in one transaction.
+///    The unique address index decides races: two sign-ups of one address make one account.
+///
+/// The address stays unconfirmed until a code proves it (`EmailConfirmation`). Until then,
+/// proof of the mailbox wins: a registration code for the address retires the account.
+extension PasskeyService {
+    /// What an app submits to begin a sign-up.
+    public struct SignUpRequest: Sendable {
+        public var email: String
+        public var firstName: String?
+        public var lastName: String?
+        /// What the authenticator shows as the account's name (default: the names, else the
+        /// address). Not stored.
+        public var displayName: String?
+
+        public init(email: String, firstName: String? = nil, lastName: String? = nil, displayName: String? = nil) {
+            self.email = email
+            self.firstName = firstName
+            self.lastName = lastName
+            self.displayName = displayName
+        }
+    }
+
+    /// Who may sign up: the client's permission, then the realm's registration posture.
+    /// - Throws: `Refusal` 403 `Passkey.SignUpNotAllowed` or `Passkey.SignUpDisabled`.
+    static func checkSignUpAllowed(client: ClientSettings, realm: RealmSettings) throws {
+        guard client.passkeySignUp, client.grants.contains(.passkey) else {
+            throw Refusal(status: 403, title: "Passkey.SignUpNotAllowed", message: "This client may not create accounts with a passkey.")
+        }
+        guard realm.registrationPosture != .off else {
+            throw Refusal(status: 403, title: "Passkey.SignUpDisabled", message: "Self-registration is off in this realm.")
+        }
+    }
+
+    /// POST /connect/passkey/register/begin (and Auth0's POST /passkey/register).
+    /// - Throws: `Refusal` 400 for an unknown client, an address that is not one, or a
+    ///   required name missing; 403 when sign-up is not allowed; 503 without an RP-ID.
+    public func beginSignUp(realm: RealmDirectory.Entry, clientID: String, _ request: SignUpRequest, metadata: EventMetadata) async throws
+        -> Begun
+    {
+        guard let client = try await clients.enabledClient(realm: realm.realmID, clientID: clientID) else {
+            throw Refusal.badRequest("Passkey.UnknownClient", "Unknown client_id.")
+        }
+        try Self.checkSignUpAllowed(client: client, realm: realm.settings)
+        let fields = realm.settings.registrationFields
+        for (requirement, value, label) in [(fields.firstname, request.firstName, "Firstname"), (fields.lastname, request.lastName, "Lastname")]
+        where requirement == .required && User.cleanName(value) == nil {
+            throw Refusal.badRequest("Passkey.FieldRequired", "\(label) is required.")
+        }
+        guard let email = EmailAddress(request.email) else { throw Refusal.badRequest("Passkey.InvalidEmail", "Email is not an address.") }
+        guard let rpID = Self.rpID(client: client, realm: realm.settings) else { throw Refusal.unavailable }
+        guard let vault = tokenService.vault else { throw Refusal.unavailable }
+        let firstName = fields.firstname == .off ? nil : User.cleanName(request.firstName)
+        let lastName = fields.lastname == .off ? nil : User.cleanName(request.lastName)
+        // The future user's key, with the address's blind index beside it (the users
+        // projection copies the index when the account is created).
+        let registrant = UUID()
+        let key = try vault.newSubject(
+            PersonalDataVault.userSubject(registrant), realm: realm.realmID, emailIndex: vault.blindIndex(email.value, realm: realm.realmID))
+        let challenge = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+        let time = now()
+        let begun = PasskeyCeremonyBegun(
+            ceremonyID: UUID(), kind: .signUp, challenge: Base64URL.encode(challenge), rpID: rpID, clientID: clientID, userID: nil,
+            expiresAt: time + PasskeyCeremony.lifetime, registrantID: registrant, email: .sealed(try key.seal(email.value)),
+            firstName: try key.seal(firstName), lastName: try key.seal(lastName))
+        let insert = key.insert
+        _ = try await ceremonies.actor(forNew: StreamNames.passkeyCeremony(realm: realm.realmID, ceremonyID: begun.ceremonyID))
+            .execute(.begin(begun), now: time, metadata: metadata, extra: { _ in [insert] })
+        let names = [firstName, lastName].compactMap { $0 }.joined(separator: " ")
+        let displayName = Self.cleanName(request.displayName) ?? (names.isEmpty ? email.value : names)
+        return Begun(
+            ceremonyID: begun.ceremonyID,
+            options: .creation(
+                challenge: challenge, rpID: rpID, rpName: realm.settings.displayName, userHandle: Base64URL.encode(Self.userHandle(registrant)),
+                userName: email.value, userDisplayName: displayName, exclude: [], timeout: PasskeyCeremony.lifetime))
+    }
+
+    /// What the token endpoint answers when the address has an account (SPEC.md's passkey
+    /// sign-up errors): the app should run the login flow instead.
+    public static let accountExists = OAuthError.invalidGrant("An account with this email address exists. Sign in instead.")
+
+    /// The sign-up redemption. Every failure is `invalid_grant` (the HTTP layer adds the
+    /// jitter), `accountExists` included; `unauthorized_client` when sign-up is not allowed.
+    public func redeemSignUp(
+        client: AuthenticatedClient, ceremonyID rawCeremonyID: String, attestation: [UInt8], _ grant: EmailSignInService.GrantRequest
+    ) async throws -> TokenResponse {
+        let badCeremony = OAuthError.invalidGrant("Invalid or expired passkey ceremony.")
+        let failed = OAuthError.invalidGrant("Passkey verification failed.")
+        let realm = client.realm
+        _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: client.settings)
+        _ = try ScopePolicy.audiences(resources: grant.resources, allowed: client.settings.audiences, clientID: client.id)
+        let realmSettings = try await tokenService.realmSettings(realm)
+        do {
+            try Self.checkSignUpAllowed(client: client.settings, realm: realmSettings)
+        } catch let refusal as Refusal {
+            throw OAuthError.unauthorizedClient(refusal.message)
+        }
+        guard let ceremonyID = UUID(uuidString: rawCeremonyID) else { throw badCeremony }
+        // Single use, decided by the store, before anything else is looked at: of twenty
+        // concurrent redemptions, one gets past this line.
+        let ceremony: PasskeyCeremonyBegun
+        do {
+            let outcome = try await ceremonies.actor(for: StreamNames.passkeyCeremony(realm: realm, ceremonyID: ceremonyID))
+                .execute(.consume(kind: .signUp, clientID: client.id, userID: nil), now: now(), metadata: grant.metadata)
+            guard let begun = outcome.state.begun else { throw badCeremony }
+            ceremony = begun
+        } catch is DomainError {
+            throw badCeremony
+        }
+        guard let registrant = ceremony.registrantID, let sealedEmail = ceremony.email, let challenge = Base64URL.decode(ceremony.challenge)
+        else { throw badCeremony }
+        let verdict: RegistrationVerdict
+        do {
+            verdict = try RegistrationVerifier().verify(
+                try RegistrationCredential(json: attestation), expectedChallenge: challenge, expectedRPID: ceremony.rpID,
+                origins: Self.origins(rpID: ceremony.rpID, client: client.settings, realm: realmSettings), policy: Self.verification)
+        } catch {
+            throw failed
+        }
+        // Only now, after a whole authenticator ceremony, may the answer tell that the address
+        // has an account (the unique index below decides a race; this gives the clear answer).
+        guard let vault = tokenService.vault, let address = try await vault.open(sealedEmail).flatMap(EmailAddress.init) else {
+            throw badCeremony  // the address was erased while the ceremony was out
+        }
+        if try await UserLookup.userID(realm: realm, email: address, index: vault.blindIndex(address.value, realm: realm), pool: pool) != nil {
+            throw Self.accountExists
+        }
+        let time = now()
+        let registered = UserRegistered(
+            userID: registrant, email: sealedEmail, emailConfirmed: false, username: nil, firstName: ceremony.firstName,
+            lastName: ceremony.lastName, securityStamp: OpaqueToken.generate().hash, via: User.passkeySignUpVia)
+        let passkeyID = UUID()
+        let enrolled = PasskeyEnrolled(
+            passkeyID: passkeyID, userID: registrant, credentialID: Base64URL.encode(verdict.credentialID), rpID: ceremony.rpID,
+            publicKey: Base64URL.encode(verdict.publicKey.encoded), algorithm: Int(verdict.publicKey.algorithm.rawValue), signCount: verdict.signCount,
+            aaguid: Base64URL.encode(verdict.aaguid), backupEligible: verdict.backupEligible, backedUp: verdict.backedUp,
+            transports: verdict.transports.sorted(), attestationFormat: verdict.attestationFormat, displayName: "Passkey", clientID: client.id,
+            createdAt: time)
+        // User verification was required: the passkey is two factors in one (RFC 8176 "mfa").
+        let signIn = try await tokenService.prepareSignIn(
+            client: client, user: User.evolve(User.initialState, .registered(registered)), grantType: .passkey, scope: grant.scope,
+            resources: grant.resources, amr: ["passkey", "mfa"], issuer: grant.issuer)
+        // The registrant's key must still exist when the user commits (an address erased while
+        // the ceremony was out): checked in the transaction, by the database.
+        let keyCheck: PQQuery = "SELECT modgud_require_subject_key(\(PersonalDataVault.userSubject(registrant)))"
+        do {
+            _ = try await users.actor(forNew: StreamNames.user(realm: realm, userID: registrant)).execute(
+                .register(
+                    id: registrant, email: sealedEmail, emailConfirmed: false, username: nil, firstName: ceremony.firstName,
+                    lastName: ceremony.lastName, securityStamp: registered.securityStamp, via: User.passkeySignUpVia), now: time,
+                metadata: grant.metadata, extra: { _ in [keyCheck] },
+                alsoAppending: { _ in
+                    [
+                        StreamWrite(
+                            stream: StreamNames.passkey(realm: realm, passkeyID: passkeyID), expected: .noStream,
+                            events: [try PasskeyEvent.enrolled(enrolled).newEvent()]),
+                        try signIn.write(),
+                    ]
+                })
+        } catch EventStoreError.inlineProjectionFailed {
+            // The unique address index (another sign-up or a registration won the race), or
+            // the credential is registered already: nothing was written.
+            throw Self.accountExists
+        } catch let failure as PQError where failure.sqlState == "MGD01" {
+            throw badCeremony
+        }
+        return signIn.response
+    }
+}
