@@ -65,6 +65,10 @@ final class CommandTests: XCTestCase {
         XCTAssertFalse(rotated.contains(secret), "a new secret")
         XCTAssertEqual(try cli.ok(["client", "list", "acme"]).split(separator: "\n").count, 2)
         XCTAssertTrue(try cli.ok(["client", "update", "acme", "ios", "--rp-id", "ios.acme.test"]).contains("rp-id        ios.acme.test"))
+        XCTAssertTrue(
+            try cli.fails(["client", "update", "acme", "ios", "--passkey-sign-up", "true"]).contains("Client.SignUpNeedsPasskeyGrant"))
+        let signUp = try cli.ok(["client", "update", "acme", "ios", "--grant", "urn:cocoar:passkey", "--grant", "refresh_token", "--passkey-sign-up", "true"])
+        XCTAssertTrue(signUp.contains("sign-up      passkey"), signUp)
         XCTAssertTrue(try cli.ok(["client", "disable", "acme", "ios"]).contains("disabled"))
         XCTAssertTrue(try cli.ok(["client", "enable", "acme", "ios"]).contains("enabled"))
         XCTAssertTrue(try cli.ok(["client", "show", "acme", "ios"]).contains("ios (public, enabled)"))

@@ -141,6 +141,21 @@ final class ClientTests: XCTestCase {
         XCTAssertEqual(try EventJSON.decode(ClientSettings.self, from: Array(text.utf8)), settings)
     }
 
+    /// Issue 14: `passkeySignUp` is off in settings recorded before it existed, is written only
+    /// when on (older settings keep their bytes), and needs the passkey grant.
+    func testPasskeySignUpDefaultsOffAndNeedsThePasskeyGrant() throws {
+        let old = #"{"accessTokenFormat":"reference","allowedScopes":["openid"],"androidOrigins":[],"audiences":[],"displayName":"","grants":["urn:cocoar:passkey"],"type":"public"}"#
+        let decoded = try EventJSON.decode(ClientSettings.self, from: Array(old.utf8))
+        XCTAssertFalse(decoded.passkeySignUp)
+        XCTAssertEqual(String(decoding: try EventJSON.encode(decoded), as: UTF8.self), old, "unchanged bytes")
+        var on = decoded
+        on.passkeySignUp = true
+        XCTAssertTrue(String(decoding: try EventJSON.encode(on), as: UTF8.self).contains(#""passkeySignUp":true"#))
+        XCTAssertNoThrow(try on.validate())
+        on.grants = [.otp, .refreshToken]
+        XCTAssertRefused("Client.SignUpNeedsPasskeyGrant") { try on.validate() }
+    }
+
     func testDisableAndEnableAreIdempotent() throws {
         var state = try Client.decide(.register(id: "app", settings: native, secretHash: nil), state: Client.initialState, now: now)
             .reduce(Client.initialState, Client.evolve)

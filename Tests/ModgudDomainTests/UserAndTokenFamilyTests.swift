@@ -52,6 +52,27 @@ final class UserTests: XCTestCase {
         XCTAssertRefused("User.Deleted") { _ = try User.decide(.enable, state: state, now: now) }
     }
 
+    /// Issue 14: only an unconfirmed passkey sign-up can be retired by another's proof of the
+    /// mailbox; the retirement deletes it and kills its tokens.
+    func testOnlyAnUnprovenPasskeySignUpCanBeRetired() throws {
+        XCTAssertFalse(try registered().isUnprovenPasskeySignUp, "a code-made account is proven")
+        XCTAssertRefused("User.Proven") { _ = try User.decide(.retireUnproven(newStamp: "x"), state: try self.registered(), now: now) }
+        var state = try User.decide(
+            .register(
+                id: id, email: .plain("ada@example.com"), emailConfirmed: false, username: nil, firstName: nil, lastName: nil, securityStamp: "s1",
+                via: User.passkeySignUpVia), state: User.initialState, now: now
+        ).reduce(User.initialState, User.evolve)
+        XCTAssertTrue(state.isUnprovenPasskeySignUp)
+        let confirmed = try User.decide(.confirmEmail, state: state, now: now).reduce(state, User.evolve)
+        XCTAssertFalse(confirmed.isUnprovenPasskeySignUp, "confirming the address proves it")
+        let retired = try User.decide(.retireUnproven(newStamp: "s2"), state: state, now: now)
+        XCTAssertEqual(retired.first, .deleted(UserDeleted(reason: .mailboxProvenByAnother)))
+        state = retired.reduce(state, User.evolve)
+        XCTAssertEqual(state.status, .deleted)
+        XCTAssertEqual(state.securityStamp, "s2")
+        XCTAssertFalse(state.isUnprovenPasskeySignUp)
+    }
+
     func testTOTPAndProfileChanges() throws {
         var state = try registered()
         state = try User.decide(.enableTOTP(encryptedSecret: "ciphertext"), state: state, now: now).reduce(state, User.evolve)

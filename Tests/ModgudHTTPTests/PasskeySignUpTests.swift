@@ -90,6 +90,13 @@ final class PasskeySignUpTests: XCTestCase {
             let plain = try await steps.begin(client, #"{"ClientId":"plain","Email":"x@example.com"}"#)
             XCTAssertEqual(plain.reply.status, .forbidden)
             XCTAssertEqual(plain.reply.json["title"] as? String, "Passkey.SignUpNotAllowed")
+            let allowed = try await H.call(
+                client, .patch, "/admin/api/realms/dev/clients/plain", #"{"PasskeySignUp":true}"#,
+                headers: [.authorization: "Bearer \(H.adminToken)", .contentType: "application/json"])
+            XCTAssertEqual(allowed.status, .ok, allowed.body)
+            XCTAssertEqual((allowed.json["Client"] as? [String: Any])?["PasskeySignUp"] as? Bool, true, allowed.body)
+            let nowAllowed = try await steps.begin(client, #"{"ClientId":"plain","Email":"x@example.com"}"#)
+            XCTAssertEqual(nowAllowed.reply.status, .ok, "the operator turned it on")
             for (body, title) in [
                 (#"{"ClientId":"ios","Email":"not an address"}"#, "Passkey.InvalidEmail"),
                 (#"{"ClientId":"nobody","Email":"x@example.com"}"#, "Passkey.UnknownClient"),
