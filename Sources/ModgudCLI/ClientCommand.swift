@@ -5,7 +5,7 @@ import ModgudService
 struct ClientCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "client", abstract: "Register, change and inspect OAuth clients.",
-        subcommands: [Create.self, Update.self, Show.self, List.self, Disable.self, Enable.self, RotateSecret.self, Delete.self])
+        subcommands: [Create.self, Update.self, Show.self, List.self, Disable.self, Enable.self, RotateSecret.self, Delete.self, AppLinks.self])
 
     struct SettingsOptions: ParsableArguments {
         @Option(name: .customLong("grant"), help: "urn:cocoar:otp, urn:cocoar:magic, urn:cocoar:passkey, refresh_token, client_credentials (repeatable).")
@@ -17,6 +17,11 @@ struct ClientCommand: AsyncParsableCommand {
         @Option(help: "Access-token format: reference or jwt.") var format: String?
         @Option(help: "Display name.") var displayName: String?
         @Option(help: "Allow passkey sign-up (true or false; needs the passkey grant).") var passkeySignUp: Bool?
+        @Option(name: .customLong("apple-app-id"), help: "An iOS app, TEAMID.bundle.id (repeatable; \"\" clears).") var appleAppIDs: [String] = []
+        @Option(
+            name: .customLong("android-app"),
+            help: "An Android app, package=FINGERPRINT[,FINGERPRINT…] (SHA-256 signing-certificate fingerprints; repeatable; \"\" clears).")
+        var androidApps: [String] = []
 
         func apply(to settings: inout ClientSettings) throws {
             if !grants.isEmpty {
@@ -35,6 +40,14 @@ struct ClientCommand: AsyncParsableCommand {
             }
             if let displayName { settings.displayName = displayName }
             if let passkeySignUp { settings.passkeySignUp = passkeySignUp }
+            if !appleAppIDs.isEmpty { settings.appleAppIDs = Set(appleAppIDs.filter { !$0.isEmpty }) }
+            if !androidApps.isEmpty {
+                settings.androidApps = try androidApps.filter { !$0.isEmpty }.map { text in
+                    let parts = text.split(separator: "=", maxSplits: 1)
+                    guard parts.count == 2 else { throw ValidationError("--android-app is package=FINGERPRINT[,FINGERPRINT…]") }
+                    return AndroidApp(packageName: String(parts[0]), sha256Fingerprints: parts[1].split(separator: ",").map(String.init))
+                }
+            }
         }
     }
 
@@ -160,5 +173,9 @@ struct ClientCommand: AsyncParsableCommand {
         Swift.print("rp-id        \(settings.rpID ?? "(realm primary domain)")")
         Swift.print("tokens       \(settings.accessTokenFormat.rawValue)")
         if settings.passkeySignUp { Swift.print("sign-up      passkey") }
+        for app in settings.appleAppIDs.sorted() { Swift.print("ios app      \(app)") }
+        for app in settings.androidApps {
+            Swift.print("android app  \(app.packageName) \(app.sha256Fingerprints.joined(separator: ","))")
+        }
     }
 }

@@ -105,9 +105,12 @@ enum AdminPayloads {
         var AndroidOrigins: [String]?
         var AccessTokenFormat: String?
         var PasskeySignUp: Bool?
+        var AppleAppIds: [String]?
+        var AndroidApps: [AndroidAppBody]?
 
         static let members: Set<String> = [
             "Id", "Type", "DisplayName", "Grants", "Scopes", "Audiences", "RpId", "AndroidOrigins", "AccessTokenFormat", "PasskeySignUp",
+            "AppleAppIds", "AndroidApps",
         ]
 
         func apply(to settings: inout ClientSettings) throws(AdminProblem) {
@@ -125,12 +128,51 @@ enum AdminPayloads {
             if let RpId { settings.rpID = RpId.isEmpty ? nil : RpId }
             if let AndroidOrigins { settings.androidOrigins = Set(AndroidOrigins) }
             if let PasskeySignUp { settings.passkeySignUp = PasskeySignUp }
+            if let AppleAppIds { settings.appleAppIDs = Set(AppleAppIds) }
+            if let AndroidApps {
+                settings.androidApps = AndroidApps.map { AndroidApp(packageName: $0.PackageName, sha256Fingerprints: $0.Sha256CertFingerprints) }
+            }
             if let AccessTokenFormat {
                 guard let format = ModgudDomain.AccessTokenFormat(rawValue: AccessTokenFormat) else {
                     throw AdminProblem("Client.InvalidAccessTokenFormat", "AccessTokenFormat is reference or jwt.")
                 }
                 settings.accessTokenFormat = format
             }
+        }
+    }
+
+    /// An Android app of a client: `{ "PackageName", "Sha256CertFingerprints": ["AB:CD:…"] }`;
+    /// other members are refused like top-level ones.
+    struct AndroidAppBody: Codable {
+        var PackageName: String
+        var Sha256CertFingerprints: [String]
+
+        init(PackageName: String, Sha256CertFingerprints: [String]) {
+            self.PackageName = PackageName
+            self.Sha256CertFingerprints = Sha256CertFingerprints
+        }
+
+        private struct Member: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Member.self)
+            if let unknown = container.allKeys.first(where: { !["PackageName", "Sha256CertFingerprints"].contains($0.stringValue) }) {
+                throw DecodingError.typeMismatch(
+                    AndroidAppBody.self, .init(codingPath: container.codingPath + [unknown], debugDescription: "unknown member"))
+            }
+            PackageName = try container.decode(String.self, forKey: Member(stringValue: "PackageName"))
+            Sha256CertFingerprints = try container.decode([String].self, forKey: Member(stringValue: "Sha256CertFingerprints"))
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Member.self)
+            try container.encode(PackageName, forKey: Member(stringValue: "PackageName"))
+            try container.encode(Sha256CertFingerprints, forKey: Member(stringValue: "Sha256CertFingerprints"))
         }
     }
 
@@ -176,7 +218,8 @@ enum AdminPayloads {
             Id: state.id, Type: settings?.type.rawValue, DisplayName: settings?.displayName, Grants: settings?.grants.sorted().map(\.rawValue),
             Scopes: settings?.allowedScopes.sorted(), Audiences: settings?.audiences.sorted(), RpId: settings?.rpID,
             AndroidOrigins: settings?.androidOrigins.sorted(), AccessTokenFormat: settings?.accessTokenFormat.rawValue,
-            PasskeySignUp: settings?.passkeySignUp)
+            PasskeySignUp: settings?.passkeySignUp, AppleAppIds: settings?.appleAppIDs.sorted(),
+            AndroidApps: settings?.androidApps.map { AndroidAppBody(PackageName: $0.packageName, Sha256CertFingerprints: $0.sha256Fingerprints) })
     }
 
     /// The answer to `DELETE /admin/api/realms/{r}/users/{u}?erase=true`.

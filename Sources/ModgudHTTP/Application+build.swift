@@ -46,6 +46,7 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     account.register(on: router)
     PasskeyController(core: core, parsing: parsing, account: account).register(on: router)
     Auth0PasskeyController(core: core, parsing: parsing, account: account).register(on: router)
+    AppAssociationController(core: core, parsing: parsing).register(on: router)
     AdminController(core: core, admin: AdminService(core: core), configuration: configuration).register(on: router)
     return router
 }

@@ -9,6 +9,11 @@ public final class RealmDirectory: Sendable {
     public struct Entry: Sendable {
         public var realmID: String
         public var settings: RealmSettings
+
+        public init(realmID: String, settings: RealmSettings) {
+            self.realmID = realmID
+            self.settings = settings
+        }
     }
 
     private let pool: PQPool

@@ -69,6 +69,19 @@ final class CommandTests: XCTestCase {
             try cli.fails(["client", "update", "acme", "ios", "--passkey-sign-up", "true"]).contains("Client.SignUpNeedsPasskeyGrant"))
         let signUp = try cli.ok(["client", "update", "acme", "ios", "--grant", "urn:cocoar:passkey", "--grant", "refresh_token", "--passkey-sign-up", "true"])
         XCTAssertTrue(signUp.contains("sign-up      passkey"), signUp)
+        XCTAssertTrue(try cli.fails(["client", "app-links", "acme", "ios"]).contains("has apps"))
+        let apps = try cli.ok([
+            "client", "update", "acme", "ios", "--apple-app-id", "ABCDE12345.com.acme.app", "--android-app",
+            "com.acme.app=14:6D:E9:83:C5:73:06:50:D8:EE:B9:95:2F:34:FC:64:16:A0:83:42:E6:1D:BE:A8:8A:04:96:B2:3F:CF:44:E5",
+        ])
+        XCTAssertTrue(apps.contains("ios app      ABCDE12345.com.acme.app"), apps)
+        let links = try cli.ok(["client", "app-links", "acme", "ios"])
+        XCTAssertTrue(links.contains("# https://ios.acme.test/.well-known/apple-app-site-association"), links)
+        XCTAssertTrue(links.contains(#""ABCDE12345.com.acme.app""#) && links.contains(#""package_name" : "com.acme.app""#), links)
+        let aasa = try cli.ok(["client", "app-links", "acme", "ios", "--only", "aasa"])
+        XCTAssertEqual(
+            try JSONSerialization.jsonObject(with: Data(aasa.utf8)) as? [String: [String: [String]]],
+            ["webcredentials": ["apps": ["ABCDE12345.com.acme.app"]]])
         XCTAssertTrue(try cli.ok(["client", "disable", "acme", "ios"]).contains("disabled"))
         XCTAssertTrue(try cli.ok(["client", "enable", "acme", "ios"]).contains("enabled"))
         XCTAssertTrue(try cli.ok(["client", "show", "acme", "ios"]).contains("ios (public, enabled)"))

@@ -38,6 +38,7 @@ final class EndpointFuzzTests: XCTestCase {
         (.post, "/admin/api/realms/dev/users/{x}/{x}"), (.get, "/admin/api/realms/dev/users/{x}/audit"),
         (.post, "/connect/passkey/register/begin"), (.post, "/passkey/register"), (.post, "/passkey/challenge"),
         (.post, "/api/account/email/confirm/request"), (.post, "/api/account/email/confirm"),
+        (.get, "/.well-known/apple-app-site-association"), (.get, "/.well-known/assetlinks.json"),
     ]
 
     static let names = [

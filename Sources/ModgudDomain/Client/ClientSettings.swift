@@ -44,10 +44,17 @@ public struct ClientSettings: Codable, Hashable, Sendable {
     public var accessTokenFormat: AccessTokenFormat
     /// Whether the app may create accounts with a passkey (issue 14); needs the passkey grant.
     public var passkeySignUp: Bool
+    /// The iOS apps (`TEAMID.bundle.id`) that hold passkeys for the client's RP-ID (issue 15):
+    /// the `webcredentials.apps` of its apple-app-site-association file.
+    public var appleAppIDs: Set<String>
+    /// The Android apps that hold passkeys for the client's RP-ID (issue 15): its
+    /// assetlinks.json, and the `android:apk-key-hash:` origins derived from the fingerprints.
+    public var androidApps: [AndroidApp]
 
     public init(
         type: ClientType, displayName: String = "", grants: Set<GrantType>, allowedScopes: Set<String>, audiences: Set<String> = [],
-        rpID: String? = nil, androidOrigins: Set<String> = [], accessTokenFormat: AccessTokenFormat = .reference, passkeySignUp: Bool = false
+        rpID: String? = nil, androidOrigins: Set<String> = [], accessTokenFormat: AccessTokenFormat = .reference, passkeySignUp: Bool = false,
+        appleAppIDs: Set<String> = [], androidApps: [AndroidApp] = []
     ) {
         self.type = type
         self.displayName = displayName
@@ -58,10 +65,18 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         self.androidOrigins = androidOrigins
         self.accessTokenFormat = accessTokenFormat
         self.passkeySignUp = passkeySignUp
+        self.appleAppIDs = appleAppIDs
+        self.androidApps = androidApps
+    }
+
+    /// The Android origins passkey ceremonies accept: the manual list and one per signing
+    /// certificate of the client's Android apps.
+    public var acceptedAndroidOrigins: Set<String> {
+        androidOrigins.union(androidApps.flatMap { $0.sha256Fingerprints.compactMap(AndroidApp.origin(fingerprint:)) })
     }
 
     private enum CodingKeys: String, CodingKey {
-        case type, displayName, grants, allowedScopes, audiences, rpID, androidOrigins, accessTokenFormat, passkeySignUp
+        case type, displayName, grants, allowedScopes, audiences, rpID, androidOrigins, accessTokenFormat, passkeySignUp, appleAppIDs, androidApps
     }
 
     /// Settings recorded before a member existed decode with its default.
@@ -76,6 +91,8 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         androidOrigins = try container.decodeIfPresent(Set<String>.self, forKey: .androidOrigins) ?? []
         accessTokenFormat = try container.decodeIfPresent(AccessTokenFormat.self, forKey: .accessTokenFormat) ?? .reference
         passkeySignUp = try container.decodeIfPresent(Bool.self, forKey: .passkeySignUp) ?? false
+        appleAppIDs = try container.decodeIfPresent(Set<String>.self, forKey: .appleAppIDs) ?? []
+        androidApps = try container.decodeIfPresent([AndroidApp].self, forKey: .androidApps) ?? []
     }
 
     /// Sets are written sorted, so equal settings always encode to equal bytes (events, read
@@ -92,6 +109,8 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         try container.encode(accessTokenFormat, forKey: .accessTokenFormat)
         // Written only when on, so settings that never used it keep their bytes.
         if passkeySignUp { try container.encode(true, forKey: .passkeySignUp) }
+        if !appleAppIDs.isEmpty { try container.encode(appleAppIDs.sorted(), forKey: .appleAppIDs) }
+        if !androidApps.isEmpty { try container.encode(androidApps, forKey: .androidApps) }
     }
 
     /// Strict grant separation and the other rules of SPEC.md sections 0 and 1.
@@ -117,6 +136,18 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         }
         if passkeySignUp, !grants.contains(.passkey) {
             throw DomainError("Client.SignUpNeedsPasskeyGrant", "Passkey sign-up needs the urn:cocoar:passkey grant.")
+        }
+        for appID in appleAppIDs where !AndroidApp.isAppleAppID(appID) {
+            throw DomainError("Client.InvalidAppleAppId", "\(appID) is not TEAMID.bundle.id (a 10-character team id, a dot, a bundle id).")
+        }
+        for app in androidApps {
+            guard AndroidApp.isPackageName(app.packageName) else {
+                throw DomainError("Client.InvalidAndroidPackage", "\(app.packageName) is not an Android package name.")
+            }
+            guard !app.sha256Fingerprints.isEmpty, app.sha256Fingerprints.allSatisfy({ AndroidApp.fingerprintBytes($0) != nil }) else {
+                throw DomainError(
+                    "Client.InvalidAndroidFingerprint", "An Android app needs SHA-256 signing-certificate fingerprints (32 bytes, hex, colons optional).")
+            }
         }
         for origin in androidOrigins where !origin.hasPrefix("android:apk-key-hash:") || origin.count <= "android:apk-key-hash:".count {
             throw DomainError("Client.InvalidAndroidOrigin", "Android origins look like android:apk-key-hash:<base64url>.")

@@ -56,7 +56,7 @@ public struct PasskeyService: Sendable {
     }
 
     /// The RP-ID a client's passkeys live under: its own, else the realm's primary domain.
-    static func rpID(client: ClientSettings?, realm: RealmSettings) -> String? {
+    public static func rpID(client: ClientSettings?, realm: RealmSettings) -> String? {
         if let own = client?.rpID, !own.isEmpty { return own }
         if let primary = realm.primaryDomain, !primary.isEmpty { return primary }
         return nil
@@ -65,7 +65,7 @@ public struct PasskeyService: Sendable {
     /// Origins accepted for a ceremony under `rpID`: https on the RP-ID and its subdomains,
     /// plus the client's Android origins when the client's passkeys live under that RP-ID.
     static func origins(rpID: String, client: ClientSettings?, realm: RealmSettings) -> OriginPolicy {
-        let android = client.flatMap { Self.rpID(client: $0, realm: realm) == rpID ? $0.androidOrigins : nil } ?? []
+        let android = client.flatMap { Self.rpID(client: $0, realm: realm) == rpID ? $0.acceptedAndroidOrigins : nil } ?? []
         return .rpID(rpID, plus: android)
     }
 
