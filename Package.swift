@@ -8,13 +8,14 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "modgud",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v17)],
     products: [
         .executable(name: "modgud", targets: ["ModgudCLI"]),
         .library(name: "EventSourcing", targets: ["EventSourcing"]),
         .library(name: "PQ", targets: ["PQ"]),
         .library(name: "CBOR", targets: ["CBOR"]),
         .library(name: "WebAuthn", targets: ["WebAuthn"]),
+        .library(name: "ModgudClient", targets: ["ModgudClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -109,6 +110,8 @@ let package = Package(
         ),
         // Strict CTAP2 canonical CBOR: decoder with limits, canonical encoder.
         .target(name: "CBOR", swiftSettings: strict),
+        // The app developer kit (issue 15): Foundation only, so apps pull in nothing else.
+        .target(name: "ModgudClient", swiftSettings: strict),
         // WebAuthn relying-party verification: no HTTP, storage or OAuth inside.
         .target(
             name: "WebAuthn",
@@ -147,7 +150,7 @@ let package = Package(
             name: "ModgudCLI",
             dependencies: [
                 "PQ", "EventSourcing", "EventStorePostgres", "EmbeddedPostgres", "ModgudSchema", "WebAuthn", "ModgudService", "ModgudHTTP",
-                "ModgudDomain", "SMTP",
+                "ModgudDomain", "SMTP", "ModgudClient",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 // The native load client of `modgud bench chains` (NIO is built for Hummingbird already).
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -184,7 +187,7 @@ let package = Package(
             name: "ModgudHTTPTests",
             dependencies: [
                 "ModgudHTTP", "ModgudService", "ModgudDomain", "PostgresTestSupport", "PQ", "MailTestSupport", "SMTP", "EventSourcing",
-                "WebAuthn", "WebAuthnTesting", "EmbeddedPostgres", "EventStorePostgres",
+                "WebAuthn", "WebAuthnTesting", "EmbeddedPostgres", "EventStorePostgres", "ModgudClient",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
@@ -196,7 +199,8 @@ let package = Package(
                 "SMTP", "MailTestSupport", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ], swiftSettings: strict),
         // Runs the built `modgud` executable against real databases (the operator commands).
-        .testTarget(name: "ModgudCLITests", dependencies: ["ModgudCLI", "PostgresTestSupport", "PQ", "ModgudSchema"], swiftSettings: strict),
+        .testTarget(
+            name: "ModgudCLITests", dependencies: ["ModgudCLI", "PostgresTestSupport", "PQ", "ModgudSchema", "MailTestSupport"], swiftSettings: strict),
         .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: strict),
         .testTarget(
             name: "WebAuthnTests",

@@ -44,6 +44,11 @@ struct DevCommand: AsyncParsableCommand {
               curl -s \(base)/connect/token -d grant_type=urn:cocoar:otp -d client_id=\(DevSeed.clientID) \\
                    -d username=ada@example.com -d otp_code=<the code> -d 'scope=openid email offline_access'
 
+            Or let the CLI do it (it prompts for the code and keeps the session in ~/.config/modgud):
+              modgud login --issuer \(base) --client-id \(DevSeed.clientID) --email ada@example.com
+              curl -s \(base)/connect/userinfo -H "Authorization: Bearer $(modgud token)"
+              modgud logout
+
             Sign in with a magic link (the account exists once the code above was redeemed):
               curl -s \(base)/api/account/magic-link/request -H 'Content-Type: application/json' \\
                    -d '{"Email":"ada@example.com"}'

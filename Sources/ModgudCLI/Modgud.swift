@@ -20,6 +20,9 @@ struct Modgud: AsyncParsableCommand {
             ProjectionsCommand.self,
             BenchCommand.self,
             PostgresCommand.self,
+            LoginCommand.self,
+            TokenCommand.self,
+            LogoutCommand.self,
         ]
     )
 }

@@ -36,24 +36,45 @@ struct CLIRunner {
         init(_ description: String) { self.description = description }
     }
 
-    /// Runs `modgud ARGUMENTS` with MODGUD_DATABASE_URL and (unless `withMasterKey` is false) MODGUD_MASTER_KEY.
-    func run(_ arguments: [String], withMasterKey: Bool = true) throws -> Outcome {
+    /// A started `modgud` process and its pipes.
+    struct Launched {
+        let process: Process
+        let input: Pipe
+        let output: Pipe
+        let error: Pipe
+
+        /// Closes standard input, waits, and collects the outcome.
+        func finish() -> Outcome {
+            try? input.fileHandleForWriting.close()
+            let out = output.fileHandleForReading.readDataToEndOfFile()
+            let err = error.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return Outcome(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self), error: String(decoding: err, as: UTF8.self))
+        }
+    }
+
+    /// Starts `modgud ARGUMENTS` with MODGUD_DATABASE_URL, MODGUD_MASTER_KEY (unless
+    /// `withMasterKey` is false) and `environment`; standard input is a pipe the caller writes.
+    func launch(_ arguments: [String], withMasterKey: Bool = true, environment extra: [String: String] = [:]) throws -> Launched {
         let process = Process()
         process.executableURL = try Self.executable
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("MODGUD_") }
         environment["MODGUD_DATABASE_URL"] = databaseURL
         if withMasterKey { environment["MODGUD_MASTER_KEY"] = masterKey }
+        environment.merge(extra) { $1 }
         process.environment = environment
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
+        let launched = Launched(process: process, input: Pipe(), output: Pipe(), error: Pipe())
+        process.standardInput = launched.input
+        process.standardOutput = launched.output
+        process.standardError = launched.error
         try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self), error: String(decoding: err, as: UTF8.self))
+        return launched
+    }
+
+    /// Runs `modgud ARGUMENTS` with MODGUD_DATABASE_URL and (unless `withMasterKey` is false) MODGUD_MASTER_KEY.
+    func run(_ arguments: [String], withMasterKey: Bool = true, environment: [String: String] = [:]) throws -> Outcome {
+        try launch(arguments, withMasterKey: withMasterKey, environment: environment).finish()
     }
 
     /// Runs and asserts success; returns standard output.

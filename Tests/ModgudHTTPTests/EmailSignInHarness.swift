@@ -70,7 +70,7 @@ final class EmailSignInHarness: @unchecked Sendable {
     ///   - jitter: the anti-enumeration delay (short by default; the timing test uses the real one).
     init(
         settings: (inout RealmSettings) -> Void = { _ in }, smtpPort: Int? = nil, jitter: ResponseJitter = ResponseJitter(milliseconds: 1...3),
-        maxConnections: Int = 30
+        maxConnections: Int = 30, issuerScheme: String = "https"
     ) async throws {
         database = try await TestDatabase.create(maxConnections: maxConnections)
         let clock = TestClock()
@@ -93,7 +93,7 @@ final class EmailSignInHarness: @unchecked Sendable {
         confidentialSecret = secret!
         _ = try await admin.createClient(
             realm: "dev", id: "plain", settings: ClientSettings(type: .public, grants: [.passkey, .refreshToken], allowedScopes: scopes), metadata: .init())
-        configuration = HTTPConfiguration(issuerScheme: "https", adminToken: Self.adminToken, jitter: jitter)
+        configuration = HTTPConfiguration(issuerScheme: issuerScheme, adminToken: Self.adminToken, jitter: jitter)
         let port: Int
         if let smtpPort {
             sink = nil

@@ -20,12 +20,15 @@ final class PasskeySignUpTests: XCTestCase {
     }
 
     /// A realm with an app ("ios") that may sign users up with passkeys under ios.acme.test.
-    static func makeHarness(_ settings: @escaping (inout RealmSettings) -> Void = { _ in }) async throws -> EmailSignInHarness {
-        let harness = try await EmailSignInHarness(settings: {
-            $0.primaryDomain = "acme.test"
-            $0.registrationFields = RegistrationFields(firstname: .optional, lastname: .optional)
-            settings(&$0)
-        })
+    static func makeHarness(issuerScheme: String = "https", _ settings: @escaping (inout RealmSettings) -> Void = { _ in }) async throws
+        -> EmailSignInHarness
+    {
+        let harness = try await EmailSignInHarness(
+            settings: {
+                $0.primaryDomain = "acme.test"
+                $0.registrationFields = RegistrationFields(firstname: .optional, lastname: .optional)
+                settings(&$0)
+            }, issuerScheme: issuerScheme)
         _ = try await AdminService(core: harness.core).createClient(
             realm: "dev", id: "ios",
             settings: ClientSettings(

@@ -1,0 +1,272 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A native app's (or CLI's) client of a Modgud server: sign-in by email code, magic link or
+/// passkey, passkey sign-up and management, and a session that refreshes itself.
+///
+/// The refresh is single-flight: however many callers find the access token expired at
+/// once, one refresh request goes out and every caller gets its result. The server's refresh
+/// reuse detection revokes a session whose spent refresh token is presented again, so two
+/// refreshes racing would log the user out; this client never presents a spent token.
+///
+/// Sign-in flows are in `ModgudClient+SignIn.swift`, passkey management in
+/// `ModgudClient+Passkeys.swift`.
+public actor ModgudClient {
+    public struct Configuration: Sendable {
+        /// The realm's issuer, `https://login.example.com` (the OpenID Provider's identifier).
+        public var issuer: URL
+        public var clientID: String
+        /// Asked for at sign-in.
+        public var scope: String
+        /// An access token this close to its expiry counts as expired (clock skew, latency).
+        public var refreshLeeway: TimeInterval
+
+        public init(issuer: URL, clientID: String, scope: String = "openid offline_access", refreshLeeway: TimeInterval = 30) {
+            self.issuer = issuer
+            self.clientID = clientID
+            self.scope = scope
+            self.refreshLeeway = refreshLeeway
+        }
+
+        /// The issuer as the server writes it: no trailing slash.
+        var issuerText: String {
+            var text = issuer.absoluteString
+            while text.hasSuffix("/") { text.removeLast() }
+            return text
+        }
+    }
+
+    public let configuration: Configuration
+    let store: any TokenStore
+    let urlSession: URLSession
+    let now: @Sendable () -> Date
+    private var discovered: Discovery?
+    private var session: ModgudSession?
+    private var loaded = false
+    private var refreshing: Task<ModgudSession, any Error>?
+
+    /// - Parameters:
+    ///   - store: where the session lives between launches (`FileTokenStore`,
+    ///     `KeychainTokenStore`); in memory by default.
+    ///   - now: the clock expiry is judged by (tests move it).
+    public init(
+        configuration: Configuration, store: any TokenStore = MemoryTokenStore(), urlSession: URLSession = URLSession(configuration: .ephemeral),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.urlSession = urlSession
+        self.now = now
+    }
+
+    // MARK: Session
+
+    /// The stored session, if any.
+    public func currentSession() async throws -> ModgudSession? {
+        try await loadSession()
+    }
+
+    /// A live access token: the current one, or a refreshed one when it has expired.
+    /// - Throws: `.notSignedIn`, `.sessionEnded` (the refresh was refused: sign in again), or
+    ///   the transport's or server's error (the session is kept: try again later).
+    public func accessToken() async throws -> String {
+        guard let current = try await loadSession() else { throw ModgudError.notSignedIn }
+        if current.expiresAt.timeIntervalSince(now()) > configuration.refreshLeeway { return current.accessToken }
+        return try await refreshed(replacing: current.accessToken).accessToken
+    }
+
+    /// Refreshes now (single-flight, like every refresh).
+    @discardableResult
+    public func refresh() async throws -> ModgudSession {
+        try await refreshed(replacing: nil)
+    }
+
+    /// Sends a request to an API with the access token. A 401 `invalid_token` (revoked or
+    /// expired early) is retried once after a refresh.
+    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let token = try await accessToken()
+        let (data, response) = try await exchange(Self.authorized(request, token))
+        guard response.statusCode == 401, (response.value(forHTTPHeaderField: "WWW-Authenticate") ?? "").contains("invalid_token") else {
+            return (data, response)
+        }
+        let fresh = try await refreshed(replacing: token)
+        return try await exchange(Self.authorized(request, fresh.accessToken))
+    }
+
+    /// The userinfo endpoint's claims (OpenID Connect Core section 5.3).
+    public func userInfo() async throws -> [String: JSONValue] {
+        let data = try checked(try await send(URLRequest(url: try await discovery().userinfoEndpoint)))
+        guard let claims = JSONValue.object(from: data) else { throw ModgudError.invalidResponse(status: 200, body: String(decoding: data.prefix(500), as: UTF8.self)) }
+        return claims
+    }
+
+    /// Revokes the session at the server (RFC 7009: the whole token family) and forgets it.
+    /// The local copy is forgotten even when the server cannot be reached (then this throws).
+    public func signOut() async throws {
+        guard let current = try await loadSession() else { return }
+        session = nil
+        try await store.clear()
+        let token = current.refreshToken ?? current.accessToken
+        let revocation = try await discovery().revocationEndpoint
+        _ = try checked(try await exchange(Self.form(revocation, [("token", token), ("client_id", configuration.clientID)])))
+    }
+
+    // MARK: Internals shared by the flows
+
+    func loadSession() async throws -> ModgudSession? {
+        if !loaded {
+            let stored = try await store.load()
+            if !loaded {
+                session = stored.flatMap { $0.issuer == configuration.issuerText && $0.clientID == configuration.clientID ? $0 : nil }
+                loaded = true
+            }
+        }
+        return session
+    }
+
+    /// The one refresh in flight, or a new one. `stale`: the access token the caller found
+    /// wanting; when the session holds another one already, someone refreshed meanwhile.
+    private func refreshed(replacing stale: String?) async throws -> ModgudSession {
+        let current = try await loadSession()
+        // From here to `refreshing = task` nothing suspends: one refresh at a time.
+        if let refreshing { return try await refreshing.value }
+        guard let current else { throw ModgudError.notSignedIn }
+        if let stale, current.accessToken != stale { return current }
+        guard let refreshToken = current.refreshToken else { throw ModgudError.sessionEnded }
+        let task = Task { try await self.performRefresh(refreshToken: refreshToken, previous: current) }
+        refreshing = task
+        defer { refreshing = nil }
+        return try await task.value
+    }
+
+    private func performRefresh(refreshToken: String, previous: ModgudSession) async throws -> ModgudSession {
+        let endpoint = try await discovery().tokenEndpoint
+        do {
+            let data = try checked(
+                try await exchange(
+                    Self.form(endpoint, [("grant_type", "refresh_token"), ("client_id", configuration.clientID), ("refresh_token", refreshToken)])))
+            return try await adopt(data, previous: previous)
+        } catch let error as ModgudError {
+            if case .oauth(let code, _, _) = error, code == "invalid_grant" || code == "invalid_client" {
+                try await end()
+                throw ModgudError.sessionEnded
+            }
+            if [.accountCannotSignIn, .invalidCode].contains(error) {
+                try await end()
+                throw ModgudError.sessionEnded
+            }
+            throw error
+        }
+    }
+
+    private func end() async throws {
+        session = nil
+        try await store.clear()
+    }
+
+    /// A token response becomes the session (stored before it is returned).
+    func adopt(_ data: Data, previous: ModgudSession? = nil) async throws -> ModgudSession {
+        struct TokenResponse: Decodable {
+            var access_token: String
+            var refresh_token: String?
+            var id_token: String?
+            var expires_in: Double?
+            var scope: String?
+        }
+        guard let token = try? JSONDecoder().decode(TokenResponse.self, from: data) else {
+            throw ModgudError.invalidResponse(status: 200, body: String(decoding: data.prefix(500), as: UTF8.self))
+        }
+        let next = ModgudSession(
+            issuer: configuration.issuerText, clientID: configuration.clientID, accessToken: token.access_token,
+            refreshToken: token.refresh_token ?? previous?.refreshToken, idToken: token.id_token ?? previous?.idToken,
+            expiresAt: now().addingTimeInterval(token.expires_in ?? 300), scope: token.scope ?? previous?.scope)
+        try await store.save(next)
+        session = next
+        loaded = true
+        return next
+    }
+
+    func discovery() async throws -> Discovery {
+        if let discovered { return discovered }
+        let url = URL(string: configuration.issuerText + "/.well-known/openid-configuration")!
+        let found = try Discovery(json: try checked(try await exchange(URLRequest(url: url))), expectedIssuer: configuration.issuerText)
+        discovered = found
+        return found
+    }
+
+    /// A Modgud endpoint under the issuer.
+    func endpoint(_ path: String) -> URL {
+        URL(string: configuration.issuerText + path)!
+    }
+
+    func exchange(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let (data, response): (Data, URLResponse)
+        do {
+            (data, response) = try await urlSession.data(for: request)
+        } catch {
+            throw ModgudError.transport(error.localizedDescription)
+        }
+        guard let http = response as? HTTPURLResponse else { throw ModgudError.transport("not an HTTP response") }
+        return (data, http)
+    }
+
+    /// The body of a 2xx answer, else the documented error.
+    func checked(_ answer: (Data, HTTPURLResponse)) throws -> Data {
+        guard (200..<300).contains(answer.1.statusCode) else { throw Self.error(answer.1, answer.0) }
+        return answer.0
+    }
+
+    static func error(_ response: HTTPURLResponse, _ data: Data) -> ModgudError {
+        ModgudError.from(status: response.statusCode, headers: response.allHeaderFields, body: data)
+    }
+
+    static func form(_ url: URL, _ fields: [(String, String)]) -> URLRequest {
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        request.httpBody = Data(
+            fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }.joined(separator: "&").utf8)
+        return request
+    }
+
+    static func json(_ url: URL, method: String = "POST", _ body: [String: Any]?, bearer: String? = nil) -> URLRequest {
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        if let body {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
+        }
+        return bearer.map { authorized(request, $0) } ?? request
+    }
+
+    static func authorized(_ request: URLRequest, _ token: String) -> URLRequest {
+        var request = request
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        return request
+    }
+}
+
+/// The server's OpenID Provider metadata (OpenID Connect Discovery 1.0), what the client uses.
+struct Discovery: Sendable {
+    var tokenEndpoint: URL
+    var revocationEndpoint: URL
+    var userinfoEndpoint: URL
+
+    /// - Throws: `.discovery` when the document names another issuer (Discovery section 4.3).
+    init(json: Data, expectedIssuer: String) throws {
+        guard let object = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any], let issuer = object["issuer"] as? String,
+            let token = (object["token_endpoint"] as? String).flatMap(URL.init(string:)),
+            let revocation = (object["revocation_endpoint"] as? String).flatMap(URL.init(string:)),
+            let userinfo = (object["userinfo_endpoint"] as? String).flatMap(URL.init(string:))
+        else { throw ModgudError.discovery("the issuer's metadata lacks issuer, token, revocation or userinfo endpoints") }
+        guard issuer == expectedIssuer else { throw ModgudError.discovery("the metadata names issuer \(issuer), not \(expectedIssuer)") }
+        tokenEndpoint = token
+        revocationEndpoint = revocation
+        userinfoEndpoint = userinfo
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import MailTestSupport
+import PostgresTestSupport
+import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Issue 15, item 3: `modgud login`, `modgud token` and `modgud logout`, played as a terminal
+/// user against a running `modgud serve` that delivers the code over SMTP.
+final class LoginCommandTests: XCTestCase {
+    var database: TestDatabase!
+    var sink: SMTPSink!
+    var server: CLIRunner.Launched?
+    var home: URL!
+
+    override func setUp() async throws {
+        database = try await TestDatabase.create(maxConnections: 8)
+        sink = try SMTPSink()
+        home = FileManager.default.temporaryDirectory.appendingPathComponent("modgud-login-\(UUID().uuidString)")
+    }
+
+    override func tearDown() async throws {
+        if let server {
+            server.process.terminate()
+            _ = server.finish()
+        }
+        sink?.stop()
+        await database?.drop()
+        try? FileManager.default.removeItem(at: home)
+    }
+
+    func testATerminalUserLogsInGetsATokenAndLogsOut() async throws {
+        let cli = CLIRunner(databaseURL: database.url)
+        try cli.ok(["migrate"])
+        try cli.ok(["realm", "create", "acme", "--host", "localhost", "--native-grants", "true", "--registration", "JitOnOtp"])
+        try cli.ok(["realm", "rotate-key", "acme"])
+        try cli.ok(["client", "create", "acme", "cli", "--grant", "urn:cocoar:otp", "--grant", "refresh_token", "--scope", "openid", "--scope", "offline_access"])
+        let port = try SMTPSink.freePort()
+        server = try cli.launch(
+            ["serve"],
+            environment: [
+                "MODGUD_PORT": "\(port)", "MODGUD_ISSUER_SCHEME": "http", "MODGUD_SMTP_HOST": "127.0.0.1", "MODGUD_SMTP_PORT": "\(sink.port)",
+                "MODGUD_SMTP_SECURITY": "none", "MODGUD_MAIL_FROM": "no-reply@acme.test",
+            ])
+        let issuer = "http://localhost:\(port)"
+        try await Self.waitUntilReady(issuer)
+        let environment = ["XDG_CONFIG_HOME": home.path]
+
+        // The user types the code from the mail at the prompt.
+        let login = try cli.launch(["login", "--issuer", issuer, "--client-id", "cli", "--email", "ada@example.com"], environment: environment)
+        let code = try await code(for: "ada@example.com")
+        login.input.fileHandleForWriting.write(Data("\(code)\n".utf8))
+        let loggedIn = login.finish()
+        XCTAssertEqual(loggedIn.status, 0, loggedIn.error)
+        XCTAssertTrue(loggedIn.output.contains("Signed in as ada@example.com"), loggedIn.output)
+        XCTAssertTrue(loggedIn.error.contains("Code: "), "the prompt goes to standard error")
+        let file = home.appendingPathComponent("modgud/session.json").path
+        let mode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? NSNumber)
+        XCTAssertEqual(mode.intValue & 0o777, 0o600)
+
+        // `modgud token` prints a live access token: the server accepts it.
+        let token = try cli.run(["token"], environment: environment)
+        XCTAssertEqual(token.status, 0, token.error)
+        let access = token.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let accepted = try await Self.userinfoStatus(issuer, access)
+        XCTAssertEqual(accepted, 200)
+
+        // `modgud logout` revokes it at the server.
+        let logout = try cli.run(["logout"], environment: environment)
+        XCTAssertEqual(logout.status, 0, logout.error)
+        let revoked = try await Self.userinfoStatus(issuer, access)
+        XCTAssertEqual(revoked, 401, "revoked")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: file))
+        let after = try cli.run(["token"], environment: environment)
+        XCTAssertNotEqual(after.status, 0)
+        XCTAssertTrue(after.error.contains("not signed in: run modgud login"), after.error)
+
+        // A wrong code three times: refused, nothing stored.
+        let wrong = try cli.launch(["login", "--issuer", issuer, "--client-id", "cli", "--email", "ada@example.com"], environment: environment)
+        _ = try await self.code(for: "ada@example.com", number: 2)
+        wrong.input.fileHandleForWriting.write(Data("000000\n000001\n000002\n".utf8))
+        let refused = wrong.finish()
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.error.contains("invalid code"), refused.error)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: file))
+    }
+
+    /// The code in the `number`-th mail to `address`.
+    func code(for address: String, number: Int = 1) async throws -> String {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let mails = try sink.messages().filter { $0.rcpt_tos == [address] }
+            if mails.count >= number, let match = (mails[number - 1].text ?? "").firstMatch(of: /code is (\d{6})/) { return String(match.1) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw CLIRunner.ExecutableMissing("no mail to \(address) within 20 s")
+    }
+
+    static func waitUntilReady(_ issuer: String) async throws {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if let (_, response) = try? await URLSession.shared.data(from: URL(string: issuer + "/health/ready")!),
+                (response as? HTTPURLResponse)?.statusCode == 200
+            {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw CLIRunner.ExecutableMissing("modgud serve did not become ready within 30 s")
+    }
+
+    static func userinfoStatus(_ issuer: String, _ token: String) async throws -> Int {
+        var request = URLRequest(url: URL(string: issuer + "/connect/userinfo")!)
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        let (_, response) = try await URLSession.shared.data(for: request)
+        return (response as? HTTPURLResponse)?.statusCode ?? 0
+    }
+}
