@@ -33,7 +33,10 @@ public struct PlatformPasskeyAuthenticator: PasskeyAuthenticator {
         let registration = provider.createCredentialRegistrationRequest(challenge: request.challenge, name: request.userName, userID: request.userID)
         registration.displayName = request.userDisplayName
         registration.userVerificationPreference = .required
-        registration.excludedCredentials = request.excludedCredentialIDs.map { ASAuthorizationPlatformPublicKeyCredentialDescriptor(credentialID: $0) }
+        // Passkeys honour excludeCredentials from iOS 17.4 (older systems may make a second one).
+        if #available(iOS 17.4, macOS 14.4, *) {
+            registration.excludedCredentials = request.excludedCredentialIDs.map { ASAuthorizationPlatformPublicKeyCredentialDescriptor(credentialID: $0) }
+        }
         let authorization = try await AuthorizationRun(anchor: anchor()).perform(registration)
         guard let credential = authorization.credential as? ASAuthorizationPlatformPublicKeyCredentialRegistration,
             let attestation = credential.rawAttestationObject

@@ -93,6 +93,7 @@ struct LoadCommand: AsyncParsableCommand {
         case .discovery: return Array(repeating: .get(path: "/.well-known/openid-configuration"), count: connections)
         case .jwks: return Array(repeating: .get(path: "/.well-known/jwks.json"), count: connections)
         case .passkeyBegin: return Array(repeating: .passkeyBegin(clientID: app), count: connections)
+        case .passkeySignUp: return Array(repeating: .passkeySignUp(clientID: app, origin: LoadFixtureSet.origin), count: connections)
         case .passkey:
             return try await fixtures.passkeys(connections).map { .passkey(clientID: app, credential: $0, origin: LoadFixtureSet.origin) }
         case .refresh:

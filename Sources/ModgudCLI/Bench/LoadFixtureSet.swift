@@ -39,13 +39,16 @@ struct LoadFixtureSet: Sendable {
         if try await admin.realm(Self.realmID).activeKey == nil {
             try await core.keys.rotate(realm: Self.realmID, now: Date(), metadata: metadata)
         }
-        if try await !admin.client(realm: Self.realmID, id: Self.appClient).exists {
+        let app = try await admin.client(realm: Self.realmID, id: Self.appClient)
+        if !app.exists {
             _ = try await admin.createClient(
                 realm: Self.realmID, id: Self.appClient,
                 settings: ClientSettings(
                     type: .public, displayName: "Bench app", grants: [.otp, .magic, .passkey, .refreshToken],
-                    allowedScopes: ["openid", "email", "profile", "offline_access"], rpID: Self.host),
+                    allowedScopes: ["openid", "email", "profile", "offline_access"], rpID: Self.host, passkeySignUp: true),
                 metadata: metadata)
+        } else if app.settings?.passkeySignUp == false {
+            _ = try await admin.updateClient(realm: Self.realmID, id: Self.appClient, metadata: metadata) { $0.passkeySignUp = true }
         }
         if try await !admin.client(realm: Self.realmID, id: Self.serviceClient).exists {
             _ = try await admin.createClient(

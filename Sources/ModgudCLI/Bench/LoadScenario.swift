@@ -11,12 +11,15 @@ enum LoadScenario: String, CaseIterable, Sendable {
     case passkey, refresh, otp, magic
     case clientCredentials = "client-credentials"
     case introspect
+    /// Passkey sign-up (issue 14): begin with a new address, attest, redeem.
+    case passkeySignUp = "passkey-signup"
 
     /// What the report calls one unit of work.
     var unit: String {
         switch self {
         case .discovery, .jwks, .passkeyBegin, .introspect: "requests"
         case .passkey: "sign-ins (begin + redeem)"
+        case .passkeySignUp: "sign-ups (begin + redeem)"
         default: "grants"
         }
     }
@@ -58,6 +61,7 @@ enum LoadWorker: Sendable {
     case magic(clientID: String, links: LoadQueue<(userID: String, token: String)>)
     case clientCredentials(clientID: String, secret: String)
     case introspect(clientID: String, secret: String, token: String)
+    case passkeySignUp(clientID: String, origin: String)
 
     mutating func step(_ send: LoadSend) async throws -> LoadStep {
         switch self {
@@ -105,7 +109,34 @@ enum LoadWorker: Sendable {
             // An inactive answer is a 200 too: count only an active one as a success.
             let active = reply.status == 200 && (try? JSONDecoder().decode(Introspected.self, from: Data(reply.body)))?.active == true
             return .answered(status: active ? 200 : (reply.status == 200 ? 0 : reply.status), expected: 200)
+        case .passkeySignUp(let clientID, let origin):
+            let address = "signup-\(UUID().uuidString.lowercased())@load.test"
+            let begun = try await send(.POST, "/connect/passkey/register/begin", "application/json", #"{"ClientId":"\#(clientID)","Email":"\#(address)"}"#)
+            guard begun.status == 200, let ceremony = try? JSONDecoder().decode(SignUpBegun.self, from: Data(begun.body)),
+                let challenge = Base64URL.decode(ceremony.options.challenge), let handle = Base64URL.decode(ceremony.options.user.id)
+            else { return .answered(status: begun.status == 200 ? 0 : begun.status, expected: 200) }
+            let credential = SoftwareCredential(rpID: ceremony.options.rp.id, userHandle: handle)
+            let attestation = SoftwareAuthenticator().register(credential, .init(challenge: challenge, origin: origin))
+            let reply = try await send(
+                .POST, "/connect/token", Self.form,
+                Self.encode([
+                    "grant_type": "urn:cocoar:passkey", "client_id": clientID, "ceremony_id": ceremony.ceremonyId,
+                    "attestation": String(decoding: attestation.json, as: UTF8.self), "scope": "openid offline_access",
+                ]))
+            return .answered(status: reply.status, expected: 200)
         }
+    }
+
+    private struct SignUpBegun: Decodable {
+        struct Options: Decodable {
+            struct RP: Decodable { var id: String }
+            struct User: Decodable { var id: String }
+            var challenge: String
+            var rp: RP
+            var user: User
+        }
+        var ceremonyId: String
+        var options: Options
     }
 
     /// One passwordless grant with scope `openid offline_access`.
