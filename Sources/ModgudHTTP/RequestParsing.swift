@@ -25,13 +25,7 @@ struct RequestParsing: Sendable {
         guard let type = request.headers[.contentType]?.lowercased(), type.hasPrefix("application/x-www-form-urlencoded") else {
             throw Failure.response(OAuthResponses.error(.invalidRequest("The request body must be application/x-www-form-urlencoded.")))
         }
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: configuration.maxBodyBytes)
-        } catch {
-            throw Failure.response(OAuthResponses.json(
-                OAuthResponses.ErrorBody(error: "invalid_request", errorDescription: "The request body is too large."), status: .contentTooLarge))
-        }
+        let buffer = try await oauthBody(request)
         do {
             return try FormBody(Array(buffer.readableBytesView))
         } catch .repeated(let name) {
@@ -49,13 +43,7 @@ struct RequestParsing: Sendable {
     /// strings; null is absent. The form's rules hold: no NUL, the same size limit.
     func tokenParameters(_ request: Request) async throws -> FormBody {
         guard let type = request.headers[.contentType]?.lowercased(), type.hasPrefix("application/json") else { return try await form(request) }
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: configuration.maxBodyBytes)
-        } catch {
-            throw Failure.response(OAuthResponses.json(
-                OAuthResponses.ErrorBody(error: "invalid_request", errorDescription: "The request body is too large."), status: .contentTooLarge))
-        }
+        let buffer = try await oauthBody(request)
         guard let members = try? JSONDecoder().decode([String: StrictJSON.AnyJSONValue].self, from: Data(buffer.readableBytesView)) else {
             throw Failure.response(OAuthResponses.error(.invalidRequest("The request body is not a JSON object.")))
         }
@@ -80,6 +68,16 @@ struct RequestParsing: Sendable {
             }
         }
         return FormBody(values: values)
+    }
+
+    /// An OAuth endpoint's body within the size limit (413 `invalid_request` beyond it).
+    private func oauthBody(_ request: Request) async throws -> ByteBuffer {
+        do {
+            return try await request.body.collect(upTo: configuration.maxBodyBytes)
+        } catch {
+            throw Failure.response(OAuthResponses.json(
+                OAuthResponses.ErrorBody(error: "invalid_request", errorDescription: "The request body is too large."), status: .contentTooLarge))
+        }
     }
 
     /// The rate-limit key of the request's source.
