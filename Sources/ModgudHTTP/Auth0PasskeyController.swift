@@ -78,25 +78,17 @@ struct Auth0PasskeyController: Sendable {
 
     /// A JSON body, strictly: the errors in OAuth's shape.
     private func decode<T: Decodable>(_ type: T.Type, _ request: Request, allowed: Set<String>) async throws -> T {
-        guard let contentType = request.headers[.contentType]?.lowercased(), contentType.hasPrefix("application/json") else {
-            throw OAuthError.invalidRequest("The request body must be application/json.")
-        }
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: parsing.configuration.maxBodyBytes)
-        } catch {
-            throw OAuthError("invalid_request", "The request body is too large.", status: 413)
-        }
-        do {
-            return try StrictJSON.decode(T.self, from: Array(buffer.readableBytesView), allowed: allowed)
-        } catch .malformed {
-            throw OAuthError.invalidRequest("The request body is not a JSON object of the expected shape.")
-        } catch .unknownMember(let name) {
-            throw OAuthError.invalidRequest("Unknown member \(name).")
-        } catch .invalid(let detail) {
-            throw OAuthError.invalidRequest(detail)
-        } catch .nulCharacter {
-            throw OAuthError.invalidRequest("Text must not contain NUL characters.")
+        try await parsing.strictJSON(T.self, request, allowed: allowed) { failure in
+            let error: OAuthError =
+                switch failure {
+                case .unsupportedMediaType: .invalidRequest("The request body must be application/json.")
+                case .tooLarge: OAuthError("invalid_request", "The request body is too large.", status: 413)
+                case .decoding(.malformed): .invalidRequest("The request body is not a JSON object of the expected shape.")
+                case .decoding(.unknownMember(let name)): .invalidRequest("Unknown member \(name).")
+                case .decoding(.invalid(let detail)): .invalidRequest(detail)
+                case .decoding(.nulCharacter): .invalidRequest("Text must not contain NUL characters.")
+                }
+            return OAuthResponses.error(error)
         }
     }
 

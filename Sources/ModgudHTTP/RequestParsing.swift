@@ -89,25 +89,44 @@ struct RequestParsing: Sendable {
     /// A JSON body of Modgud's own API: `application/json`, within the size limit, no unknown
     /// members (400 problems otherwise).
     func json<T: Decodable>(_ type: T.Type, _ request: Request, allowed: Set<String>) async throws -> T {
+        try await strictJSON(T.self, request, allowed: allowed) { failure in
+            switch failure {
+            case .unsupportedMediaType: Problem.response("Request.UnsupportedMediaType", status: 415, detail: "The body must be application/json.")
+            case .tooLarge: Problem.response("Request.TooLarge", status: 413, detail: "The request body is too large.")
+            case .decoding(.malformed):
+                Problem.response("Request.MalformedJSON", status: 400, detail: "The body is not a JSON object of the expected shape.")
+            case .decoding(.unknownMember(let name)): Problem.response("Request.UnknownMember", status: 400, detail: "Unknown member \(name).")
+            case .decoding(.invalid(let detail)): Problem.response("Request.Invalid", status: 400, detail: detail)
+            case .decoding(.nulCharacter): Problem.response("Request.InvalidText", status: 400, detail: "Text must not contain NUL characters.")
+            }
+        }
+    }
+
+    /// Why a strict JSON body was refused.
+    enum JSONBodyFailure: Error {
+        case unsupportedMediaType
+        case tooLarge
+        case decoding(StrictJSON.Failure)
+    }
+
+    /// A JSON body decoded strictly (`StrictJSON`), its refusals answered by `answer`: Modgud's
+    /// own endpoints answer problems (`json`), Auth0's OAuth errors.
+    func strictJSON<T: Decodable>(_ type: T.Type, _ request: Request, allowed: Set<String>, answer: (JSONBodyFailure) -> Response) async throws
+        -> T
+    {
         guard let contentType = request.headers[.contentType]?.lowercased(), contentType.hasPrefix("application/json") else {
-            throw Failure.response(Problem.response("Request.UnsupportedMediaType", status: 415, detail: "The body must be application/json."))
+            throw Failure.response(answer(.unsupportedMediaType))
         }
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: configuration.maxBodyBytes)
         } catch {
-            throw Failure.response(Problem.response("Request.TooLarge", status: 413, detail: "The request body is too large."))
+            throw Failure.response(answer(.tooLarge))
         }
         do {
             return try StrictJSON.decode(T.self, from: Array(buffer.readableBytesView), allowed: allowed)
-        } catch .malformed {
-            throw Failure.response(Problem.response("Request.MalformedJSON", status: 400, detail: "The body is not a JSON object of the expected shape."))
-        } catch .unknownMember(let name) {
-            throw Failure.response(Problem.response("Request.UnknownMember", status: 400, detail: "Unknown member \(name)."))
-        } catch .invalid(let detail) {
-            throw Failure.response(Problem.response("Request.Invalid", status: 400, detail: detail))
-        } catch .nulCharacter {
-            throw Failure.response(Problem.response("Request.InvalidText", status: 400, detail: "Text must not contain NUL characters."))
+        } catch {
+            throw Failure.response(answer(.decoding(error)))
         }
     }
 

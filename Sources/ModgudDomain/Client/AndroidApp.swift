@@ -34,9 +34,7 @@ public struct AndroidApp: Codable, Hashable, Sendable {
     /// The WebAuthn origin Android's Credential Manager reports for an app signed with this
     /// certificate: `android:apk-key-hash:` and the fingerprint's bytes in unpadded base64url.
     public static func origin(fingerprint: String) -> String? {
-        guard let bytes = fingerprintBytes(fingerprint) else { return nil }
-        let base64 = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        return "android:apk-key-hash:" + base64.trimmingCharacters(in: CharacterSet(charactersIn: "="))
+        fingerprintBytes(fingerprint).map { "android:apk-key-hash:" + Base64URLText.encode($0) }
     }
 
     /// `TEAMID.bundle.id`: a 10-character upper-case alphanumeric team id, a dot, a bundle id.

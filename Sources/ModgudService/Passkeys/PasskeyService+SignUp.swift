@@ -113,16 +113,10 @@ extension PasskeyService {
         guard let ceremonyID = UUID(uuidString: rawCeremonyID) else { throw badCeremony }
         // Single use, decided by the store, before anything else is looked at: of twenty
         // concurrent redemptions, one gets past this line.
-        let ceremony: PasskeyCeremonyBegun
-        do {
-            let outcome = try await ceremonies.actor(for: StreamNames.passkeyCeremony(realm: realm, ceremonyID: ceremonyID))
-                .execute(.consume(kind: .signUp, clientID: client.id, userID: nil), now: now(), metadata: grant.metadata)
-            guard let begun = outcome.state.begun else { throw badCeremony }
-            ceremony = begun
-        } catch is DomainError {
-            throw badCeremony
-        }
-        guard let registrant = ceremony.registrantID, let sealedEmail = ceremony.email, let challenge = Base64URL.decode(ceremony.challenge)
+        guard
+            let ceremony = try await consumeCeremony(
+                realm: realm, ceremonyID: ceremonyID, .consume(kind: .signUp, clientID: client.id, userID: nil), metadata: grant.metadata),
+            let registrant = ceremony.registrantID, let sealedEmail = ceremony.email, let challenge = Base64URL.decode(ceremony.challenge)
         else { throw badCeremony }
         let verdict: RegistrationVerdict
         do {
@@ -133,7 +127,9 @@ extension PasskeyService {
             throw failed
         }
         // Only now, after a whole authenticator ceremony, may the answer tell that the address
-        // has an account (the unique index below decides a race; this gives the clear answer).
+        // has an account. The unique index below decides a race between sign-ups; this lookup
+        // also finds accounts projected before sealing (`plain:` keys, which that index cannot
+        // compare) and spares minting tokens that could not commit.
         guard let vault = tokenService.vault, let address = try await vault.open(sealedEmail).flatMap(EmailAddress.init) else {
             throw badCeremony  // the address was erased while the ceremony was out
         }
@@ -145,12 +141,7 @@ extension PasskeyService {
             userID: registrant, email: sealedEmail, emailConfirmed: false, username: nil, firstName: ceremony.firstName,
             lastName: ceremony.lastName, securityStamp: OpaqueToken.generate().hash, via: User.passkeySignUpVia)
         let passkeyID = UUID()
-        let enrolled = PasskeyEnrolled(
-            passkeyID: passkeyID, userID: registrant, credentialID: Base64URL.encode(verdict.credentialID), rpID: ceremony.rpID,
-            publicKey: Base64URL.encode(verdict.publicKey.encoded), algorithm: Int(verdict.publicKey.algorithm.rawValue), signCount: verdict.signCount,
-            aaguid: Base64URL.encode(verdict.aaguid), backupEligible: verdict.backupEligible, backedUp: verdict.backedUp,
-            transports: verdict.transports.sorted(), attestationFormat: verdict.attestationFormat, displayName: "Passkey", clientID: client.id,
-            createdAt: time)
+        let enrolled = Self.enrolled(verdict, passkeyID: passkeyID, userID: registrant, rpID: ceremony.rpID, name: "Passkey", clientID: client.id, at: time)
         // User verification was required: the passkey is two factors in one (RFC 8176 "mfa").
         let signIn = try await tokenService.prepareSignIn(
             client: client, user: User.evolve(User.initialState, .registered(registered)), grantType: .passkey, scope: grant.scope,
@@ -161,8 +152,8 @@ extension PasskeyService {
         do {
             _ = try await users.actor(forNew: StreamNames.user(realm: realm, userID: registrant)).execute(
                 .register(
-                    id: registrant, email: sealedEmail, emailConfirmed: false, username: nil, firstName: ceremony.firstName,
-                    lastName: ceremony.lastName, securityStamp: registered.securityStamp, via: User.passkeySignUpVia), now: time,
+                    id: registrant, email: registered.email, emailConfirmed: registered.emailConfirmed, username: nil, firstName: registered.firstName,
+                    lastName: registered.lastName, securityStamp: registered.securityStamp, via: registered.via), now: time,
                 metadata: grant.metadata, extra: { _ in [keyCheck] },
                 alsoAppending: { _ in
                     [

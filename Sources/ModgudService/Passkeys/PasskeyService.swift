@@ -101,15 +101,10 @@ public struct PasskeyService: Sendable {
         _ = try ScopePolicy.audiences(resources: grant.resources, allowed: client.settings.audiences, clientID: client.id)
         guard let ceremonyID = UUID(uuidString: rawCeremonyID) else { throw badCeremony }
         // The ceremony is consumed before the assertion is looked at (single use, by the store).
-        let ceremony: PasskeyCeremonyBegun
-        do {
-            let outcome = try await ceremonies.actor(for: StreamNames.passkeyCeremony(realm: realm, ceremonyID: ceremonyID))
-                .execute(.consume(kind: .login, clientID: client.id, userID: nil), now: now(), metadata: grant.metadata)
-            guard let begun = outcome.state.begun else { throw badCeremony }
-            ceremony = begun
-        } catch is DomainError {
-            throw badCeremony
-        }
+        guard
+            let ceremony = try await consumeCeremony(
+                realm: realm, ceremonyID: ceremonyID, .consume(kind: .login, clientID: client.id, userID: nil), metadata: grant.metadata)
+        else { throw badCeremony }
         guard let credential = try? AssertionCredential(json: Array(assertion.utf8)), let rawID = Base64URL.decode(credential.rawId),
             let challenge = Base64URL.decode(ceremony.challenge)
         else { throw failed }
@@ -217,15 +212,10 @@ public struct PasskeyService: Sendable {
         metadata: EventMetadata
     ) async throws -> Summary {
         guard let ceremonyID = UUID(uuidString: rawCeremonyID) else { throw Refusal.badRequest("Passkey.InvalidRequest", "Invalid request.") }
-        let ceremony: PasskeyCeremonyBegun
-        do {
-            let outcome = try await ceremonies.actor(for: StreamNames.passkeyCeremony(realm: realm.realmID, ceremonyID: ceremonyID))
-                .execute(.consume(kind: .enrollment, clientID: clientID, userID: userID), now: now(), metadata: metadata)
-            guard let begun = outcome.state.begun else { throw Refusal.badRequest("Passkey.SessionExpired", "The enrollment session expired.") }
-            ceremony = begun
-        } catch is DomainError {
-            throw Refusal.badRequest("Passkey.SessionExpired", "The enrollment session expired.")
-        }
+        guard
+            let ceremony = try await consumeCeremony(
+                realm: realm.realmID, ceremonyID: ceremonyID, .consume(kind: .enrollment, clientID: clientID, userID: userID), metadata: metadata)
+        else { throw Refusal.badRequest("Passkey.SessionExpired", "The enrollment session expired.") }
         let client = try await clients.enabledClient(realm: realm.realmID, clientID: clientID)
         let verdict: RegistrationVerdict
         do {
@@ -240,12 +230,7 @@ public struct PasskeyService: Sendable {
         let time = now()
         let passkeyID = UUID()
         let name = Self.cleanName(displayName) ?? "Passkey"
-        let enrolled = PasskeyEnrolled(
-            passkeyID: passkeyID, userID: userID, credentialID: Base64URL.encode(verdict.credentialID), rpID: ceremony.rpID,
-            publicKey: Base64URL.encode(verdict.publicKey.encoded), algorithm: Int(verdict.publicKey.algorithm.rawValue), signCount: verdict.signCount,
-            aaguid: Base64URL.encode(verdict.aaguid), backupEligible: verdict.backupEligible, backedUp: verdict.backedUp,
-            transports: verdict.transports.sorted(), attestationFormat: verdict.attestationFormat, displayName: name, clientID: clientID,
-            createdAt: time)
+        let enrolled = Self.enrolled(verdict, passkeyID: passkeyID, userID: userID, rpID: ceremony.rpID, name: name, clientID: clientID, at: time)
         do {
             _ = try await passkeys.actor(forNew: StreamNames.passkey(realm: realm.realmID, passkeyID: passkeyID))
                 .execute(.enroll(enrolled), now: time, metadata: metadata)
@@ -340,6 +325,31 @@ public struct PasskeyService: Sendable {
                     ceremonyID: ceremonyID, kind: kind, challenge: Base64URL.encode(challenge), rpID: rpID, clientID: clientID, userID: userID,
                     expiresAt: time + PasskeyCeremony.lifetime)), now: time, metadata: metadata)
         return (ceremonyID, challenge)
+    }
+
+    /// Redeems a ceremony: its begin event, or nil when it is unknown, expired, used, of
+    /// another kind, client or user (single use, decided by the stream's version).
+    func consumeCeremony(realm: String, ceremonyID: UUID, _ consume: PasskeyCeremony.Command, metadata: EventMetadata) async throws
+        -> PasskeyCeremonyBegun?
+    {
+        do {
+            return try await ceremonies.actor(for: StreamNames.passkeyCeremony(realm: realm, ceremonyID: ceremonyID))
+                .execute(consume, now: now(), metadata: metadata).state.begun
+        } catch is DomainError {
+            return nil
+        }
+    }
+
+    /// The `passkey.enrolled` event of a verified registration.
+    static func enrolled(
+        _ verdict: RegistrationVerdict, passkeyID: UUID, userID: UUID, rpID: String, name: String, clientID: String, at time: Date
+    ) -> PasskeyEnrolled {
+        PasskeyEnrolled(
+            passkeyID: passkeyID, userID: userID, credentialID: Base64URL.encode(verdict.credentialID), rpID: rpID,
+            publicKey: Base64URL.encode(verdict.publicKey.encoded), algorithm: Int(verdict.publicKey.algorithm.rawValue), signCount: verdict.signCount,
+            aaguid: Base64URL.encode(verdict.aaguid), backupEligible: verdict.backupEligible, backedUp: verdict.backedUp,
+            transports: verdict.transports.sorted(), attestationFormat: verdict.attestationFormat, displayName: name, clientID: clientID,
+            createdAt: time)
     }
 
     /// The WebAuthn user handle: the user id's 16 bytes (random, no personal data).

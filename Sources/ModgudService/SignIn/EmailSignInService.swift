@@ -221,9 +221,6 @@ public struct EmailSignInService: Sendable {
             registered.lastName = try key.seal(try await vault.open(issued.lastName))
             _ = try await pool.query(key.insert)
         }
-        // Proof of the mailbox wins (issue 14): an unproven passkey sign-up holding the address
-        // is retired, with its passkeys, in the transaction that creates the owner's account.
-        let retirement = issued.purpose == .registrationCode ? try await retirementOfUnprovenAccount(realm: realm, email: email) : []
         let keyStatement = subjectKeyStatement
         let userRegistered = registered
         let userStream = issued.userID.map { StreamNames.user(realm: realm, userID: $0) }
@@ -246,10 +243,11 @@ public struct EmailSignInService: Sendable {
         default:
             signIn = nil  // the code will not be consumed: nothing to mint
         }
-        let outcome: CommandOutcome<EmailChallenge>
-        do {
-            outcome = try await challenge.execute(
-                .redeem(presentedHash: hash, gate: gate), now: now(), metadata: grant.metadata,
+        let redeem = EmailChallenge.Command.redeem(presentedHash: hash, gate: gate)
+        /// Redeems the code; `retirement` is appended with a registration's user.
+        @Sendable func consume(retiring retirement: [StreamWrite]) async throws -> CommandOutcome<EmailChallenge> {
+            try await challenge.execute(
+                redeem, now: now(), metadata: grant.metadata,
                 extra: { events in
                     guard let keyStatement, events.contains(where: { if case .consumed = $0 { true } else { false } }) else { return [] }
                     return [keyStatement]
@@ -275,6 +273,20 @@ public struct EmailSignInService: Sendable {
                     }
                     return family
                 })
+        }
+        let outcome: CommandOutcome<EmailChallenge>
+        do {
+            do {
+                outcome = try await consume(retiring: [])
+            } catch EventStoreError.inlineProjectionFailed where issued.purpose == .registrationCode {
+                // The address is held (the unique address index refused the new user; nothing
+                // was written). Proof of the mailbox wins (issue 14): an unproven passkey sign-up
+                // holding it is retired, with its passkeys, in the transaction that creates the
+                // owner's account. Looked up only here, so an ordinary sign-up pays nothing.
+                let retirement = try await retirementOfUnprovenAccount(realm: realm, email: email)
+                guard !retirement.isEmpty else { throw invalid }
+                outcome = try await consume(retiring: retirement)
+            }
         } catch let refused as DomainError {
             switch refused.code {
             case "Account.CannotSignIn": throw OAuthError.invalidGrant("The account cannot sign in.")
