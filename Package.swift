@@ -62,6 +62,7 @@ let package = Package(
                 .embedInCode("0008_subject_keys.sql"),
                 .embedInCode("0009_sealed_personal_data.sql"),
                 .embedInCode("0010_passkey_provider.sql"),
+                .embedInCode("0011_no_plaintext_on_disk.sql"),
             ],
             swiftSettings: strict
         ),
@@ -91,7 +92,9 @@ let package = Package(
             swiftSettings: strict
         ),
         // Test support: a real SMTP server (Python aiosmtpd) in a child process.
-        .target(name: "MailTestSupport", swiftSettings: strict),
+        .target(name: "MailTestSupport", dependencies: ["AsyncTestSupport"], swiftSettings: strict),
+        // Test support: polling with a hang guard instead of sleeps and timing assertions.
+        .target(name: "AsyncTestSupport", swiftSettings: strict),
         // The thin HTTP adapter: parse, call one service method, map the result or error.
         .target(
             name: "ModgudHTTP",
@@ -170,10 +173,10 @@ let package = Package(
         // Test support: one embedded cluster per test process, a fresh database per test.
         .target(
             name: "PostgresTestSupport",
-            dependencies: ["PQ", "EmbeddedPostgres", "EventStorePostgres", "ModgudSchema"],
+            dependencies: ["PQ", "EmbeddedPostgres", "EventStorePostgres", "ModgudSchema", "AsyncTestSupport"],
             swiftSettings: strict
         ),
-        .testTarget(name: "PQTests", dependencies: ["PQ", "PostgresTestSupport"], swiftSettings: strict),
+        .testTarget(name: "PQTests", dependencies: ["PQ", "PostgresTestSupport", "AsyncTestSupport"], swiftSettings: strict),
         .testTarget(name: "ModgudDomainTests", dependencies: ["ModgudDomain", "EventSourcing"], swiftSettings: strict),
         .testTarget(
             name: "ModgudServiceTests",
@@ -187,7 +190,7 @@ let package = Package(
             name: "ModgudHTTPTests",
             dependencies: [
                 "ModgudHTTP", "ModgudService", "ModgudDomain", "PostgresTestSupport", "PQ", "MailTestSupport", "SMTP", "EventSourcing",
-                "WebAuthn", "WebAuthnTesting", "EmbeddedPostgres", "EventStorePostgres", "ModgudClient",
+                "WebAuthn", "WebAuthnTesting", "EmbeddedPostgres", "EventStorePostgres", "ModgudClient", "AsyncTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
@@ -200,7 +203,8 @@ let package = Package(
             ], swiftSettings: strict),
         // Runs the built `modgud` executable against real databases (the operator commands).
         .testTarget(
-            name: "ModgudCLITests", dependencies: ["ModgudCLI", "PostgresTestSupport", "PQ", "ModgudSchema", "MailTestSupport"], swiftSettings: strict),
+            name: "ModgudCLITests", dependencies: ["ModgudCLI", "PostgresTestSupport", "PQ", "ModgudSchema", "MailTestSupport", "AsyncTestSupport"],
+            swiftSettings: strict),
         .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: strict),
         .testTarget(
             name: "WebAuthnTests",
@@ -208,10 +212,10 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "EmbeddedPostgresTests", dependencies: ["EmbeddedPostgres", "PQ"], swiftSettings: strict),
-        .testTarget(name: "EventSourcingTests", dependencies: ["EventSourcing"], swiftSettings: strict),
+        .testTarget(name: "EventSourcingTests", dependencies: ["EventSourcing", "AsyncTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "EventStorePostgresTests",
-            dependencies: ["EventStorePostgres", "EventSourcing", "PQ", "PostgresTestSupport"],
+            dependencies: ["EventStorePostgres", "EventSourcing", "PQ", "PostgresTestSupport", "AsyncTestSupport"],
             swiftSettings: strict
         ),
     ],

@@ -21,6 +21,7 @@ public enum ModgudSchema {
         Migration(name: "0008_subject_keys.sql", sql: text(PackageResources._008_subject_keys_sql)),
         Migration(name: "0009_sealed_personal_data.sql", sql: text(PackageResources._009_sealed_personal_data_sql)),
         Migration(name: "0010_passkey_provider.sql", sql: text(PackageResources._010_passkey_provider_sql)),
+        Migration(name: "0011_no_plaintext_on_disk.sql", sql: text(PackageResources._011_no_plaintext_on_disk_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

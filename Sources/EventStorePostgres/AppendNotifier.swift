@@ -13,6 +13,7 @@ final class AppendNotifier: Sendable {
     private struct State {
         var running = false
         var pending = false
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let pool: PQPool
@@ -40,15 +41,31 @@ final class AppendNotifier: Sendable {
     private func drain() async {
         while true {
             _ = try? await pool.query(EventStoreSQL.notify)
-            let again = state.withLock { state -> Bool in
+            // Whether to go again, and if not, who waited for the end: decided in one lock, so a
+            // waiter that arrives for a later poke is never released by this one.
+            let (again, released) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
                 if state.pending {
                     state.pending = false
-                    return true
+                    return (true, [])
                 }
                 state.running = false
+                defer { state.idleWaiters = [] }
+                return (false, state.idleWaiters)
+            }
+            for waiter in released { waiter.resume() }
+            if !again { return }
+        }
+    }
+
+    /// Returns once every notification asked for so far has been sent (or failed).
+    func idle() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if !state.running { return true }
+                state.idleWaiters.append(waiter)
                 return false
             }
-            if !again { return }
+            if now { waiter.resume() }
         }
     }
 }

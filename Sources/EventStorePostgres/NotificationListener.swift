@@ -2,7 +2,10 @@ import PQ
 
 /// Holds one dedicated LISTEN connection and waits on it; reconnects after a failure.
 ///
-/// A lost notification costs at most one poll interval, because the daemon also polls.
+/// A wait that had to (re)subscribe returns at once: appends committed before the LISTEN took
+/// effect sent their NOTIFY to nobody, so the daemon drains once more instead of sleeping
+/// through them. After that, every commit wakes it. A notification lost any other way costs at
+/// most one poll interval, because the daemon also polls.
 actor NotificationListener {
     private let configuration: PQConfiguration
     private let channel: String
@@ -24,7 +27,10 @@ actor NotificationListener {
             let remaining = deadline - clock.now
             if remaining <= .zero { return }
             do {
-                let connection = try await connected()
+                guard let connection else {
+                    try await subscribe()
+                    return
+                }
                 let received = try await connection.waitForNotifications(timeout: min(remaining, slice))
                 if !received.isEmpty { return }
             } catch {
@@ -39,11 +45,9 @@ actor NotificationListener {
         connection = nil
     }
 
-    private func connected() async throws -> PQConnection {
-        if let connection { return connection }
+    private func subscribe() async throws {
         let fresh = try await PQConnection.connect(configuration)
         try await fresh.listen(channel)
         connection = fresh
-        return fresh
     }
 }

@@ -23,7 +23,7 @@ public final class PostgresEventStore: EventStore {
     /// Rewrites metadata before it is stored (the product seals the client IP, which then
     /// expires with its day key: README, "Client IPs").
     public let metadataSealer: (@Sendable (EventMetadata) async throws -> EventMetadata)?
-    private let notifier: AppendNotifier
+    let notifier: AppendNotifier
     /// `modgud_event_append_seconds`: one append's round trip, inline projections included.
     private let appendTimer = Timer(label: "modgud_event_append_seconds")
 
@@ -162,5 +162,13 @@ public struct StreamWrite: Sendable {
         self.stream = stream
         self.expected = expected
         self.events = events
+    }
+}
+
+extension PostgresEventStore {
+    /// Returns once the wake-up NOTIFY of every append so far has been sent (tests that count
+    /// round trips wait for it instead of sleeping).
+    public func notificationsSent() async {
+        await notifier.idle()
     }
 }

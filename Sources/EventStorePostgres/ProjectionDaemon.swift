@@ -21,9 +21,11 @@ public struct ProjectionDaemon: Sendable {
 
     /// Runs until the surrounding task is cancelled. An unreachable database is logged and
     /// retried with backoff; it never ends the daemon (nor, through it, the process).
-    public func run() async {
+    /// - Parameter onOutage: told of each failed try (tests observe the outage through it).
+    public func run(onOutage: @escaping @Sendable (any Error, Duration) -> Void = { _, _ in }) async {
         let logger = self.logger
         await runner.run { error, delay in
+            onOutage(error, delay)
             logger.warning(
                 "projection daemon cannot reach the database; retrying",
                 metadata: ["error": "\(error)", "retry_in_ms": "\(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)"])

@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -73,14 +74,12 @@ public final class SMTPSink: @unchecked Sendable {
         return try names.map { try JSONDecoder().decode(Received.self, from: Data(contentsOf: directory.appendingPathComponent($0))) }
     }
 
-    /// Waits until at least `count` messages arrived (polling the folder), or throws after `timeout` seconds.
-    public func waitForMessages(_ count: Int, timeout: Double = 20) async throws -> [Received] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
+    /// Waits until at least `count` messages arrived (polling the folder; `Eventually`'s hang
+    /// guard, not a time the delivery must beat).
+    public func waitForMessages(_ count: Int) async throws -> [Received] {
+        try await Eventually.value("\(count) messages in the SMTP sink") {
             let received = try messages()
-            if received.count >= count { return received }
-            if Date() > deadline { throw SinkError("expected \(count) messages, got \(received.count) within \(timeout) s") }
-            try await Task.sleep(for: .milliseconds(25))
+            return received.count >= count ? received : nil
         }
     }
 

@@ -22,7 +22,7 @@ struct AdminContext {
     /// The mail outbox (opening messages needs the master key; listing does not use it).
     func outbox() throws -> MailOutbox {
         guard let secrets = admin.core.secrets else { throw CommandError("set MODGUD_MASTER_KEY") }
-        return MailOutbox(pool: pool, secrets: secrets)
+        return MailOutbox(pool: pool, secrets: secrets, vault: admin.core.vault)
     }
 }
 

@@ -8,7 +8,7 @@ struct MailCommand: AsyncParsableCommand {
         commandName: "mail", abstract: "Inspect the mail outbox and retry dead letters.", subcommands: [Status.self, RetryDead.self])
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Pending and dead mails (recipients and errors, never contents).")
+        static let configuration = CommandConfiguration(abstract: "Pending and dead mails (whose, status and errors; never an address or contents).")
         @OptionGroup var database: DatabaseOptions
 
         func run() async throws {
@@ -19,7 +19,7 @@ struct MailCommand: AsyncParsableCommand {
             print("pending \(counts.pending), dead \(counts.dead)")
             for entry in entries {
                 print(
-                    "\(entry.id.uuidString.lowercased())\t\(entry.realm)\t\(entry.recipient)\t\(entry.status)\tattempts \(entry.attempts)\t\(entry.lastError ?? "")")
+                    "\(entry.id.uuidString.lowercased())\t\(entry.realm)\t\(entry.subject ?? "-")\t\(entry.status)\tattempts \(entry.attempts)\t\(entry.lastError ?? "")")
             }
         }
     }

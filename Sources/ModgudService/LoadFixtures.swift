@@ -24,7 +24,7 @@ public struct LoadFixtures: Sendable {
             email: email, index: service.vault.blindIndex(email.value, realm: realm), realm: realm,
             secretHash: secrets.codes.hash(code, for: EmailSignInService.codeBinding(realm: realm, email: email)), time: time)
         _ = try await core.challenges.actor(for: service.codeStream(realm: realm, email: email, day: time))
-            .execute(.issue(pending.issued, cooldown: EmailSignInService.resendCooldown), now: time, metadata: metadata, extra: { _ in [pending.keyInsert] })
+            .execute(.issue(pending.issued, cooldown: EmailSignInService.resendCooldown), now: time, metadata: metadata, extra: { _ in [pending.key.insert] })
         return code
     }
 

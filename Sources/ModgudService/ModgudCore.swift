@@ -36,7 +36,11 @@ public struct ModgudCore: Sendable {
     /// - Parameters:
     ///   - masterKey: 32 bytes sealing the realms' private signing keys (nil: a tool that never signs).
     ///   - now: the clock (tests inject one).
-    public init(pool: PQPool, masterKey: [UInt8]?, now: @escaping @Sendable () -> Date = { Date() }) throws {
+    ///   - settingsMaxAge: how long realm and client settings are held per instance without a
+    ///     notification (the backstop for a lost NOTIFY; tests lengthen it to prove NOTIFY alone).
+    public init(
+        pool: PQPool, masterKey: [UInt8]?, now: @escaping @Sendable () -> Date = { Date() }, settingsMaxAge: Duration = .seconds(5)
+    ) throws {
         self.pool = pool
         let vault = try masterKey.map { try PersonalDataVault(pool: pool, masterKey: $0) }
         self.vault = vault
@@ -50,17 +54,17 @@ public struct ModgudCore: Sendable {
         users = AggregateRegistry(store: store)
         families = AggregateRegistry(store: store)
         keys = SigningKeyRing(pool: pool, sealer: try masterKey.map { try KeySealer(masterKey: $0) }, realms: realms)
-        realmDirectory = RealmDirectory(pool: pool)
+        realmDirectory = RealmDirectory(pool: pool, maxAge: settingsMaxAge)
         tokenService = TokenService(
             pool: pool, families: families, users: users, minter: TokenMinter(keys: keys), realms: realmDirectory, vault: vault, now: now)
-        clientAuthenticator = ClientAuthenticator(pool: pool)
+        clientAuthenticator = ClientAuthenticator(pool: pool, maxAge: settingsMaxAge)
         challenges = AggregateRegistry(store: store)
         ceremonies = AggregateRegistry(store: store)
         passkeyRegistry = AggregateRegistry(store: store)
         passkeys = PasskeyService(
             pool: pool, ceremonies: ceremonies, passkeys: passkeyRegistry, users: users, clients: clientAuthenticator, tokenService: tokenService,
             now: now)
-        rateLimiter = RateLimiter(pool: pool, now: now)
+        rateLimiter = RateLimiter(pool: pool, masterKey: masterKey, now: now)
         readiness = ReadinessProbe(pool: pool)
         secrets = try masterKey.map { try ServerSecrets(masterKey: $0) }
         self.now = now
@@ -85,7 +89,7 @@ public struct ModgudCore: Sendable {
         -> MailDispatcher
     {
         MailDispatcher(
-            outbox: MailOutbox(pool: pool, secrets: try requireSecrets()), transport: transport, settings: settings,
+            outbox: MailOutbox(pool: pool, secrets: try requireSecrets(), vault: try requireVault()), transport: transport, settings: settings,
             logger: Logger(label: "modgud.mail"), doorbell: mailDoorbell)
     }
 

@@ -14,11 +14,15 @@ public struct SettingsChangeListener: Sendable {
     let configuration: PQConfiguration
     let core: ModgudCore
     let logger: Logger
+    let onListening: @Sendable () -> Void
 
-    public init(configuration: PQConfiguration, core: ModgudCore, logger: Logger) {
+    /// - Parameter onListening: called each time the listener has (re)subscribed, after which
+    ///   no change is missed (tests wait for it instead of sleeping).
+    public init(configuration: PQConfiguration, core: ModgudCore, logger: Logger, onListening: @escaping @Sendable () -> Void = {}) {
         self.configuration = configuration
         self.core = core
         self.logger = logger
+        self.onListening = onListening
     }
 
     /// Listens until the task is cancelled; never throws.
@@ -30,6 +34,7 @@ public struct SettingsChangeListener: Sendable {
                 try await connection.listen(Self.channel)
                 core.invalidateSettings(nil)
                 backoff.reset()
+                onListening()
                 while !Task.isCancelled {
                     for notification in try await connection.waitForNotifications(timeout: .milliseconds(250)) {
                         core.invalidateSettings(SettingsChange(payload: notification.payload))

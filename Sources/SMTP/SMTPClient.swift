@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// Delivers one message per connection over SMTP (RFC 5321): EHLO, STARTTLS (RFC 3207) or
 /// implicit TLS, AUTH PLAIN or LOGIN (RFC 4954), MAIL, RCPT, DATA, QUIT. Every reply is
@@ -36,22 +37,33 @@ public struct SMTPClient: Sendable {
             boundary: "modgud-\(UUID().uuidString.lowercased())")
         let channel = try await connect()
         let timeout = configuration.timeoutSeconds
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                try await channel.executeThenClose { inbound, outbound in
-                    var session = SMTPSession(
-                        configuration: configuration, channel: channel.channel, tlsContext: tlsContext, replies: inbound.makeAsyncIterator(),
-                        outbound: outbound)
-                    try await session.deliver(to: message.to, data: data)
+        // The timer closes the channel, and the conversation then fails with whatever the close
+        // caused (a closed stream, a write error); which of the two tasks reports first is up to
+        // the scheduler. The flag, set before the close, decides: once the timer fired, the
+        // failure is the timeout.
+        let timedOut = TimerFlag()
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    try await channel.executeThenClose { inbound, outbound in
+                        var session = SMTPSession(
+                            configuration: configuration, channel: channel.channel, tlsContext: tlsContext, replies: inbound.makeAsyncIterator(),
+                            outbound: outbound)
+                        try await session.deliver(to: message.to, data: data)
+                    }
                 }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(timeout))
+                    timedOut.fire()
+                    channel.channel.close(promise: nil)
+                    throw SMTPError.timeout
+                }
+                defer { group.cancelAll() }
+                try await group.next()
             }
-            group.addTask {
-                try await Task.sleep(for: .seconds(timeout))
-                channel.channel.close(promise: nil)
-                throw SMTPError.timeout
-            }
-            defer { group.cancelAll() }
-            try await group.next()
+        } catch {
+            if timedOut.fired { throw SMTPError.timeout }
+            throw error
         }
     }
 
@@ -156,4 +168,11 @@ struct SMTPSession {
     private func write(_ text: String) async throws {
         try await outbound.write(ByteBuffer(string: text))
     }
+}
+
+/// Whether a timer fired (shared by the timer task and the caller).
+private final class TimerFlag: Sendable {
+    private let state = Mutex(false)
+    var fired: Bool { state.withLock { $0 } }
+    func fire() { state.withLock { $0 = true } }
 }

@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import EventSourcing
 import Foundation
 import XCTest
@@ -59,9 +60,7 @@ final class ProjectionRunnerTests: XCTestCase {
         let log = ErrorLog()
         let task = Task { await runner.run { _, delay in log.record(delay) } }
         // 250 + 500 + 1000 ms of backoff, then the batch applies.
-        for _ in 0..<100 where await worker.applied == 0 {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try await Eventually.wait("the runner resumed after the outage") { await worker.applied > 0 }
         task.cancel()
         _ = await task.value
         let applied = await worker.applied
@@ -103,7 +102,7 @@ final class ProjectionRunnerTests: XCTestCase {
         let worker = ScriptedWorker([:])
         let runner = ProjectionRunner(worker: worker, projections: ["a"], pollInterval: .milliseconds(1))
         let task = Task { await runner.run() }
-        try await Task.sleep(for: .milliseconds(50))
+        try await Eventually.wait("the idle runner sleeps") { await worker.waits > 0 }
         task.cancel()
         _ = await task.result
         let waits = await worker.waits

@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import EventSourcing
 import EventStorePostgres
 import Foundation
@@ -44,7 +45,7 @@ final class ProjectionDaemonTests: XCTestCase {
         let runB = Task { await daemonB.run() }
         try await appendConcurrently(streams: 20, eventsEach: 25)
         let pool = database.pool
-        try await waitUntil { try await pool.count("SELECT count(*) FROM applied_log") == 500 }
+        try await Eventually.wait("500 events applied") { try await pool.count("SELECT count(*) FROM applied_log") == 500 }
         runA.cancel()
         runB.cancel()
         _ = await runA.result
@@ -61,12 +62,16 @@ final class ProjectionDaemonTests: XCTestCase {
     }
 
     func testDaemonIsWokenByNotifyWithoutWaitingForThePoll() async throws {
-        let daemon = ProjectionDaemon(pool: database.pool, projections: [projection], pollInterval: .seconds(60))
+        // Polling once an hour: within the hang guard only a NOTIFY can wake it.
+        let daemon = ProjectionDaemon(pool: database.pool, projections: [projection], pollInterval: .seconds(3600))
         let run = Task { await daemon.run() }
-        try await Task.sleep(for: .milliseconds(300))  // let it drain and start listening
-        _ = try await store.append([try counted(1)], to: stream("wake"), expected: .noStream, metadata: .none)
         let pool = database.pool
-        try await waitUntil(timeout: .seconds(10)) {
+        // Its LISTEN connection is up (seen from the server's side, not guessed by a sleep).
+        try await Eventually.wait("the daemon listens") {
+            try await pool.count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'") > 0
+        }
+        _ = try await store.append([try counted(1)], to: stream("wake"), expected: .noStream, metadata: .none)
+        try await Eventually.wait("the appended event applied") {
             try await pool.count("SELECT count(*) FROM applied_log") == 1
         }
         run.cancel()
@@ -122,15 +127,4 @@ final class ProjectionDaemonTests: XCTestCase {
         XCTAssertEqual(next, .applied(1))
         await worker.shutdown()
     }
-}
-
-/// Polls `condition` until it holds or the timeout passes.
-func waitUntil(timeout: Duration = .seconds(30), _ condition: @Sendable () async throws -> Bool) async throws {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while clock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    XCTFail("condition not met within \(timeout)")
 }

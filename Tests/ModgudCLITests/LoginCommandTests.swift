@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import Foundation
 import MailTestSupport
 import PostgresTestSupport
@@ -89,26 +90,17 @@ final class LoginCommandTests: XCTestCase {
 
     /// The code in the `number`-th mail to `address`.
     func code(for address: String, number: Int = 1) async throws -> String {
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            let mails = try sink.messages().filter { $0.rcpt_tos == [address] }
-            if mails.count >= number, let match = (mails[number - 1].text ?? "").firstMatch(of: /code is (\d{6})/) { return String(match.1) }
-            try await Task.sleep(for: .milliseconds(50))
+        try await Eventually.value("code mail \(number) to \(address)") {
+            let codes = try sink.messages().filter { $0.rcpt_tos == [address] }.compactMap { ($0.text ?? "").firstMatch(of: /code is (\d{6})/) }
+            return codes.count >= number ? String(codes[number - 1].1) : nil
         }
-        throw CLIRunner.ExecutableMissing("no mail to \(address) within 20 s")
     }
 
     static func waitUntilReady(_ issuer: String) async throws {
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            if let (_, response) = try? await URLSession.shared.data(from: URL(string: issuer + "/health/ready")!),
-                (response as? HTTPURLResponse)?.statusCode == 200
-            {
-                return
-            }
-            try await Task.sleep(for: .milliseconds(100))
+        try await Eventually.wait("modgud serve ready at \(issuer)", every: .milliseconds(100)) {
+            let answer = try? await URLSession.shared.data(from: URL(string: issuer + "/health/ready")!)
+            return (answer?.1 as? HTTPURLResponse)?.statusCode == 200
         }
-        throw CLIRunner.ExecutableMissing("modgud serve did not become ready within 30 s")
     }
 
     static func userinfoStatus(_ issuer: String, _ token: String) async throws -> Int {

@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import EventSourcing
 import Foundation
 import Hummingbird
@@ -55,7 +56,7 @@ final class EmailSignInHarness: @unchecked Sendable {
     static let masterKey = Array(repeating: UInt8(9), count: 32)
     static let adminToken = String(repeating: "k", count: 40)
 
-    let database: TestDatabase
+    let database: any DisposableDatabase
     let clock: TestClock
     let core: ModgudCore
     let sink: SMTPSink?
@@ -68,14 +69,19 @@ final class EmailSignInHarness: @unchecked Sendable {
     /// - Parameters:
     ///   - smtpPort: deliver to this port instead of a sink started here (nil sink then).
     ///   - jitter: the anti-enumeration delay (short by default; the timing test uses the real one).
+    ///   - database: run on this database (default: a fresh one on the shared test cluster).
     init(
         settings: (inout RealmSettings) -> Void = { _ in }, smtpPort: Int? = nil, jitter: ResponseJitter = ResponseJitter(milliseconds: 1...3),
-        maxConnections: Int = 30, issuerScheme: String = "https"
+        maxConnections: Int = 30, issuerScheme: String = "https", database: (any DisposableDatabase)? = nil
     ) async throws {
-        database = try await TestDatabase.create(maxConnections: maxConnections)
+        if let database {
+            self.database = database
+        } else {
+            self.database = try await TestDatabase.create(maxConnections: maxConnections)
+        }
         let clock = TestClock()
         self.clock = clock
-        core = try ModgudCore(pool: database.pool, masterKey: Self.masterKey, now: { clock.now() })
+        core = try ModgudCore(pool: self.database.pool, masterKey: Self.masterKey, now: { clock.now() })
         var realm = RealmSettings(
             hosts: ["localhost"], displayName: "Acme <Sign-in>", publicBaseURL: "https://login.acme.test",
             nativeGrants: NativeGrantSettings(enabled: true), registrationPosture: .jitOnOtp, magicLinkEnabled: true)
@@ -118,7 +124,7 @@ final class EmailSignInHarness: @unchecked Sendable {
         dispatcherTask?.cancel()
         _ = await dispatcherTask?.value
         sink?.stop()
-        await database.drop()
+        await database.dispose()
     }
 
     var app: some ApplicationProtocol {
@@ -165,40 +171,59 @@ final class EmailSignInHarness: @unchecked Sendable {
 
     // MARK: Mail
 
-    /// Waits for the `count`-th mail to `address` and returns it.
-    func mail(to address: String, number count: Int = 1) async throws -> SMTPSink.Received {
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            let mails = try XCTUnwrap(sink).messages().filter { $0.rcpt_tos == [address] }
-            if mails.count >= count { return mails[count - 1] }
-            try await Task.sleep(for: .milliseconds(20))
+    /// What a mail carries, to tell mails to one address apart: the dispatcher delivers
+    /// concurrently, so mails to one address arrive in no set order.
+    enum MailKind: Sendable {
+        /// A sign-in, registration or confirmation code ("… code is 123456").
+        case code
+        /// A magic link.
+        case magicLink
+        /// Any mail.
+        case any
+
+        func matches(_ mail: SMTPSink.Received) -> Bool {
+            let text = mail.text ?? ""
+            switch self {
+            case .code: return text.firstMatch(of: /code is \d{6}/) != nil
+            case .magicLink: return text.contains("/magic-login?")
+            case .any: return true
+            }
         }
-        throw SinkError.timeout(address)
+    }
+
+    /// Waits for the `count`-th mail of `kind` to `address` and returns it. Order is counted
+    /// within a kind only; a test that asks for the n-th mail of one kind requested it after the
+    /// (n-1)-th had arrived.
+    func mail(to address: String, number count: Int = 1, kind: MailKind = .any) async throws -> SMTPSink.Received {
+        try await Eventually.value("mail \(count) (\(kind)) to \(address)") {
+            let mails = try mails(to: address).filter(kind.matches)
+            return mails.count >= count ? mails[count - 1] : nil
+        }
     }
 
     func mails(to address: String) throws -> [SMTPSink.Received] {
         try XCTUnwrap(sink).messages().filter { $0.rcpt_tos == [address] }
     }
 
-    /// The code in the `count`-th mail to `address`, read from the received message.
+    /// The code in the `count`-th code mail to `address`, read from the received message.
     func code(for address: String, number count: Int = 1) async throws -> String {
-        let text = try await mail(to: address, number: count).text ?? ""
+        let text = try await mail(to: address, number: count, kind: .code).text ?? ""
         let match = try XCTUnwrap(text.firstMatch(of: /code is (\d{6})/), "no code in: \(text)")
         return String(match.1)
     }
 
-    /// userId and token of the magic link in the `count`-th mail to `address`.
+    /// userId and token of the magic link in the `count`-th link mail to `address`.
     func magicLink(for address: String, number count: Int = 1) async throws -> (link: String, userID: String, token: String) {
-        let deadline = Date().addingTimeInterval(20)
-        var links: [String] = []
-        while Date() < deadline {
-            links = try mails(to: address).compactMap(\.text).filter { $0.contains("/magic-login?") }
-            if links.count >= count { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        let text = links.count >= count ? links[count - 1] : ""
+        let text = try await mail(to: address, number: count, kind: .magicLink).text ?? ""
         let match = try XCTUnwrap(text.firstMatch(of: /(https:\/\/\S+\/magic-login\?userId=([0-9a-f-]+)&token=([A-Za-z0-9_-]+))/), text)
         return (String(match.1), String(match.2), String(match.3))
+    }
+
+    /// Stops this instance's dispatcher and waits until it has: no mail is sent after this.
+    func stopDispatcher() async {
+        dispatcherTask?.cancel()
+        _ = await dispatcherTask?.value
+        dispatcherTask = nil
     }
 
     // MARK: State
@@ -235,8 +260,3 @@ final class EmailSignInHarness: @unchecked Sendable {
     }
 }
 
-extension SinkError {
-    static func timeout(_ address: String) -> any Error {
-        NSError(domain: "EmailSignInHarness", code: 1, userInfo: [NSLocalizedDescriptionKey: "no mail to \(address) within 20 s"])
-    }
-}

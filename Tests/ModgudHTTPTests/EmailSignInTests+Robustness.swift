@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import EventSourcing
 import Foundation
 import Hummingbird
@@ -146,21 +147,18 @@ extension EmailSignInTests {
             XCTAssertEqual(reply.body, #"{"Message":"If your email is registered, you will receive a verification code."}"#)
         }
         // Wait until the dispatcher failed at least twice.
-        let deadline = Date().addingTimeInterval(20)
-        while try await harness.core.pool.query("SELECT attempts FROM mail_outbox").first?.decode(Int.self, at: 0) ?? 0 < 2 {
-            XCTAssertLessThan(Date(), deadline)
-            try await Task.sleep(for: .milliseconds(50))
+        let pool = harness.core.pool
+        try await Eventually.wait("two failed delivery attempts") {
+            try await pool.query("SELECT attempts FROM mail_outbox").first?.decode(Int.self, at: 0) ?? 0 >= 2
         }
         let sink = try SMTPSink(port: port)
         defer { sink.stop() }
         let received = try await sink.waitForMessages(1)
         XCTAssertEqual(received.count, 1)
         XCTAssertEqual(received[0].rcpt_tos, ["ada@example.com"])
-        while try await harness.outboxCount() > 0 {
-            XCTAssertLessThan(Date(), deadline)
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        try await Task.sleep(for: .milliseconds(500))
+        try await Eventually.wait("the delivered row leaves the outbox") { try await harness.outboxCount() == 0 }
+        // With the dispatcher stopped nothing more can be sent: what the sink holds is final.
+        await harness.stopDispatcher()
         XCTAssertEqual(try sink.messages().count, 1, "delivered once")
     }
 
@@ -209,24 +207,34 @@ extension EmailSignInTests {
             _ = try await harness.registerUser("unconfirmed\(index)@example.com", confirmed: false)
         }
         let groups = ["known", "unknown", "unconfirmed"]
+        // The groups are interleaved, request by request in a shuffled order, on three parallel
+        // lanes: whatever else loads the machine meanwhile loads every group alike, so the
+        // comparison of medians measures the service, not the moment each group ran in.
         let results = try await harness.app.test(.router) { client in
-            try await withThrowingTaskGroup(of: (String, [Double], Set<String>).self) { group in
-                for name in groups {
+            try await withThrowingTaskGroup(of: [(String, Double, String)].self) { group in
+                for lane in 0..<groups.count {
                     group.addTask {
-                        var latencies: [Double] = []
-                        var answers: Set<String> = []
-                        for index in 0..<perGroup {
-                            let started = ContinuousClock.now
-                            let reply = try await H.requestCode(client, "\(name)\(index)@example.com")
-                            let elapsed = ContinuousClock.now - started
-                            latencies.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
-                            let headers = reply.headers.map { "\($0.name.canonicalName): \($0.value)" }.sorted().joined(separator: "\n")
-                            answers.insert("\(reply.status.code)\n\(headers)\n\n\(reply.body)")
+                        var samples: [(String, Double, String)] = []
+                        for index in stride(from: lane, to: perGroup, by: groups.count) {
+                            for name in groups.shuffled() {
+                                let started = ContinuousClock.now
+                                let reply = try await H.requestCode(client, "\(name)\(index)@example.com")
+                                let elapsed = ContinuousClock.now - started
+                                let headers = reply.headers.map { "\($0.name.canonicalName): \($0.value)" }.sorted().joined(separator: "\n")
+                                samples.append(
+                                    (name, Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15,
+                                     "\(reply.status.code)\n\(headers)\n\n\(reply.body)"))
+                            }
                         }
-                        return (name, latencies, answers)
+                        return samples
                     }
                 }
-                return try await group.reduce(into: [String: ([Double], Set<String>)]()) { $0[$1.0] = ($1.1, $1.2) }
+                return try await group.reduce(into: [String: ([Double], Set<String>)]()) { results, samples in
+                    for (name, latency, answer) in samples {
+                        results[name, default: ([], [])].0.append(latency)
+                        results[name, default: ([], [])].1.insert(answer)
+                    }
+                }
             }
         }
         let answers = groups.map { results[$0]!.1 }
@@ -246,6 +254,9 @@ extension EmailSignInTests {
         XCTAssertLessThan(spread, 100, "the medians differ by \(spread) ms (the jitter's own sampling spread is ~30 ms)")
         try await harness.dispatcher.deliverDue()
         let mails = try harness.sink!.messages().count
-        XCTAssertEqual(mails, perGroup + 10, "known got login codes; unknown registration codes up to the silent sign-up cap (10 per source per hour); unconfirmed nothing")
+        let signUpBurst = RateLimitPolicy.signupPerIP.defaultSetting.burst
+        XCTAssertEqual(
+            mails, perGroup + min(perGroup, signUpBurst),
+            "known got login codes; unknown registration codes up to the silent sign-up cap per source; unconfirmed nothing")
     }
 }

@@ -60,7 +60,7 @@ final class EmailSignInTests: XCTestCase {
             harness.clock.advance(121)
             _ = try await H.requestCode(client, "new.user@example.com")
             let login = try await harness.code(for: "new.user@example.com", number: 2)
-            let isLoginMail = try await harness.mail(to: "new.user@example.com", number: 2).text!.contains("sign in to Acme")
+            let isLoginMail = try await harness.mail(to: "new.user@example.com", number: 2, kind: .code).text!.contains("sign in to Acme")
             XCTAssertTrue(isLoginMail)
             let again = try await H.redeemCode(client, "new.user@example.com", login, scope: "openid")
             XCTAssertEqual(again.status, .ok, again.body)

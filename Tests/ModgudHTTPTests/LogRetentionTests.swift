@@ -97,7 +97,7 @@ final class LogRetentionTests: XCTestCase {
         // actor for it starts over from what the store holds.
         try await harness.app.test(.router) { client in
             _ = try await H.requestCode(client, "ada@example.com")
-            let code = try await harness.code(for: "ada@example.com", number: 3)  // after the code and the link
+            let code = try await harness.code(for: "ada@example.com", number: 2)  // the second code mail (a link came between)
             let again = try await H.redeemCode(client, "ada@example.com", code)
             XCTAssertEqual(again.status, .ok, "\(again.json)")
         }

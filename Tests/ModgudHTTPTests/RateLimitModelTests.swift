@@ -84,6 +84,50 @@ final class RateLimitModelTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(after - before, 6, "each would-be rejection is counted")
     }
 
+    /// Issue 22: the silent sign-up limit obeys the operator. Log-only drops nothing and counts
+    /// what it would have dropped; enforced, it drops silently but counts every drop; raised
+    /// during the incident, the very next request from the saturated source gets its mail.
+    func testTheSilentSignUpLimitObeysLogOnlyCountsItsDropsAndARaiseActsAtOnce() async throws {
+        harness = try await EmailSignInHarness(settings: {
+            $0.rateLimitOverrides["signup.ip"] = RateLimitSetting(limit: 2, windowSeconds: 3600, burst: 2, logOnly: true)
+        })
+        let harness = self.harness!
+        let wouldReject = #"modgud_rate_limit_would_reject_total{policy="signup.ip"}"#
+        let rejected = #"modgud_rate_limit_rejections_total{policy="signup.ip"}"#
+        let (wouldBefore, rejectedBefore) = (Self.value(of: wouldReject), Self.value(of: rejected))
+        @Sendable func requestCodes(_ addresses: [String], from source: String, _ client: any TestClientProtocol) async throws {
+            for address in addresses {
+                let reply = try await client.execute(
+                    uri: "/api/account/native/otp/request", method: .post,
+                    headers: [.contentType: "application/json", .init("X-Forwarded-For")!: source],
+                    body: ByteBuffer(string: #"{"Email":"\#(address)"}"#))
+                XCTAssertEqual(reply.status, .ok, "the uniform answer, limited or not")
+            }
+        }
+        let logOnly = (1...6).map { "log-only\($0)@example.com" }
+        let enforced = (1...5).map { "enforced\($0)@example.com" }
+        try await live { client in
+            try await requestCodes(logOnly, from: "198.51.100.20", client)
+            _ = try await AdminService(core: harness.core).updateRealm("dev", metadata: .init()) {
+                $0.rateLimitOverrides["signup.ip"]?.logOnly = false
+            }
+            try await requestCodes(enforced, from: "198.51.100.21", client)
+            _ = try await AdminService(core: harness.core).updateRealm("dev", metadata: .init()) {
+                $0.rateLimitOverrides["signup.ip"] = RateLimitSetting(limit: 100_000_000, windowSeconds: 60, burst: 100_000_000)
+            }
+            try await requestCodes(["after-raise@example.com"], from: "198.51.100.21", client)
+        }
+        try await harness.dispatcher.deliverDue()
+        for address in logOnly {
+            _ = try await harness.mail(to: address)  // log-only: every sign-up gets its code
+        }
+        _ = try await harness.mail(to: "after-raise@example.com")  // the raise acted on the next request
+        let enforcedMails = try enforced.map { try harness.mails(to: $0).count }.reduce(0, +)
+        XCTAssertEqual(enforcedMails, 2, "enforced: the burst of 2, the rest dropped silently")
+        XCTAssertGreaterThanOrEqual(Self.value(of: wouldReject) - wouldBefore, 4, "log-only counts what it would have dropped")
+        XCTAssertGreaterThanOrEqual(Self.value(of: rejected) - rejectedBefore, 3, "every silent drop is counted")
+    }
+
     static func value(of series: String) -> Double {
         let text = String(decoding: MetricsExposition.registry.emitToBuffer(), as: UTF8.self)
         for line in text.split(separator: "\n") where line.hasPrefix(series + " ") {

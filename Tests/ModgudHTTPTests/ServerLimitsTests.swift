@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -18,7 +19,7 @@ final class ServerLimitsTests: XCTestCase {
         let app = buildApplication(
             core: core, configuration: HTTPConfiguration(limits: limits), server: .init(address: .hostname("127.0.0.1", port: port)))
         let server = Task { try await app.runService() }
-        for _ in 0..<100 where (try? RawSocket(port: port)) == nil { try await Task.sleep(for: .milliseconds(50)) }
+        try await Eventually.wait("the server listens on \(port)", every: .milliseconds(50)) { (try? RawSocket(port: port)) != nil }
         do {
             try await body(port)
         } catch {
@@ -30,43 +31,51 @@ final class ServerLimitsTests: XCTestCase {
         await database.drop()
     }
 
+    // The limits are timeouts, so these tests do involve time, but never a time that a loaded
+    // machine can miss: the stimulus (a trickle of bytes that keeps a connection from ever
+    // being idle) goes on until the outcome, and the only other limit that could end the
+    // connection is set 30 times higher than the one under test. Waits are hang guards.
+
     func testHundredSlowHeaderClientsAreAllClosedAfterTheHeaderTimeout() async throws {
-        try await withServer(ServerLimits(headerTimeout: .seconds(1), bodyTimeout: .seconds(5), idleTimeout: .seconds(5))) { port in
+        try await withServer(ServerLimits(headerTimeout: .seconds(1), bodyTimeout: .seconds(30), idleTimeout: .seconds(30))) { port in
             let sockets = try (0..<100).map { _ in try RawSocket(port: port) }
             for socket in sockets { socket.send("POST /connect/token HTTP/1.1\r\nHost: localhost\r\n") }
-            // One header line every 300 ms: the head is never complete.
-            for _ in 0..<4 {
-                try await Task.sleep(for: .milliseconds(300))
-                for socket in sockets { socket.send("X-Slow: 1\r\n") }
+            // One header line every 200 ms to every open socket: the head is never complete and
+            // the connection never idle, so only the header timeout can close it.
+            var open = sockets
+            let started = ContinuousClock.now
+            while !open.isEmpty && ContinuousClock.now - started < .seconds(25) {
+                open = open.filter { $0.send("X-Slow: 1\r\n") && !$0.isClosedByPeer(within: 0) }
+                try await Task.sleep(for: .milliseconds(200))
             }
-            let closed = sockets.filter { $0.isClosedByPeer(within: 1500) }.count
-            XCTAssertEqual(closed, 100, "every slow-header connection is closed")
+            XCTAssertEqual(open.count, 0, "every slow-header connection is closed, by the 1 s header timeout (idle: 30 s)")
         }
     }
 
     func testASlowBodyIsCutAfterTheBodyTimeout() async throws {
-        try await withServer(ServerLimits(headerTimeout: .seconds(5), bodyTimeout: .seconds(1), idleTimeout: .seconds(5))) { port in
+        try await withServer(ServerLimits(headerTimeout: .seconds(30), bodyTimeout: .seconds(1), idleTimeout: .seconds(30))) { port in
             let socket = try RawSocket(port: port)
             socket.send(
-                "POST /connect/token HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 50\r\n\r\n")
+                "POST /connect/token HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100000\r\n\r\n")
+            // A byte every 200 ms: the body would take hours, the connection is never idle.
             var stillOpen = true
-            for _ in 0..<10 where stillOpen {  // a byte every 300 ms: 50 bytes would take 15 s
-                stillOpen = socket.send("a") && !socket.isClosedByPeer(within: 300)
+            let started = ContinuousClock.now
+            while stillOpen && ContinuousClock.now - started < .seconds(25) {
+                stillOpen = socket.send("a") && !socket.isClosedByPeer(within: 200)
             }
-            XCTAssertFalse(stillOpen, "closed within 3 s of a 1 s body timeout")
+            XCTAssertFalse(stillOpen, "closed by the 1 s body timeout (header and idle: 30 s)")
         }
     }
 
     func testAnIdleKeepAliveConnectionIsClosedAfterTheIdleTimeoutButServedBeforeIt() async throws {
-        try await withServer(ServerLimits(headerTimeout: .seconds(5), bodyTimeout: .seconds(5), idleTimeout: .seconds(1))) { port in
+        try await withServer(ServerLimits(headerTimeout: .seconds(30), bodyTimeout: .seconds(30), idleTimeout: .seconds(1))) { port in
             let socket = try RawSocket(port: port)
-            socket.send("GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n")
-            XCTAssertTrue(socket.read(until: "ok", timeoutMilliseconds: 2000).hasPrefix("HTTP/1.1 200"))
-            try await Task.sleep(for: .milliseconds(400))
-            socket.send("GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n")
-            XCTAssertTrue(socket.read(until: "ok", timeoutMilliseconds: 2000).hasPrefix("HTTP/1.1 200"), "still served within the idle time")
-            XCTAssertFalse(socket.isClosedByPeer(within: 500))
-            XCTAssertTrue(socket.isClosedByPeer(within: 1500), "closed once idle for the idle timeout")
+            // Keep-alive: three requests on one connection, each sent as soon as the last answer came.
+            for round in 1...3 {
+                socket.send("GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                XCTAssertTrue(socket.read(until: "ok", timeoutMilliseconds: 60_000).hasPrefix("HTTP/1.1 200"), "request \(round) served")
+            }
+            XCTAssertTrue(socket.isClosedByPeer(within: 25_000), "closed once idle for the 1 s idle timeout (header and body: 30 s)")
         }
     }
 
@@ -76,13 +85,14 @@ final class ServerLimitsTests: XCTestCase {
             var holders = try (0..<2).map { _ in try RawSocket(port: port) }
             for holder in holders {  // both connections are in use and stay open
                 holder.send("GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n")
-                XCTAssertTrue(holder.read(until: "ok", timeoutMilliseconds: 2000).hasPrefix("HTTP/1.1 200"))
+                XCTAssertTrue(holder.read(until: "ok", timeoutMilliseconds: 60_000).hasPrefix("HTTP/1.1 200"))
             }
             let third = try RawSocket(port: port)
             third.send("GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            // A negative check: a loaded machine can only make an answer later, never earlier.
             XCTAssertEqual(third.read(until: "ok", timeoutMilliseconds: 700), "", "not served while two connections are open")
             holders.removeFirst()  // closes one
-            XCTAssertTrue(third.read(until: "ok", timeoutMilliseconds: 3000).hasPrefix("HTTP/1.1 200"), "served once a slot is free")
+            XCTAssertTrue(third.read(until: "ok", timeoutMilliseconds: 60_000).hasPrefix("HTTP/1.1 200"), "served once a slot is free")
         }
     }
 }

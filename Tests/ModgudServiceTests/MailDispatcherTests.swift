@@ -25,9 +25,30 @@ final class MailDispatcherTests: XCTestCase {
         }
     }
 
-    func enqueue(_ core: ModgudCore, to address: String) async throws {
-        let outbox = MailOutbox(pool: core.pool, secrets: try XCTUnwrap(core.secrets))
-        _ = try await core.pool.query(try outbox.enqueue(MailMessage(to: address, subject: "s", text: "t 123456", html: "h"), realm: "r"))
+    /// Queues a mail for a person (`user:<subject>`), sealed under their data key.
+    func enqueue(_ core: ModgudCore, to address: String, subject: String = "user:00000000-0000-0000-0000-0000000000a1") async throws {
+        let outbox = MailOutbox(pool: core.pool, secrets: try XCTUnwrap(core.secrets), vault: core.vault)
+        let message = MailMessage(to: address, subject: "s", text: "t 123456", html: "h")
+        _ = try await core.pool.query(try await outbox.enqueue(message, realm: "r", sealing: .subject(subject)))
+    }
+
+    /// Issue 22: the row holds no address (the message is sealed under the person's key), and a
+    /// mail whose person was erased while it waited is dropped, never sent.
+    func testARowHoldsNoAddressAndMailForAnErasedPersonIsDropped() async throws {
+        database = try await TestDatabase.create()
+        let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 1, count: 32))
+        let transport = ScriptedTransport([])
+        let dispatcher = try core.makeMailDispatcher(transport: transport, settings: .init(maxAttempts: 5, initialBackoff: 0, maxBackoff: 0))
+        try await enqueue(core, to: "kept@example.com", subject: "user:00000000-0000-0000-0000-0000000000b1")
+        try await enqueue(core, to: "erased@example.com", subject: "user:00000000-0000-0000-0000-0000000000b2")
+        let row = try await core.pool.query("SELECT string_agg(t::text, ' ') FROM mail_outbox t").first?.decode(String.self, at: 0) ?? ""
+        XCTAssertFalse(row.contains("@example.com"), row)
+        XCTAssertTrue(row.contains("user:00000000-0000-0000-0000-0000000000b1"), "a row names whose mail it is")
+        try await core.vault!.shred(subject: "user:00000000-0000-0000-0000-0000000000b2", realm: "r")
+        try await dispatcher.deliverDue()
+        XCTAssertEqual(transport.delivered.withLock { $0.map(\.to) }, ["kept@example.com"], "the erased person's mail is not sent")
+        let counts = try await dispatcher.outbox.counts()
+        XCTAssertEqual(counts.pending + counts.dead, 0, "and not kept either")
     }
 
     func testTemporaryFailuresAreRetriedThenTheRowIsDeleted() async throws {

@@ -27,25 +27,26 @@ final class RateLimiterTests: XCTestCase {
         let limiter = RateLimiter(pool: database.pool, now: { clock.now() })
         let settings = RealmSettings(hosts: ["x"], displayName: "X")
         for attempt in 1...5 {
-            let wait = try await limiter.take(.requestPerMailbox, key: "m", realm: "r", settings: settings)
+            let wait = try await limiter.wait(.requestPerMailbox, key: "m", realm: "r", settings: settings)
             XCTAssertNil(wait, "request \(attempt) of the burst")
         }
-        let wait = try await limiter.take(.requestPerMailbox, key: "m", realm: "r", settings: settings)
+        let wait = try await limiter.wait(.requestPerMailbox, key: "m", realm: "r", settings: settings)
         XCTAssertEqual(wait, 720, "5 per hour: the next one in 12 minutes")
-        let other = try await limiter.take(.requestPerMailbox, key: "other", realm: "r", settings: settings)
+        let other = try await limiter.wait(.requestPerMailbox, key: "other", realm: "r", settings: settings)
         XCTAssertNil(other, "keys are counted apart")
         clock.advance(719)
-        let early = try await limiter.take(.requestPerMailbox, key: "m", realm: "r", settings: settings)
+        let early = try await limiter.wait(.requestPerMailbox, key: "m", realm: "r", settings: settings)
         XCTAssertEqual(early, 1)
         clock.advance(1)
-        let refilled = try await limiter.take(.requestPerMailbox, key: "m", realm: "r", settings: settings)
+        let refilled = try await limiter.wait(.requestPerMailbox, key: "m", realm: "r", settings: settings)
         XCTAssertNil(refilled)
         // Pruning removes only drained buckets.
         clock.advance(3601)  // past the last theoretical arrival time of "m"
-        _ = try await limiter.take(.requestPerMailbox, key: "fresh", realm: "r", settings: settings)
+        _ = try await limiter.wait(.requestPerMailbox, key: "fresh", realm: "r", settings: settings)
         try await limiter.prune()
         let keys = try await database.pool.query("SELECT bucket_key FROM rate_limits ORDER BY 1").rows.map { try $0.decode(String.self, at: 0) }
-        XCTAssertEqual(keys, ["fresh"])
+        XCTAssertEqual(keys.count, 1, "only the fresh bucket is left")
+        XCTAssertNotEqual(keys.first, "fresh", "bucket keys are stored hashed")
     }
 
     func testRealmOverrideAndConcurrentInstancesNeverOverspend() async throws {
@@ -59,7 +60,7 @@ final class RateLimiterTests: XCTestCase {
         let allowed = try await withThrowingTaskGroup(of: Bool.self) { group in
             for index in 0..<40 {
                 let limiter = index.isMultiple(of: 2) ? first : second
-                group.addTask { try await limiter.take(.tokenPerClient, key: "app", realm: "r", settings: frozen) == nil }
+                group.addTask { try await limiter.wait(.tokenPerClient, key: "app", realm: "r", settings: frozen) == nil }
             }
             return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
@@ -106,5 +107,69 @@ final class RateLimiterTests: XCTestCase {
         let persistence = try await database.pool.query("SELECT relpersistence::text FROM pg_class WHERE relname = 'rate_limits'").first?
             .decode(String.self, at: 0)
         XCTAssertEqual(persistence, "u", "UNLOGGED: counting waits for no WAL flush")
+    }
+
+    /// Issue 22: an operator who raises a limit during an incident frees a saturated bucket on
+    /// the next request; one who lowers it never bars a source past the new setting's bucket.
+    func testAChangedSettingActsOnTheNextRequest() async throws {
+        database = try await TestDatabase.create()
+        let clock = Clock()
+        let limiter = RateLimiter(pool: database.pool, now: { clock.now() })
+        var settings = RealmSettings(hosts: ["x"], displayName: "X")
+        settings.rateLimitOverrides["signup.ip"] = RateLimitSetting(limit: 10, windowSeconds: 3600, burst: 10)
+        for _ in 0..<10 { _ = try await limiter.wait(.signupPerIP, key: "198.51.100.7", realm: "r", settings: settings) }
+        let saturated = try await limiter.wait(.signupPerIP, key: "198.51.100.7", realm: "r", settings: settings)
+        XCTAssertEqual(saturated, 360, "saturated: 10 per hour, the next in 6 minutes")
+        // The operator raises the limit; the very next request passes, and the bucket is counted
+        // at the new rate from then on.
+        settings.rateLimitOverrides["signup.ip"] = RateLimitSetting(limit: 100_000_000, windowSeconds: 60, burst: 100_000_000)
+        for attempt in 1...100 {
+            let wait = try await limiter.wait(.signupPerIP, key: "198.51.100.7", realm: "r", settings: settings)
+            XCTAssertNil(wait, "request \(attempt) after raising the limit")
+        }
+        // Lowered again to 2 per hour: the full bucket waits at most the new bucket's time.
+        settings.rateLimitOverrides["signup.ip"] = RateLimitSetting(limit: 2, windowSeconds: 3600, burst: 2)
+        for _ in 0..<2 { _ = try await limiter.wait(.signupPerIP, key: "198.51.100.7", realm: "r", settings: settings) }
+        let loweredWait = try await limiter.wait(.signupPerIP, key: "198.51.100.7", realm: "r", settings: settings)
+        let lowered = try XCTUnwrap(loweredWait)
+        XCTAssertLessThanOrEqual(lowered, 1800, "never more than one interval of the new setting")
+        clock.advance(TimeInterval(lowered))
+        let after = try await limiter.wait(.signupPerIP, key: "198.51.100.7", realm: "r", settings: settings)
+        XCTAssertNil(after, "free again once the new setting's interval passed")
+    }
+
+    /// Issue 22: the silent `signup.ip` limit honours log-only and the allowlist like every
+    /// other policy, and counts its drops in the metrics.
+    func testTheSilentLimitGoesThroughTheSamePath() async throws {
+        database = try await TestDatabase.create()
+        let clock = Clock()
+        let limiter = RateLimiter(pool: database.pool, now: { clock.now() })
+        var settings = RealmSettings(hosts: ["x"], displayName: "X")
+        settings.rateLimitOverrides["signup.ip"] = RateLimitSetting(limit: 2, windowSeconds: 3600, burst: 2)
+        let bucket = RateLimitBucket(.signupPerIP, key: "203.0.113.9")
+        var admitted = 0
+        for _ in 0..<5 { if try await limiter.admitSilently(bucket, realm: "r", settings: settings) { admitted += 1 } }
+        XCTAssertEqual(admitted, 2, "enforced: the burst, then silent drops")
+        settings.rateLimitOverrides["signup.ip"]?.logOnly = true
+        admitted = 0
+        for _ in 0..<5 { if try await limiter.admitSilently(bucket, realm: "r", settings: settings) { admitted += 1 } }
+        XCTAssertEqual(admitted, 5, "log-only drops nothing")
+        settings.rateLimitOverrides["signup.ip"]?.logOnly = false
+        settings.rateLimitOverrides["signup.ip"]?.allowlist = ["203.0.113.0/24"]
+        admitted = 0
+        for _ in 0..<5 { if try await limiter.admitSilently(bucket, realm: "r", settings: settings) { admitted += 1 } }
+        XCTAssertEqual(admitted, 5, "an allowlisted source is not limited")
+    }
+}
+
+extension RateLimiter {
+    /// Counts one request through `check`; nil when allowed, else its Retry-After seconds.
+    func wait(_ policy: RateLimitPolicy, key: String, realm: String, settings: RealmSettings) async throws -> Int? {
+        do {
+            try await check(policy, key: key, realm: realm, settings: settings)
+            return nil
+        } catch let limited as RateLimited {
+            return limited.retryAfterSeconds
+        }
     }
 }

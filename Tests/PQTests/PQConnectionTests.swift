@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import Foundation
 import PQ
 import PostgresTestSupport
@@ -85,19 +86,21 @@ final class PQConnectionTests: XCTestCase {
     }
 
     func testBlockingCallsDoNotOccupyTheCooperativePool() async throws {
-        // 16 statements that each sleep 300 ms on the server. On the cooperative pool (2 threads
-        // on this machine) they would take at least 8 x 300 ms; on their own threads they overlap.
-        let clock = ContinuousClock()
-        let started = clock.now
+        // 16 statements that block in libpq until cancelled. Were the blocking calls made on the
+        // cooperative pool (as many threads as cores), at most that many could be in flight, and
+        // this test's own polling could not run: all 16 active at once proves they block only
+        // their connections' own threads. No time is measured.
         let pool = database.pool
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<16 {
-                group.addTask { try await pool.query("SELECT pg_sleep(0.3)") }
-            }
-            try await group.waitForAll()
+        let sleepers = (0..<16).map { _ in Task { try await pool.query("SELECT pg_sleep(600)") } }
+        let admin = try await TestDatabase.adminPool()
+        let active = "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600)' AND state = 'active'"
+        try await Eventually.wait("16 blocking statements in flight at once") {
+            try await admin.query(PQQuery(active, binds: [])).first!.decode(Int.self, at: 0) == 16
         }
-        let elapsed = clock.now - started
-        XCTAssertLessThan(elapsed, .milliseconds(1500), "blocked libpq calls serialized on the cooperative pool: \(elapsed)")
+        _ = try await admin.query("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600)'")
+        for sleeper in sleepers { _ = await sleeper.result }
+        let left = try await admin.query(PQQuery(active, binds: [])).first!.decode(Int.self, at: 0)
+        XCTAssertEqual(left, 0)
     }
 
     func testConnectionFailureIsATypedErrorNotAHang() async throws {

@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import Foundation
 import PQ
 import PostgresTestSupport
@@ -47,10 +48,8 @@ final class PQPoolTests: XCTestCase {
         let terminated = try await admin.query("SELECT pg_terminate_backend(\(pid))").first!.decode(Bool.self, at: 0)
         XCTAssertTrue(terminated)
         // Wait until the server has really let go of the backend.
-        for _ in 0..<100 {
-            let alive = try await admin.query("SELECT count(*) FROM pg_stat_activity WHERE pid = \(pid)").first!.decode(Int.self, at: 0)
-            if alive == 0 { break }
-            try await Task.sleep(for: .milliseconds(20))
+        try await Eventually.wait("backend \(pid) gone") {
+            try await admin.query("SELECT count(*) FROM pg_stat_activity WHERE pid = \(pid)").first!.decode(Int.self, at: 0) == 0
         }
         let next = try await pool.query("SELECT pg_backend_pid()").first!.decode(Int32.self, at: 0)
         XCTAssertNotEqual(next, pid, "the dropped connection was replaced by a new backend")
@@ -97,19 +96,17 @@ final class PQPoolTests: XCTestCase {
     }
 
     private func waitFor(_ condition: () -> Bool) async throws {
-        for _ in 0..<1000 {
-            if condition() { return }
-            try await Task.sleep(for: .milliseconds(2))
-        }
-        XCTFail("condition not reached")
+        try await Eventually.wait("pool statistics reached", every: .milliseconds(2)) { condition() }
     }
 
     func testAcquireTimesOutWhenThePoolStaysFull() async throws {
         let pool = PQPool(
             configuration: PQConfiguration(connectionString: database.url),
             options: .init(maxConnections: 1, acquireTimeout: .milliseconds(200)))
+        // The holder keeps the only connection until this test cancels its statement, so the
+        // pool stays full for as long as the test needs, however slow the machine.
         let holder = Task {
-            try await pool.withConnection { connection in try await connection.query("SELECT pg_sleep(1)") }
+            try await pool.withConnection { connection in try await connection.query("SELECT pg_sleep(600)") }
         }
         try await waitFor { pool.statistics.open == 1 && pool.statistics.idle == 0 }
         do {
@@ -118,7 +115,13 @@ final class PQPoolTests: XCTestCase {
         } catch let error as PQError {
             XCTAssertEqual(error.code, .poolTimeout)
         }
-        _ = try await holder.value
+        let admin = try await TestDatabase.adminPool()
+        try await Eventually.wait("the holder's statement cancelled") {
+            try await admin.query(
+                "SELECT count(*) FROM (SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600)' AND state = 'active') c"
+            ).first!.decode(Int.self, at: 0) > 0
+        }
+        _ = await holder.result
         let after = try await pool.query("SELECT 1").first!.decode(Int.self, at: 0)
         XCTAssertEqual(after, 1, "the pool works again once the connection is back")
         await pool.close()

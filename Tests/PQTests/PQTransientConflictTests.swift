@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import Foundation
 import PQ
 import PostgresTestSupport
@@ -15,7 +16,13 @@ final class PQTransientConflictTests: XCTestCase {
         try await one.execute("BEGIN; LOCK first_table IN ACCESS EXCLUSIVE MODE")
         try await two.execute("BEGIN; LOCK second_table IN ACCESS EXCLUSIVE MODE")
         async let crossing: Void = one.execute("LOCK second_table IN ACCESS EXCLUSIVE MODE")
-        try await Task.sleep(for: .milliseconds(200))
+        // The first side waits for its lock (seen by the server) before the second crosses it.
+        let observer = database.pool
+        try await Eventually.wait("the first LOCK waits") {
+            try await observer.query(
+                "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE NOT l.granted AND d.datname = current_database()"
+            ).first!.decode(Int.self, at: 0) > 0
+        }
         var failures: [PQError] = []
         do { try await two.execute("LOCK first_table IN ACCESS EXCLUSIVE MODE") } catch { failures.append(error) }
         await two.rollbackQuietly()

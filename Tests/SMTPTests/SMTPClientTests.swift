@@ -107,14 +107,14 @@ final class SMTPClientTests: XCTestCase {
         let port = try XCTUnwrap(server.localAddress?.port)
         let client = try SMTPClient(
             configuration: SMTPConfiguration(host: "127.0.0.1", port: port, security: .none, from: "a@modgud.test", timeoutSeconds: 0.5))
-        let started = Date()
+        // No bound on the time taken: a busy machine may take longer to fire the timer, and
+        // `.timeout` can only come from the timer (the server never answers, never closes).
         do {
             try await client.send(message)
             XCTFail("a silent server must time out")
         } catch let error as SMTPError {
             XCTAssertEqual(error, .timeout)
         }
-        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
     }
 
     func testAddressesWithLineBreaksAreRefused() async throws {

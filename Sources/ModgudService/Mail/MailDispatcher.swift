@@ -78,8 +78,15 @@ public final class MailDispatcher: Sendable {
     public func deliverDue() async throws -> Int {
         let items = try await outbox.claim(limit: 20, lease: settings.lease)
         for item in items {
+            guard let message = item.message else {
+                // The person was erased while the mail waited: their address is gone, and so is the mail.
+                try await outbox.delivered(item.id)
+                Counter(label: "modgud_mail_dropped_total", dimensions: [("reason", "erased")]).increment()
+                logger.notice("mail for an erased person dropped", metadata: ["outbox_id": "\(item.id)", "realm": "\(item.realm)"])
+                continue
+            }
             do {
-                try await transport.send(item.message)
+                try await transport.send(message)
                 try await outbox.delivered(item.id)
                 Counter(label: "modgud_mail_delivered_total").increment()
                 logger.info("mail delivered", metadata: ["outbox_id": "\(item.id)", "realm": "\(item.realm)"])
@@ -90,7 +97,7 @@ public final class MailDispatcher: Sendable {
                 let permanent = (error as? SMTPError)?.isPermanent ?? false
                 let dead = permanent || attempt >= settings.maxAttempts
                 // A server's reply often quotes the recipient: neither the row nor the log keeps it.
-                let reason = "\(error)".replacingOccurrences(of: item.message.to, with: "[recipient]", options: .caseInsensitive)
+                let reason = "\(error)".replacingOccurrences(of: message.to, with: "[recipient]", options: .caseInsensitive)
                 try await outbox.failed(item.id, error: reason, retryAfter: settings.backoff(after: attempt), dead: dead)
                 Counter(label: "modgud_mail_delivery_failures_total", dimensions: [("final", dead ? "true" : "false")]).increment()
                 logger.warning(

@@ -1,37 +1,69 @@
 import EventSourcing
 import Foundation
 import PQ
+import ModgudDomain
 import SMTP
 
-/// The mail outbox table (schema 0004): rows written in the transaction of the event that
-/// issues a code or link, claimed and delivered by `MailDispatcher`. Messages are sealed
-/// under the master key (additional data `outbox/<id>`), so the database never holds a live
-/// code or link in plaintext.
+/// The mail outbox table (schema 0004, 0011): rows written in the transaction of the event
+/// that issues a code or link, claimed and delivered by `MailDispatcher`.
+///
+/// Nothing in a row is plaintext personal data or a live secret (issue 22). The message, the
+/// recipient's address inside it, is sealed twice: under the data key of the person it is for
+/// (`subject`, a user id: erasure shreds queued mail with everything else), then under the
+/// master key (additional data `outbox/<id>`). Rows queued before migration 0011 have no
+/// subject and only the master-key layer.
 public struct MailOutbox: Sendable {
     /// A claimed row, opened.
     public struct Item: Sendable {
         public var id: UUID
         public var realm: String
-        public var message: MailMessage
+        /// nil when the person was erased after the mail was queued: it is dropped, not sent.
+        public var message: MailMessage?
         /// Failed attempts before this one.
         public var attempts: Int
     }
 
-    public let pool: PQPool
-    let secrets: ServerSecrets
-
-    public init(pool: PQPool, secrets: ServerSecrets) {
-        self.pool = pool
-        self.secrets = secrets
+    /// Whose data key seals a message.
+    public enum Sealing: Sendable {
+        /// A subject with a key (a user): the vault seals.
+        case subject(String)
+        /// A key made in this transaction (a pending registration), written with it.
+        case newSubject(NewSubjectKey)
     }
 
-    /// The statement that enqueues `message`; run it with the event's append.
-    public func enqueue(_ message: MailMessage, realm: String) throws -> PQQuery {
+    public let pool: PQPool
+    let secrets: ServerSecrets
+    let vault: PersonalDataVault?
+
+    /// - Parameter vault: the personal-data keys; needed to enqueue and to claim (listing,
+    ///   counting and retrying dead rows work without it).
+    public init(pool: PQPool, secrets: ServerSecrets, vault: PersonalDataVault?) {
+        self.pool = pool
+        self.secrets = secrets
+        self.vault = vault
+    }
+
+    /// The statement that enqueues `message` for the person `sealing` names; run it with the
+    /// event's append.
+    /// - Throws: `PersonalDataVault.SubjectErased` when the person was erased.
+    public func enqueue(_ message: MailMessage, realm: String, sealing: Sealing) async throws -> PQQuery {
         let id = UUID()
-        let sealed = try secrets.sealer.seal(Array(try EventJSON.encode(message)), realm: realm, kid: "outbox/\(id.uuidString.lowercased())")
+        let json = String(decoding: try EventJSON.encode(message), as: UTF8.self)
+        let inner: SealedText
+        let subject: String
+        switch sealing {
+        case .subject(let existing):
+            guard let vault else { throw MasterKeyMissing() }
+            subject = existing
+            inner = try await vault.seal(json, subject: existing, realm: realm)
+        case .newSubject(let key):
+            subject = key.subject
+            inner = try key.seal(json)
+        }
+        let sealed = try secrets.sealer.seal(Array(inner.stored.utf8), realm: realm, kid: Self.kid(id))
         return """
-            INSERT INTO mail_outbox (id, realm_id, recipient, sealed_message)
-            VALUES (\(id), \(realm), \(message.to), \(PQBytes(sealed)))
+            INSERT INTO mail_outbox (id, realm_id, subject, sealed_message)
+            VALUES (\(id), \(realm), \(subject), \(PQBytes(sealed)))
             """
     }
 
@@ -43,16 +75,26 @@ public struct MailOutbox: Sendable {
             WHERE id IN (
                 SELECT id FROM mail_outbox WHERE status = 'pending' AND next_attempt_at <= now()
                 ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            RETURNING id, realm_id, sealed_message, attempts
+            RETURNING id, realm_id, sealed_message, attempts, subject
             """)
-        return try rows.rows.map { row in
+        var items: [Item] = []
+        for row in rows.rows {
             let id = try row.decode(UUID.self, at: 0)
             let realm = try row.decode(String.self, at: 1)
-            let sealed = try row.decode(PQBytes.self, at: 2)
-            let opened = try secrets.sealer.open(sealed.bytes, realm: realm, kid: "outbox/\(id.uuidString.lowercased())")
-            return Item(id: id, realm: realm, message: try EventJSON.decode(MailMessage.self, from: opened), attempts: try row.decode(Int.self, at: 3))
+            let opened = try secrets.sealer.open(try row.decode(PQBytes.self, at: 2).bytes, realm: realm, kid: Self.kid(id))
+            var json: [UInt8]? = opened
+            if try row.decode(String?.self, at: 4) != nil {
+                guard let vault else { throw MasterKeyMissing() }
+                let inner = SealedText(stored: String(decoding: opened, as: UTF8.self))
+                json = try await inner.asyncMap { try await vault.open($0) }.map { Array($0.utf8) }
+            }
+            items.append(
+                Item(id: id, realm: realm, message: try json.map { try EventJSON.decode(MailMessage.self, from: $0) }, attempts: try row.decode(Int.self, at: 3)))
         }
+        return items
     }
+
+    static func kid(_ id: UUID) -> String { "outbox/\(id.uuidString.lowercased())" }
 
     /// Delivered: the row (and the secret in it) is gone.
     public func delivered(_ id: UUID) async throws {
@@ -70,11 +112,13 @@ public struct MailOutbox: Sendable {
             """)
     }
 
-    /// A row as operators see it (never the message: it holds a code or link).
+    /// A row as operators see it: never the message (a code or link) nor the address, only
+    /// whose mail it is.
     public struct Entry: Sendable {
         public var id: UUID
         public var realm: String
-        public var recipient: String
+        /// The person's subject (`user:<id>`); nil for rows queued before migration 0011.
+        public var subject: String?
         public var status: String
         public var attempts: Int
         public var lastError: String?
@@ -85,12 +129,12 @@ public struct MailOutbox: Sendable {
     public func entries(limit: Int = 100) async throws -> [Entry] {
         try await pool.query(
             """
-            SELECT id, realm_id, recipient, status, attempts, last_error, created_at FROM mail_outbox
+            SELECT id, realm_id, subject, status, attempts, last_error, created_at FROM mail_outbox
             ORDER BY created_at LIMIT \(limit)
             """
         ).rows.map { row in
             Entry(
-                id: try row.decode(UUID.self, at: 0), realm: try row.decode(String.self, at: 1), recipient: try row.decode(String.self, at: 2),
+                id: try row.decode(UUID.self, at: 0), realm: try row.decode(String.self, at: 1), subject: try row.decode(String?.self, at: 2),
                 status: try row.decode(String.self, at: 3), attempts: try row.decode(Int.self, at: 4), lastError: try row.decode(String?.self, at: 5),
                 createdAt: try row.decode(Date.self, at: 6))
         }
@@ -110,5 +154,13 @@ public struct MailOutbox: Sendable {
             "SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'dead') FROM mail_outbox"
         ).first
         return (try row?.decode(Int.self, at: 0) ?? 0, try row?.decode(Int.self, at: 1) ?? 0)
+    }
+}
+
+extension Optional {
+    /// `map` with an async transform.
+    fileprivate func asyncMap<T>(_ transform: (Wrapped) async throws -> T?) async rethrows -> T? {
+        guard let value = self else { return nil }
+        return try await transform(value)
     }
 }

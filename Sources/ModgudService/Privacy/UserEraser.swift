@@ -49,6 +49,7 @@ public struct UserEraser: Sendable {
                 realm: realm, email: address, index: vault.blindIndex(address.value, realm: realm), pool: core.pool, including: ["deleted"])
         }
         var keptIndex: String?
+        var erasedSubjects: [String] = []
         var outcome = Outcome(userID: userID, erasedNow: false, familiesRevoked: 0, passkeysDeleted: 0, keysShredded: 0, mailDeleted: 0)
         if let userID {
             let stream = StreamNames.user(realm: realm, userID: userID)
@@ -76,6 +77,7 @@ public struct UserEraser: Sendable {
             let subject = PersonalDataVault.userSubject(userID)
             if try await vault.shred(subject: subject, realm: realm) { outcome.keysShredded += 1 }
             await core.settingsChanged(.subject(subject))
+            erasedSubjects.append(subject)
         }
         // The address's index: from the address, or from beside the user's key (a re-run by id
         // after a crash: the erased state no longer holds the address, the key still does).
@@ -83,11 +85,15 @@ public struct UserEraser: Sendable {
             for subject in try await vault.shred(emailIndex: index, realm: realm) {
                 outcome.keysShredded += 1
                 await core.settingsChanged(.subject(subject))
+                erasedSubjects.append(subject)
             }
         }
-        if let address {
-            outcome.mailDeleted = try await core.pool.query(
-                "DELETE FROM mail_outbox WHERE realm_id = \(realm) AND recipient = \(address.value) RETURNING id"
+        // Queued mail is sealed under the person's keys (unreadable now) and named by subject:
+        // it goes with them. (Rows queued before migration 0011 name no subject; a dispatcher
+        // sends those within seconds, so none is left to match.)
+        for subject in erasedSubjects {
+            outcome.mailDeleted += try await core.pool.query(
+                "DELETE FROM mail_outbox WHERE realm_id = \(realm) AND subject = \(subject) RETURNING id"
             ).rows.count
         }
         guard userID != nil || outcome.keysShredded > 0 || outcome.mailDeleted > 0 else {

@@ -20,7 +20,11 @@ public struct RateLimitPolicy: Sendable, Hashable {
     public static let requestPerIP = RateLimitPolicy(policy: "otp-request", dimension: "ip", defaultSetting: .init(limit: 1200, windowSeconds: 3600, burst: 300))
     public static let requestPerMailbox = RateLimitPolicy(policy: "otp-request", dimension: "mailbox", defaultSetting: .init(limit: 5, windowSeconds: 3600, burst: 5))
     /// Silent: past it, sign-up requests are answered as usual but create nothing (a 429 would be an oracle).
-    public static let signupPerIP = RateLimitPolicy(policy: "signup", dimension: "ip", defaultSetting: .init(limit: 10, windowSeconds: 3600, burst: 10))
+    /// Counted per IPv4 address or IPv6 /64. One IPv4 address behind a carrier NAT can be
+    /// thousands of subscribers, so the default admits a launch day's sign-ups from one
+    /// address (300 an hour, 100 at once) while capping what one source can make the service
+    /// mail to new addresses; each address is further capped by `otp-request.mailbox`.
+    public static let signupPerIP = RateLimitPolicy(policy: "signup", dimension: "ip", defaultSetting: .init(limit: 300, windowSeconds: 3600, burst: 100))
     public static let tokenPerIP = RateLimitPolicy(policy: "token", dimension: "ip", defaultSetting: .init(limit: 600, windowSeconds: 60, burst: 200))
     /// Per client id across every source: a circuit breaker, high enough that a public app
     /// with 100,000 users refreshing every 15 minutes (about 110 grants/s) never meets it.

@@ -1,10 +1,11 @@
+import Crypto
 import Foundation
 import Logging
 import Metrics
 import ModgudDomain
 import PQ
 
-/// Rate limits counted in PostgreSQL, so every instance shares them (SPEC.md section 0).
+/// Rate limits counted in PostgreSQL, so every instance shares them (docs: "Rate limits").
 ///
 /// GCRA (the generic cell rate algorithm, a token bucket kept as one timestamp): each key
 /// stores its theoretical arrival time `tat`; a request at `now` is allowed when
@@ -12,13 +13,30 @@ import PQ
 /// (`window / limit`). One upsert decides all of a request's buckets, so concurrent requests
 /// on several instances cannot overspend. The table is UNLOGGED (migration 0007): counting
 /// waits for no WAL flush.
+///
+/// Every policy goes through one path (`prepare`, then `RateLimitCheck.verdict` or
+/// `.admitted`): the allowlist, log-only, the metrics and a log notice apply to each alike.
+///
+/// A changed setting acts on the next request: the stored debt (`tat - now`) is counted in
+/// requests of the interval it was stored with, re-timed at the new interval, and capped at a
+/// full bucket of the new setting. Raising a limit therefore frees a saturated bucket at once;
+/// lowering one never bars a source for longer than the new setting's own full bucket.
+///
+/// Bucket keys are stored as keyed hashes (HMAC-SHA256 under a subkey of the master key), so
+/// the table, its files and its backups hold no client address or mailbox.
 public struct RateLimiter: Sendable {
     public let pool: PQPool
     let now: @Sendable () -> Date
+    private let keying: SymmetricKey
 
-    public init(pool: PQPool, now: @escaping @Sendable () -> Date = { Date() }) {
+    /// - Parameter masterKey: the key bucket names are hashed under (a tool without it uses a
+    ///   fixed key: its buckets are still no plain addresses, but not secret either).
+    public init(pool: PQPool, masterKey: [UInt8]? = nil, now: @escaping @Sendable () -> Date = { Date() }) {
         self.pool = pool
         self.now = now
+        keying = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: masterKey ?? Array(repeating: 0, count: 32)), salt: Array("modgud".utf8),
+            info: Array("rate-limit bucket keys v1".utf8), outputByteCount: 32)
     }
 
     /// Counts one request against one policy; throws `RateLimited` when over the limit.
@@ -35,6 +53,15 @@ public struct RateLimiter: Sendable {
         try await prepare(buckets, realm: realm, settings: settings).run(on: pool)
     }
 
+    /// Counts one request against a limit the client must not learn of (`signup.ip`: a 429
+    /// would tell that an address is new). The same path as `check`: allowlist, log-only,
+    /// metrics and notices. Returns false when the request is to be dropped silently.
+    public func admitSilently(_ bucket: RateLimitBucket, realm: String, settings: RealmSettings) async throws -> Bool {
+        let check = prepare([bucket], realm: realm, settings: settings)
+        guard let query = check.query else { return true }
+        return try check.admitted(try await pool.query(query), silently: true)
+    }
+
     /// The statement for `buckets` and how to read its answer, for callers that send it in a
     /// pipeline with their own statements (one round trip).
     public func prepare(_ buckets: [RateLimitBucket], realm: String, settings: RealmSettings) -> RateLimitCheck {
@@ -44,19 +71,17 @@ public struct RateLimiter: Sendable {
             if let source = bucket.source ?? (bucket.policy.dimension == "ip" ? bucket.key : nil), setting.allows(sourceKey: source) { continue }
             counted.append(.init(bucket: bucket, setting: setting))
         }
-        return RateLimitCheck(realm: realm, counted: counted, query: Self.statement(counted, realm: realm, now: now()))
+        return RateLimitCheck(realm: realm, counted: counted, query: Self.statement(counted, realm: realm, now: now(), keyed: { storedKey($0) }))
     }
 
-    /// Counts one request; nil when allowed, else the seconds until one would be. Never throws
-    /// `RateLimited` (for silent limits such as `signup.ip`).
-    public func take(_ policy: RateLimitPolicy, key: String, realm: String, settings: RealmSettings) async throws -> Int? {
-        let counted = [RateLimitCheck.Counted(bucket: RateLimitBucket(policy, key: key), setting: policy.setting(in: settings))]
-        let result = try await pool.query(Self.statement(counted, realm: realm, now: now())!)
-        return try RateLimitCheck.waits(result).first?.wait
+    /// What the table holds for a bucket key: a keyed hash, 128 bits in base64url.
+    func storedKey(_ key: String) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: Array(key.utf8), using: keying)
+        return Base64URLText.encode(Array(Array(mac).prefix(16)))
     }
 
     /// One upsert for every bucket (their (policy, key) pairs are distinct: one per policy).
-    static func statement(_ counted: [RateLimitCheck.Counted], realm: String, now: Date) -> PQQuery? {
+    static func statement(_ counted: [RateLimitCheck.Counted], realm: String, now: Date, keyed: (String) -> String) -> PQQuery? {
         guard !counted.isEmpty else { return nil }
         // $1 realm, $2 now; then policy, key, interval, tolerance per bucket.
         var binds: [PQBind] = [realm.pqBind, now.pqBind]
@@ -65,17 +90,23 @@ public struct RateLimiter: Sendable {
             let interval = Double(item.setting.windowSeconds) / Double(max(1, item.setting.limit))
             let tolerance = interval * Double(max(0, max(1, item.setting.burst) - 1))
             let first = binds.count + 1
-            binds += [item.bucket.policy.name.pqBind, item.bucket.key.pqBind, interval.pqBind, tolerance.pqBind]
+            binds += [item.bucket.policy.name.pqBind, keyed(item.bucket.key).pqBind, interval.pqBind, tolerance.pqBind]
             rows.append("($1, $\(first), $\(first + 1), $2 + make_interval(secs => $\(first + 2)), true, $\(first + 2), $\(first + 3))")
         }
+        // The stored debt in seconds, re-timed from the interval it was stored with to the
+        // current one and capped at a full bucket of the current setting (see the type's doc).
+        let debt = """
+            least(extract(epoch FROM greatest(r.tat, $2) - $2) * EXCLUDED.interval_seconds / greatest(r.interval_seconds, 1e-9),
+                  EXCLUDED.tolerance_seconds + EXCLUDED.interval_seconds)
+            """
         return PQQuery(
             """
             INSERT INTO rate_limits AS r (realm_id, policy, bucket_key, tat, allowed, interval_seconds, tolerance_seconds)
             VALUES \(rows.joined(separator: ", "))
             ON CONFLICT (realm_id, policy, bucket_key) DO UPDATE SET
-                allowed = greatest(r.tat, $2) - $2 <= make_interval(secs => EXCLUDED.tolerance_seconds),
-                tat = CASE WHEN greatest(r.tat, $2) - $2 <= make_interval(secs => EXCLUDED.tolerance_seconds)
-                           THEN greatest(r.tat, $2) + make_interval(secs => EXCLUDED.interval_seconds) ELSE r.tat END,
+                allowed = \(debt) <= EXCLUDED.tolerance_seconds,
+                tat = $2 + make_interval(secs => \(debt)
+                    + CASE WHEN \(debt) <= EXCLUDED.tolerance_seconds THEN EXCLUDED.interval_seconds ELSE 0 END),
                 interval_seconds = EXCLUDED.interval_seconds, tolerance_seconds = EXCLUDED.tolerance_seconds
             RETURNING policy, allowed, extract(epoch FROM tat - $2)::float8, tolerance_seconds
             """, binds: binds)
@@ -122,23 +153,38 @@ public struct RateLimitCheck: Sendable {
     }
 
     /// Throws `RateLimited` for the first rejecting bucket that is not log-only; records
-    /// metrics (and a notice for log-only ones) for every rejecting bucket.
+    /// metrics and a notice for every rejecting bucket.
     public func verdict(_ result: PQResult) throws {
+        if let first = try record(result, silently: false) { throw first }
+    }
+
+    /// Whether the request passes; a rejection is recorded as in `verdict` and, when
+    /// `silently`, logged as a drop the client is not told of.
+    public func admitted(_ result: PQResult, silently: Bool) throws -> Bool {
+        try record(result, silently: silently) == nil
+    }
+
+    /// Metrics and notices for every rejecting bucket; the first enforced rejection.
+    private func record(_ result: PQResult, silently: Bool) throws -> RateLimited? {
         let waits = try Self.waits(result)
         var first: RateLimited?
         for item in counted {
             guard let wait = waits.first(where: { $0.policy == item.bucket.policy.name })?.wait else { continue }
+            let policy = item.bucket.policy.name
             if item.setting.logOnly == true {
-                Counter(label: "modgud_rate_limit_would_reject_total", dimensions: [("policy", item.bucket.policy.name)]).increment()
-                Self.logger.notice("rate limit would reject (log-only)", metadata: ["policy": "\(item.bucket.policy.name)", "realm": "\(realm)"])
+                Counter(label: "modgud_rate_limit_would_reject_total", dimensions: [("policy", policy)]).increment()
+                Self.logger.notice("rate limit would reject (log-only)", metadata: ["policy": "\(policy)", "realm": "\(realm)"])
                 continue
             }
-            Counter(label: "modgud_rate_limit_rejections_total", dimensions: [("policy", item.bucket.policy.name)]).increment()
+            Counter(label: "modgud_rate_limit_rejections_total", dimensions: [("policy", policy)]).increment()
+            Self.logger.notice(
+                silently ? "rate limit dropped a request (the client got the uniform answer)" : "rate limit rejected a request (429)",
+                metadata: ["policy": "\(policy)", "realm": "\(realm)", "retry_after_s": "\(wait)"])
             if first == nil {
                 first = RateLimited(policy: item.bucket.policy.policy, dimension: item.bucket.policy.dimension, retryAfterSeconds: wait)
             }
         }
-        if let first { throw first }
+        return first
     }
 
     /// The rejecting rows of an answer: policy name and seconds until a request would pass.

@@ -38,9 +38,9 @@ extension EmailSignInService {
             challengeID: UUID(), purpose: .emailConfirmation, userID: userID,
             secretHash: secrets.codes.hash(code, for: Self.confirmationBinding(realm: realm.realmID, userID: userID)), issuedAt: time,
             expiresAt: time + Self.codeLifetime)
-        let mail = try outbox.enqueue(
+        let mail = try await outbox.enqueue(
             MailTemplates.code(code, to: address.value, realmName: realm.settings.displayName, registration: false, confirmation: true),
-            realm: realm.realmID)
+            realm: realm.realmID, sealing: .subject(PersonalDataVault.userSubject(userID)))
         let outcome = try await challenges.actor(for: StreamNames.emailConfirmation(realm: realm.realmID, userID: userID))
             .execute(.issue(issued, cooldown: Self.resendCooldown), now: time, metadata: metadata, extra: { _ in [mail] })
         if !outcome.events.isEmpty { mailEnqueued() }

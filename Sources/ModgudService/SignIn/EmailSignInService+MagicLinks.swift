@@ -24,7 +24,9 @@ extension EmailSignInService {
         let issued = ChallengeIssued(
             challengeID: UUID(), purpose: .magicLink, userID: userID, secretHash: token.hash, issuedAt: time,
             expiresAt: time + Self.linkLifetime)
-        let enqueue = try outbox.enqueue(MailTemplates.magicLink(link, to: email.value, realmName: settings.displayName), realm: realm.realmID)
+        let enqueue = try await outbox.enqueue(
+            MailTemplates.magicLink(link, to: email.value, realmName: settings.displayName), realm: realm.realmID,
+            sealing: .subject(PersonalDataVault.userSubject(userID)))
         let outcome = try await challenges.actor(for: StreamNames.magicLinks(realm: realm.realmID, userID: userID))
             .execute(.issue(issued, cooldown: Self.resendCooldown), now: time, metadata: metadata, extra: { _ in [enqueue] })
         if !outcome.events.isEmpty { mailEnqueued() }

@@ -45,7 +45,7 @@ public struct EmailSignInService: Sendable {
         self.passkeys = passkeys
         self.secrets = secrets
         self.vault = vault
-        self.outbox = MailOutbox(pool: pool, secrets: secrets)
+        self.outbox = MailOutbox(pool: pool, secrets: secrets, vault: vault)
         self.limiter = limiter
         self.tokenService = tokenService
         self.secondFactor = SecondFactor(secrets: secrets, now: now)
@@ -114,6 +114,7 @@ public struct EmailSignInService: Sendable {
         // the owner gets a registration code, and redeeming it retires that account.
         let account = try await findUser(realm: realm.realmID, email: email, index: index).flatMap { $0.isUnprovenPasskeySignUp ? nil : $0 }
         let issued: ChallengeIssued
+        let sealing: MailOutbox.Sealing
         var statements: [PQQuery] = []
         let code = OneTimeCode.generate()
         let hash = secrets.codes.hash(code, for: Self.codeBinding(realm: realm.realmID, email: email))
@@ -124,21 +125,24 @@ public struct EmailSignInService: Sendable {
             guard user.emailConfirmed, user.canSignIn, let userID = user.id else { return }
             issued = ChallengeIssued(
                 challengeID: UUID(), purpose: .loginCode, userID: userID, secretHash: hash, issuedAt: time, expiresAt: time + Self.codeLifetime)
+            sealing = .subject(PersonalDataVault.userSubject(userID))
         case (.none, .otpRequest, .jitOnOtp), (.none, .register, .explicitEndpoint):
             // A pending registration: no user exists until the code is proven. The silent
             // sign-up cap per source applies here (a 429 would tell the address is new).
-            guard try await limiter.take(.signupPerIP, key: request.source, realm: realm.realmID, settings: settings) == nil else { return }
+            guard try await limiter.admitSilently(RateLimitBucket(.signupPerIP, key: request.source), realm: realm.realmID, settings: settings)
+            else { return }
             let pending = try registrationChallenge(
                 email: email, index: index, realm: realm.realmID, secretHash: hash, time: time,
                 names: (Self.field(request.username, fields.username), Self.field(request.firstName, fields.firstname),
                         Self.field(request.lastName, fields.lastname)))
             issued = pending.issued
-            statements.append(pending.keyInsert)
+            sealing = .newSubject(pending.key)
+            statements.append(pending.key.insert)
         default:
             return
         }
         let mail = MailTemplates.code(code, to: email.value, realmName: settings.displayName, registration: issued.purpose == .registrationCode)
-        statements.append(try outbox.enqueue(mail, realm: realm.realmID))
+        statements.append(try await outbox.enqueue(mail, realm: realm.realmID, sealing: sealing))
         let extra = statements
         let outcome = try await challenges.actor(for: codeStream(realm: realm.realmID, email: email, day: time))
             .execute(.issue(issued, cooldown: Self.resendCooldown), now: time, metadata: metadata, extra: { _ in extra })
@@ -316,12 +320,12 @@ public struct EmailSignInService: Sendable {
     // MARK: Helpers
 
     /// A registration code's event: the address and names sealed under the key of the user the
-    /// code will create (issue 13). `keyInsert` stores that key, with the address's blind index,
+    /// code will create (issue 13). `key.insert` stores that key, with the address's blind index,
     /// and must commit with the event.
     func registrationChallenge(
         email: EmailAddress, index: String, realm: String, secretHash: String, time: Date,
         names: (username: String?, firstName: String?, lastName: String?) = (nil, nil, nil)
-    ) throws -> (issued: ChallengeIssued, keyInsert: PQQuery) {
+    ) throws -> (issued: ChallengeIssued, key: NewSubjectKey) {
         let registrant = UUID()
         let key = try vault.newSubject(PersonalDataVault.userSubject(registrant), realm: realm, emailIndex: index)
         let issued = ChallengeIssued(
@@ -329,7 +333,7 @@ public struct EmailSignInService: Sendable {
             username: try key.seal(User.cleanName(names.username)), firstName: try key.seal(User.cleanName(names.firstName)),
             lastName: try key.seal(User.cleanName(names.lastName)), secretHash: secretHash, issuedAt: time,
             expiresAt: time + Self.codeLifetime)
-        return (issued, key.insert)
+        return (issued, key)
     }
 
     private func hashMatches(_ events: [EmailChallengeEvent]) -> Bool {
