@@ -28,3 +28,11 @@ CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at) WHERE status = 'pe
 -- Rate-limit buckets were keyed by the client's address. Keys are now keyed hashes; the old
 -- buckets (plain addresses) are emptied, which forgets at most one window of counting.
 TRUNCATE rate_limits;
+
+-- Passkey names are labels users type ("Ada's iPhone"): from now on they are sealed under the
+-- owner's data key. Events that hold a name in plain text count as legacy, so `serve` warns
+-- until `modgud privacy seal-legacy --apply` has sealed them (and rebuilt the passkeys table).
+UPDATE personal_data_sealing SET legacy_events = legacy_events + legacy.n, sealed_at = NULL
+FROM (SELECT count(*) AS n FROM events
+      WHERE type IN ('passkey.enrolled', 'passkey.renamed') AND payload->>'displayName' NOT LIKE 'pd1.%') legacy
+WHERE legacy.n > 0;

@@ -42,7 +42,7 @@ final class PasskeyAggregateTests: XCTestCase {
         let event = PasskeyEnrolled(
             passkeyID: UUID(), userID: UUID(), credentialID: "Y3JlZA", rpID: "acme.test", publicKey: "cGs", algorithm: -7, signCount: signCount,
             aaguid: "AAAAAAAAAAAAAAAAAAAAAA", backupEligible: true, backedUp: false, transports: ["internal"], attestationFormat: "none",
-            displayName: "Phone", clientID: "ios", createdAt: now)
+            displayName: .plain("Phone"), clientID: "ios", createdAt: now)
         return try Passkey.decide(.enroll(event), state: Passkey.initialState, now: now).reduce(Passkey.initialState, Passkey.evolve)
     }
 

@@ -272,7 +272,7 @@ final class EventRoundTripTests: XCTestCase {
             .enrolled(
                 PasskeyEnrolled(
                     passkeyID: UUID(), userID: UUID(), credentialID: "id", rpID: "a.b", publicKey: "pk", algorithm: -8, signCount: 3, aaguid: "g",
-                    backupEligible: true, backedUp: true, transports: ["hybrid", "internal"], attestationFormat: "packed", displayName: "P",
+                    backupEligible: true, backedUp: true, transports: ["hybrid", "internal"], attestationFormat: "packed", displayName: .plain("P"),
                     clientID: nil, createdAt: now)),
             .used(PasskeyUsed(signCount: 4, backedUp: true, usedAt: now)),
             .cloneSuspected(PasskeyCloneSuspected(storedSignCount: 4, receivedSignCount: 2)), .deleted(PasskeyDeleted(by: "admin:cli")),

@@ -174,7 +174,7 @@ final class RealmSettingsAdminTests: XCTestCase {
                 .enroll(
                     PasskeyEnrolled(
                         passkeyID: id, userID: UUID(), credentialID: "Y3JlZC0\(index)", rpID: rpID, publicKey: "cGs", algorithm: -7, signCount: 0,
-                        aaguid: "AA", backupEligible: false, backedUp: false, transports: [], attestationFormat: "none", displayName: "Key",
+                        aaguid: "AA", backupEligible: false, backedUp: false, transports: [], attestationFormat: "none", displayName: .plain("Key"),
                         clientID: "app", createdAt: Date())), now: Date(), metadata: .init())
         }
         try await buildApplication(core: core, configuration: HTTPConfiguration(adminToken: AdminAPITests.adminToken)).test(.router) { client in

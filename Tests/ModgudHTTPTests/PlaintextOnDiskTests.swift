@@ -29,6 +29,13 @@ final class PlaintextOnDiskTests: XCTestCase {
         let database = try await RestartableDatabase()
         harness = try await EmailSignInHarness(settings: { $0.registrationFields.firstname = .optional }, database: database)
         let harness = self.harness!
+        _ = try await AdminService(core: harness.core).createClient(
+            realm: "dev", id: "ios",
+            settings: ClientSettings(
+                type: .public, grants: [.otp, .magic, .passkey, .refreshToken], allowedScopes: ["openid", "email", "offline_access"],
+                rpID: "ios.acme.test"),
+            metadata: .init())
+        let steps = PasskeySteps(harness: harness)
         var configuration = harness.configuration
         configuration.trustedProxies = ["127.0.0.1", "::1"]
         let headers: HTTPFields = [.contentType: "application/json", .init("X-Forwarded-For")!: Self.clientIP]
@@ -50,9 +57,17 @@ final class PlaintextOnDiskTests: XCTestCase {
             _ = try await H.call(client, .post, "/api/account/magic-link/request", H.jsonBody(["Email": Self.owner]), headers: headers)
             let link = try await harness.magicLink(for: Self.owner)
             let magic = try await H.token(
-                client, [("grant_type", "urn:cocoar:magic"), ("client_id", "app"), ("user_id", link.userID), ("magic_token", link.token)],
+                client, [("grant_type", "urn:cocoar:magic"), ("client_id", "ios"), ("user_id", link.userID), ("magic_token", link.token),
+                         ("scope", "openid offline_access")],
                 headers: form)
             XCTAssertEqual(magic.status, .ok, magic.body)
+            // A passkey named with the person's name, then renamed: a label users type.
+            let bearer = try XCTUnwrap(magic.json["access_token"] as? String)
+            let (_, passkeyID) = try await steps.enroll(client, token: bearer, origin: "https://ios.acme.test", name: "\(Self.firstName)'s phone")
+            let renamed = try await H.call(
+                client, .patch, "/connect/passkey/\(passkeyID)", #"{"DisplayName":"\#(Self.firstName)'s tablet"}"#,
+                headers: PasskeySteps.bearer(bearer, json: true))
+            XCTAssertEqual(renamed.json["DisplayName"] as? String, "\(Self.firstName)'s tablet", "opened for its owner")
             // Mail to addresses nobody holds (registration codes, never redeemed).
             for stranger in Self.strangers {
                 _ = try await H.call(client, .post, "/api/account/native/otp/request", H.jsonBody(["Email": stranger]), headers: headers)

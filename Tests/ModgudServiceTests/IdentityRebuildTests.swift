@@ -46,7 +46,7 @@ final class IdentityRebuildTests: XCTestCase {
                     PasskeyEnrolled(
                         passkeyID: id, userID: UUID(), credentialID: "Y3JlZGVudGlhbC0\(index)", rpID: "demo.test", publicKey: "cGs", algorithm: -7,
                         signCount: 0, aaguid: "AA", backupEligible: false, backedUp: false, transports: [], attestationFormat: "none",
-                        displayName: "Key \(index)", clientID: "app", createdAt: now)), now: now, metadata: .none)
+                        displayName: .plain("Key \(index)"), clientID: "app", createdAt: now)), now: now, metadata: .none)
             if index == 0 { _ = try await passkey.execute(.recordUse(signCount: 3, backedUp: false, at: now + 5), now: now, metadata: .none) }
             if index == 2 { _ = try await passkey.execute(.delete(by: "admin"), now: now, metadata: .none) }
         }

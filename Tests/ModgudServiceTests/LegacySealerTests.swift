@@ -65,4 +65,35 @@ final class LegacySealerTests: XCTestCase {
         XCTAssertEqual(erased.keysShredded, 1, "a sealed legacy user can be erased")
         await database.drop()
     }
+
+    /// Issue 22: passkey names written in plain text (before they were sealed) are sealed under
+    /// the owner's key, the renamed one found through its stream's enrolment, and the passkeys
+    /// read model is rebuilt.
+    func testLegacyPasskeyNamesAreSealedAndTheReadModelRebuilt() async throws {
+        let database = try await TestDatabase.create()
+        let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 6, count: 32))
+        _ = try await AdminService(core: core).createRealm("r", settings: RealmSettings(hosts: ["r.test"], displayName: "R"), metadata: .init())
+        let owner = UUID()
+        let passkeyID = UUID()
+        let stream = StreamNames.passkey(realm: "r", passkeyID: passkeyID)
+        let actor = await core.passkeyRegistry.actor(for: stream)
+        _ = try await actor.execute(
+            .enroll(
+                PasskeyEnrolled(
+                    passkeyID: passkeyID, userID: owner, credentialID: "Y3JlZA", rpID: "r.test", publicKey: "cGs", algorithm: -7, signCount: 0,
+                    aaguid: "AA", backupEligible: false, backedUp: false, transports: [], attestationFormat: "none",
+                    displayName: .plain("Oldname's phone"), clientID: "app", createdAt: Date())), now: Date(), metadata: .init())
+        _ = try await actor.execute(
+            .rename("Oldname's tablet", sealed: .plain("Oldname's tablet"), current: "Oldname's phone", by: "user:x"), now: Date(), metadata: .init())
+        let report = try await LegacySealer(core: core, addressRetention: 30 * 86_400).run(dryRun: false)
+        XCTAssertEqual(report.eventsRewritten, 2, "the enrolment and the rename")
+        let stored = try await database.pool.query(
+            "SELECT string_agg(payload::text, ' ') FROM events WHERE stream_id = \(stream.id)").first?.decode(String.self, at: 0) ?? ""
+        XCTAssertFalse(stored.contains("Oldname"), stored)
+        let row = try await database.pool.query("SELECT display_name FROM passkeys").first?.decode(String.self, at: 0) ?? ""
+        XCTAssertTrue(row.hasPrefix("pd1."), "the read model was rebuilt from the sealed events: \(row)")
+        let listed = try await core.passkeys.list(realm: "r", userID: owner)
+        XCTAssertEqual(listed.map(\.displayName), ["Oldname's tablet"], "opened for its owner")
+        await database.drop()
+    }
 }

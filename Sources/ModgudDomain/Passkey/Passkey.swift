@@ -13,11 +13,11 @@ public enum Passkey: Aggregate {
         public var lastUsedAt: Date?
         public var deleted = false
         /// The name after the last rename (nil: the name it was enrolled with).
-        public var renamedTo: String?
+        public var renamedTo: PersonalText?
 
         public var isActive: Bool { enrolled != nil && !deleted }
-        /// The name shown now.
-        public var displayName: String? { renamedTo ?? enrolled?.displayName }
+        /// The name shown now (sealed under the owner's key).
+        public var displayName: PersonalText? { renamedTo ?? enrolled?.displayName }
     }
 
     public enum Command: Sendable {
@@ -29,8 +29,11 @@ public enum Passkey: Aggregate {
         case reportClone(stored: UInt32, received: UInt32)
         /// Deleted by its owner or an administrator (`by` is `user:<id>` or `admin:…`).
         case delete(by: String)
-        /// A new display name (trimmed, 1 to 64 characters; the same name writes nothing).
-        case rename(String, by: String)
+        /// A new display name: `name` is checked (trimmed, 1 to 64 characters, no control
+        /// characters; the `current` name again writes nothing) and `sealed` is recorded, the
+        /// same name sealed under the owner's key. The caller opens `current` and seals: the
+        /// domain holds no keys.
+        case rename(String, sealed: PersonalText, current: String?, by: String)
     }
 
     public static let initialState = State()
@@ -56,14 +59,20 @@ public enum Passkey: Aggregate {
             return [.cloneSuspected(PasskeyCloneSuspected(storedSignCount: stored, receivedSignCount: received))]
         case .delete(let by):
             return [.deleted(PasskeyDeleted(by: by))]
-        case .rename(let raw, let by):
-            let name = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard (1...64).contains(name.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        case .rename(let raw, let sealed, let current, let by):
+            guard let name = Self.validName(raw) else {
                 throw DomainError("Passkey.InvalidName", "A passkey name is 1 to 64 characters, without control characters.")
             }
-            guard name != state.displayName else { return [] }
-            return [.renamed(PasskeyRenamed(displayName: name, by: by))]
+            guard name != current else { return [] }
+            return [.renamed(PasskeyRenamed(displayName: sealed, by: by))]
         }
+    }
+
+    /// A name as it is kept: trimmed, 1 to 64 characters, no control characters; nil otherwise.
+    public static func validName(_ raw: String) -> String? {
+        let name = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...64).contains(name.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return nil }
+        return name
     }
 
     public static func evolve(_ state: State, _ event: PasskeyEvent) -> State {

@@ -22,14 +22,16 @@ public struct PasskeyEnrolled: DomainEvent, Equatable {
     public var backedUp: Bool
     public var transports: [String]
     public var attestationFormat: String
-    public var displayName: String
+    /// Sealed under the owner's data key (issue 22: a label the user types may hold a name);
+    /// plain in events written before.
+    public var displayName: PersonalText
     /// The client whose bearer token enrolled it.
     public var clientID: String?
     public var createdAt: Date
 
     public init(
         passkeyID: UUID, userID: UUID, credentialID: String, rpID: String, publicKey: String, algorithm: Int, signCount: UInt32, aaguid: String,
-        backupEligible: Bool, backedUp: Bool, transports: [String], attestationFormat: String, displayName: String, clientID: String?,
+        backupEligible: Bool, backedUp: Bool, transports: [String], attestationFormat: String, displayName: PersonalText, clientID: String?,
         createdAt: Date
     ) {
         self.passkeyID = passkeyID
@@ -80,10 +82,11 @@ public struct PasskeyCloneSuspected: DomainEvent, Equatable {
 /// passkey.renamed: its owner (or an administrator) gave it a new name.
 public struct PasskeyRenamed: DomainEvent, Equatable {
     public static let eventType = "passkey.renamed"
-    public var displayName: String
+    /// Sealed under the owner's data key; plain in events written before issue 22.
+    public var displayName: PersonalText
     public var by: String
 
-    public init(displayName: String, by: String) {
+    public init(displayName: PersonalText, by: String) {
         self.displayName = displayName
         self.by = by
     }

@@ -141,7 +141,8 @@ extension PasskeyService {
             userID: registrant, email: sealedEmail, emailConfirmed: false, username: nil, firstName: ceremony.firstName,
             lastName: ceremony.lastName, securityStamp: OpaqueToken.generate().hash, via: User.passkeySignUpVia)
         let passkeyID = UUID()
-        let enrolled = Self.enrolled(verdict, passkeyID: passkeyID, userID: registrant, rpID: ceremony.rpID, name: "Passkey", clientID: client.id, at: time)
+        let name = try await sealName("Passkey", userID: registrant, realm: realm)
+        let enrolled = Self.enrolled(verdict, passkeyID: passkeyID, userID: registrant, rpID: ceremony.rpID, name: name, clientID: client.id, at: time)
         // User verification was required: the passkey is two factors in one (RFC 8176 "mfa").
         let signIn = try await tokenService.prepareSignIn(
             client: client, user: User.evolve(User.initialState, .registered(registered)), grantType: .passkey, scope: grant.scope,

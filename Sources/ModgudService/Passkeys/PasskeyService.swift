@@ -230,7 +230,8 @@ public struct PasskeyService: Sendable {
         let time = now()
         let passkeyID = UUID()
         let name = Self.cleanName(displayName) ?? "Passkey"
-        let enrolled = Self.enrolled(verdict, passkeyID: passkeyID, userID: userID, rpID: ceremony.rpID, name: name, clientID: clientID, at: time)
+        let sealed = try await sealName(name, userID: userID, realm: realm.realmID)
+        let enrolled = Self.enrolled(verdict, passkeyID: passkeyID, userID: userID, rpID: ceremony.rpID, name: sealed, clientID: clientID, at: time)
         do {
             _ = try await passkeys.actor(forNew: StreamNames.passkey(realm: realm.realmID, passkeyID: passkeyID))
                 .execute(.enroll(enrolled), now: time, metadata: metadata)
@@ -248,23 +249,29 @@ public struct PasskeyService: Sendable {
 
     /// GET /connect/passkey: the user's live passkeys, oldest first.
     public func list(realm: String, userID: UUID) async throws -> [Summary] {
-        try await pool.query(
+        var summaries: [Summary] = []
+        for row in try await pool.query(
             """
             SELECT passkey_id, display_name, rp_id, created_at, last_used_at, aaguid FROM passkeys
             WHERE realm_id = \(realm) AND user_id = \(userID) ORDER BY created_at, passkey_id
             """
-        ).rows.map(Self.summary)
+        ).rows {
+            summaries.append(try await summary(row))
+        }
+        return summaries
     }
 
     /// GET /connect/passkey/{id}: one of the user's passkeys (nil for another user's: the
     /// caller answers 404, no cross-user existence oracle).
     public func get(realm: String, userID: UUID, passkeyID: UUID) async throws -> Summary? {
-        try await pool.query(
+        let row = try await pool.query(
             """
             SELECT passkey_id, display_name, rp_id, created_at, last_used_at, aaguid FROM passkeys
             WHERE realm_id = \(realm) AND user_id = \(userID) AND passkey_id = \(passkeyID)
             """
-        ).first.map(Self.summary)
+        ).first
+        guard let row else { return nil }
+        return try await summary(row)
     }
 
     /// PATCH /connect/passkey/{id}: renames one of the user's passkeys; nil when the user has
@@ -275,8 +282,12 @@ public struct PasskeyService: Sendable {
         let passkey = await passkeys.actor(for: StreamNames.passkey(realm: realm, passkeyID: passkeyID))
         let state = try await passkey.current().state
         guard state.isActive, state.enrolled?.userID == userID else { return nil }
+        // The domain checks the plaintext and records it sealed; the current name is opened
+        // here (the same name again writes nothing).
+        let current = try await openName(state.displayName)
+        let sealed = try await sealName(Passkey.validName(name) ?? name, userID: userID, realm: realm)
         do {
-            _ = try await passkey.execute(.rename(name, by: actor), now: now(), metadata: metadata)
+            _ = try await passkey.execute(.rename(name, sealed: sealed, current: current, by: actor), now: now(), metadata: metadata)
         } catch let refused as DomainError where refused.code == "Passkey.InvalidName" {
             throw Refusal(status: 400, title: refused.code, message: refused.message)
         } catch is DomainError {
@@ -285,11 +296,25 @@ public struct PasskeyService: Sendable {
         return try await get(realm: realm, userID: userID, passkeyID: passkeyID)
     }
 
-    private static func summary(_ row: PQRow) throws -> Summary {
-        Summary(
-            id: try row.decode(UUID.self, at: 0), displayName: try row.decode(String.self, at: 1), rpID: try row.decode(String.self, at: 2),
+    private func summary(_ row: PQRow) async throws -> Summary {
+        let name = try await openName(PersonalText(stored: try row.decode(String.self, at: 1))) ?? "[erased]"
+        return Summary(
+            id: try row.decode(UUID.self, at: 0), displayName: name, rpID: try row.decode(String.self, at: 2),
             createdAt: try row.decode(Date.self, at: 3), lastUsedAt: try row.decode(Date?.self, at: 4),
             provider: PasskeyProviders.provider(aaguid: try row.decode(String?.self, at: 5)))
+    }
+
+    /// A passkey's name sealed under its owner's data key (issue 22: users type names into it).
+    func sealName(_ name: String, userID: UUID, realm: String) async throws -> PersonalText {
+        guard let vault = tokenService.vault else { throw MasterKeyMissing() }
+        return .sealed(try await vault.seal(name, subject: PersonalDataVault.userSubject(userID), realm: realm))
+    }
+
+    /// A stored name opened (legacy plaintext as it is); nil when the owner was erased.
+    func openName(_ name: PersonalText?) async throws -> String? {
+        guard case .sealed = name else { return name.map(\.stored) }
+        guard let vault = tokenService.vault else { throw MasterKeyMissing() }
+        return try await vault.open(name)
     }
 
     /// DELETE /connect/passkey/{id}: false when there is no such passkey *of this user*
@@ -342,7 +367,7 @@ public struct PasskeyService: Sendable {
 
     /// The `passkey.enrolled` event of a verified registration.
     static func enrolled(
-        _ verdict: RegistrationVerdict, passkeyID: UUID, userID: UUID, rpID: String, name: String, clientID: String, at time: Date
+        _ verdict: RegistrationVerdict, passkeyID: UUID, userID: UUID, rpID: String, name: PersonalText, clientID: String, at time: Date
     ) -> PasskeyEnrolled {
         PasskeyEnrolled(
             passkeyID: passkeyID, userID: userID, credentialID: Base64URL.encode(verdict.credentialID), rpID: rpID,

@@ -16,6 +16,8 @@ import PQ
 /// - `challenge.issued`: a login code or link loses its address and names (the user id is
 ///   there); a registration code still live gets a registrant whose key seals them; an
 ///   expired one loses them.
+/// - `passkey.enrolled`, `passkey.renamed`: the passkey's name sealed under its owner's key
+///   (issue 22; migration 0011 counts such events as legacy).
 /// - Metadata: a plaintext client IP is sealed under its day's key, or dropped when that day
 ///   is past the retention.
 /// - Code streams named by the unkeyed hash of realm and address (`code.<32 hex>`) get a
@@ -24,7 +26,7 @@ import PQ
 /// Guarded: it takes an advisory lock (a second run waits for nothing: it is refused), writes
 /// an event only if it is still as read, and checks each sealed value opens to the original
 /// before writing. Idempotent: sealed values are left alone, so a second run changes nothing.
-/// Afterwards the users read model is rebuilt, so no plaintext is left there either.
+/// Afterwards the users and passkeys read models are rebuilt, so no plaintext is left there either.
 public struct LegacySealer: Sendable {
     let core: ModgudCore
     let addressRetention: TimeInterval
@@ -66,7 +68,8 @@ public struct LegacySealer: Sendable {
                 if !dryRun {
                     _ = try await core.pool.query(
                         "UPDATE personal_data_sealing SET legacy_events = 0, sealed_at = now()")
-                    if let directory = ProjectionCatalog.named(UserDirectoryProjection().name) {
+                    for name in [UserDirectoryProjection().name, PasskeyDirectoryProjection().name] {
+                        guard let directory = ProjectionCatalog.named(name) else { continue }
                         _ = try await ProjectionRebuilder(pool: core.pool).rebuild(directory)
                     }
                     core.invalidateSettings(nil)
@@ -167,6 +170,12 @@ public struct LegacySealer: Sendable {
         case UserProfileChanged.eventType:
             guard let userID = UUID(uuidString: String(event.streamID.dropFirst(User.streamType.count + 1))) else { break }
             try await seal(names, subject: PersonalDataVault.userSubject(userID))
+        case PasskeyEnrolled.eventType:
+            guard let userID = (payload["userID"] as? String).flatMap(UUID.init(uuidString:)) else { break }
+            try await seal(["displayName"], subject: PersonalDataVault.userSubject(userID))
+        case PasskeyRenamed.eventType:
+            guard plain("displayName") != nil, let userID = try await passkeyOwner(stream: event.streamID) else { break }
+            try await seal(["displayName"], subject: PersonalDataVault.userSubject(userID))
         case ChallengeIssued.eventType:
             guard let address = plain("email") else { break }
             let expires = (payload["expiresAt"] as? Double).map { Date(timeIntervalSinceReferenceDate: $0) }
@@ -199,6 +208,13 @@ public struct LegacySealer: Sendable {
         let encodedPayload = String(decoding: try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys]), as: UTF8.self)
         let encodedMetadata = String(decoding: try JSONSerialization.data(withJSONObject: metadata, options: [.sortedKeys]), as: UTF8.self)
         return (encodedPayload, encodedMetadata)
+    }
+
+    /// The owner of a passkey stream, from its `passkey.enrolled` event (a user id, never personal).
+    private func passkeyOwner(stream: String) async throws -> UUID? {
+        try await core.pool.query(
+            "SELECT payload->>'userID' FROM events WHERE stream_id = \(stream) AND type = \(PasskeyEnrolled.eventType) LIMIT 1"
+        ).first?.decode(String?.self, at: 0).flatMap(UUID.init(uuidString:))
     }
 
     /// A sealed value did not open to the original: nothing of that batch is written.

@@ -32,7 +32,7 @@ public struct PasskeyDirectoryProjection: SQLProjection, InlineProjection {
                 INSERT INTO \(unescaped: table)
                     (passkey_id, realm_id, user_id, credential_id, credential_hash, rp_id, display_name, created_at, aaguid)
                 VALUES (\(passkeyID), \(realm), \(enrolled.userID), \(enrolled.credentialID), \(Self.credentialHash(rawID)), \(enrolled.rpID),
-                        \(enrolled.displayName), \(enrolled.createdAt), \(enrolled.aaguid))
+                        \(enrolled.displayName.stored), \(enrolled.createdAt), \(enrolled.aaguid))
                 """
             ]
         case .used(let used):
@@ -40,7 +40,7 @@ public struct PasskeyDirectoryProjection: SQLProjection, InlineProjection {
         case .deleted:
             return ["DELETE FROM \(unescaped: table) WHERE passkey_id = \(passkeyID)"]
         case .renamed(let renamed):
-            return ["UPDATE \(unescaped: table) SET display_name = \(renamed.displayName) WHERE passkey_id = \(passkeyID)"]
+            return ["UPDATE \(unescaped: table) SET display_name = \(renamed.displayName.stored) WHERE passkey_id = \(passkeyID)"]
         case .cloneSuspected:
             return []
         }
