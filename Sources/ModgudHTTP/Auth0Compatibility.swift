@@ -17,11 +17,6 @@ import ModgudService
 enum Auth0Compatibility {
     static let webauthnGrant = "urn:okta:params:oauth:grant-type:webauthn"
 
-    /// The grant a token request's `grant_type` names, Auth0's passkey grant included.
-    static func grantType(_ name: String) -> GrantType? {
-        name == webauthnGrant ? .passkey : GrantType(rawValue: name)
-    }
-
     /// Auth0's `realm`: absent, or the id of the realm the host serves.
     static func checkRealm(_ name: String?, realm: RealmDirectory.Entry) throws(OAuthError) {
         guard let name, !name.isEmpty, name != realm.realmID else { return }

@@ -45,10 +45,8 @@ struct DiscoveryController: Sendable {
     func configuration(_ request: Request, context: ModgudRequestContext) async -> Response {
         do {
             let (realm, issuer) = try await parsing.realm(request)
-            var grants = [GrantType.refreshToken.rawValue, GrantType.clientCredentials.rawValue]
-            // Better than the original server: the native URNs are listed only when enabled.
-            // Auth0's passkey grant is the passkey grant by another name (issue 14).
-            if realm.settings.nativeGrants.enabled { grants += GrantType.native.map(\.rawValue).sorted() + [Auth0Compatibility.webauthnGrant] }
+            // Better than the original server: the native grants are listed only when enabled.
+            let grants = GrantRegistry.standard.advertised(nativeGrantsEnabled: realm.settings.nativeGrants.enabled)
             let body = try await rendered.value(for: issuer + " " + grants.joined(separator: " ")) {
                 let document = Metadata(
                     issuer: issuer, tokenEndpoint: issuer + "/connect/token", introspectionEndpoint: issuer + "/connect/introspect",

@@ -4,91 +4,33 @@ import Logging
 import ModgudDomain
 import ModgudService
 
-/// POST /connect/token (RFC 6749 section 3.2).
+/// POST /connect/token (RFC 6749 section 3.2): parses the request, looks the grant up in the
+/// `GrantRegistry`, applies the gates every grant shares, and renders the outcome. What a
+/// grant redeems is its own type's business (`Grants/`).
 struct TokenController: Sendable {
     let core: ModgudCore
     let parsing: RequestParsing
+    let grants: GrantRegistry
+
+    init(core: ModgudCore, parsing: RequestParsing, grants: GrantRegistry = .standard) {
+        self.core = core
+        self.parsing = parsing
+        self.grants = grants
+    }
 
     func token(_ request: Request, context: ModgudRequestContext) async -> Response {
         var outcome = GrantOutcome()
-        let response = await grant(request, context: context, outcome: &outcome)
-        outcome.record()
+        let response = await respond(request, context: context, outcome: &outcome)
+        outcome.record(servedBy: grants)
         return response
     }
 
-    private func grant(_ request: Request, context: ModgudRequestContext, outcome: inout GrantOutcome) async -> Response {
+    private func respond(_ request: Request, context: ModgudRequestContext, outcome: inout GrantOutcome) async -> Response {
         let started = ContinuousClock.now
         do {
-            let (realm, issuer) = try await parsing.realm(request)
-            let form = try await parsing.tokenParameters(request)
-            guard let grantType = form["grant_type"] else { throw OAuthError.invalidRequest("grant_type is required.") }
-            outcome.grantType = grantType
-            let metadata = EventMetadata(correlationID: context.id, actor: nil, clientIP: context.peerAddress)
-            // SPEC.md section 0: per source always; per client once the client is authenticated
-            // (see `authenticate`). A request's buckets are counted in one statement.
-            let source = parsing.source(request, context: context)
-            let perSource = RateLimitBucket(.tokenPerIP, key: source)
-            switch grantType {
-            case GrantType.refreshToken.rawValue:
-                let (client, limits) = try await authenticate(request, form, realm: realm, source: source)
-                guard let refreshToken = form["refresh_token"] else {
-                    try await count(limits)
-                    throw OAuthError.invalidRequest("refresh_token is required.")
-                }
-                // The count rides in the same pipeline as the refresh token's lookup.
-                let tokens = try await core.tokenService.refresh(
-                    client: client, refreshToken: refreshToken, resources: form.all("resource"), issuer: issuer, metadata: metadata,
-                    rateLimit: limits)
-                outcome.outcome = "success"
-                return OAuthResponses.token(tokens)
-            case GrantType.clientCredentials.rawValue:
-                let (client, limits) = try await authenticate(request, form, realm: realm, source: source)
-                try await count(limits)
-                outcome.outcome = "success"
-                return OAuthResponses.token(
-                    try await core.tokenService.clientCredentials(
-                        client: client, scope: form["scope"], resources: form.all("resource"), issuer: issuer, metadata: metadata))
-            case let native where Auth0Compatibility.grantType(native).map(GrantType.native.contains) == true:
-                // SPEC.md section 0: the realm flag first, then the client's permission.
-                guard realm.settings.nativeGrants.enabled else {
-                    try await core.rateLimiter.check([perSource], realm: realm.realmID, settings: realm.settings)
-                    throw OAuthError.unsupportedGrantType("This grant type is not enabled for this realm.")
-                }
-                let (client, limits) = try await authenticate(request, form, realm: realm, source: source)
-                try await count(limits)
-                let granted = Auth0Compatibility.grantType(native)!
-                guard client.settings.grants.contains(granted) else {
-                    throw OAuthError.unauthorizedClient("The client is not allowed to use this grant type.")
-                }
-                let auth0 = native == Auth0Compatibility.webauthnGrant
-                let grant = EmailSignInService.GrantRequest(
-                    client: client, scope: auth0 ? Auth0Compatibility.scope(form["scope"], client: client.settings) : form["scope"],
-                    resources: auth0 ? try Auth0Compatibility.resources(form, realm: realm) : form.all("resource"), totpCode: form["totp_code"],
-                    issuer: issuer, metadata: EventMetadata(correlationID: context.id, actor: "client:\(client.id)", clientIP: context.peerAddress))
-                let response = try await uniformFailures(started: started) {
-                    switch granted {
-                    case .otp:
-                        guard let username = form["username"], let code = form["otp_code"] else {
-                            throw OAuthError.invalidRequest("username and otp_code are required.")
-                        }
-                        return OAuthResponses.token(try await core.emailSignIn().redeemCode(email: username, code: code, grant))
-                    case .magic:
-                        guard let userID = form["user_id"], let token = form["magic_token"] else {
-                            throw OAuthError.invalidRequest("user_id and magic_token are required.")
-                        }
-                        return OAuthResponses.token(try await core.emailSignIn().redeemMagicLink(userID: userID, token: token, grant))
-                    case .passkey:
-                        return OAuthResponses.token(try await passkeyGrant(form, auth0: auth0, grant: grant, realm: realm, source: source))
-                    default:
-                        throw OAuthError.unsupportedGrantType("The grant type \(native) is not supported.")
-                    }
-                }
-                outcome.outcome = "success"
-                return response
-            default:
-                try await core.rateLimiter.check([perSource], realm: realm.realmID, settings: realm.settings)
-                throw OAuthError.unsupportedGrantType("The grant type \(grantType) is not supported.")
-            }
+            let tokens = try await redeem(request, context: context, outcome: &outcome, started: started)
+            outcome.outcome = "success"
+            return OAuthResponses.token(tokens)
         } catch RequestParsing.Failure.response(let response) {
             outcome.outcome = "invalid_request"
             return response
@@ -105,39 +47,39 @@ struct TokenController: Sendable {
         }
     }
 
-    /// `urn:cocoar:passkey` (`ceremony_id` with `assertion` to sign in, with `attestation` to
-    /// sign up) and Auth0's `urn:okta:params:oauth:grant-type:webauthn` (`auth_session` with
-    /// `authn_response`: an attestation signs up, an assertion signs in). A sign-up also counts
-    /// against the passkey limit per source, since its answer may tell that an address has an
-    /// account (issue 14).
-    private func passkeyGrant(_ form: FormBody, auth0: Bool, grant: EmailSignInService.GrantRequest, realm: RealmDirectory.Entry, source: String)
+    /// The gates in order: a served grant type; for a native grant the realm's switch
+    /// (docs/spec.md section 0: the realm flag first, then the client's permission); client
+    /// authentication; the rate limits; the client's permission. Then the grant redeems.
+    private func redeem(_ request: Request, context: ModgudRequestContext, outcome: inout GrantOutcome, started: ContinuousClock.Instant)
         async throws -> TokenResponse
     {
-        let (ceremony, assertion, attestation): (String?, String?, String?)
-        if auth0 {
-            guard let session = form["auth_session"], let response = form["authn_response"] else {
-                throw OAuthError.invalidRequest("auth_session and authn_response are required.")
-            }
-            let signUp = Auth0Compatibility.isAttestation(response)
-            (ceremony, assertion, attestation) = (session, signUp ? nil : response, signUp ? response : nil)
-        } else {
-            (ceremony, assertion, attestation) = (form["ceremony_id"], form["assertion"], form["attestation"])
+        let (realm, issuer) = try await parsing.realm(request)
+        let form = try await parsing.tokenParameters(request)
+        guard let grantType = form["grant_type"] else { throw OAuthError.invalidRequest("grant_type is required.") }
+        outcome.grantType = grantType
+        // Per source always; per client once the client is authenticated (`authenticate`).
+        let source = parsing.source(request, context: context)
+        guard let grant = grants.grant(named: grantType) else {
+            try await core.rateLimiter.check([RateLimitBucket(.tokenPerIP, key: source)], realm: realm.realmID, settings: realm.settings)
+            throw OAuthError.unsupportedGrantType("The grant type \(grantType) is not supported.")
         }
-        guard let ceremony, (assertion == nil) != (attestation == nil) else {
-            throw OAuthError.invalidRequest("ceremony_id and assertion (sign-in) or attestation (sign-up) are required.")
+        if grant.isNative, !realm.settings.nativeGrants.enabled {
+            try await core.rateLimiter.check([RateLimitBucket(.tokenPerIP, key: source)], realm: realm.realmID, settings: realm.settings)
+            throw OAuthError.unsupportedGrantType("This grant type is not enabled for this realm.")
         }
-        if let attestation {
-            try await core.rateLimiter.check(.passkeyPerIP, key: source, realm: realm.realmID, settings: realm.settings)
-            return try await core.passkeys.redeemSignUp(client: grant.client, ceremonyID: ceremony, attestation: Array(attestation.utf8), grant)
+        let (client, limits) = try await authenticate(request, form, realm: realm, source: source)
+        if !grant.countsItself { try await limits.run(on: core.pool) }
+        if let permission = grant.permission, !client.settings.grants.contains(permission) {
+            throw OAuthError.unauthorizedClient("The client is not allowed to use this grant type.")
         }
-        return try await core.passkeys.redeem(client: grant.client, ceremonyID: ceremony, assertion: assertion!, grant)
-    }
-
-    /// SPEC.md section 0: a failed proof (`invalid_grant`) answers after the jitter, so timing
-    /// does not tell a wrong code from an unknown user. Successes are not delayed.
-    private func uniformFailures(started: ContinuousClock.Instant, _ body: () async throws -> Response) async throws -> Response {
+        let grantRequest = GrantRequest(
+            form: form, client: client, limits: limits, realm: realm, issuer: issuer, source: source, correlationID: context.id,
+            clientIP: context.peerAddress, core: core)
+        guard grant.isNative else { return try await grant.redeem(grantRequest) }
+        // A failed proof (`invalid_grant`) of a native grant answers after the jitter, so timing
+        // does not tell a wrong code from an unknown user. Successes are not delayed.
         do {
-            return try await body()
+            return try await grant.redeem(grantRequest)
         } catch let error as OAuthError where error.error == "invalid_grant" {
             await parsing.configuration.jitter.wait(since: started)
             throw error
@@ -169,10 +111,5 @@ struct TokenController: Sendable {
         }
         buckets.append(RateLimitBucket(.tokenPerClient, key: client.id, source: source))
         return (client, core.rateLimiter.prepare(buckets, realm: realm.realmID, settings: realm.settings))
-    }
-
-    /// Runs a prepared count on its own.
-    private func count(_ limits: RateLimitCheck) async throws {
-        try await limits.run(on: core.pool)
     }
 }

@@ -95,7 +95,13 @@ final class AppendTests: XCTestCase {
                     do {
                         _ = try await store.append([try counted(1)], to: stream("new"), expected: .noStream, metadata: .none)
                         return 1
-                    } catch is EventStoreError { return 0 }
+                    } catch EventStoreError.wrongExpectedVersion(let stream, let expected, let actual) {
+                        // The losers meet the winner's stream: a version conflict, nothing else.
+                        XCTAssertEqual(stream, "counter-new")
+                        XCTAssertEqual(expected, .noStream)
+                        XCTAssertEqual(actual, 1)
+                        return 0
+                    }
                 }
             }
             return try await group.reduce(0, +)
@@ -143,7 +149,9 @@ final class AppendTests: XCTestCase {
         do {
             _ = try await other.append([try counted(2)], to: stream("shared"), expected: .noStream, metadata: .none)
             XCTFail("the second instance must see the stream exists")
-        } catch is EventStoreError {}
+        } catch let error as EventStoreError {
+            XCTAssertEqual(error, .wrongExpectedVersion(stream: "counter-shared", expected: .noStream, actual: 1))
+        }
         _ = try await other.append([try counted(2)], to: stream("shared"), expected: .exact(1), metadata: .none)
         await other.pool.close()
     }

@@ -101,15 +101,32 @@ final class SoftwareAuthenticatorTests: XCTestCase {
     func testTamperedSignatureAndAuthenticatorDataAreRejected() throws {
         var credential = party.makeCredential()
         let stored = try party.stored(credential)
-        var response = party.authenticator.assert(&credential, party.assertionOptions())
-        var signature = Base64URL.decode(response.response.signature)!
-        signature[signature.count / 2] ^= 0x01
-        response.response.signature = Base64URL.encode(signature)
-        XCTAssertThrowsWebAuthn(.signatureInvalid) {
+        let genuine = party.authenticator.assert(&credential, party.assertionOptions())
+        func verify(_ response: AssertionCredential) throws {
             _ = try AssertionVerifier().verify(
                 response, expectedChallenge: party.challenge, expectedRPID: party.rpID, origins: party.origins, policy: party.policy,
                 stored: stored)
         }
+        XCTAssertNoThrow(try verify(genuine), "the untouched assertion verifies")
+        // A flipped bit in the signature.
+        var response = genuine
+        var signature = Base64URL.decode(response.response.signature)!
+        signature[signature.count / 2] ^= 0x01
+        response.response.signature = Base64URL.encode(signature)
+        XCTAssertThrowsWebAuthn(.signatureInvalid) { try verify(response) }
+        // A raised sign count in the authenticator data (bytes 33 to 36), the signature left as
+        // it was: the data no longer matches what was signed.
+        response = genuine
+        var data = Base64URL.decode(response.response.authenticatorData)!
+        data[36] &+= 1
+        response.response.authenticatorData = Base64URL.encode(data)
+        XCTAssertThrowsWebAuthn(.signatureInvalid) { try verify(response) }
+        // The user-verified flag (bit 2 of byte 32) cleared, as an attacker would to skip UV.
+        response = genuine
+        data = Base64URL.decode(response.response.authenticatorData)!
+        data[32] &= ~0x04
+        response.response.authenticatorData = Base64URL.encode(data)
+        XCTAssertThrowsError(try verify(response), "a cleared UV flag fails the policy or the signature")
     }
 
     func testPackedSelfAttestationWithTheWrongAlgorithmIsInvalid() throws {

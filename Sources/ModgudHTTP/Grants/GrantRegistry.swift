@@ -1,0 +1,44 @@
+import ModgudDomain
+
+/// The grants the token endpoint serves, by `grant_type` (STYLE.md "When a switch grows": a
+/// registry, as `AttestationFormatRegistry` is for attestation formats). Metrics label their
+/// counts by it and discovery lists from it.
+struct GrantRegistry: Sendable {
+    private let grants: [String: any TokenGrant]
+
+    init(_ grants: [any TokenGrant]) {
+        self.grants = Dictionary(grants.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// Every grant Modgud serves.
+    static let standard = GrantRegistry([
+        RefreshTokenGrant(), ClientCredentialsGrant(), OneTimeCodeGrant(), MagicLinkGrant(), PasskeyGrant(), Auth0WebAuthnGrant(),
+    ])
+
+    /// The grant a `grant_type` names; nil for one not served.
+    func grant(named name: String) -> (any TokenGrant)? {
+        grants[name]
+    }
+
+    /// The `grant_type` values discovery lists for a realm: the native ones only while the
+    /// realm has native grants on. Sorted: the plain OAuth grants, then the native ones.
+    func advertised(nativeGrantsEnabled: Bool) -> [String] {
+        let names = grants.values.filter { !$0.isNative || nativeGrantsEnabled }.map(\.name)
+        let plain = names.filter { grants[$0]?.isNative == false }
+        let native = names.filter { grants[$0]?.isNative == true }
+        return Self.plainOrder(plain) + native.sorted()
+    }
+
+    /// `refresh_token` first, then `client_credentials` (the order discovery always had).
+    private static func plainOrder(_ names: [String]) -> [String] {
+        names.sorted { lhs, rhs in
+            let order = [GrantType.refreshToken.rawValue, GrantType.clientCredentials.rawValue]
+            return (order.firstIndex(of: lhs) ?? order.count, lhs) < (order.firstIndex(of: rhs) ?? order.count, rhs)
+        }
+    }
+
+    /// Whether a `grant_type` is served (bounded metric labels: anything else counts as `other`).
+    func serves(_ name: String) -> Bool {
+        grants[name] != nil
+    }
+}

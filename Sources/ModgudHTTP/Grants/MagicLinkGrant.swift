@@ -1,0 +1,16 @@
+import ModgudDomain
+import ModgudService
+
+/// `urn:cocoar:magic` (docs/spec.md section 3): a magic link's user id and token.
+struct MagicLinkGrant: TokenGrant {
+    let name = GrantType.magic.rawValue
+    let permission: GrantType? = .magic
+    let isNative = true
+
+    func redeem(_ request: GrantRequest) async throws -> TokenResponse {
+        guard let userID = request.form["user_id"], let token = request.form["magic_token"] else {
+            throw OAuthError.invalidRequest("user_id and magic_token are required.")
+        }
+        return try await request.core.emailSignIn().redeemMagicLink(userID: userID, token: token, request.signIn)
+    }
+}

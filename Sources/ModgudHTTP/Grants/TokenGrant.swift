@@ -1,0 +1,57 @@
+import EventSourcing
+import ModgudDomain
+import ModgudService
+
+/// One `grant_type` the token endpoint serves (RFC 6749 section 4; an extension grant is
+/// section 4.5). `TokenController` parses the request, looks the grant up in the
+/// `GrantRegistry`, applies the gates every grant shares (the realm's native switch, client
+/// authentication, the rate limits, the client's permission) and renders the outcome; the
+/// grant reads its own parameters and redeems them. Adding a grant is adding one such type
+/// and registering it.
+protocol TokenGrant: Sendable {
+    /// The `grant_type` value.
+    var name: String { get }
+    /// The grant the client must be allowed (`ClientSettings.grants`) when the endpoint checks
+    /// it before redeeming; nil when the service checks it itself.
+    var permission: GrantType? { get }
+    /// Whether the realm's native-grant switch gates it (and discovery lists it only then).
+    var isNative: Bool { get }
+    /// Whether it sends the request's rate-limit count itself (in one pipeline with its own
+    /// lookup); otherwise the endpoint counts before redeeming.
+    var countsItself: Bool { get }
+    /// Redeems the grant. Failures are `OAuthError`s (or `RateLimited`).
+    func redeem(_ request: GrantRequest) async throws -> TokenResponse
+}
+
+extension TokenGrant {
+    var countsItself: Bool { false }
+}
+
+/// What a grant gets from the endpoint: the parameters, the authenticated client and the
+/// prepared rate-limit count, and the request's context.
+struct GrantRequest: Sendable {
+    let form: FormBody
+    let client: AuthenticatedClient
+    /// The request's buckets (per source, per client), counted already unless the grant
+    /// `countsItself`.
+    let limits: RateLimitCheck
+    let realm: RealmDirectory.Entry
+    let issuer: String
+    /// The request's source key (an address, or an IPv6 /64), for per-source limits.
+    let source: String
+    let correlationID: String
+    let clientIP: String?
+    let core: ModgudCore
+
+    /// Metadata of the events the grant appends, `actor` unset (a refresh) or the client.
+    func metadata(actorIsClient: Bool) -> EventMetadata {
+        EventMetadata(correlationID: correlationID, actor: actorIsClient ? "client:\(client.id)" : nil, clientIP: clientIP)
+    }
+
+    /// The sign-in request of a native grant (`scope`, `resource`, `totp_code`).
+    var signIn: EmailSignInService.GrantRequest {
+        EmailSignInService.GrantRequest(
+            client: client, scope: form["scope"], resources: form.all("resource"), totpCode: form["totp_code"], issuer: issuer,
+            metadata: metadata(actorIsClient: true))
+    }
+}
