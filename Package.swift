@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-/// Strict settings for every target of ours (STYLE.md habit 7).
+/// Strict settings for every target of ours (docs/architecture.md, "House habits"; habit 7).
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]

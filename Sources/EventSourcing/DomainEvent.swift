@@ -1,7 +1,7 @@
 /// An event type of the domain: a named, versioned, self-contained fact.
 ///
 /// The name is stable forever (`user.registered`); a change of shape bumps `revision` and
-/// registers an upcaster for the old one. Payloads never hold secrets (DESIGN.md section 1).
+/// registers an upcaster for the old one. Payloads never hold secrets (docs/architecture.md, "Event sourcing").
 public protocol DomainEvent: Codable, Sendable {
     /// The stable name stored with the event.
     static var eventType: String { get }

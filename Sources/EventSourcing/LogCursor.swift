@@ -3,7 +3,7 @@
 /// Why both: positions are handed out when rows are inserted but become visible when
 /// their transaction commits, so a later position can become visible first. Readers
 /// order by (transaction id, position) and only admit transactions that can no longer
-/// be running, so a cursor never skips an event that commits late (DESIGN.md section 2).
+/// be running, so a cursor never skips an event that commits late (docs/architecture.md, "The gap problem").
 public struct LogCursor: Hashable, Sendable, Comparable, CustomStringConvertible, LosslessStringConvertible {
     public var transactionID: UInt64
     public var position: Int64

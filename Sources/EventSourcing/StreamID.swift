@@ -1,7 +1,7 @@
 /// Identifies one stream and what it belongs to.
 ///
 /// Every stream carries its realm so that realms can later move to separate databases
-/// (DESIGN.md section 1, "Horizontally scaled").
+/// (docs/architecture.md, "Event sourcing").
 public struct StreamRef: Hashable, Sendable, CustomStringConvertible {
     /// Unique id of the stream, conventionally `type-<uuid>` (e.g. `user-6f1c…`).
     public var id: String

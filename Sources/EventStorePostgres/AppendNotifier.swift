@@ -6,7 +6,7 @@ import Synchronization
 /// Why not NOTIFY inside the append transaction: PostgreSQL serializes the commits of every
 /// transaction that notified (a cluster-wide lock held through the commit record's flush),
 /// which measured here halves durable append throughput and stops it scaling with writers
-/// (README, "Event store performance"). A notification is only a hint, since daemons
+/// (docs/performance.md, "Event store performance"). A notification is only a hint, since daemons
 /// also poll, so it is sent after the commit instead, and appends that arrive while one is
 /// in flight are folded into one more.
 final class AppendNotifier: Sendable {

@@ -7,7 +7,7 @@ import EventSourcing
 import PQ
 
 /// Every statement the event store runs against `streams`, `events`, `checkpoints` and
-/// `projection_failures`: the one place their SQL lives (STYLE.md habit 5).
+/// `projection_failures`: the one place their SQL lives (docs/architecture.md, "House habits").
 enum EventStoreSQL {
     /// The NOTIFY channel that wakes projection daemons.
     static let channel = "modgud_events"
@@ -28,7 +28,7 @@ enum EventStoreSQL {
     /// commits, after which the re-checked condition fails). When neither matched, every
     /// event gets version -1, which violates `events_expected_version`: the statement fails,
     /// and with it the whole pipelined append. Measured about twice as fast as the same
-    /// logic in a PL/pgSQL function (README, "Event store performance").
+    /// logic in a PL/pgSQL function (docs/performance.md, "Event store performance").
     static func append(
         stream: StreamRef, expected: ExpectedVersion, types: [String], revisions: [Int32], payloads: [PQJSON], metadata: PQJSON
     ) -> PQQuery {
@@ -65,7 +65,7 @@ enum EventStoreSQL {
         """
     }
 
-    /// The gap-safe read of the log (DESIGN.md section 2): after the cursor in (tx_id, position)
+    /// The gap-safe read of the log (docs/architecture.md, "The gap problem"): after the cursor in (tx_id, position)
     /// order, admitting only transactions older than every transaction still running, so a
     /// transaction that inserted earlier but commits later is never passed over.
     static func readLog(after cursor: LogCursor, limit: Int, filter: LogFilter, gapSafe: Bool = true) -> PQQuery {

@@ -2,7 +2,7 @@ import EventSourcing
 import Metrics
 import PQ
 
-/// The event store on PostgreSQL (DESIGN.md section 2).
+/// The event store on PostgreSQL (docs/architecture.md, "The gap problem").
 ///
 /// An append is one pipelined round trip in one implicit transaction: the guarded stream
 /// update and event insert (one statement), every inline projection's statements and the
@@ -21,7 +21,7 @@ public final class PostgresEventStore: EventStore {
     public let inlineProjections: [any SQLProjection]
     public let notifyMode: NotifyMode
     /// Rewrites metadata before it is stored (the product seals the client IP, which then
-    /// expires with its day key: README, "Client IPs").
+    /// expires with its day key: docs/operations/retention.md, "Client IPs").
     public let metadataSealer: (@Sendable (EventMetadata) async throws -> EventMetadata)?
     let notifier: AppendNotifier
     /// `modgud_event_append_seconds`: one append's round trip, inline projections included.

@@ -4,8 +4,8 @@ import ModgudService
 import PQ
 import SMTP
 
-/// Every setting of `modgud serve`, read from the environment in one place (STYLE.md habit
-/// 10; the README's configuration table lists them).
+/// Every setting of `modgud serve`, read from the environment in one place (docs/architecture.md, "House habits"; habit
+/// 10; docs/configuration.md lists them).
 struct ModgudConfiguration {
     var database: PQConfiguration
     /// 32 bytes, base64 in `MODGUD_MASTER_KEY`: seals the realms' private signing keys.

@@ -3,7 +3,7 @@ import Foundation
 import ModgudService
 
 /// `modgud privacy`: the state of personal-data sealing, and the one-time rewrite of events
-/// written before it began (issue 13; README, "Personal data").
+/// written before it began (issue 13; docs/operations/privacy.md).
 struct PrivacyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "privacy", abstract: "Personal data: sealing status and the one-time rewrite of older events.",
@@ -38,7 +38,7 @@ struct PrivacyCommand: AsyncParsableCommand {
                 them from login codes and expired registrations, seals or drops (past the retention) client IPs, renames \
                 code streams named by an unkeyed hash, then rebuilds the users read model. Positions, versions, types and \
                 times stay. One run at a time (advisory lock); a second run changes nothing. Take a backup first, and let \
-                older backups expire (README, "Backups").
+                older backups expire (docs/operations/backups.md).
                 """)
         @OptionGroup var database: DatabaseOptions
         @Flag(help: "Write the rewrite (default: count only).") var apply = false

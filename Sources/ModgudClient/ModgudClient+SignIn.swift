@@ -4,7 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Signing in and up (README "Passkeys in an app, step by step"; SPEC.md sections 2–4).
+/// Signing in and up (docs/guides/passkeys-in-an-app.md; docs/spec.md sections 2–4).
 extension ModgudClient {
     // MARK: Email code
 

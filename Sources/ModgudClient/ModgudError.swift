@@ -1,10 +1,10 @@
 import Foundation
 
-/// Every error the server documents, typed (README "API summary" and "Passkeys in an app"),
+/// Every error the server documents, typed (docs/api.md and docs/guides/passkeys-in-an-app.md),
 /// and the client's own. Errors the server may add later arrive as `.oauth` or `.problem` with
 /// their names, never as a bare status.
 public enum ModgudError: Error, Sendable, Equatable {
-    // MARK: Grants (`invalid_grant` with SPEC.md's messages)
+    // MARK: Grants (`invalid_grant` with docs/spec.md's messages)
     /// A wrong, expired, burned or used email code.
     case invalidCode
     /// A wrong, expired or used magic link.

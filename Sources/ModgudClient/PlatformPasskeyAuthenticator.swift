@@ -4,7 +4,7 @@ import Foundation
 
 /// Passkeys through Apple's `AuthenticationServices` (iOS 17, macOS 14): the system sheet
 /// creates and uses passkeys for the RP-ID, which the app's `webcredentials:` associated
-/// domain must name (README "Setting up the iOS and Android apps").
+/// domain must name (docs/guides/ios-and-android.md).
 ///
 /// CI runs on Linux and does not build this file; the library's tests use a software
 /// authenticator through the same `PasskeyAuthenticator` protocol.

@@ -1,7 +1,7 @@
 import EventSourcing
 import Foundation
 
-/// An event-sourced aggregate: pure decisions and folds, no I/O (STYLE.md habit 2).
+/// An event-sourced aggregate: pure decisions and folds, no I/O (docs/architecture.md, "House habits").
 ///
 /// `decide` turns a command and the current state into events (or a typed refusal);
 /// `evolve` folds one event into the state. Time comes in through `now`; anything random
@@ -38,7 +38,7 @@ public protocol AggregateEvent: Sendable {
 }
 
 /// Why a command was refused. `code` is the stable name clients and admins see
-/// (`NativeGrants.InvalidAccessTokenLifetime`, SPEC.md section 1).
+/// (`NativeGrants.InvalidAccessTokenLifetime`, docs/spec.md section 1).
 public struct DomainError: Error, Hashable, Sendable, CustomStringConvertible {
     public var code: String
     public var message: String

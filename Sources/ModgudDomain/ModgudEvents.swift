@@ -1,6 +1,6 @@
 import EventSourcing
 
-/// The event-type registry of the product, built once at start-up (STYLE.md habit 6).
+/// The event-type registry of the product, built once at start-up (docs/architecture.md, "House habits").
 public enum ModgudEvents {
     public static let registry: EventTypeRegistry = {
         var registry = EventTypeRegistry()

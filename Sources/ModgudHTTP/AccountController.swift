@@ -4,7 +4,7 @@ import Hummingbird
 import ModgudDomain
 import ModgudService
 
-/// Modgud's own account endpoints for native apps (SPEC.md sections 2, 3 and 6): code and
+/// Modgud's own account endpoints for native apps (docs/spec.md sections 2, 3 and 6): code and
 /// link requests, app info, and TOTP enrollment. JSON is PascalCase.
 struct AccountController: Sendable {
     let core: ModgudCore
@@ -48,7 +48,7 @@ struct AccountController: Sendable {
         router.post("/api/account/email/confirm", use: emailConfirm)
     }
 
-    /// POST /api/account/native/otp/request and /register: steps 1–4 of SPEC.md section 2.
+    /// POST /api/account/native/otp/request and /register: steps 1–4 of docs/spec.md section 2.
     func codeRequest(_ request: Request, context: ModgudRequestContext, endpoint: EmailSignInService.CodeEndpoint) async -> Response {
         let started = ContinuousClock.now
         return await respond(context) {
@@ -67,13 +67,13 @@ struct AccountController: Sendable {
         }
     }
 
-    /// POST /api/account/magic-link/request (SPEC.md section 3).
+    /// POST /api/account/magic-link/request (docs/spec.md section 3).
     func magicLinkRequest(_ request: Request, context: ModgudRequestContext) async -> Response {
         let started = ContinuousClock.now
         return await respond(context) {
             let (realm, issuer) = try await parsing.realm(request)
             guard realm.settings.nativeGrants.enabled else { return Self.disabled() }
-            // SPEC.md section 3: realm configuration, not a per-email signal, so it may say so
+            // docs/spec.md section 3: realm configuration, not a per-email signal, so it may say so
             // (answering "you will receive a link" and sending none is the seed's dead end).
             guard realm.settings.magicLinkEnabled else {
                 return Problem.response("MagicLink.Disabled", status: 400, detail: "Magic links are not enabled for this realm.")
@@ -94,7 +94,7 @@ struct AccountController: Sendable {
         var RegistrationPosture: String
     }
 
-    /// GET /api/app-info (SPEC.md section 6): what the app's sign-in screen should ask for.
+    /// GET /api/app-info (docs/spec.md section 6): what the app's sign-in screen should ask for.
     func appInfo(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, _) = try await parsing.realm(request)

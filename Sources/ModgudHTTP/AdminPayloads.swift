@@ -1,7 +1,7 @@
 import ModgudDomain
 import ModgudService
 
-/// Admin API bodies: PascalCase like the rest of Modgud's own JSON (SPEC.md section 0).
+/// Admin API bodies: PascalCase like the rest of Modgud's own JSON (docs/spec.md section 0).
 enum AdminPayloads {
     struct NativeGrants: Codable {
         var Enabled: Bool?

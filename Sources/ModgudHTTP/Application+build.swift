@@ -5,7 +5,7 @@ import Logging
 import ModgudService
 
 /// Builds the HTTP application. `modgud serve`, `modgud dev` and the tests all use this one
-/// function (STYLE.md: the production composition is what tests run).
+/// function (docs/architecture.md, "House habits": the production composition is what tests run).
 ///
 /// The server enforces `configuration.limits`: header, body and idle deadlines per
 /// connection (`RequestDeadlineHandler`) and a cap on open connections.

@@ -11,7 +11,7 @@ public struct HTTPConfiguration: Sendable {
     public var adminToken: String?
     /// Proxies whose `X-Forwarded-For` is believed (exact addresses); empty: the header is ignored.
     public var trustedProxies: Set<String>
-    /// The delay of the anti-enumeration answers (SPEC.md section 0).
+    /// The delay of the anti-enumeration answers (docs/spec.md section 0).
     public var jitter: ResponseJitter
     /// Connection deadlines and the connection cap.
     public var limits: ServerLimits

@@ -1,6 +1,6 @@
 import Hummingbird
 
-/// The per-request context: request facts only (STYLE.md, Hummingbird habit).
+/// The per-request context: request facts only (docs/architecture.md, "House habits").
 public struct ModgudRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The peer's IP address (the proxy's, behind one; see `SourceAddress`).

@@ -32,7 +32,7 @@ enum OAuthResponses {
         return response
     }
 
-    /// 429 with `Retry-After` (SPEC.md section 0).
+    /// 429 with `Retry-After` (docs/spec.md section 0).
     static func rateLimited(_ limited: RateLimited) -> Response {
         var response = json(
             RateLimitedBody(policy: limited.policy, dimension: limited.dimension, retryAfterSeconds: limited.retryAfterSeconds),
@@ -104,7 +104,7 @@ enum OAuthResponses {
     }
 }
 
-/// RFC 7807 problem details (`title` = the error code, SPEC.md section 0).
+/// RFC 7807 problem details (`title` = the error code, docs/spec.md section 0).
 struct Problem: Encodable {
     var type = "about:blank"
     var title: String

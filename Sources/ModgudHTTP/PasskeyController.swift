@@ -4,7 +4,7 @@ import Hummingbird
 import ModgudDomain
 import ModgudService
 
-/// The passkey endpoints (SPEC.md section 4): begin (anonymous), enrollment (Bearer, a fresh
+/// The passkey endpoints (docs/spec.md section 4): begin (anonymous), enrollment (Bearer, a fresh
 /// sign-in: issue 14), list, get, rename and delete (Bearer). The grant itself is in
 /// `TokenController`.
 struct PasskeyController: Sendable {

@@ -1,4 +1,4 @@
-/// The HTTP server's protective limits (README, "Configuration": `MODGUD_HTTP_*`).
+/// The HTTP server's protective limits (docs/configuration.md: `MODGUD_HTTP_*`).
 public struct ServerLimits: Sendable, Equatable {
     /// Time from a connection's start until the first request's head is complete.
     public var headerTimeout: Duration

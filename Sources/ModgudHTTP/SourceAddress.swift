@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 
-/// The rate-limit key of a request's source (SPEC.md section 0): the peer address, or the
+/// The rate-limit key of a request's source (docs/spec.md section 0): the peer address, or the
 /// last `X-Forwarded-For` hop that is not a trusted proxy when the peer is one. IPv4
 /// addresses count alone; IPv6 addresses by their /64 (one subscriber's network).
 enum SourceAddress {

@@ -92,7 +92,7 @@ struct TokenController: Sendable {
     /// flood of wrong secrets does not spend a confidential client's budget; a failed
     /// authentication is counted per source before it is answered.
     /// A public client's id is shared by every installation of the app, so it is counted per
-    /// (client, source /64), and per client only as a high circuit breaker (README, "Rate limits").
+    /// (client, source /64), and per client only as a high circuit breaker (docs/architecture.md, "Rate limits").
     private func authenticate(_ request: Request, _ form: FormBody, realm: RealmDirectory.Entry, source: String) async throws
         -> (AuthenticatedClient, RateLimitCheck)
     {

@@ -23,7 +23,7 @@ public struct AdminService: Sendable {
 
     /// Changes a realm's settings; a `change` that throws writes nothing. Returns a warning when
     /// the primary domain changed: passkeys enrolled under the old one stop working through
-    /// every client without an RP-ID of its own (SPEC.md section 4).
+    /// every client without an RP-ID of its own (docs/spec.md section 4).
     public func updateRealm(_ id: String, metadata: EventMetadata, change: (inout RealmSettings) throws -> Void) async throws
         -> (state: Realm.State, warning: String?)
     {
@@ -293,7 +293,7 @@ public struct AdminService: Sendable {
                 let opened = erased ? nil : try await core.vault?.open(email)
                 details.append("email=\(opened ?? (erased || core.vault != nil ? SealedFieldRenderer.erased : "[sealed]"))")
             }
-            // Sealed addresses open while their day key lives (README, "Client IPs").
+            // Sealed addresses open while their day key lives (docs/operations/retention.md, "Client IPs").
             let stored = try row.decode(String?.self, at: 5)
             let address =
                 erased

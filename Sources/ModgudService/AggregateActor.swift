@@ -11,7 +11,7 @@ public struct CommandOutcome<A: Aggregate>: Sendable where A.State: Sendable, A.
     public var version: Int64
 }
 
-/// The one owner of an aggregate in this instance (DESIGN.md section 1).
+/// The one owner of an aggregate in this instance (docs/architecture.md, "Event sourcing").
 ///
 /// A command runs alone (`SerialGate`): decide on the cached state, append with exactly the
 /// version that state came from, evolve. The cache is never the authority: if another

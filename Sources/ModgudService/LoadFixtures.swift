@@ -3,7 +3,7 @@ import Foundation
 import ModgudDomain
 
 /// Sign-in material for `modgud bench load`: the same challenge events the request endpoints
-/// append (SPEC.md sections 2 and 3), with the secret handed to the caller instead of mailed.
+/// append (docs/spec.md sections 2 and 3), with the secret handed to the caller instead of mailed.
 /// No HTTP route reaches this; it exists so a load test can redeem thousands of codes and
 /// links without reading a mailbox.
 public struct LoadFixtures: Sendable {

@@ -3,7 +3,7 @@ import Foundation
 import ModgudDomain
 import PQ
 
-/// Finds the realm of a request by its Host (SPEC.md section 0), and a realm's settings by
+/// Finds the realm of a request by its Host (docs/spec.md section 0), and a realm's settings by
 /// id, from the inline read model, held per instance (`SettingsCache`: dropped on change).
 public final class RealmDirectory: Sendable {
     public struct Entry: Sendable {

@@ -5,7 +5,7 @@ import PQ
 import PostgresTestSupport
 import XCTest
 
-/// DESIGN.md section 2, "The gap problem": positions are handed out at insert and become
+/// docs/architecture.md, "The gap problem": positions are handed out at insert and become
 /// visible at commit; a reader must never pass an event that commits late.
 final class GapTests: XCTestCase {
     var database: TestDatabase!

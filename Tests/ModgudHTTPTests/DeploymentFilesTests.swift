@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// Issue 10: the deployment files agree with each other, with the code and with the README.
+/// Issue 10: the deployment files agree with each other, with the code and with docs/configuration.md.
 /// This machine has no container engine, so the compose file is parsed and checked, not run;
 /// ops/cluster-test runs the same topology on loopback.
 final class DeploymentFilesTests: XCTestCase {
@@ -46,14 +46,13 @@ final class DeploymentFilesTests: XCTestCase {
         }
         XCTAssertEqual(services["lb"]?["volumes"] as? [String], ["./ops/docker/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro"])
 
-        let readme = try read("README.md")
-        let documented = Self.settingNames(in: readme)
+        let documented = Self.settingNames(in: try read("docs/configuration.md"))
         let inCompose = Self.settingNames(in: try read("docker-compose.yml"))
         XCTAssertTrue(inCompose.isSubset(of: documented), "undocumented: \(inCompose.subtracting(documented).sorted())")
         // The names the code reads are string literals: "MODGUD_…".
         let inCode = Set(try read("Sources/ModgudCLI/ModgudConfiguration.swift").matches(of: /"(MODGUD_[A-Z_]+)"/).map { String($0.output.1) })
         XCTAssertFalse(inCode.isEmpty)
-        XCTAssertTrue(inCode.isSubset(of: documented), "read by serve but not in the README: \(inCode.subtracting(documented).sorted())")
+        XCTAssertTrue(inCode.isSubset(of: documented), "read by serve but not in docs/configuration.md: \(inCode.subtracting(documented).sorted())")
     }
 
     func testBothBalancerConfigurationsCarryTheRollingRestartSettings() throws {

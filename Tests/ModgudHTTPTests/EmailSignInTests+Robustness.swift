@@ -197,7 +197,7 @@ extension EmailSignInTests {
     }
 
     /// Known, unknown and unconfirmed addresses: byte-identical answers, and the same timing
-    /// (the median of each group is printed; SPEC.md section 0 "measure it").
+    /// (the median of each group is printed; docs/spec.md section 0 "measure it").
     func testKnownUnknownAndUnconfirmedAddressesAreIndistinguishable() async throws {
         harness = try await EmailSignInHarness(jitter: ResponseJitter(), maxConnections: 40)
         let harness = self.harness!

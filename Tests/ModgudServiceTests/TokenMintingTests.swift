@@ -47,7 +47,7 @@ final class TokenMintingTests: XCTestCase {
         try await JWTKeyCollection().add(jwksJSON: try await ring.jwks(realm: "demo"))
     }
 
-    /// Issue 11 / SPEC.md section 5: NumericDates are whole seconds, read off the raw payload.
+    /// Issue 11 / docs/spec.md section 5: NumericDates are whole seconds, read off the raw payload.
     func testEveryNumericDateInMintedJWTsIsAnInteger() async throws {
         _ = try await ring.rotate(realm: "demo", now: now, metadata: .none)
         let second = Int(Date().timeIntervalSince1970)

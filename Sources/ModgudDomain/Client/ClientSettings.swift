@@ -1,4 +1,4 @@
-/// The grant types a client may hold (SPEC.md sections 0 and 1).
+/// The grant types a client may hold (docs/spec.md sections 0 and 1).
 public enum GrantType: String, Codable, Hashable, Sendable, CaseIterable, Comparable {
     case otp = "urn:cocoar:otp"
     case magic = "urn:cocoar:magic"
@@ -21,7 +21,7 @@ public enum ClientType: String, Codable, Hashable, Sendable {
     case confidential = "confidential"
 }
 
-/// How a client's access tokens look (DESIGN.md section 4).
+/// How a client's access tokens look (docs/architecture.md, "Tokens").
 public enum AccessTokenFormat: String, Codable, Hashable, Sendable {
     /// Opaque, 256-bit random, stored hashed, revocable at once; resource servers introspect.
     case reference
@@ -113,7 +113,7 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         if !androidApps.isEmpty { try container.encode(androidApps, forKey: .androidApps) }
     }
 
-    /// Strict grant separation and the other rules of SPEC.md sections 0 and 1.
+    /// Strict grant separation and the other rules of docs/spec.md sections 0 and 1.
     public func validate() throws(DomainError) {
         guard !grants.isEmpty else { throw DomainError("Client.GrantsRequired", "A client needs at least one grant.") }
         if grants.contains(.clientCredentials) {

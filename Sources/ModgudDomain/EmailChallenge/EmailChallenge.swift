@@ -1,6 +1,6 @@
 import Foundation
 
-/// The email challenges of one address and purpose family (SPEC.md sections 2 and 3): at most
+/// The email challenges of one address and purpose family (docs/spec.md sections 2 and 3): at most
 /// one live challenge; a new one voids the old; resends within the cooldown are silent; three
 /// wrong guesses burn it; single use. Every rule is decided through the expected-version
 /// append, so it holds across instances and under concurrency.
@@ -62,7 +62,7 @@ public enum EmailChallenge: Aggregate {
                 guard current.purpose != .magicLink else { throw DomainError("Challenge.Invalid", "Invalid or expired link.") }
                 return failedAttempt(state: state, current: current, reason: .wrongCode)
             }
-            // The secret is right; what the account still owes decides (SPEC.md section 2).
+            // The secret is right; what the account still owes decides (docs/spec.md section 2).
             switch gate {
             case .open:
                 return [.consumed(ChallengeConsumed(challengeID: current.challengeID))]

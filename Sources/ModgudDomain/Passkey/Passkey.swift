@@ -1,6 +1,6 @@
 import Foundation
 
-/// A user's enrolled WebAuthn credential (SPEC.md section 4). The stream key is the
+/// A user's enrolled WebAuthn credential (docs/spec.md section 4). The stream key is the
 /// management id apps see; the WebAuthn credential id is looked up through the
 /// `passkeys` read model by its hash.
 public enum Passkey: Aggregate {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A WebAuthn ceremony handed to an app (SPEC.md section 4): a 32-byte challenge, 5 minutes,
+/// A WebAuthn ceremony handed to an app (docs/spec.md section 4): a 32-byte challenge, 5 minutes,
 /// single use (decided by the stream's expected version), bound to the client that began it
 /// (if any), the pinned RP-ID and, for enrollment, the user.
 public enum PasskeyCeremony: Aggregate {

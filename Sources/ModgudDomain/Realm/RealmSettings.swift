@@ -1,4 +1,4 @@
-/// Everything an administrator sets on a realm (SPEC.md section 1).
+/// Everything an administrator sets on a realm (docs/spec.md section 1).
 public struct RealmSettings: Codable, Hashable, Sendable {
     /// Hosts whose requests belong to this realm (lower case, no port).
     public var hosts: [String]
@@ -13,7 +13,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
     public var magicLinkEnabled: Bool
     /// Per-policy overrides of the rate limits (policy name → limit).
     public var rateLimitOverrides: [String: RateLimitSetting]
-    /// How long a sign-in lasts at most, and the refresh reuse grace (SPEC.md sections 1 and 5).
+    /// How long a sign-in lasts at most, and the refresh reuse grace (docs/spec.md sections 1 and 5).
     public var sessionLimits: SessionLimits
 
     public init(
@@ -34,7 +34,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
         self.rateLimitOverrides = rateLimitOverrides
     }
 
-    /// Checks every value against SPEC.md section 1; the first problem found is reported.
+    /// Checks every value against docs/spec.md section 1; the first problem found is reported.
     public func validate() throws(DomainError) {
         guard !hosts.isEmpty else { throw DomainError("Realm.HostsRequired", "A realm needs at least one host.") }
         for host in hosts where !Self.isValidHost(host) {
@@ -86,7 +86,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
     }
 }
 
-/// The native passwordless grants switch and token lifetimes (SPEC.md sections 1 and 5).
+/// The native passwordless grants switch and token lifetimes (docs/spec.md sections 1 and 5).
 public struct NativeGrantSettings: Codable, Hashable, Sendable {
     public var enabled: Bool
     /// Access-token lifetime in minutes, 1–60 (default 15).
@@ -110,13 +110,13 @@ public struct NativeGrantSettings: Codable, Hashable, Sendable {
     }
 }
 
-/// A sign-in's limits (SPEC.md sections 1 and 5).
+/// A sign-in's limits (docs/spec.md sections 1 and 5).
 public struct SessionLimits: Codable, Hashable, Sendable {
     /// A refresh-token family is refused this many days after its sign-in, however often it
     /// was refreshed (default 90, valid 1–3650): rotation slides, this does not.
     public var absoluteLifetimeDays: Int
     /// Seconds after a rotation in which the refresh token just spent may be presented once
-    /// more without revoking the family (default 0: strict, valid 0–300). See the README.
+    /// more without revoking the family (default 0: strict, valid 0–300). See docs/configuration.md.
     public var refreshReuseGraceSeconds: Int
     /// How recent a sign-in must be for its access token to enroll a passkey (default 10,
     /// valid 1–1440 minutes; issue 14). A token with `PasskeyEnrollment.scope` may enroll
@@ -154,7 +154,7 @@ public struct SessionLimits: Codable, Hashable, Sendable {
     }
 }
 
-/// Who may create an account, and how (SPEC.md sections 1 and 2).
+/// Who may create an account, and how (docs/spec.md sections 1 and 2).
 public enum RegistrationPosture: String, Codable, Hashable, Sendable, CaseIterable {
     /// An unknown email asking for a code gets a registration code (default).
     case jitOnOtp = "JitOnOtp"

@@ -1,6 +1,6 @@
 import ModgudDomain
 
-/// The grants the token endpoint serves, by `grant_type` (STYLE.md "When a switch grows": a
+/// The grants the token endpoint serves, by `grant_type` (docs/architecture.md, "House habits": when a switch grows, a
 /// registry, as `AttestationFormatRegistry` is for attestation formats). Metrics label their
 /// counts by it and discovery lists from it.
 struct GrantRegistry: Sendable {

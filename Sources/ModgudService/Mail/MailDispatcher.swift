@@ -8,7 +8,7 @@ import SMTP
 /// row dead for the operator. Runs in every instance; `FOR UPDATE SKIP LOCKED` plus a lease
 /// keep two instances from sending the same row at once.
 public final class MailDispatcher: Sendable {
-    /// Tunables (README "Mail").
+    /// Tunables (docs/operations/commands.md, "Mail").
     public struct Settings: Sendable {
         /// Attempts before a row is dead.
         public var maxAttempts: Int

@@ -3,7 +3,7 @@ import SMTP
 /// The mails the sign-in flows send: plain text and HTML with the realm's display name
 /// (HTML-escaped). Pure functions, so tests read exactly what users get.
 public enum MailTemplates {
-    /// A sign-in code (SPEC.md section 2), for a new address a registration code, or a code
+    /// A sign-in code (docs/spec.md section 2), for a new address a registration code, or a code
     /// that confirms a signed-up account's address (issue 14).
     public static func code(_ code: String, to address: String, realmName: String, registration: Bool, confirmation: Bool = false) -> MailMessage {
         let action =
@@ -28,7 +28,7 @@ public enum MailTemplates {
         return MailMessage(to: address, subject: "\(realmName) verification code", text: text, html: html)
     }
 
-    /// A magic sign-in link (SPEC.md section 3).
+    /// A magic sign-in link (docs/spec.md section 3).
     public static func magicLink(_ link: String, to address: String, realmName: String) -> MailMessage {
         let text = """
             Sign in to \(realmName) with this link:

@@ -19,7 +19,7 @@ public struct OAuthError: Error, Hashable, Sendable, CustomStringConvertible {
     public static func unauthorizedClient(_ description: String) -> OAuthError { OAuthError("unauthorized_client", description) }
     public static func unsupportedGrantType(_ description: String) -> OAuthError { OAuthError("unsupported_grant_type", description) }
 
-    /// Unknown client, or a failed secret: 401 when authentication was attempted (SPEC.md section 0).
+    /// Unknown client, or a failed secret: 401 when authentication was attempted (docs/spec.md section 0).
     public static func invalidClient(attempted: Bool) -> OAuthError {
         OAuthError("invalid_client", "Client authentication failed.", status: attempted ? 401 : 400)
     }

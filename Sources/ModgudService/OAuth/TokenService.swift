@@ -5,7 +5,7 @@ import ModgudDomain
 import PQ
 
 /// Everything after the proof of identity: which scopes and audiences, which tokens, how they
-/// are refreshed, introspected and revoked (SPEC.md sections 0 and 5). The HTTP layer parses
+/// are refreshed, introspected and revoked (docs/spec.md sections 0 and 5). The HTTP layer parses
 /// requests and maps `OAuthError`s; the rules live here.
 public struct TokenService: Sendable {
     public let pool: PQPool

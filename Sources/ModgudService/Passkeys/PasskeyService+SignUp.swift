@@ -90,7 +90,7 @@ extension PasskeyService {
                 userName: email.value, userDisplayName: displayName, exclude: [], timeout: PasskeyCeremony.lifetime))
     }
 
-    /// What the token endpoint answers when the address has an account (SPEC.md's passkey
+    /// What the token endpoint answers when the address has an account (docs/spec.md's passkey
     /// sign-up errors): the app should run the login flow instead.
     public static let accountExists = OAuthError.invalidGrant("An account with this email address exists. Sign in instead.")
 

@@ -6,7 +6,7 @@ import ModgudDomain
 import PQ
 import WebAuthn
 
-/// Passkey sign-in and management (SPEC.md section 4): ceremonies, the urn:cocoar:passkey
+/// Passkey sign-in and management (docs/spec.md section 4): ceremonies, the urn:cocoar:passkey
 /// grant, enrollment, list and delete. WebAuthn verification is the `WebAuthn` library's;
 /// this service decides which challenge, RP-ID, origins and stored credential it checks
 /// against, and records the outcome.
@@ -89,7 +89,7 @@ public struct PasskeyService: Sendable {
         return Begun(ceremonyID: ceremonyID, options: .request(challenge: challenge, rpID: rpID, timeout: PasskeyCeremony.lifetime))
     }
 
-    /// grant_type=urn:cocoar:passkey. Every failure is `invalid_grant` with one of SPEC.md's
+    /// grant_type=urn:cocoar:passkey. Every failure is `invalid_grant` with one of docs/spec.md's
     /// two messages; the HTTP layer adds the jitter.
     public func redeem(client: AuthenticatedClient, ceremonyID rawCeremonyID: String, assertion: String, _ grant: EmailSignInService.GrantRequest)
         async throws -> TokenResponse
@@ -206,7 +206,7 @@ public struct PasskeyService: Sendable {
     }
 
     /// POST /connect/passkey/enroll: verifies the attestation against the ceremony and
-    /// records the passkey. - Throws: `Refusal` (400) with SPEC.md's messages.
+    /// records the passkey. - Throws: `Refusal` (400) with docs/spec.md's messages.
     public func completeEnrollment(
         realm: RealmDirectory.Entry, userID: UUID, clientID: String, ceremonyID rawCeremonyID: String, attestation: [UInt8], displayName: String?,
         metadata: EventMetadata

@@ -1,6 +1,6 @@
 import ModgudDomain
 
-/// A named limit on one dimension of requests (SPEC.md section 0). The name is what a realm
+/// A named limit on one dimension of requests (docs/spec.md section 0). The name is what a realm
 /// overrides (`rateLimitOverrides["otp-request.ip"]`) and what a 429 reports.
 public struct RateLimitPolicy: Sendable, Hashable {
     /// The family (`otp-request`, `token`, `passkey`, `signup`).
@@ -16,7 +16,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
         realm.rateLimitOverrides[name] ?? defaultSetting
     }
 
-    // SPEC.md section 0 defaults.
+    // docs/spec.md section 0 defaults.
     public static let requestPerIP = RateLimitPolicy(policy: "otp-request", dimension: "ip", defaultSetting: .init(limit: 1200, windowSeconds: 3600, burst: 300))
     public static let requestPerMailbox = RateLimitPolicy(policy: "otp-request", dimension: "mailbox", defaultSetting: .init(limit: 5, windowSeconds: 3600, burst: 5))
     /// Silent: past it, sign-up requests are answered as usual but create nothing (a 429 would be an oracle).

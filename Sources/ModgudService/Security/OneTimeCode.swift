@@ -2,7 +2,7 @@ import Crypto
 import ModgudDomain
 
 /// Email one-time codes: 6 decimal digits, uniform (no modulo bias), stored as an HMAC with
-/// a server pepper so a database leak does not reveal live codes (SPEC.md section 2).
+/// a server pepper so a database leak does not reveal live codes (docs/spec.md section 2).
 public struct OneTimeCode: Sendable {
     private let pepper: SymmetricKey
 

@@ -9,7 +9,7 @@ import PQ
 /// need the user's bearer token. A passkey sign-up's address is unconfirmed until then, and
 /// until then the address's owner can take it back (`retirementOfUnprovenAccount`).
 ///
-/// The code follows the sign-in code's rules (SPEC.md section 2): 6 digits, 10 minutes, three
+/// The code follows the sign-in code's rules (docs/spec.md section 2): 6 digits, 10 minutes, three
 /// wrong tries burn it, single use, a silent 2-minute resend cooldown; it lives in the user's
 /// own stream, so the user's confirmation and the consumed code commit together.
 extension EmailSignInService {

@@ -2,7 +2,7 @@ import EventSourcing
 import Foundation
 import ModgudDomain
 
-/// Magic links (SPEC.md section 3): issued to a known, active, confirmed user when the realm
+/// Magic links (docs/spec.md section 3): issued to a known, active, confirmed user when the realm
 /// allows them, redeemed once by `urn:cocoar:magic`.
 extension EmailSignInService {
     /// Issues a magic link for a known, active, confirmed user when the realm allows them.
@@ -32,7 +32,7 @@ extension EmailSignInService {
         if !outcome.events.isEmpty { mailEnqueued() }
     }
 
-    /// grant_type=urn:cocoar:magic (SPEC.md section 3). The link is consumed even when the
+    /// grant_type=urn:cocoar:magic (docs/spec.md section 3). The link is consumed even when the
     /// TOTP code is still owed.
     public func redeemMagicLink(userID rawUserID: String, token: String, _ grant: GrantRequest) async throws -> TokenResponse {
         let invalid = OAuthError.invalidGrant("Invalid or expired link.")

@@ -5,7 +5,7 @@ import ModgudDomain
 import PQ
 import SMTP
 
-/// Email one-time codes and magic links (SPEC.md sections 2 and 3): issuing them (a
+/// Email one-time codes and magic links (docs/spec.md sections 2 and 3): issuing them (a
 /// challenge event and its outbox row in one transaction) and redeeming them for tokens.
 /// Magic links are in `EmailSignInService+MagicLinks.swift`.
 ///
@@ -13,9 +13,9 @@ import SMTP
 /// single-use rule is decided by the challenge stream's expected-version append, so it holds
 /// across instances.
 public struct EmailSignInService: Sendable {
-    /// Code lifetime (SPEC.md section 2).
+    /// Code lifetime (docs/spec.md section 2).
     public static let codeLifetime: TimeInterval = 600
-    /// Magic link lifetime (SPEC.md section 3).
+    /// Magic link lifetime (docs/spec.md section 3).
     public static let linkLifetime: TimeInterval = 900
     /// Silent resend cooldown for both.
     public static let resendCooldown: TimeInterval = 120
@@ -95,7 +95,7 @@ public struct EmailSignInService: Sendable {
         async throws
     {
         let settings = realm.settings
-        // SPEC.md section 2 step 2: required names first, whatever the address.
+        // docs/spec.md section 2 step 2: required names first, whatever the address.
         let fields = settings.registrationFields
         // The username is never required on native paths: it is the email (the seed's rule).
         for (requirement, value, label) in [(fields.firstname, request.firstName, "Firstname"), (fields.lastname, request.lastName, "Lastname")]
@@ -170,7 +170,7 @@ public struct EmailSignInService: Sendable {
         }
     }
 
-    /// grant_type=urn:cocoar:otp (SPEC.md section 2). Failures are `OAuthError`s; every
+    /// grant_type=urn:cocoar:otp (docs/spec.md section 2). Failures are `OAuthError`s; every
     /// wrong, expired, burned or used code is the same "Invalid or expired code.".
     public func redeemCode(email rawEmail: String, code: String, _ grant: GrantRequest) async throws -> TokenResponse {
         let invalid = OAuthError.invalidGrant("Invalid or expired code.")

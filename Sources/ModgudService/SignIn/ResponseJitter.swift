@@ -1,6 +1,6 @@
 import Foundation
 
-/// The random 100–300 ms delay of SPEC.md section 0 ("uniform failures").
+/// The random 100–300 ms delay of docs/spec.md section 0 ("uniform failures").
 ///
 /// The delay is measured from when the request started, not added after the work: the
 /// answer leaves at `start + uniform(100…300 ms)`, so how long the work took (a user found

@@ -1,7 +1,7 @@
 import Foundation
 import ModgudDomain
 
-/// The TOTP gate of the OTP and magic grants (SPEC.md section 2): RFC 6238, 6 digits, 30 s,
+/// The TOTP gate of the OTP and magic grants (docs/spec.md section 2): RFC 6238, 6 digits, 30 s,
 /// ±1 step, and a step at or below the last accepted one is refused (accepted once).
 struct SecondFactor: Sendable {
     enum Result: Equatable {

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 
-/// Seals private key material with AES-256-GCM under the master key (DESIGN.md section 4).
+/// Seals private key material with AES-256-GCM under the master key (docs/architecture.md, "Tokens").
 ///
 /// The additional authenticated data binds a sealed key to its realm and kid, so a sealed
 /// blob copied to another row does not open.

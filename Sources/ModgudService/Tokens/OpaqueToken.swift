@@ -3,7 +3,7 @@ import Foundation
 import ModgudDomain
 
 /// Opaque tokens (reference access tokens, refresh tokens): 256 random bits, base64url, and
-/// the SHA-256 hash that is all the server keeps (DESIGN.md section 1: no secret in the log).
+/// the SHA-256 hash that is all the server keeps (docs/architecture.md, "Event sourcing": no secret in the log).
 public enum OpaqueToken {
     /// A new token and its hash.
     public static func generate() -> (token: String, hash: String) {

@@ -63,7 +63,7 @@ public struct SigningKeyMaterial: Sendable {
 }
 
 extension SigningKeyMaterial {
-    /// Writes NumericDates (`iat`, `exp`, `auth_time`, `nbf`) as whole seconds (SPEC.md section 5).
+    /// Writes NumericDates (`iat`, `exp`, `auth_time`, `nbf`) as whole seconds (docs/spec.md section 5).
     /// RFC 7519 section 2 allows fractions, but widely used verifiers reject them: a fractional
     /// `iat` is "in the future" to a verifier whose clock reads the same second.
     static let serializer: DefaultJWTSerializer = {
