@@ -15,7 +15,7 @@ public struct AdminService: Sendable {
     // MARK: Realms
 
     public func createRealm(_ id: String, settings: RealmSettings, metadata: EventMetadata) async throws -> Realm.State {
-        let state = try await core.realms.actor(for: StreamNames.realm(id)).execute(.create(id: id, settings: settings), now: Date(), metadata: metadata)
+        let state = try await core.realms.actor(for: StreamNames.realm(id)).execute(.create(id: id, settings: settings), now: core.now(), metadata: metadata)
             .state
         await core.settingsChanged(.realm(id))
         return state
@@ -31,7 +31,7 @@ public struct AdminService: Sendable {
         guard var settings = try await actor.current().state.settings else { throw DomainError("Realm.NotFound", "No realm \(id).") }
         let before = settings.primaryDomain
         try change(&settings)
-        let state = try await actor.execute(.changeSettings(settings), now: Date(), metadata: metadata).state
+        let state = try await actor.execute(.changeSettings(settings), now: core.now(), metadata: metadata).state
         await core.settingsChanged(.realm(id))
         guard let before, before != settings.primaryDomain else { return (state, nil) }
         let enrolled = try await core.passkeys.count(realm: id, rpID: before)
@@ -70,7 +70,7 @@ public struct AdminService: Sendable {
         guard try await self.realm(realm).exists else { throw DomainError("Realm.NotFound", "No realm \(realm).") }
         let secret = settings.type == .confidential ? ClientAuthenticator.generateSecret() : nil
         let state = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
-            .execute(.register(id: id, settings: settings, secretHash: secret?.hash), now: Date(), metadata: metadata).state
+            .execute(.register(id: id, settings: settings, secretHash: secret?.hash), now: core.now(), metadata: metadata).state
         await core.settingsChanged(.client(realm: realm, id: id))
         return (state, secret?.secret)
     }
@@ -85,7 +85,7 @@ public struct AdminService: Sendable {
         let realmSettings = try await self.realm(realm).settings ?? RealmSettings(hosts: [], displayName: realm)
         let before = PasskeyService.rpID(client: settings, realm: realmSettings)
         try change(&settings)
-        let state = try await actor.execute(.update(settings), now: Date(), metadata: metadata).state
+        let state = try await actor.execute(.update(settings), now: core.now(), metadata: metadata).state
         await core.settingsChanged(.client(realm: realm, id: id))
         let after = PasskeyService.rpID(client: settings, realm: realmSettings)
         guard before != after else { return (state, nil) }
@@ -101,14 +101,14 @@ public struct AdminService: Sendable {
     public func rotateClientSecret(realm: String, id: String, metadata: EventMetadata) async throws -> String {
         let (secret, hash) = ClientAuthenticator.generateSecret()
         _ = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
-            .execute(.rotateSecret(secretHash: hash), now: Date(), metadata: metadata)
+            .execute(.rotateSecret(secretHash: hash), now: core.now(), metadata: metadata)
         await core.settingsChanged(.client(realm: realm, id: id))
         return secret
     }
 
     public func setClientEnabled(realm: String, id: String, enabled: Bool, metadata: EventMetadata) async throws -> Client.State {
         let state = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
-            .execute(enabled ? .enable : .disable, now: Date(), metadata: metadata).state
+            .execute(enabled ? .enable : .disable, now: core.now(), metadata: metadata).state
         await core.settingsChanged(.client(realm: realm, id: id))
         return state
     }
@@ -116,7 +116,7 @@ public struct AdminService: Sendable {
     /// Deletes a client: it can no longer authenticate, its access tokens stop being live at
     /// once (introspection, userinfo), its refresh tokens are refused, and its id is retired.
     public func deleteClient(realm: String, id: String, metadata: EventMetadata) async throws {
-        _ = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id)).execute(.delete, now: Date(), metadata: metadata)
+        _ = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id)).execute(.delete, now: core.now(), metadata: metadata)
         await core.settingsChanged(.client(realm: realm, id: id))
     }
 
@@ -170,7 +170,7 @@ public struct AdminService: Sendable {
             .register(
                 id: id, email: .sealed(try key.seal(email.value)), emailConfirmed: emailConfirmed, username: try key.seal(User.cleanName(username)),
                 firstName: try key.seal(User.cleanName(firstName)), lastName: try key.seal(User.cleanName(lastName)),
-                securityStamp: UUID().uuidString, via: "admin"), now: Date(), metadata: metadata
+                securityStamp: UUID().uuidString, via: "admin"), now: core.now(), metadata: metadata
         ).state
         return UserSummary(id: id, email: email.value, status: state.status.rawValue)
     }
@@ -221,7 +221,7 @@ public struct AdminService: Sendable {
         case .logoutEverywhere: command = .rotateSecurityStamp(newStamp: stamp, reason: .logoutEverywhere)
         case .delete: command = .delete(newStamp: stamp)
         }
-        return try await core.users.actor(for: StreamNames.user(realm: realm, userID: userID)).execute(command, now: Date(), metadata: metadata).state
+        return try await core.users.actor(for: StreamNames.user(realm: realm, userID: userID)).execute(command, now: core.now(), metadata: metadata).state
     }
 
     /// Turns TOTP on for a user with a new secret; hand the provisioning to the user.

@@ -30,7 +30,8 @@ public struct ModgudCore: Sendable {
     public let secrets: ServerSecrets?
     /// Personal data keys (issue 13); nil in tools started without the master key.
     public let vault: PersonalDataVault?
-    let now: @Sendable () -> Date
+    /// The clock every service of this instance reads (tests inject one).
+    public let now: @Sendable () -> Date
     private let mailDoorbell = Doorbell()
 
     /// - Parameters:

@@ -45,6 +45,11 @@ public enum EmailChallenge: Aggregate {
 
     public static let initialState = State()
 
+    /// A right secret for an account that cannot sign in (disabled or deleted).
+    public static let accountCannotSignIn = DomainError("Account.CannotSignIn", "The account cannot sign in.")
+    /// A right secret for an account with TOTP, and no TOTP code came: the challenge stays live.
+    public static let secondFactorRequired = DomainError("TOTP.Required", "Two-factor authentication is required; supply totp_code.")
+
     public static func decide(_ command: Command, state: State, now: Date) throws(DomainError) -> [EmailChallengeEvent] {
         switch command {
         case .issue(let issued, let cooldown):
@@ -67,10 +72,10 @@ public enum EmailChallenge: Aggregate {
             case .open:
                 return [.consumed(ChallengeConsumed(challengeID: current.challengeID))]
             case .accountCannotSignIn:
-                throw DomainError("Account.CannotSignIn", "The account cannot sign in.")
+                throw accountCannotSignIn
             case .secondFactorMissing:
                 // The code stays live: the app asks for the TOTP code and sends both again.
-                throw DomainError("TOTP.Required", "Two-factor authentication is required; supply totp_code.")
+                throw secondFactorRequired
             case .secondFactorWrong:
                 // Counts against the code, so the code bounds guesses at the second factor too.
                 return failedAttempt(state: state, current: current, reason: .wrongSecondFactor)
@@ -108,5 +113,12 @@ public enum EmailChallenge: Aggregate {
         var difference: UInt8 = 0
         for index in left.indices { difference |= left[index] ^ right[index] }
         return difference == 0
+    }
+}
+
+extension Array where Element == EmailChallengeEvent {
+    /// Whether these events consume the challenge (the secret was right and nothing was owed).
+    public var consumeChallenge: Bool {
+        contains { if case .consumed = $0 { true } else { false } }
     }
 }

@@ -168,7 +168,7 @@ extension PasskeyService {
             // The unique address index (another sign-up or a registration won the race), or
             // the credential is registered already: nothing was written.
             throw Self.accountExists
-        } catch let failure as PQError where failure.sqlState == "MGD01" {
+        } catch let failure as PQError where failure.meansSubjectKeyMissing {
             throw badCeremony
         }
         return signIn.response

@@ -180,7 +180,7 @@ public struct LegacySealer: Sendable {
             guard let address = plain("email") else { break }
             let expires = (payload["expiresAt"] as? Double).map { Date(timeIntervalSinceReferenceDate: $0) }
                 ?? (payload["expiresAt"] as? String).flatMap { try? Date($0, strategy: .iso8601) }
-            let live = payload["purpose"] as? String == ChallengePurpose.registrationCode.rawValue && (expires ?? .distantPast) > Date()
+            let live = payload["purpose"] as? String == ChallengePurpose.registrationCode.rawValue && (expires ?? .distantPast) > core.now()
             if live, let email = EmailAddress(address) {
                 let registrant = UUID()
                 payload["registrantID"] = registrant.uuidString
@@ -194,7 +194,7 @@ public struct LegacySealer: Sendable {
         }
         if let address = metadata["clientIP"] as? String, SealedText(stored: address) == nil {
             changed = true
-            if event.recordedAt < Date().addingTimeInterval(-addressRetention) {
+            if event.recordedAt < core.now().addingTimeInterval(-addressRetention) {
                 metadata["clientIP"] = nil
                 report.addressesDropped += 1
             } else {

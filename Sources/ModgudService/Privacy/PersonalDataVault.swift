@@ -36,6 +36,10 @@ public final class PersonalDataVault: Sendable {
             inputKeyMaterial: master, salt: Array("modgud".utf8), info: Array("blind index v1".utf8), outputByteCount: 32)
     }
 
+    /// The SQLSTATE `modgud_require_subject_key` raises (migration 0009) when a subject has no
+    /// key: the transaction that checked it wrote nothing.
+    public static let subjectKeyMissingState = "MGD01"
+
     /// The subject was erased: nothing more is sealed for it.
     public struct SubjectErased: Error, Equatable, CustomStringConvertible {
         public var subject: String
@@ -223,4 +227,9 @@ public final class PersonalDataVault: Sendable {
     func unwrap(_ sealed: [UInt8], subject: String) throws -> [UInt8] {
         Array(try AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: wrapping, authenticating: Array("subject-key/\(subject)".utf8)))
     }
+}
+
+extension PQError {
+    /// The transaction met an erased subject's missing key (`modgud_require_subject_key`).
+    public var meansSubjectKeyMissing: Bool { sqlState == PersonalDataVault.subjectKeyMissingState }
 }

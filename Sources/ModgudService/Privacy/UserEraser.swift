@@ -70,7 +70,7 @@ public struct UserEraser: Sendable {
             keptIndex = try await core.pool.query(
                 "SELECT email_index FROM subject_keys WHERE subject = \(PersonalDataVault.userSubject(userID))"
             ).first?.decode(String?.self, at: 0)
-            let result = try await actor.execute(.erase(newStamp: OpaqueToken.generate().hash), now: Date(), metadata: metadata)
+            let result = try await actor.execute(.erase(newStamp: OpaqueToken.generate().hash), now: core.now(), metadata: metadata)
             outcome.erasedNow = !result.events.isEmpty
             outcome.familiesRevoked = try await revokeFamilies(realm: realm, userID: userID, metadata: metadata)
             outcome.passkeysDeleted = try await deletePasskeys(realm: realm, userID: userID, metadata: metadata)
@@ -109,7 +109,7 @@ public struct UserEraser: Sendable {
         var revoked = 0
         for family in families {
             let result = try await core.families.actor(for: StreamNames.tokenFamily(realm: realm, familyID: family))
-                .execute(.revoke(.erased), now: Date(), metadata: metadata)
+                .execute(.revoke(.erased), now: core.now(), metadata: metadata)
             revoked += result.events.isEmpty ? 0 : 1
         }
         return revoked

@@ -170,153 +170,6 @@ public struct EmailSignInService: Sendable {
         }
     }
 
-    /// grant_type=urn:cocoar:otp (docs/spec.md section 2). Failures are `OAuthError`s; every
-    /// wrong, expired, burned or used code is the same "Invalid or expired code.".
-    public func redeemCode(email rawEmail: String, code: String, _ grant: GrantRequest) async throws -> TokenResponse {
-        let invalid = OAuthError.invalidGrant("Invalid or expired code.")
-        let realm = grant.client.realm
-        guard let email = EmailAddress(rawEmail), code.count == 6, code.allSatisfy(\.isASCII), code.allSatisfy(\.isNumber) else { throw invalid }
-        // Scope and audience problems are the client's, whatever the code: check them first,
-        // so a bad request does not spend an attempt.
-        _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
-        _ = try ScopePolicy.audiences(resources: grant.resources, allowed: grant.client.settings.audiences, clientID: grant.client.id)
-        guard let (challenge, issued) = try await liveCode(realm: realm, email: email) else { throw invalid }
-        let hash = secrets.codes.hash(code, for: Self.codeBinding(realm: realm, email: email))
-
-        var userVersion: Int64 = 0
-        var loadedUser: User.State?
-        var gate = EmailChallenge.RedeemGate.open
-        var totpStep: UInt64?
-        if issued.purpose == .loginCode, let userID = issued.userID {
-            let loaded = try await users.actor(for: StreamNames.user(realm: realm, userID: userID)).current()
-            userVersion = loaded.version
-            loadedUser = loaded.state
-            switch loaded.state.canSignIn ? try secondFactor.check(grant.totpCode, user: loaded.state, realm: realm) : nil {
-            case nil: gate = .accountCannotSignIn
-            case .notRequired: gate = .open
-            case .missing: gate = .secondFactorMissing
-            case .wrong: gate = .secondFactorWrong
-            case .valid(let step):
-                totpStep = step
-                gate = .open
-            }
-        }
-        // Registration: the user and the consumed code commit together, or neither does. The
-        // personal fields were sealed for this user when the code was issued: copied unopened.
-        let newUserID = issued.registrantID ?? UUID()
-        let stamp = OpaqueToken.generate().hash
-        var registered = UserRegistered(
-            userID: newUserID, email: issued.email ?? .plain(email.value), emailConfirmed: true, username: issued.username,
-            firstName: issued.firstName, lastName: issued.lastName, securityStamp: stamp, via: "urn:cocoar:otp")
-        var subjectKeyStatement: PQQuery?
-        if issued.purpose == .registrationCode, let registrant = issued.registrantID {
-            // The registrant's key must still exist when the user commits (an address erased
-            // while its code was out): checked in the transaction, by the database.
-            subjectKeyStatement = "SELECT modgud_require_subject_key(\(PersonalDataVault.userSubject(registrant)))"
-        } else if issued.purpose == .registrationCode {
-            // A code issued before sealing began: the user's fields are sealed now, under a key
-            // stored first (the users projection reads the blind index beside it; a redemption
-            // that then fails leaves a key maintenance removes).
-            let key = try vault.newSubject(
-                PersonalDataVault.userSubject(newUserID), realm: realm, emailIndex: vault.blindIndex(email.value, realm: realm))
-            registered.email = .sealed(try key.seal(email.value))
-            registered.username = try key.seal(try await vault.open(issued.username))
-            registered.firstName = try key.seal(try await vault.open(issued.firstName))
-            registered.lastName = try key.seal(try await vault.open(issued.lastName))
-            _ = try await pool.query(key.insert)
-        }
-        let keyStatement = subjectKeyStatement
-        let userRegistered = registered
-        let userStream = issued.userID.map { StreamNames.user(realm: realm, userID: $0) }
-        let (spentStep, userAt) = (totpStep, userVersion)
-        // The tokens are minted before the code is tried, and their family commits with the
-        // consumed code (one transaction); a refused code discards them unsent. The user as
-        // committed: a new one from its registration event, a known one as loaded above (an
-        // accepted TOTP step changes nothing a token carries).
-        let signIn: PreparedSignIn?
-        switch (issued.purpose, gate) {
-        case (.registrationCode, _):
-            signIn = try await tokenService.prepareSignIn(
-                client: grant.client, user: User.evolve(User.initialState, .registered(userRegistered)), grantType: .otp, scope: grant.scope,
-                resources: grant.resources, amr: ["otp"], issuer: grant.issuer)
-        case (_, .open):
-            guard let loadedUser else { throw invalid }
-            signIn = try await tokenService.prepareSignIn(
-                client: grant.client, user: loadedUser, grantType: .otp, scope: grant.scope, resources: grant.resources,
-                amr: totpStep == nil ? ["otp"] : ["otp", "mfa"], issuer: grant.issuer)
-        default:
-            signIn = nil  // the code will not be consumed: nothing to mint
-        }
-        let redeem = EmailChallenge.Command.redeem(presentedHash: hash, gate: gate)
-        /// Redeems the code; `retirement` is appended with a registration's user.
-        @Sendable func consume(retiring retirement: [StreamWrite]) async throws -> CommandOutcome<EmailChallenge> {
-            try await challenge.execute(
-                redeem, now: now(), metadata: grant.metadata,
-                extra: { events in
-                    guard let keyStatement, events.contains(where: { if case .consumed = $0 { true } else { false } }) else { return [] }
-                    return [keyStatement]
-                },
-                alsoAppending: { events in
-                    guard events.contains(where: { if case .consumed = $0 { true } else { false } }) else { return [] }
-                    let family = try signIn.map { [try $0.write()] } ?? []
-                    if issued.purpose == .registrationCode {
-                        return retirement + [
-                            StreamWrite(
-                                stream: StreamNames.user(realm: realm, userID: newUserID), expected: .noStream,
-                                events: [try NewEvent(userRegistered)])
-                        ] + family
-                    }
-                    if let spentStep, let userStream {
-                        // The TOTP step is spent in the same transaction: a replay of the same
-                        // TOTP code (or a concurrent one) loses on the user's stream version.
-                        return [
-                            StreamWrite(
-                                stream: userStream, expected: ExpectedVersion(current: userAt),
-                                events: [try NewEvent(UserTOTPStepAccepted(step: spentStep))])
-                        ] + family
-                    }
-                    return family
-                })
-        }
-        let outcome: CommandOutcome<EmailChallenge>
-        do {
-            do {
-                outcome = try await consume(retiring: [])
-            } catch EventStoreError.inlineProjectionFailed where issued.purpose == .registrationCode {
-                // The address is held (the unique address index refused the new user; nothing
-                // was written). Proof of the mailbox wins (issue 14): an unproven passkey sign-up
-                // holding it is retired, with its passkeys, in the transaction that creates the
-                // owner's account. Looked up only here, so an ordinary sign-up pays nothing.
-                let retirement = try await retirementOfUnprovenAccount(realm: realm, email: email)
-                guard !retirement.isEmpty else { throw invalid }
-                outcome = try await consume(retiring: retirement)
-            }
-        } catch let refused as DomainError {
-            switch refused.code {
-            case "Account.CannotSignIn": throw OAuthError.invalidGrant("The account cannot sign in.")
-            case "TOTP.Required": throw OAuthError.invalidGrant("Two-factor authentication is required; supply totp_code.")
-            default: throw invalid
-            }
-        } catch EventStoreError.wrongExpectedVersion {
-            // A retired account changed meanwhile (nothing was written: the code can be tried
-            // again), or the user's TOTP step was taken meanwhile.
-            if issued.purpose == .registrationCode { throw invalid }
-            throw OAuthError.invalidGrant("The two-factor code is invalid.")
-        } catch EventStoreError.inlineProjectionFailed {
-            // The address got an account meanwhile (unique email): nothing was written.
-            throw invalid
-        } catch let failure as PQError where failure.sqlState == "MGD01" {
-            // The address was erased while its code was out: nothing was written.
-            throw invalid
-        }
-        guard outcome.events.contains(where: { if case .consumed = $0 { true } else { false } }) else {
-            if gate == .secondFactorWrong, hashMatches(outcome.events) { throw OAuthError.invalidGrant("The two-factor code is invalid.") }
-            throw invalid
-        }
-        guard let signIn else { throw invalid }
-        return signIn.response
-    }
-
     // MARK: Helpers
 
     /// A registration code's event: the address and names sealed under the key of the user the
@@ -336,7 +189,7 @@ public struct EmailSignInService: Sendable {
         return (issued, key)
     }
 
-    private func hashMatches(_ events: [EmailChallengeEvent]) -> Bool {
+    func hashMatches(_ events: [EmailChallengeEvent]) -> Bool {
         events.contains { if case .attemptFailed(let failed) = $0 { failed.reason == .wrongSecondFactor } else { false } }
     }
 
@@ -352,7 +205,7 @@ public struct EmailSignInService: Sendable {
 
     /// The live code of an address: in today's stream, or (just after midnight UTC) in
     /// yesterday's.
-    private func liveCode(realm: String, email: EmailAddress) async throws -> (AggregateActor<EmailChallenge>, ChallengeIssued)? {
+    func liveCode(realm: String, email: EmailAddress) async throws -> (AggregateActor<EmailChallenge>, ChallengeIssued)? {
         let time = now()
         for day in [time, time - Self.codeLifetime] {
             let challenge = await challenges.actor(for: codeStream(realm: realm, email: email, day: day))

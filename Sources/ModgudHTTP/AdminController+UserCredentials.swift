@@ -1,0 +1,48 @@
+import Foundation
+import Hummingbird
+import ModgudService
+
+/// A user's second factor and passkeys in the admin API.
+extension AdminController {
+    func registerUserCredentials(on api: RouterGroup<ModgudRequestContext>) {
+        api.post("realms/:realm/users/:user/totp") { request, context in
+            let user = context.parameters.get("user") ?? ""
+            return await self.handle(request, context) { realm in
+                let provisioning = try await self.admin.enableTOTP(
+                    realm: realm, userID: try await self.userID(user, realm: realm), metadata: self.metadata(context))
+                return Self.ok(["OtpauthUri": provisioning.uri, "Secret": provisioning.secret], found: true)
+            }
+        }
+        api.delete("realms/:realm/users/:user/totp") { request, context in
+            let user = context.parameters.get("user") ?? ""
+            return await self.handle(request, context) { realm in
+                let id = try await self.userID(user, realm: realm)
+                try await self.admin.disableTOTP(realm: realm, userID: id, metadata: self.metadata(context))
+                return Self.ok(["Id": id.uuidString.lowercased(), "TwoFactor": "off"], found: true)
+            }
+        }
+        api.get("realms/:realm/users/:user/passkeys") { request, context in
+            let user = context.parameters.get("user") ?? ""
+            return await self.handle(request, context) { realm in
+                let passkeys = try await self.admin.passkeys(realm: realm, userID: try await self.userID(user, realm: realm)).map { passkey in
+                    [
+                        "Id": passkey.id.uuidString.lowercased(), "DisplayName": passkey.displayName, "RpId": passkey.rpID,
+                        "CreatedAt": passkey.createdAt.formatted(Date.ISO8601FormatStyle()),
+                        "LastUsedAt": passkey.lastUsedAt?.formatted(Date.ISO8601FormatStyle()) ?? "", "Provider": passkey.provider.name,
+                    ]
+                }
+                return Self.ok(passkeys, found: true)
+            }
+        }
+        api.delete("realms/:realm/users/:user/passkeys/:passkey") { request, context in
+            let user = context.parameters.get("user") ?? ""
+            let passkey = context.parameters.get("passkey").flatMap(UUID.init(uuidString:))
+            return await self.handle(request, context) { realm in
+                guard let id = try await self.admin.findUser(realm: realm, user), let passkey,
+                    try await self.admin.revokePasskey(realm: realm, userID: id, passkeyID: passkey, metadata: self.metadata(context))
+                else { throw AdminProblem("Passkey.NotFound", "No such passkey.", status: 404) }
+                return Response(status: .noContent)
+            }
+        }
+    }
+}

@@ -1,0 +1,198 @@
+import EventSourcing
+import EventStorePostgres
+import Foundation
+import ModgudDomain
+import PQ
+
+/// grant_type=urn:cocoar:otp (docs/spec.md section 2): a login code signs a user in, a
+/// registration code creates the user, in the transaction that consumes the code.
+extension EmailSignInService {
+    /// Redeems an email code. Failures are `OAuthError`s; every wrong, expired, burned or used
+    /// code is the same "Invalid or expired code.".
+    public func redeemCode(email rawEmail: String, code: String, _ grant: GrantRequest) async throws -> TokenResponse {
+        let realm = grant.client.realm
+        guard let email = EmailAddress(rawEmail), code.count == 6, code.allSatisfy(\.isASCII), code.allSatisfy(\.isNumber) else {
+            throw Self.invalidCode
+        }
+        // Scope and audience problems are the client's, whatever the code: check them first,
+        // so a bad request does not spend an attempt.
+        _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
+        _ = try ScopePolicy.audiences(resources: grant.resources, allowed: grant.client.settings.audiences, clientID: grant.client.id)
+        guard let (challenge, issued) = try await liveCode(realm: realm, email: email) else { throw Self.invalidCode }
+        let account = try await accountGate(issued, grant: grant)
+        let registration = try await registration(issued, email: email, realm: realm)
+        let redemption = CodeRedemption(
+            challenge: challenge, issued: issued, realm: realm, metadata: grant.metadata, now: now(),
+            redeem: .redeem(presentedHash: secrets.codes.hash(code, for: Self.codeBinding(realm: realm, email: email)), gate: account.gate),
+            registration: registration, account: account,
+            signIn: try await prepareCodeSignIn(issued, account: account, registered: registration.event, grant))
+        let outcome: CommandOutcome<EmailChallenge>
+        do {
+            do {
+                outcome = try await redemption.consume(retiring: [])
+            } catch EventStoreError.inlineProjectionFailed where issued.purpose == .registrationCode {
+                // The address is held (the unique address index refused the new user; nothing
+                // was written). Proof of the mailbox wins (issue 14): an unproven passkey sign-up
+                // holding it is retired, with its passkeys, in the transaction that creates the
+                // owner's account. Looked up only here, so an ordinary sign-up pays nothing.
+                let retirement = try await retirementOfUnprovenAccount(realm: realm, email: email)
+                guard !retirement.isEmpty else { throw Self.invalidCode }
+                outcome = try await redemption.consume(retiring: retirement)
+            }
+        } catch {
+            throw Self.refusal(for: error, registration: issued.purpose == .registrationCode)
+        }
+        guard outcome.events.consumeChallenge else {
+            if account.gate == .secondFactorWrong, hashMatches(outcome.events) { throw OAuthError.invalidGrant("The two-factor code is invalid.") }
+            throw Self.invalidCode
+        }
+        guard let signIn = redemption.signIn else { throw Self.invalidCode }
+        return signIn.response
+    }
+
+    static let invalidCode = OAuthError.invalidGrant("Invalid or expired code.")
+
+    /// What a failed consumption answers; nothing was written in any of these cases.
+    static func refusal(for error: any Error, registration: Bool) -> any Error {
+        switch error {
+        case let refused as DomainError where refused == EmailChallenge.accountCannotSignIn:
+            return OAuthError.invalidGrant("The account cannot sign in.")
+        case let refused as DomainError where refused == EmailChallenge.secondFactorRequired:
+            return OAuthError.invalidGrant("Two-factor authentication is required; supply totp_code.")
+        case is DomainError:
+            return invalidCode
+        case EventStoreError.wrongExpectedVersion:
+            // A retired account changed meanwhile (the code can be tried again), or the user's
+            // TOTP step was taken meanwhile.
+            return registration ? invalidCode : OAuthError.invalidGrant("The two-factor code is invalid.")
+        case EventStoreError.inlineProjectionFailed:
+            return invalidCode  // the address got an account meanwhile (unique email)
+        case let failure as PQError where failure.meansSubjectKeyMissing:
+            return invalidCode  // the address was erased while its code was out
+        default:
+            return error
+        }
+    }
+
+    /// What the account owes besides the code: found before the command, since the account's
+    /// status and second factor live in another stream.
+    struct AccountGate {
+        var gate = EmailChallenge.RedeemGate.open
+        var user: User.State?
+        var userVersion: Int64 = 0
+        /// An accepted TOTP step, spent in the code's transaction.
+        var totpStep: UInt64?
+    }
+
+    private func accountGate(_ issued: ChallengeIssued, grant: GrantRequest) async throws -> AccountGate {
+        guard issued.purpose == .loginCode, let userID = issued.userID else { return AccountGate() }
+        let realm = grant.client.realm
+        let loaded = try await users.actor(for: StreamNames.user(realm: realm, userID: userID)).current()
+        var account = AccountGate(user: loaded.state, userVersion: loaded.version)
+        switch loaded.state.canSignIn ? try secondFactor.check(grant.totpCode, user: loaded.state, realm: realm) : nil {
+        case nil: account.gate = .accountCannotSignIn
+        case .notRequired: account.gate = .open
+        case .missing: account.gate = .secondFactorMissing
+        case .wrong: account.gate = .secondFactorWrong
+        case .valid(let step): account.totpStep = step
+        }
+        return account
+    }
+
+    /// A registration code's new user, and the statement that checks its key still exists.
+    struct Registration {
+        var userID: UUID
+        var event: UserRegistered
+        var keyCheck: PQQuery?
+    }
+
+    /// Registration: the user and the consumed code commit together, or neither does. The
+    /// personal fields were sealed for this user when the code was issued: copied unopened.
+    private func registration(_ issued: ChallengeIssued, email: EmailAddress, realm: String) async throws -> Registration {
+        let userID = issued.registrantID ?? UUID()
+        var registered = UserRegistered(
+            userID: userID, email: issued.email ?? .plain(email.value), emailConfirmed: true, username: issued.username,
+            firstName: issued.firstName, lastName: issued.lastName, securityStamp: OpaqueToken.generate().hash, via: "urn:cocoar:otp")
+        guard issued.purpose == .registrationCode else { return Registration(userID: userID, event: registered) }
+        if let registrant = issued.registrantID {
+            // The registrant's key must still exist when the user commits (an address erased
+            // while its code was out): checked in the transaction, by the database.
+            return Registration(userID: userID, event: registered, keyCheck: "SELECT modgud_require_subject_key(\(PersonalDataVault.userSubject(registrant)))")
+        }
+        // A code issued before sealing began: the user's fields are sealed now, under a key
+        // stored first (the users projection reads the blind index beside it; a redemption that
+        // then fails leaves a key maintenance removes).
+        let key = try vault.newSubject(PersonalDataVault.userSubject(userID), realm: realm, emailIndex: vault.blindIndex(email.value, realm: realm))
+        registered.email = .sealed(try key.seal(email.value))
+        registered.username = try key.seal(try await vault.open(issued.username))
+        registered.firstName = try key.seal(try await vault.open(issued.firstName))
+        registered.lastName = try key.seal(try await vault.open(issued.lastName))
+        _ = try await pool.query(key.insert)
+        return Registration(userID: userID, event: registered)
+    }
+
+    /// The tokens are minted before the code is tried, and their family commits with the
+    /// consumed code (one transaction); a refused code discards them unsent. The user as
+    /// committed: a new one from its registration event, a known one as loaded (an accepted
+    /// TOTP step changes nothing a token carries). nil when the code will not be consumed.
+    private func prepareCodeSignIn(_ issued: ChallengeIssued, account: AccountGate, registered: UserRegistered, _ grant: GrantRequest)
+        async throws -> PreparedSignIn?
+    {
+        switch (issued.purpose, account.gate) {
+        case (.registrationCode, _):
+            return try await tokenService.prepareSignIn(
+                client: grant.client, user: User.evolve(User.initialState, .registered(registered)), grantType: .otp, scope: grant.scope,
+                resources: grant.resources, amr: ["otp"], issuer: grant.issuer)
+        case (_, .open):
+            guard let user = account.user else { throw Self.invalidCode }
+            return try await tokenService.prepareSignIn(
+                client: grant.client, user: user, grantType: .otp, scope: grant.scope, resources: grant.resources,
+                amr: account.totpStep == nil ? ["otp"] : ["otp", "mfa"], issuer: grant.issuer)
+        default:
+            return nil
+        }
+    }
+}
+
+/// One code redemption's command and everything that commits with a consumed code.
+struct CodeRedemption: Sendable {
+    let challenge: AggregateActor<EmailChallenge>
+    let issued: ChallengeIssued
+    let realm: String
+    let metadata: EventMetadata
+    let now: Date
+    let redeem: EmailChallenge.Command
+    let registration: EmailSignInService.Registration
+    let account: EmailSignInService.AccountGate
+    let signIn: PreparedSignIn?
+
+    /// Redeems the code; a consumed code appends, in its transaction, the sign-in's token
+    /// family and either the registration's user (after `retirement`, the retired holder of
+    /// the address) or the spent TOTP step.
+    func consume(retiring retirement: [StreamWrite]) async throws -> CommandOutcome<EmailChallenge> {
+        let keyCheck = registration.keyCheck
+        return try await challenge.execute(
+            redeem, now: now, metadata: metadata,
+            extra: { events in events.consumeChallenge ? keyCheck.map { [$0] } ?? [] : [] },
+            alsoAppending: { events in events.consumeChallenge ? try writes(retiring: retirement) : [] })
+    }
+
+    private func writes(retiring retirement: [StreamWrite]) throws -> [StreamWrite] {
+        let family = try signIn.map { [try $0.write()] } ?? []
+        if issued.purpose == .registrationCode {
+            let user = StreamWrite(
+                stream: StreamNames.user(realm: realm, userID: registration.userID), expected: .noStream,
+                events: [try NewEvent(registration.event)])
+            return retirement + [user] + family
+        }
+        if let step = account.totpStep, let userID = issued.userID {
+            // The TOTP step is spent in the same transaction: a replay of the same TOTP code (or
+            // a concurrent one) loses on the user's stream version.
+            let spent = StreamWrite(
+                stream: StreamNames.user(realm: realm, userID: userID), expected: ExpectedVersion(current: account.userVersion),
+                events: [try NewEvent(UserTOTPStepAccepted(step: step))])
+            return [spent] + family
+        }
+        return family
+    }
+}
