@@ -65,7 +65,7 @@ struct Auth0PasskeyController: Sendable {
     private func enabledRealm(_ request: Request) async throws -> RealmDirectory.Entry {
         let (realm, _) = try await parsing.realm(request)
         guard realm.settings.nativeGrants.enabled else {
-            throw OAuthError("unauthorized_client", "Native passwordless grants are not enabled for this realm.", status: 403)
+            throw ServiceRefusal.forbidden("NativeGrants.Disabled", "Native passwordless grants are not enabled for this realm.")
         }
         return realm
     }
@@ -82,12 +82,13 @@ struct Auth0PasskeyController: Sendable {
             let error: OAuthError =
                 switch failure {
                 case .unsupportedMediaType: .invalidRequest("The request body must be application/json.")
-                case .tooLarge: OAuthError("invalid_request", "The request body is too large.", status: 413)
+                case .tooLarge: .invalidRequest("The request body is too large.")
                 case .decoding(.malformed): .invalidRequest("The request body is not a JSON object of the expected shape.")
                 case .decoding(.unknownMember(let name)): .invalidRequest("Unknown member \(name).")
                 case .decoding(.invalid(let detail)): .invalidRequest(detail)
                 case .decoding(.nulCharacter): .invalidRequest("Text must not contain NUL characters.")
                 }
+            if case .tooLarge = failure { return OAuthResponses.error(error, status: .contentTooLarge) }
             return OAuthResponses.error(error)
         }
     }
@@ -98,13 +99,8 @@ struct Auth0PasskeyController: Sendable {
                 return try await body()
             } catch let error as OAuthError {
                 return OAuthResponses.error(error)
-            } catch let refusal as PasskeyService.Refusal {
-                let error = switch refusal.status {
-                case 403: "unauthorized_client"
-                case 503: "temporarily_unavailable"
-                default: "invalid_request"
-                }
-                return OAuthResponses.error(OAuthError(error, refusal.message, status: refusal.status))
+            } catch let refusal as ServiceRefusal {
+                return refusal.oauthResponse
             }
         }
     }

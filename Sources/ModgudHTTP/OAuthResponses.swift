@@ -26,9 +26,13 @@ enum OAuthResponses {
         return try encoder.encode(value)
     }
 
-    static func error(_ error: OAuthError) -> Response {
-        var response = json(ErrorBody(error: error.error, errorDescription: error.description), status: .init(code: error.status))
-        if error.status == 401 { response.headers[.wwwAuthenticate] = #"Basic realm="modgud""# }
+    /// The error body with `status`, by default 400, or 401 with a `WWW-Authenticate`
+    /// challenge for a failed client authentication (RFC 6749 section 5.2).
+    static func error(_ error: OAuthError, status: HTTPResponse.Status? = nil) -> Response {
+        let challenged = error.error == "invalid_client" && error.authenticationAttempted
+        var response = json(
+            ErrorBody(error: error.error, errorDescription: error.description), status: status ?? (challenged ? .unauthorized : .badRequest))
+        if challenged { response.headers[.wwwAuthenticate] = #"Basic realm="modgud""# }
         return response
     }
 

@@ -122,7 +122,8 @@ struct PasskeyController: Sendable {
             do {
                 body = try await parsing.json(EnrollBody.self, request, allowed: EnrollBody.members)
             } catch RequestParsing.Failure.response(let response) where response.status != .contentTooLarge && response.status != .unsupportedMediaType {
-                throw PasskeyService.Refusal(status: 400, title: "Passkey.InvalidRequest", message: "Invalid request.")
+                // docs/spec.md section 4: a malformed enrollment body is the passkey refusal, not the generic one.
+                return ServiceRefusal.invalid("Passkey.InvalidRequest", "Invalid request.").problem
             }
             let created = try await core.passkeys.completeEnrollment(
                 realm: realm, userID: bearer.userID, clientID: bearer.clientID, ceremonyID: body.ceremonyId, attestation: body.attestation.bytes,
@@ -201,8 +202,8 @@ struct PasskeyController: Sendable {
         await account.respond(context) {
             do {
                 return try await body()
-            } catch let refusal as PasskeyService.Refusal {
-                return Problem.response(refusal.title, status: refusal.status, detail: refusal.message)
+            } catch let refusal as ServiceRefusal {
+                return refusal.problem
             }
         }
     }

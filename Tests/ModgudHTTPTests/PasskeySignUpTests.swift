@@ -130,6 +130,29 @@ final class PasskeySignUpTests: XCTestCase {
         }
     }
 
+    /// Issue 23: a sign-up whose credential is registered already says so; it is not mistaken
+    /// for an address that has an account (both are unique indexes, in different projections).
+    func testAReusedCredentialIsReportedAsSuchNotAsAnExistingAccount() async throws {
+        let harness = try await Self.makeHarness()
+        self.harness = harness
+        let steps = SignUpSteps(harness: harness)
+        try await harness.app.test(.router) { client in
+            let first = try await steps.begin(client, #"{"ClientId":"ios","Email":"first@example.com"}"#)
+            let (credential, attestation) = try steps.create(first)
+            let signedUp = try await steps.redeem(client, ceremony: first.ceremony, attestation: attestation)
+            XCTAssertEqual(signedUp.status, .ok, signedUp.body)
+            // The same authenticator credential again, for another address.
+            let second = try await steps.begin(client, #"{"ClientId":"ios","Email":"second@example.com"}"#)
+            let challenge = try XCTUnwrap(Base64URL.decode(try XCTUnwrap(second.options["challenge"] as? String)))
+            let reused = steps.authenticator.register(credential, .init(challenge: challenge, origin: "https://ios.acme.test"))
+            let refused = try await steps.redeem(client, ceremony: second.ceremony, attestation: String(decoding: reused.json, as: UTF8.self))
+            XCTAssertEqual(refused.json["error"] as? String, "invalid_grant")
+            XCTAssertEqual(refused.json["error_description"] as? String, "This passkey is already registered.")
+            let created = try await harness.userCount("second@example.com")
+            XCTAssertEqual(created, 0, "nothing was written")
+        }
+    }
+
     func testAnExistingAddressBeginsAlikeAndCreatesNothing() async throws {
         let harness = try await Self.makeHarness()
         self.harness = harness

@@ -39,7 +39,7 @@ final class AdminServiceTests: XCTestCase {
             _ = try await core.clientAuthenticator.authenticate(realm: "demo", clientID: "svc", secret: secret)
             XCTFail("the old secret stops working")
         } catch let error as OAuthError {
-            XCTAssertEqual(error.status, 401)
+            XCTAssertEqual(error, .invalidClient(attempted: true), "a failed secret: 401 at the endpoint")
         }
         do {
             _ = try await admin.rotateClientSecret(realm: "demo", id: "app", metadata: metadata)

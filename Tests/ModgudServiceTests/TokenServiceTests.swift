@@ -47,13 +47,14 @@ final class TokenServiceTests: XCTestCase {
             .execute(.register(id: id, settings: settings, secretHash: secretHash), now: now, metadata: .none)
     }
 
-    func expect(_ error: String, status: Int = 400, _ body: () async throws -> Void) async {
+    /// - Parameter attempted: for `invalid_client`, whether authentication was attempted (401).
+    func expect(_ error: String, attempted: Bool = false, _ body: () async throws -> Void) async {
         do {
             try await body()
             XCTFail("expected \(error)")
         } catch let failure as OAuthError {
             XCTAssertEqual(failure.error, error, failure.description)
-            XCTAssertEqual(failure.status, status)
+            XCTAssertEqual(failure.authenticationAttempted, attempted)
         } catch {
             XCTFail("unexpected \(error)")
         }
@@ -65,12 +66,12 @@ final class TokenServiceTests: XCTestCase {
     }
 
     func testClientAuthentication() async throws {
-        await expect("invalid_client", status: 401) { _ = try await self.authenticator.authenticate(realm: "demo", clientID: "svc", secret: "wrong") }
-        await expect("invalid_client", status: 401) { _ = try await self.authenticator.authenticate(realm: "demo", clientID: "svc", secret: nil) }
-        await expect("invalid_client", status: 400) { _ = try await self.authenticator.authenticate(realm: "demo", clientID: "nobody", secret: nil) }
-        await expect("invalid_client", status: 401) { _ = try await self.authenticator.authenticate(realm: "demo", clientID: "nobody", secret: "x") }
-        await expect("invalid_client", status: 401) { _ = try await self.authenticator.authenticate(realm: "demo", clientID: "app", secret: "x") }
-        await expect("invalid_client", status: 400) { _ = try await self.authenticator.authenticate(realm: "other", clientID: "app", secret: nil) }
+        await expect("invalid_client", attempted: true) { _ = try await self.authenticator.authenticate(realm: "demo", clientID: "svc", secret: "wrong") }
+        await expect("invalid_client", attempted: true) { _ = try await self.authenticator.authenticate(realm: "demo", clientID: "svc", secret: nil) }
+        await expect("invalid_client", attempted: false) { _ = try await self.authenticator.authenticate(realm: "demo", clientID: "nobody", secret: nil) }
+        await expect("invalid_client", attempted: true) { _ = try await self.authenticator.authenticate(realm: "demo", clientID: "nobody", secret: "x") }
+        await expect("invalid_client", attempted: true) { _ = try await self.authenticator.authenticate(realm: "demo", clientID: "app", secret: "x") }
+        await expect("invalid_client", attempted: false) { _ = try await self.authenticator.authenticate(realm: "other", clientID: "app", secret: nil) }
         let svc = try await authenticator.authenticate(realm: "demo", clientID: "svc", secret: serviceSecret)
         XCTAssertEqual(svc.id, "svc")
         _ = try await instance.clients.actor(for: StreamNames.client(realm: "demo", clientID: "app")).execute(.disable, now: now, metadata: .none)

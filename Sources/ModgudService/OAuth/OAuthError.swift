@@ -1,15 +1,16 @@
-/// An OAuth error as RFC 6749 section 5.2 defines it; the HTTP layer writes it as
-/// `{ "error", "error_description" }` with `Cache-Control: no-store`.
+/// An OAuth error as RFC 6749 section 5.2 defines it: a code and a description. The HTTP layer
+/// writes it as `{ "error", "error_description" }` and chooses the status.
 public struct OAuthError: Error, Hashable, Sendable, CustomStringConvertible {
     public var error: String
     public var description: String
-    /// 400, or 401 for `invalid_client` after a failed authentication attempt.
-    public var status: Int
+    /// For `invalid_client`: whether the client tried to authenticate (RFC 6749 section 5.2:
+    /// 401 then, with a `WWW-Authenticate` challenge).
+    public var authenticationAttempted: Bool
 
-    public init(_ error: String, _ description: String, status: Int = 400) {
+    public init(_ error: String, _ description: String, authenticationAttempted: Bool = false) {
         self.error = error
         self.description = description
-        self.status = status
+        self.authenticationAttempted = authenticationAttempted
     }
 
     public static func invalidRequest(_ description: String) -> OAuthError { OAuthError("invalid_request", description) }
@@ -19,8 +20,8 @@ public struct OAuthError: Error, Hashable, Sendable, CustomStringConvertible {
     public static func unauthorizedClient(_ description: String) -> OAuthError { OAuthError("unauthorized_client", description) }
     public static func unsupportedGrantType(_ description: String) -> OAuthError { OAuthError("unsupported_grant_type", description) }
 
-    /// Unknown client, or a failed secret: 401 when authentication was attempted (docs/spec.md section 0).
+    /// Unknown client, or a failed secret (docs/spec.md section 0).
     public static func invalidClient(attempted: Bool) -> OAuthError {
-        OAuthError("invalid_client", "Client authentication failed.", status: attempted ? 401 : 400)
+        OAuthError("invalid_client", "Client authentication failed.", authenticationAttempted: attempted)
     }
 }

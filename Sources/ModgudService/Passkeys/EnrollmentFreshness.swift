@@ -19,9 +19,9 @@ extension PasskeyService {
         let family = try await tokenService.families.actor(for: StreamNames.tokenFamily(realm: realm.realmID, familyID: familyID)).current().state
         let limit = TimeInterval(realm.settings.sessionLimits.enrollmentFreshnessMinutes * 60)
         guard let signedIn = family.started?.authTime, now().timeIntervalSince(signedIn) <= limit else {
-            throw Refusal(
-                status: 403, title: "Passkey.ReauthenticationRequired",
-                message: "Sign in again to add a passkey: the sign-in must be at most \(realm.settings.sessionLimits.enrollmentFreshnessMinutes) minutes old.")
+            throw ServiceRefusal.forbidden(
+                "Passkey.ReauthenticationRequired",
+                "Sign in again to add a passkey: the sign-in must be at most \(realm.settings.sessionLimits.enrollmentFreshnessMinutes) minutes old.")
         }
     }
 }

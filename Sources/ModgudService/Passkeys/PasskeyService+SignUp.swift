@@ -37,34 +37,34 @@ extension PasskeyService {
     }
 
     /// Who may sign up: the client's permission, then the realm's registration posture.
-    /// - Throws: `Refusal` 403 `Passkey.SignUpNotAllowed` or `Passkey.SignUpDisabled`.
+    /// - Throws: `ServiceRefusal` (forbidden) `Passkey.SignUpNotAllowed` or `Passkey.SignUpDisabled`.
     static func checkSignUpAllowed(client: ClientSettings, realm: RealmSettings) throws {
         guard client.passkeySignUp, client.grants.contains(.passkey) else {
-            throw Refusal(status: 403, title: "Passkey.SignUpNotAllowed", message: "This client may not create accounts with a passkey.")
+            throw ServiceRefusal.forbidden("Passkey.SignUpNotAllowed", "This client may not create accounts with a passkey.")
         }
         guard realm.registrationPosture != .off else {
-            throw Refusal(status: 403, title: "Passkey.SignUpDisabled", message: "Self-registration is off in this realm.")
+            throw ServiceRefusal.forbidden("Passkey.SignUpDisabled", "Self-registration is off in this realm.")
         }
     }
 
     /// POST /connect/passkey/register/begin (and Auth0's POST /passkey/register).
-    /// - Throws: `Refusal` 400 for an unknown client, an address that is not one, or a
+    /// - Throws: `ServiceRefusal` (invalid) for an unknown client, an address that is not one, or a
     ///   required name missing; 403 when sign-up is not allowed; 503 without an RP-ID.
     public func beginSignUp(realm: RealmDirectory.Entry, clientID: String, _ request: SignUpRequest, metadata: EventMetadata) async throws
         -> Begun
     {
         guard let client = try await clients.enabledClient(realm: realm.realmID, clientID: clientID) else {
-            throw Refusal.badRequest("Passkey.UnknownClient", "Unknown client_id.")
+            throw ServiceRefusal.invalid("Passkey.UnknownClient", "Unknown client_id.")
         }
         try Self.checkSignUpAllowed(client: client, realm: realm.settings)
         let fields = realm.settings.registrationFields
         for (requirement, value, label) in [(fields.firstname, request.firstName, "Firstname"), (fields.lastname, request.lastName, "Lastname")]
         where requirement == .required && User.cleanName(value) == nil {
-            throw Refusal.badRequest("Passkey.FieldRequired", "\(label) is required.")
+            throw ServiceRefusal.invalid("Passkey.FieldRequired", "\(label) is required.")
         }
-        guard let email = EmailAddress(request.email) else { throw Refusal.badRequest("Passkey.InvalidEmail", "Email is not an address.") }
-        guard let rpID = Self.rpID(client: client, realm: realm.settings) else { throw Refusal.unavailable }
-        guard let vault = tokenService.vault else { throw Refusal.unavailable }
+        guard let email = EmailAddress(request.email) else { throw ServiceRefusal.invalid("Passkey.InvalidEmail", "Email is not an address.") }
+        guard let rpID = Self.rpID(client: client, realm: realm.settings) else { throw Self.unconfigured }
+        guard let vault = tokenService.vault else { throw Self.unconfigured }
         let firstName = fields.firstname == .off ? nil : User.cleanName(request.firstName)
         let lastName = fields.lastname == .off ? nil : User.cleanName(request.lastName)
         // The future user's key, with the address's blind index beside it (the users
@@ -107,7 +107,7 @@ extension PasskeyService {
         let realmSettings = try await tokenService.realmSettings(realm)
         do {
             try Self.checkSignUpAllowed(client: client.settings, realm: realmSettings)
-        } catch let refusal as Refusal {
+        } catch let refusal as ServiceRefusal {
             throw OAuthError.unauthorizedClient(refusal.message)
         }
         guard let ceremonyID = UUID(uuidString: rawCeremonyID) else { throw badCeremony }
@@ -164,10 +164,13 @@ extension PasskeyService {
                         try signIn.write(),
                     ]
                 })
-        } catch EventStoreError.inlineProjectionFailed {
-            // The unique address index (another sign-up or a registration won the race), or
-            // the credential is registered already: nothing was written.
+        } catch EventStoreError.inlineProjectionFailed(let projection, _) where projection == UserDirectoryProjection().name {
+            // The unique address index: another sign-up or a registration won the race.
+            // Nothing was written.
             throw Self.accountExists
+        } catch EventStoreError.inlineProjectionFailed(let projection, _) where projection == PasskeyDirectoryProjection().name {
+            // The credential is registered already (the authenticator reused a credential id).
+            throw OAuthError.invalidGrant("This passkey is already registered.")
         } catch let failure as PQError where failure.meansSubjectKeyMissing {
             throw badCeremony
         }

@@ -32,22 +32,9 @@ public struct PasskeyService: Sendable {
         self.now = now
     }
 
-    /// A refusal with an HTTP status and a message (the controller writes it).
-    public struct Refusal: Error, Sendable, Equatable {
-        public var status: Int
-        public var title: String
-        public var message: String
-
-        public init(status: Int, title: String, message: String) {
-            self.status = status
-            self.title = title
-            self.message = message
-        }
-
-        static let unavailable = Refusal(
-            status: 503, title: "Passkey.Unavailable", message: "Passkeys are not configured: set the client's RP-ID or the realm's primary domain.")
-        static func badRequest(_ title: String, _ message: String) -> Refusal { Refusal(status: 400, title: title, message: message) }
-    }
+    /// No RP-ID to put passkeys under.
+    static let unconfigured = ServiceRefusal(
+        .unavailable, "Passkey.Unavailable", "Passkeys are not configured: set the client's RP-ID or the realm's primary domain.")
 
     /// A begun ceremony: its id and the options for the platform authenticator.
     public struct Begun: Sendable {
@@ -74,16 +61,16 @@ public struct PasskeyService: Sendable {
     // MARK: Sign-in
 
     /// POST /connect/passkey/begin: a usernameless login ceremony (empty allowCredentials).
-    /// - Throws: `Refusal` 400 for an unknown client, 503 without an RP-ID.
+    /// - Throws: `ServiceRefusal` (invalid) for an unknown client, 503 without an RP-ID.
     public func beginLogin(realm: RealmDirectory.Entry, clientID: String?, metadata: EventMetadata) async throws -> Begun {
         var client: ClientSettings?
         if let clientID {
             guard let found = try await clients.enabledClient(realm: realm.realmID, clientID: clientID) else {
-                throw Refusal.badRequest("Passkey.UnknownClient", "Unknown client_id.")
+                throw ServiceRefusal.invalid("Passkey.UnknownClient", "Unknown client_id.")
             }
             client = found
         }
-        guard let rpID = Self.rpID(client: client, realm: realm.settings) else { throw Refusal.unavailable }
+        guard let rpID = Self.rpID(client: client, realm: realm.settings) else { throw Self.unconfigured }
         let (ceremonyID, challenge) = try await begin(
             realm: realm.realmID, kind: .login, rpID: rpID, clientID: clientID, userID: nil, metadata: metadata)
         return Begun(ceremonyID: ceremonyID, options: .request(challenge: challenge, rpID: rpID, timeout: PasskeyCeremony.lifetime))
@@ -170,9 +157,9 @@ public struct PasskeyService: Sendable {
     /// RP-ID of the client the bearer token was issued to.
     public func beginEnrollment(realm: RealmDirectory.Entry, userID: UUID, clientID: String, metadata: EventMetadata) async throws -> Begun {
         let client = try await clients.enabledClient(realm: realm.realmID, clientID: clientID)
-        guard let rpID = Self.rpID(client: client, realm: realm.settings) else { throw Refusal.unavailable }
+        guard let rpID = Self.rpID(client: client, realm: realm.settings) else { throw Self.unconfigured }
         let user = try await users.actor(for: StreamNames.user(realm: realm.realmID, userID: userID)).current().state
-        guard user.canSignIn else { throw Refusal.badRequest("Passkey.InvalidRequest", "Invalid request.") }
+        guard user.canSignIn else { throw ServiceRefusal.invalid("Passkey.InvalidRequest", "Invalid request.") }
         // excludeCredentials: the user's live passkeys under this RP-ID, in one indexed read.
         let exclude = try await pool.query(
             """
@@ -206,16 +193,16 @@ public struct PasskeyService: Sendable {
     }
 
     /// POST /connect/passkey/enroll: verifies the attestation against the ceremony and
-    /// records the passkey. - Throws: `Refusal` (400) with docs/spec.md's messages.
+    /// records the passkey. - Throws: `ServiceRefusal` (invalid) with docs/spec.md's messages.
     public func completeEnrollment(
         realm: RealmDirectory.Entry, userID: UUID, clientID: String, ceremonyID rawCeremonyID: String, attestation: [UInt8], displayName: String?,
         metadata: EventMetadata
     ) async throws -> Summary {
-        guard let ceremonyID = UUID(uuidString: rawCeremonyID) else { throw Refusal.badRequest("Passkey.InvalidRequest", "Invalid request.") }
+        guard let ceremonyID = UUID(uuidString: rawCeremonyID) else { throw ServiceRefusal.invalid("Passkey.InvalidRequest", "Invalid request.") }
         guard
             let ceremony = try await consumeCeremony(
                 realm: realm.realmID, ceremonyID: ceremonyID, .consume(kind: .enrollment, clientID: clientID, userID: userID), metadata: metadata)
-        else { throw Refusal.badRequest("Passkey.SessionExpired", "The enrollment session expired.") }
+        else { throw ServiceRefusal.invalid("Passkey.SessionExpired", "The enrollment session expired.") }
         let client = try await clients.enabledClient(realm: realm.realmID, clientID: clientID)
         let verdict: RegistrationVerdict
         do {
@@ -225,7 +212,7 @@ public struct PasskeyService: Sendable {
                 credential, expectedChallenge: challenge, expectedRPID: ceremony.rpID,
                 origins: Self.origins(rpID: ceremony.rpID, client: client, realm: realm.settings), policy: Self.verification)
         } catch {
-            throw Refusal.badRequest("Passkey.InvalidAttestation", "Invalid attestation.")
+            throw ServiceRefusal.invalid("Passkey.InvalidAttestation", "Invalid attestation.")
         }
         let time = now()
         let passkeyID = UUID()
@@ -236,9 +223,9 @@ public struct PasskeyService: Sendable {
             _ = try await passkeys.actor(forNew: StreamNames.passkey(realm: realm.realmID, passkeyID: passkeyID))
                 .execute(.enroll(enrolled), now: time, metadata: metadata)
         } catch EventStoreError.inlineProjectionFailed {
-            throw Refusal.badRequest("Passkey.AlreadyRegistered", "This passkey is already registered.")
+            throw ServiceRefusal.invalid("Passkey.AlreadyRegistered", "This passkey is already registered.")
         } catch is DomainError {
-            throw Refusal.badRequest("Passkey.EnrollmentFailed", "Enrollment failed.")
+            throw ServiceRefusal.invalid("Passkey.EnrollmentFailed", "Enrollment failed.")
         }
         return Summary(
             id: passkeyID, displayName: name, rpID: ceremony.rpID, createdAt: time, lastUsedAt: nil,
@@ -275,7 +262,7 @@ public struct PasskeyService: Sendable {
     }
 
     /// PATCH /connect/passkey/{id}: renames one of the user's passkeys; nil when the user has
-    /// no such passkey. - Throws: `Refusal` 400 `Passkey.InvalidName`.
+    /// no such passkey. - Throws: `ServiceRefusal` (invalid) `Passkey.InvalidName`.
     public func rename(realm: String, userID: UUID, passkeyID: UUID, to name: String, by actor: String, metadata: EventMetadata) async throws
         -> Summary?
     {
@@ -289,7 +276,7 @@ public struct PasskeyService: Sendable {
         do {
             _ = try await passkey.execute(.rename(name, sealed: sealed, current: current, by: actor), now: now(), metadata: metadata)
         } catch let refused as DomainError where refused.code == "Passkey.InvalidName" {
-            throw Refusal(status: 400, title: refused.code, message: refused.message)
+            throw ServiceRefusal.invalid(refused.code, refused.message)
         } catch is DomainError {
             return nil  // deleted meanwhile
         }

@@ -1,0 +1,33 @@
+/// A service's refusal in domain terms: what kind of "no" it is, a stable code and a
+/// message. The HTTP layer alone turns the kind into a status and the refusal into a problem
+/// or an OAuth error body (docs/architecture.md, "House habits").
+public struct ServiceRefusal: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// The request is wrong (400).
+        case invalid
+        /// The caller may not do this (403).
+        case forbidden
+        /// No such thing, or not the caller's (404).
+        case notFound
+        /// It clashes with what exists (409).
+        case conflict
+        /// The service cannot do this now or as configured (503).
+        case unavailable
+    }
+
+    public var kind: Kind
+    /// A stable code, `Area.Reason` (`Passkey.InvalidName`).
+    public var code: String
+    public var message: String
+
+    public init(_ kind: Kind, _ code: String, _ message: String) {
+        self.kind = kind
+        self.code = code
+        self.message = message
+    }
+
+    public static func invalid(_ code: String, _ message: String) -> ServiceRefusal { ServiceRefusal(.invalid, code, message) }
+    public static func forbidden(_ code: String, _ message: String) -> ServiceRefusal { ServiceRefusal(.forbidden, code, message) }
+
+    public var description: String { "\(code): \(message)" }
+}
