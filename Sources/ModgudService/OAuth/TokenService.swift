@@ -89,29 +89,9 @@ public struct TokenService: Sendable {
             throw OAuthError.unauthorizedClient("The client may not use grant_type refresh_token.")
         }
         let presented = OpaqueToken.hash(refreshToken)
-        let lookup: PQQuery = """
-            SELECT r.family_id, f.user_id,
-                   coalesce((SELECT version FROM streams WHERE id = \(TokenFamily.streamType + "-") || r.family_id::text), 0),
-                   coalesce((SELECT version FROM streams WHERE id = \(User.streamType + "-") || f.user_id::text), 0),
-                   (SELECT sealed FROM subject_keys WHERE subject = 'user:' || f.user_id::text)
-            FROM refresh_tokens r JOIN token_families f ON f.family_id = r.family_id
-            WHERE r.token_hash = \(presented) AND r.realm_id = \(client.realm)
-            """
-        // The lookup joins two tables a rebuild of the token projection swaps: a deadlock with
-        // the swap rolls back this (read-only but for the count) transaction, which then runs
-        // again.
-        let found: PQResult = try await retryingTransientConflicts {
-            guard let rateLimit, let count = rateLimit.query else { return try await pool.query(lookup) }
-            let results: [PQResult]
-            do {
-                results = try await pool.withConnection { connection in try await connection.pipeline([count, lookup]) }
-            } catch let failure as PQPipelineError {
-                throw failure.error
-            }
-            try rateLimit.verdict(results[0])
-            return results[1]
+        guard let row = try await lookUpRefreshToken(presented, realm: client.realm, rateLimit: rateLimit) else {
+            throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
         }
-        guard let row = found.first else { throw OAuthError.invalidGrant("The refresh token is invalid or expired.") }
         let familyID = try row.decode(UUID.self, at: 0)
         let family = await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: familyID))
         let familyState = try await family.current(atLeast: try row.decode(Int64.self, at: 2)).state
@@ -137,12 +117,54 @@ public struct TokenService: Sendable {
                 realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: userState,
                 profile: profile, scopes: started.scopes, audiences: audiences, authTime: started.authTime, amr: started.amr,
                 accessLifetime: lifetimes.access, refreshLifetime: lifetimes.refresh), now: time)
+        try await rotate(family, presented: presented, minted: minted, user: userState, started: started, lifetimes: lifetimes, at: time, metadata: metadata)
+        return TokenResponse(
+            accessToken: minted.accessToken, expiresIn: minted.expiresIn, refreshToken: minted.refreshToken,
+            scope: started.scopes.joined(separator: " "), idToken: minted.idToken)
+    }
+
+    /// The presented token's family, the current versions of the family's and the user's
+    /// streams and the user's sealed data key, in one statement, pipelined with the request's
+    /// rate-limit count (one round trip). nil for an unknown token.
+    private func lookUpRefreshToken(_ presented: String, realm: String, rateLimit: RateLimitCheck?) async throws -> PQRow? {
+        let lookup: PQQuery = """
+            SELECT r.family_id, f.user_id,
+                   coalesce((SELECT version FROM streams WHERE id = \(TokenFamily.streamType + "-") || r.family_id::text), 0),
+                   coalesce((SELECT version FROM streams WHERE id = \(User.streamType + "-") || f.user_id::text), 0),
+                   (SELECT sealed FROM subject_keys WHERE subject = 'user:' || f.user_id::text)
+            FROM refresh_tokens r JOIN token_families f ON f.family_id = r.family_id
+            WHERE r.token_hash = \(presented) AND r.realm_id = \(realm)
+            """
+        // The lookup joins two tables a rebuild of the token projection swaps: a deadlock with
+        // the swap rolls back this (read-only but for the count) transaction, which then runs
+        // again.
+        let found: PQResult = try await retryingTransientConflicts {
+            guard let rateLimit, let count = rateLimit.query else { return try await pool.query(lookup) }
+            let results: [PQResult]
+            do {
+                results = try await pool.withConnection { connection in try await connection.pipeline([count, lookup]) }
+            } catch let failure as PQPipelineError {
+                throw failure.error
+            }
+            try rateLimit.verdict(results[0])
+            return results[1]
+        }
+        return found.first
+    }
+
+    /// Rotates the family to the minted tokens (the second round trip: the append); reuse of a
+    /// spent token revokes the family instead, and a changed security stamp refuses.
+    private func rotate(
+        _ family: AggregateActor<TokenFamily>, presented: String, minted: TokenMinter.Minted, user: User.State, started: TokenFamilyStarted,
+        lifetimes: (access: TimeInterval, refresh: TimeInterval, session: TimeInterval, reuseGrace: TimeInterval), at time: Date,
+        metadata: EventMetadata
+    ) async throws {
         let outcome: CommandOutcome<TokenFamily>
         do {
             outcome = try await family.execute(
                 .refresh(
                     presentedHash: presented, newRefreshHash: minted.refreshHash!, newRefreshExpiresAt: minted.refreshExpiresAt!,
-                    accessToken: minted.accessRecord, userStamp: userState.canSignIn ? userState.securityStamp : nil,
+                    accessToken: minted.accessRecord, userStamp: user.canSignIn ? user.securityStamp : nil,
                     sessionEndsAt: started.authTime.addingTimeInterval(lifetimes.session), reuseGrace: lifetimes.reuseGrace),
                 now: time, metadata: metadata)
         } catch is DomainError {
@@ -152,9 +174,6 @@ public struct TokenService: Sendable {
             // Reuse (the family is now revoked, an audited event) or a changed security stamp.
             throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
         }
-        return TokenResponse(
-            accessToken: minted.accessToken, expiresIn: minted.expiresIn, refreshToken: minted.refreshToken,
-            scope: started.scopes.joined(separator: " "), idToken: minted.idToken)
     }
 
     /// grant_type=client_credentials: a service client's own token, no refresh token, no ID token.

@@ -136,30 +136,41 @@ extension PasskeyService {
         if try await UserLookup.userID(realm: realm, email: address, index: vault.blindIndex(address.value, realm: realm), pool: pool) != nil {
             throw Self.accountExists
         }
-        let time = now()
         let registered = UserRegistered(
             userID: registrant, email: sealedEmail, emailConfirmed: false, username: nil, firstName: ceremony.firstName,
             lastName: ceremony.lastName, securityStamp: OpaqueToken.generate().hash, via: User.passkeySignUpVia)
-        let passkeyID = UUID()
         let name = try await sealName("Passkey", userID: registrant, realm: realm)
-        let enrolled = Self.enrolled(verdict, passkeyID: passkeyID, userID: registrant, rpID: ceremony.rpID, name: name, clientID: client.id, at: time)
+        let enrolled = Self.enrolled(verdict, passkeyID: UUID(), userID: registrant, rpID: ceremony.rpID, name: name, clientID: client.id, at: now())
+        do {
+            return try await commitSignUp(registered, enrolled: enrolled, client: client, grant)
+        } catch let failure as PQError where failure.meansSubjectKeyMissing {
+            throw badCeremony  // the address was erased while the ceremony was out
+        }
+    }
+
+    /// The new user, the passkey and the sign-in's token family in one multi-stream append.
+    /// The registrant's key must still exist when the user commits: checked in the
+    /// transaction, by the database (`modgud_require_subject_key`).
+    private func commitSignUp(_ registered: UserRegistered, enrolled: PasskeyEnrolled, client: AuthenticatedClient, _ grant: EmailSignInService.GrantRequest)
+        async throws -> TokenResponse
+    {
+        let realm = client.realm
         // User verification was required: the passkey is two factors in one (RFC 8176 "mfa").
         let signIn = try await tokenService.prepareSignIn(
             client: client, user: User.evolve(User.initialState, .registered(registered)), grantType: .passkey, scope: grant.scope,
             resources: grant.resources, amr: ["passkey", "mfa"], issuer: grant.issuer)
-        // The registrant's key must still exist when the user commits (an address erased while
-        // the ceremony was out): checked in the transaction, by the database.
-        let keyCheck: PQQuery = "SELECT modgud_require_subject_key(\(PersonalDataVault.userSubject(registrant)))"
+        let keyCheck: PQQuery = "SELECT modgud_require_subject_key(\(PersonalDataVault.userSubject(registered.userID)))"
+        let registrant = registered.userID
         do {
             _ = try await users.actor(forNew: StreamNames.user(realm: realm, userID: registrant)).execute(
                 .register(
                     id: registrant, email: registered.email, emailConfirmed: registered.emailConfirmed, username: nil, firstName: registered.firstName,
-                    lastName: registered.lastName, securityStamp: registered.securityStamp, via: registered.via), now: time,
+                    lastName: registered.lastName, securityStamp: registered.securityStamp, via: registered.via), now: enrolled.createdAt,
                 metadata: grant.metadata, extra: { _ in [keyCheck] },
                 alsoAppending: { _ in
                     [
                         StreamWrite(
-                            stream: StreamNames.passkey(realm: realm, passkeyID: passkeyID), expected: .noStream,
+                            stream: StreamNames.passkey(realm: realm, passkeyID: enrolled.passkeyID), expected: .noStream,
                             events: [try PasskeyEvent.enrolled(enrolled).newEvent()]),
                         try signIn.write(),
                     ]
@@ -171,8 +182,6 @@ extension PasskeyService {
         } catch EventStoreError.inlineProjectionFailed(let projection, _) where projection == PasskeyDirectoryProjection().name {
             // The credential is registered already (the authenticator reused a credential id).
             throw OAuthError.invalidGrant("This passkey is already registered.")
-        } catch let failure as PQError where failure.meansSubjectKeyMissing {
-            throw badCeremony
         }
         return signIn.response
     }

@@ -1,0 +1,100 @@
+import Crypto
+import EventSourcing
+import EventStorePostgres
+import Foundation
+import ModgudDomain
+import PQ
+import WebAuthn
+
+/// A user's passkeys: list, get, rename, delete (docs/spec.md section 4).
+extension PasskeyService {
+
+    /// GET /connect/passkey: the user's live passkeys, oldest first.
+    public func list(realm: String, userID: UUID) async throws -> [Summary] {
+        var summaries: [Summary] = []
+        for row in try await pool.query(
+            """
+            SELECT passkey_id, display_name, rp_id, created_at, last_used_at, aaguid FROM passkeys
+            WHERE realm_id = \(realm) AND user_id = \(userID) ORDER BY created_at, passkey_id
+            """
+        ).rows {
+            summaries.append(try await summary(row))
+        }
+        return summaries
+    }
+
+    /// GET /connect/passkey/{id}: one of the user's passkeys (nil for another user's: the
+    /// caller answers 404, no cross-user existence oracle).
+    public func get(realm: String, userID: UUID, passkeyID: UUID) async throws -> Summary? {
+        let row = try await pool.query(
+            """
+            SELECT passkey_id, display_name, rp_id, created_at, last_used_at, aaguid FROM passkeys
+            WHERE realm_id = \(realm) AND user_id = \(userID) AND passkey_id = \(passkeyID)
+            """
+        ).first
+        guard let row else { return nil }
+        return try await summary(row)
+    }
+
+    /// PATCH /connect/passkey/{id}: renames one of the user's passkeys; nil when the user has
+    /// no such passkey. - Throws: `ServiceRefusal` (invalid) `Passkey.InvalidName`.
+    public func rename(realm: String, userID: UUID, passkeyID: UUID, to name: String, by actor: String, metadata: EventMetadata) async throws
+        -> Summary?
+    {
+        let passkey = await passkeys.actor(for: StreamNames.passkey(realm: realm, passkeyID: passkeyID))
+        let state = try await passkey.current().state
+        guard state.isActive, state.enrolled?.userID == userID else { return nil }
+        // The domain checks the plaintext and records it sealed; the current name is opened
+        // here (the same name again writes nothing).
+        let current = try await openName(state.displayName)
+        let sealed = try await sealName(Passkey.validName(name) ?? name, userID: userID, realm: realm)
+        do {
+            _ = try await passkey.execute(.rename(name, sealed: sealed, current: current, by: actor), now: now(), metadata: metadata)
+        } catch let refused as DomainError where refused.code == "Passkey.InvalidName" {
+            throw ServiceRefusal.invalid(refused.code, refused.message)
+        } catch is DomainError {
+            return nil  // deleted meanwhile
+        }
+        return try await get(realm: realm, userID: userID, passkeyID: passkeyID)
+    }
+
+    func summary(_ row: PQRow) async throws -> Summary {
+        let name = try await openName(PersonalText(stored: try row.decode(String.self, at: 1))) ?? "[erased]"
+        return Summary(
+            id: try row.decode(UUID.self, at: 0), displayName: name, rpID: try row.decode(String.self, at: 2),
+            createdAt: try row.decode(Date.self, at: 3), lastUsedAt: try row.decode(Date?.self, at: 4),
+            provider: PasskeyProviders.provider(aaguid: try row.decode(String?.self, at: 5)))
+    }
+
+    /// A passkey's name sealed under its owner's data key (issue 22: users type names into it).
+    func sealName(_ name: String, userID: UUID, realm: String) async throws -> PersonalText {
+        guard let vault = tokenService.vault else { throw MasterKeyMissing() }
+        return .sealed(try await vault.seal(name, subject: PersonalDataVault.userSubject(userID), realm: realm))
+    }
+
+    /// A stored name opened (legacy plaintext as it is); nil when the owner was erased.
+    func openName(_ name: PersonalText?) async throws -> String? {
+        guard case .sealed = name else { return name.map(\.stored) }
+        guard let vault = tokenService.vault else { throw MasterKeyMissing() }
+        return try await vault.open(name)
+    }
+
+    /// DELETE /connect/passkey/{id}: false when there is no such passkey *of this user*
+    /// (the caller answers 404 either way: no cross-user existence oracle).
+    public func delete(realm: String, userID: UUID?, passkeyID: UUID, by actor: String, metadata: EventMetadata) async throws -> Bool {
+        let passkey = await passkeys.actor(for: StreamNames.passkey(realm: realm, passkeyID: passkeyID))
+        let state = try await passkey.current().state
+        guard state.isActive, let enrolled = state.enrolled, userID == nil || enrolled.userID == userID else { return false }
+        do {
+            _ = try await passkey.execute(.delete(by: actor), now: now(), metadata: metadata)
+        } catch is DomainError {
+            return false  // deleted meanwhile
+        }
+        return true
+    }
+
+    /// How many live passkeys are enrolled under `rpID` for a client change warning.
+    public func count(realm: String, rpID: String) async throws -> Int {
+        try await pool.query("SELECT count(*) FROM passkeys WHERE realm_id = \(realm) AND rp_id = \(rpID)").first?.decode(Int.self, at: 0) ?? 0
+    }
+}

@@ -1,0 +1,115 @@
+import Crypto
+import EventSourcing
+import EventStorePostgres
+import Foundation
+import ModgudDomain
+import PQ
+import WebAuthn
+
+/// Usernameless passkey sign-in (docs/spec.md section 4).
+extension PasskeyService {
+
+    /// POST /connect/passkey/begin: a usernameless login ceremony (empty allowCredentials).
+    /// - Throws: `ServiceRefusal` (invalid) for an unknown client, 503 without an RP-ID.
+    public func beginLogin(realm: RealmDirectory.Entry, clientID: String?, metadata: EventMetadata) async throws -> Begun {
+        var client: ClientSettings?
+        if let clientID {
+            guard let found = try await clients.enabledClient(realm: realm.realmID, clientID: clientID) else {
+                throw ServiceRefusal.invalid("Passkey.UnknownClient", "Unknown client_id.")
+            }
+            client = found
+        }
+        guard let rpID = Self.rpID(client: client, realm: realm.settings) else { throw Self.unconfigured }
+        let (ceremonyID, challenge) = try await begin(
+            realm: realm.realmID, kind: .login, rpID: rpID, clientID: clientID, userID: nil, metadata: metadata)
+        return Begun(ceremonyID: ceremonyID, options: .request(challenge: challenge, rpID: rpID, timeout: PasskeyCeremony.lifetime))
+    }
+
+    /// grant_type=urn:cocoar:passkey. Every failure is `invalid_grant` with one of docs/spec.md's
+    /// two messages; the HTTP layer adds the jitter.
+    public func redeem(client: AuthenticatedClient, ceremonyID rawCeremonyID: String, assertion: String, _ grant: EmailSignInService.GrantRequest)
+        async throws -> TokenResponse
+    {
+        let badCeremony = OAuthError.invalidGrant("Invalid or expired passkey ceremony.")
+        let failed = OAuthError.invalidGrant("Passkey verification failed.")
+        let realm = client.realm
+        _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: client.settings)
+        _ = try ScopePolicy.audiences(resources: grant.resources, allowed: client.settings.audiences, clientID: client.id)
+        guard let ceremonyID = UUID(uuidString: rawCeremonyID) else { throw badCeremony }
+        // The ceremony is consumed before the assertion is looked at (single use, by the store).
+        guard
+            let ceremony = try await consumeCeremony(
+                realm: realm, ceremonyID: ceremonyID, .consume(kind: .login, clientID: client.id, userID: nil), metadata: grant.metadata)
+        else { throw badCeremony }
+        guard let credential = try? AssertionCredential(json: Array(assertion.utf8)), let rawID = Base64URL.decode(credential.rawId),
+            let challenge = Base64URL.decode(ceremony.challenge)
+        else { throw failed }
+        guard let found = try await storedCredential(realm: realm, rawID: rawID) else { throw failed }
+        let passkey = await passkeys.actor(for: StreamNames.passkey(realm: realm, passkeyID: found.passkeyID))
+        let state = try await passkey.current(atLeast: found.passkeyVersion).state
+        // A credential verifies only under the RP-ID it was enrolled under.
+        guard state.isActive, let enrolled = state.enrolled, enrolled.rpID == ceremony.rpID,
+            let publicKeyBytes = Base64URL.decode(enrolled.publicKey), let publicKey = try? COSEKey(bytes: publicKeyBytes)
+        else { throw failed }
+        let stored = StoredCredential(
+            credentialID: rawID, publicKey: publicKey, signCount: state.signCount, userHandle: Self.userHandle(enrolled.userID),
+            backupEligible: enrolled.backupEligible)
+        guard let verdict = try await verify(credential, challenge: challenge, ceremony: ceremony, stored: stored, client: client, passkey: passkey, grant)
+        else { throw failed }
+        let user = try await users.actor(for: StreamNames.user(realm: realm, userID: enrolled.userID)).current(atLeast: found.userVersion).state
+        // User verification was required: the passkey is two factors in one (RFC 8176 "mfa").
+        // The tokens are minted first; their family commits with the recorded use.
+        let signIn =
+            user.canSignIn
+            ? try await tokenService.prepareSignIn(
+                client: client, user: user, grantType: .passkey, scope: grant.scope, resources: grant.resources, amr: ["passkey", "mfa"],
+                issuer: grant.issuer)
+            : nil
+        let used = try await passkey.execute(
+            .recordUse(signCount: verdict.newSignCount, backedUp: verdict.backedUp, at: now()), now: now(), metadata: grant.metadata,
+            alsoAppending: { events in
+                guard let signIn, case .used = events.first else { return [] }
+                return [try signIn.write()]
+            })
+        guard case .used = used.events.first else { throw failed }  // a concurrent use got there with a higher count
+        guard let signIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
+        return signIn.response
+    }
+
+    /// The credential by the hash of its id: one indexed row, never a scan; with the current
+    /// versions of the passkey's and its user's streams, so warm actors read nothing more.
+    private func storedCredential(realm: String, rawID: [UInt8]) async throws -> (passkeyID: UUID, passkeyVersion: Int64, userVersion: Int64)? {
+        guard
+            let row = try await pool.query(
+                """
+                SELECT p.passkey_id, p.user_id,
+                       coalesce((SELECT version FROM streams WHERE id = \(Passkey.streamType + "-") || p.passkey_id::text), 0),
+                       coalesce((SELECT version FROM streams WHERE id = \(User.streamType + "-") || p.user_id::text), 0)
+                FROM passkeys p
+                WHERE p.realm_id = \(realm) AND p.credential_hash = \(PasskeyDirectoryProjection.credentialHash(rawID))
+                """
+            ).first
+        else { return nil }
+        return (try row.decode(UUID.self, at: 0), try row.decode(Int64.self, at: 2), try row.decode(Int64.self, at: 3))
+    }
+
+    /// The assertion checked (WebAuthn Level 3 section 7.2); nil when it fails. A sign count
+    /// that did not grow is recorded as a suspected clone (step 25).
+    private func verify(
+        _ credential: AssertionCredential, challenge: [UInt8], ceremony: PasskeyCeremonyBegun, stored: StoredCredential,
+        client: AuthenticatedClient, passkey: AggregateActor<Passkey>, _ grant: EmailSignInService.GrantRequest
+    ) async throws -> AssertionVerdict? {
+        let realmSettings = try await tokenService.realmSettings(client.realm)
+        do {
+            return try AssertionVerifier().verify(
+                credential, expectedChallenge: challenge, expectedRPID: ceremony.rpID,
+                origins: Self.origins(rpID: ceremony.rpID, client: client.settings, realm: realmSettings), policy: Self.verification,
+                stored: stored)
+        } catch .signCountNotIncreasing(let stored, let received) {
+            _ = try? await passkey.execute(.reportClone(stored: stored, received: received), now: now(), metadata: grant.metadata)
+            return nil
+        } catch {
+            return nil
+        }
+    }
+}
