@@ -63,36 +63,59 @@ public struct ProjectionRebuilder: Sendable {
         defer { _ = try? connection.query(EventStoreSQL.unlockProjectionForSession(name)) }
 
         let fresh = ProjectionTables.rebuild(projection)
-        let live = ProjectionTables.live(projection)
         for table in projection.tables {
             try connection.query("DROP TABLE IF EXISTS \(unescaped: fresh(table))")
-            try connection.query("CREATE TABLE \(unescaped: fresh(table)) (LIKE \(unescaped: live(table)) INCLUDING ALL)")
+            try connection.query("CREATE TABLE \(unescaped: fresh(table)) (LIKE \(unescaped: ProjectionTables.live(projection)(table)) INCLUDING ALL)")
         }
         let parked = Set(
             try connection.query(EventStoreSQL.parkedPositions(name)).rows.map { try $0.decode(Int64.self, at: 0) })
         let total = try connection.query(EventStoreSQL.countEvents).first?.decode(Int.self, at: 0) ?? 0
+        var run = Run(cursor: .start, applied: 0)
+        try applyLog(projection, on: connection, into: fresh, skipping: parked, batchSize: batchSize, run: &run) { applied in
+            progress(Progress(applied: applied, total: max(total, applied)))
+        }
+        try swap(projection, on: connection, from: fresh, skipping: parked, batchSize: batchSize, run: &run)
+        progress(Progress(applied: run.applied, total: max(total, run.applied)))
+        return run.applied
+    }
 
-        var cursor = LogCursor.start
-        var applied = 0
+    /// Where a rebuild stands in the log.
+    private struct Run {
+        var cursor: LogCursor
+        var applied: Int
+    }
+
+    /// Applies the log, batch by batch (gap-safe), into the fresh tables.
+    private static func applyLog(
+        _ projection: any SQLProjection, on connection: isolated PQConnection, into fresh: ProjectionTables, skipping parked: Set<Int64>,
+        batchSize: Int, run: inout Run, progress: (Int) -> Void
+    ) throws {
         while true {
             let outcome = try BatchApplier.applyNextBatch(
                 projection, on: connection, tables: fresh, skipping: parked, limit: batchSize, lock: .heldBySession,
-                gapSafe: true, from: cursor, saveCheckpoint: false)
+                gapSafe: true, from: run.cursor, saveCheckpoint: false)
             guard case .applied(let count, let last) = outcome else {
                 if case .eventFailed(let event, let reason) = outcome {
-                    throw ProjectionRebuildError.eventFailed(projection: name, position: event.position, reason: reason)
+                    throw ProjectionRebuildError.eventFailed(projection: projection.name, position: event.position, reason: reason)
                 }
                 if case .batchFailed(let reason) = outcome {
-                    throw ProjectionRebuildError.eventFailed(projection: name, position: -1, reason: reason)
+                    throw ProjectionRebuildError.eventFailed(projection: projection.name, position: -1, reason: reason)
                 }
-                break
+                return
             }
-            applied += count
-            cursor = last
-            progress(Progress(applied: applied, total: max(total, applied)))
+            run.applied += count
+            run.cursor = last
+            progress(run.applied)
         }
+    }
 
-        // The swap: catch up to the very end and replace the tables in one transaction.
+    /// The swap: catch up to the very end and replace the tables in one transaction (an inline
+    /// projection holds appends off meanwhile, so nothing commits between the catch-up and the swap).
+    private static func swap(
+        _ projection: any SQLProjection, on connection: isolated PQConnection, from fresh: ProjectionTables, skipping parked: Set<Int64>,
+        batchSize: Int, run: inout Run
+    ) throws {
+        let live = ProjectionTables.live(projection)
         try connection.execute("BEGIN")
         do {
             let inline = projection.mode == .inline
@@ -101,7 +124,7 @@ public struct ProjectionRebuilder: Sendable {
             }
             while true {
                 let events = try connection.query(
-                    EventStoreSQL.readLog(after: cursor, limit: batchSize, filter: .all, gapSafe: !inline)
+                    EventStoreSQL.readLog(after: run.cursor, limit: batchSize, filter: .all, gapSafe: !inline)
                 ).rows.map(RecordedEvent.init(row:))
                 guard let last = events.last else { break }
                 let handled = events.filter { projection.handles($0.type) && !parked.contains($0.position) }
@@ -109,25 +132,23 @@ public struct ProjectionRebuilder: Sendable {
                 do {
                     _ = try connection.pipeline(statements)
                 } catch {
-                    throw ProjectionRebuildError.eventFailed(projection: name, position: -1, reason: error.description)
+                    throw ProjectionRebuildError.eventFailed(projection: projection.name, position: -1, reason: error.description)
                 }
-                applied += events.count
-                cursor = last.cursor
+                run.applied += events.count
+                run.cursor = last.cursor
             }
             for table in projection.tables {
                 try connection.query("DROP TABLE \(unescaped: live(table))")
                 try connection.query("ALTER TABLE \(unescaped: fresh(table)) RENAME TO \(unescaped: live(table))")
             }
             if !inline {
-                try connection.query(EventStoreSQL.replaceCheckpoint(name, cursor: cursor, applied: applied))
+                try connection.query(EventStoreSQL.replaceCheckpoint(projection.name, cursor: run.cursor, applied: run.applied))
             }
             try connection.execute("COMMIT")
         } catch {
             connection.rollbackQuietly()
             throw error
         }
-        progress(Progress(applied: applied, total: max(total, applied)))
-        return applied
     }
 }
 

@@ -28,8 +28,30 @@ struct DevCommand: AsyncParsableCommand {
         let core = try ModgudCore(pool: pool, masterKey: masterKey)
         try await DevSeed.seed(core, port: port)
         let environment = try ModgudConfiguration.fromEnvironment()
+        print(Self.banner(port: port, folder: folder, cluster: cluster, migrations: report, environment: environment))
+        fflush(nil)
+        do {
+            try await Server.run(
+                core: core,
+                settings: .init(
+                    host: "127.0.0.1", port: port, issuerScheme: "http", drain: .zero, limits: environment.limits,
+                    retention: environment.retention, addressRetention: environment.addressRetention),
+                configuration: environment, mail: try environment.mailTransport(allowConsoleByDefault: true))
+        } catch {
+            await pool.close()
+            try cluster.stop()
+            throw error
+        }
+        await pool.close()
+        try cluster.stop()
+    }
+
+    /// What `modgud dev` prints at start: where everything is, and both email flows to try.
+    static func banner(port: Int, folder: String, cluster: EmbeddedPostgres, migrations report: Migrator.Report, environment: ModgudConfiguration)
+        -> String
+    {
         let base = "http://localhost:\(port)"
-        print(
+        return
             """
             Modgud dev is running.
               http         \(base)  (realm "\(DevSeed.realmID)", public client "\(DevSeed.clientID)")
@@ -67,22 +89,7 @@ struct DevCommand: AsyncParsableCommand {
               export MODGUD_DATABASE_URL=\(cluster.url); modgud events replay
 
             Ctrl-C stops the server, the projection daemon, the mail dispatcher and the cluster.
-            """)
-        fflush(nil)
-        do {
-            try await Server.run(
-                core: core,
-                settings: .init(
-                    host: "127.0.0.1", port: port, issuerScheme: "http", drain: .zero, limits: environment.limits,
-                    retention: environment.retention, addressRetention: environment.addressRetention),
-                configuration: environment, mail: try environment.mailTransport(allowConsoleByDefault: true))
-        } catch {
-            await pool.close()
-            try cluster.stop()
-            throw error
-        }
-        await pool.close()
-        try cluster.stop()
+            """
     }
 
     private func absolute(_ path: String) -> String {

@@ -18,12 +18,16 @@ extension PQConnection {
             throw PQPipelineError(index: nil, error: connectionError(handle: handle))
         }
         defer { _ = PQexitPipelineMode(handle) }
-
-        enum Sent {
-            case prepare(StatementKey, String)
-            case query(Int)
+        let sent = try send(queries, handle: handle)
+        guard PQpipelineSync(handle) == 1 else {
+            throw PQPipelineError(index: nil, error: connectionError(handle: handle))
         }
-        var sent: [Sent] = []
+        return try collect(sent, count: queries.count, handle: handle)
+    }
+
+    /// Queues each statement (preparing the ones this connection has not prepared yet).
+    private func send(_ queries: [PQQuery], handle: OpaquePointer) throws(PQPipelineError) -> [PipelineItem] {
+        var sent: [PipelineItem] = []
         sent.reserveCapacity(queries.count * 2)
         var newNames: [StatementKey: String] = [:]
         for (index, query) in queries.enumerated() {
@@ -46,12 +50,13 @@ extension PQConnection {
             guard ok == 1 else { throw PQPipelineError(index: index, error: connectionError(handle: handle)) }
             sent.append(.query(index))
         }
-        guard PQpipelineSync(handle) == 1 else {
-            throw PQPipelineError(index: nil, error: connectionError(handle: handle))
-        }
+        return sent
+    }
 
+    /// Reads every queued item's result, then the sync point's; throws the first failure.
+    private func collect(_ sent: [PipelineItem], count: Int, handle: OpaquePointer) throws(PQPipelineError) -> [PQResult] {
         var results: [PQResult] = []
-        results.reserveCapacity(queries.count)
+        results.reserveCapacity(count)
         var firstError: PQPipelineError?
         for item in sent {
             let raw = PQgetResult(handle)
@@ -61,8 +66,7 @@ extension PQConnection {
                 firstError = firstError ?? PQPipelineError(index: nil, error: connectionError(handle: handle))
                 break
             }
-            let status = PQresultStatus(raw)
-            if status == PGRES_PIPELINE_ABORTED {
+            if PQresultStatus(raw) == PGRES_PIPELINE_ABORTED {
                 PQclear(raw)
                 continue
             }
@@ -91,6 +95,12 @@ extension PQConnection {
         if let firstError { throw firstError }
         return results
     }
+}
+
+/// One item queued in a pipeline: a statement to prepare, or a query (by its index).
+private enum PipelineItem {
+    case prepare(PQConnection.StatementKey, String)
+    case query(Int)
 }
 
 /// A failed pipeline: the error and, when known, the index of the statement that caused it.

@@ -22,10 +22,10 @@ public actor PQConnection {
     }
 
     private var handle: OpaquePointer?
-    private var prepared: [StatementKey: String] = [:]
-    private var nextStatement = 0
+    var prepared: [StatementKey: String] = [:]
+    var nextStatement = 0
     /// Prepared statements kept per connection before the cache is reset.
-    private let preparedLimit = 512
+    let preparedLimit = 512
 
     /// The server process serving this connection (`pg_backend_pid()`).
     public private(set) var backendPID: Int32 = 0
@@ -222,48 +222,6 @@ public actor PQConnection {
         return handle
     }
 
-    struct StatementKey: Hashable {
-        var sql: String
-        var oids: [UInt32]
-    }
-
-    /// The name of a prepared statement for this query, preparing it on first use.
-    func preparedName(for query: PQQuery, handle: OpaquePointer) throws(PQError) -> String {
-        let key = StatementKey(sql: query.sql, oids: query.binds.map(\.oid))
-        if let name = prepared[key] { return name }
-        try resetPreparedIfFull(handle: handle)
-        let name = nextStatementName()
-        let oids = key.oids
-        PQRoundTrips.record()
-        let result = oids.withUnsafeBufferPointer { types in
-            PQprepare(handle, name, query.sql, Int32(oids.count), types.baseAddress)
-        }
-        _ = try check(result, handle: handle)
-        prepared[key] = name
-        return name
-    }
-
-    func nextStatementName() -> String {
-        nextStatement += 1
-        return "mg\(nextStatement)"
-    }
-
-    func rememberPrepared(_ key: StatementKey, name: String) {
-        prepared[key] = name
-    }
-
-    func lookupPrepared(_ key: StatementKey) -> String? {
-        prepared[key]
-    }
-
-    func resetPreparedIfFull(handle: OpaquePointer) throws(PQError) {
-        guard prepared.count >= preparedLimit else { return }
-        let result = PQexec(handle, "DEALLOCATE ALL")
-        _ = try check(result, handle: handle)
-        prepared.removeAll()
-    }
-
-    /// Turns a libpq result into rows or a typed error (freeing the result on error).
     func check(_ result: OpaquePointer?, handle: OpaquePointer) throws(PQError) -> PQResult {
         guard let result else {
             throw connectionError(handle: handle)

@@ -110,21 +110,26 @@ enum LoadWorker: Sendable {
             let active = reply.status == 200 && (try? JSONDecoder().decode(Introspected.self, from: Data(reply.body)))?.active == true
             return .answered(status: active ? 200 : (reply.status == 200 ? 0 : reply.status), expected: 200)
         case .passkeySignUp(let clientID, let origin):
-            let address = "signup-\(UUID().uuidString.lowercased())@load.test"
-            let begun = try await send(.POST, "/connect/passkey/register/begin", "application/json", #"{"ClientId":"\#(clientID)","Email":"\#(address)"}"#)
-            guard begun.status == 200, let ceremony = try? JSONDecoder().decode(SignUpBegun.self, from: Data(begun.body)),
-                let challenge = Base64URL.decode(ceremony.options.challenge), let handle = Base64URL.decode(ceremony.options.user.id)
-            else { return .answered(status: begun.status == 200 ? 0 : begun.status, expected: 200) }
-            let credential = SoftwareCredential(rpID: ceremony.options.rp.id, userHandle: handle)
-            let attestation = SoftwareAuthenticator().register(credential, .init(challenge: challenge, origin: origin))
-            let reply = try await send(
-                .POST, "/connect/token", Self.form,
-                Self.encode([
-                    "grant_type": "urn:cocoar:passkey", "client_id": clientID, "ceremony_id": ceremony.ceremonyId,
-                    "attestation": String(decoding: attestation.json, as: UTF8.self), "scope": "openid offline_access",
-                ]))
-            return .answered(status: reply.status, expected: 200)
+            return try await Self.signUp(send, clientID: clientID, origin: origin)
         }
+    }
+
+    /// One passkey sign-up: begin for a fresh address, a new credential, the redemption.
+    private static func signUp(_ send: LoadSend, clientID: String, origin: String) async throws -> LoadStep {
+        let address = "signup-\(UUID().uuidString.lowercased())@load.test"
+        let begun = try await send(.POST, "/connect/passkey/register/begin", "application/json", #"{"ClientId":"\#(clientID)","Email":"\#(address)"}"#)
+        guard begun.status == 200, let ceremony = try? JSONDecoder().decode(SignUpBegun.self, from: Data(begun.body)),
+            let challenge = Base64URL.decode(ceremony.options.challenge), let handle = Base64URL.decode(ceremony.options.user.id)
+        else { return .answered(status: begun.status == 200 ? 0 : begun.status, expected: 200) }
+        let credential = SoftwareCredential(rpID: ceremony.options.rp.id, userHandle: handle)
+        let attestation = SoftwareAuthenticator().register(credential, .init(challenge: challenge, origin: origin))
+        let reply = try await send(
+            .POST, "/connect/token", form,
+            encode([
+                "grant_type": "urn:cocoar:passkey", "client_id": clientID, "ceremony_id": ceremony.ceremonyId,
+                "attestation": String(decoding: attestation.json, as: UTF8.self), "scope": "openid offline_access",
+            ]))
+        return .answered(status: reply.status, expected: 200)
     }
 
     private struct SignUpBegun: Decodable {

@@ -93,6 +93,29 @@ public enum User: Aggregate {
             return [.profileChanged(UserProfileChanged(username: username, firstName: firstName, lastName: lastName))]
         case .confirmEmail:
             return state.emailConfirmed ? [] : [.emailConfirmed(UserEmailConfirmed())]
+        case .enableTOTP, .beginTOTPEnrollment, .confirmTOTPEnrollment, .acceptTOTPStep, .disableTOTP:
+            return try decideSecondFactor(command, state: state)
+        case .rotateSecurityStamp(let stamp, let reason):
+            return [.securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: reason))]
+        case .disable(let stamp):
+            guard state.status == .active else { return [] }
+            return [.disabled(UserDisabled()), .securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: .disabled))]
+        case .enable:
+            return state.status == .disabled ? [.enabled(UserEnabled())] : []
+        case .delete(let stamp):
+            return [.deleted(UserDeleted()), .securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: .deleted))]
+        case .retireUnproven(let stamp):
+            guard state.isUnprovenPasskeySignUp else { throw DomainError("User.Proven", "The account's address is proven.") }
+            return [
+                .deleted(UserDeleted(reason: .mailboxProvenByAnother)),
+                .securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: .deleted)),
+            ]
+        }
+    }
+
+    /// The TOTP commands of a live user: enrollment, steps (each usable once), turning it off.
+    private static func decideSecondFactor(_ command: Command, state: State) throws(DomainError) -> [UserEvent] {
+        switch command {
         case .enableTOTP(let secret):
             guard state.encryptedTOTPSecret == nil else { throw DomainError("TOTP.AlreadyEnabled", "Two-factor is already on.") }
             return [.totpEnabled(UserTOTPEnabled(encryptedSecret: secret))]
@@ -114,21 +137,8 @@ public enum User: Aggregate {
         case .disableTOTP:
             guard state.encryptedTOTPSecret != nil || state.pendingTOTPSecret != nil else { return [] }
             return [.totpDisabled(UserTOTPDisabled())]
-        case .rotateSecurityStamp(let stamp, let reason):
-            return [.securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: reason))]
-        case .disable(let stamp):
-            guard state.status == .active else { return [] }
-            return [.disabled(UserDisabled()), .securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: .disabled))]
-        case .enable:
-            return state.status == .disabled ? [.enabled(UserEnabled())] : []
-        case .delete(let stamp):
-            return [.deleted(UserDeleted()), .securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: .deleted))]
-        case .retireUnproven(let stamp):
-            guard state.isUnprovenPasskeySignUp else { throw DomainError("User.Proven", "The account's address is proven.") }
-            return [
-                .deleted(UserDeleted(reason: .mailboxProvenByAnother)),
-                .securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: .deleted)),
-            ]
+        default:
+            return []
         }
     }
 

@@ -178,10 +178,7 @@ public struct LegacySealer: Sendable {
             try await seal(["displayName"], subject: PersonalDataVault.userSubject(userID))
         case ChallengeIssued.eventType:
             guard let address = plain("email") else { break }
-            let expires = (payload["expiresAt"] as? Double).map { Date(timeIntervalSinceReferenceDate: $0) }
-                ?? (payload["expiresAt"] as? String).flatMap { try? Date($0, strategy: .iso8601) }
-            let live = payload["purpose"] as? String == ChallengePurpose.registrationCode.rawValue && (expires ?? .distantPast) > core.now()
-            if live, let email = EmailAddress(address) {
+            if Self.isLiveRegistrationCode(payload, now: core.now()), let email = EmailAddress(address) {
                 let registrant = UUID()
                 payload["registrantID"] = registrant.uuidString
                 try await seal(["email"] + names, subject: PersonalDataVault.userSubject(registrant), index: vault.blindIndex(email.value, realm: event.realm))
@@ -192,22 +189,38 @@ public struct LegacySealer: Sendable {
         default:
             break
         }
-        if let address = metadata["clientIP"] as? String, SealedText(stored: address) == nil {
-            changed = true
-            if event.recordedAt < core.now().addingTimeInterval(-addressRetention) {
-                metadata["clientIP"] = nil
-                report.addressesDropped += 1
-            } else {
-                report.addressesSealed += 1
-                if !dryRun {
-                    metadata["clientIP"] = try await vault.seal(address, subject: PersonalDataVault.addressSubject(event.recordedAt), realm: "*").stored
-                }
+        if try await sealClientIP(&metadata, event: event, vault: vault, dryRun: dryRun, report: &report) { changed = true }
+        guard changed else { return nil }
+        return (try Self.encoded(payload), try Self.encoded(metadata))
+    }
+
+    private static func encoded(_ object: [String: Any]) throws -> String {
+        String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    /// Whether a legacy `challenge.issued` payload is a registration code still live at `now`.
+    private static func isLiveRegistrationCode(_ payload: [String: Any], now: Date) -> Bool {
+        let expires = (payload["expiresAt"] as? Double).map { Date(timeIntervalSinceReferenceDate: $0) }
+            ?? (payload["expiresAt"] as? String).flatMap { try? Date($0, strategy: .iso8601) }
+        return payload["purpose"] as? String == ChallengePurpose.registrationCode.rawValue && (expires ?? .distantPast) > now
+    }
+
+    /// A plaintext client IP in the metadata sealed under its day's key, or dropped when that
+    /// day is past the retention. Returns whether the metadata changed.
+    private func sealClientIP(_ metadata: inout [String: Any], event: LegacyEvent, vault: PersonalDataVault, dryRun: Bool, report: inout Report)
+        async throws -> Bool
+    {
+        guard let address = metadata["clientIP"] as? String, SealedText(stored: address) == nil else { return false }
+        if event.recordedAt < core.now().addingTimeInterval(-addressRetention) {
+            metadata["clientIP"] = nil
+            report.addressesDropped += 1
+        } else {
+            report.addressesSealed += 1
+            if !dryRun {
+                metadata["clientIP"] = try await vault.seal(address, subject: PersonalDataVault.addressSubject(event.recordedAt), realm: "*").stored
             }
         }
-        guard changed else { return nil }
-        let encodedPayload = String(decoding: try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys]), as: UTF8.self)
-        let encodedMetadata = String(decoding: try JSONSerialization.data(withJSONObject: metadata, options: [.sortedKeys]), as: UTF8.self)
-        return (encodedPayload, encodedMetadata)
+        return true
     }
 
     /// The owner of a passkey stream, from its `passkey.enrolled` event (a user id, never personal).

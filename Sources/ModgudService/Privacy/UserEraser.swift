@@ -52,19 +52,7 @@ public struct UserEraser: Sendable {
         var erasedSubjects: [String] = []
         var outcome = Outcome(userID: userID, erasedNow: false, familiesRevoked: 0, passkeysDeleted: 0, keysShredded: 0, mailDeleted: 0)
         if let userID {
-            let stream = StreamNames.user(realm: realm, userID: userID)
-            var actor = await core.users.actor(for: stream)
-            var state = try await actor.current().state
-            if case .plain = state.email {
-                // Held from before `seal-legacy` rewrote the log in place? Read it again.
-                await core.users.forget(stream.id)
-                actor = await core.users.actor(for: stream)
-                state = try await actor.current().state
-            }
-            guard state.exists else { throw DomainError("User.NotFound", "No such user.") }
-            if case .plain = state.email {
-                throw DomainError("User.LegacyPlaintext", "This user's events predate sealing: run `modgud privacy seal-legacy` first.")
-            }
+            let (actor, state) = try await sealedUser(realm: realm, userID: userID)
             // The address is needed once more, to find its pending registrations and its mail.
             if address == nil, let opened = try await vault.open(state.email) { address = EmailAddress(opened) }
             keptIndex = try await core.pool.query(
@@ -100,6 +88,25 @@ public struct UserEraser: Sendable {
             throw DomainError("User.NotFound", "No such user.")
         }
         return outcome
+    }
+
+    /// The user's actor and state, refused when the user does not exist or holds legacy
+    /// plaintext (which cannot be shredded).
+    private func sealedUser(realm: String, userID: UUID) async throws -> (AggregateActor<User>, User.State) {
+        let stream = StreamNames.user(realm: realm, userID: userID)
+        var actor = await core.users.actor(for: stream)
+        var state = try await actor.current().state
+        if case .plain = state.email {
+            // Held from before `seal-legacy` rewrote the log in place? Read it again.
+            await core.users.forget(stream.id)
+            actor = await core.users.actor(for: stream)
+            state = try await actor.current().state
+        }
+        guard state.exists else { throw DomainError("User.NotFound", "No such user.") }
+        if case .plain = state.email {
+            throw DomainError("User.LegacyPlaintext", "This user's events predate sealing: run `modgud privacy seal-legacy` first.")
+        }
+        return (actor, state)
     }
 
     private func revokeFamilies(realm: String, userID: UUID, metadata: EventMetadata) async throws -> Int {
