@@ -15,15 +15,10 @@ struct PrivacyCommand: AsyncParsableCommand {
 
         func run() async throws {
             let pool = database.makePool(maxConnections: 1)
-            let row = try await pool.query(
-                """
-                SELECT (SELECT count(*) FROM subject_keys WHERE subject LIKE 'user:%'), (SELECT count(*) FROM subject_keys WHERE subject LIKE 'ip:%'),
-                       (SELECT count(*) FROM erased_subjects WHERE subject LIKE 'user:%'), (SELECT count(*) FROM erased_subjects WHERE subject LIKE 'ip:%')
-                """
-            ).first
+            let keys = try await PersonalDataVault.keyCounts(pool: pool)
             let pending = try await LegacySealer.pending(pool: pool)
-            print("user keys        \(try row?.decode(Int.self, at: 0) ?? 0) (\(try row?.decode(Int.self, at: 2) ?? 0) erased)")
-            print("client IP days   \(try row?.decode(Int.self, at: 1) ?? 0) readable (\(try row?.decode(Int.self, at: 3) ?? 0) expired)")
+            print("user keys        \(keys.users) (\(keys.erasedUsers) erased)")
+            print("client IP days   \(keys.addressDays) readable (\(keys.expiredAddressDays) expired)")
             print("older events     \(pending ? "await `modgud privacy seal-legacy --apply`" : "none in plaintext")")
             await pool.close()
         }
@@ -34,9 +29,9 @@ struct PrivacyCommand: AsyncParsableCommand {
             commandName: "seal-legacy",
             abstract: "Rewrite events written before sealing began so they hold no personal data in plaintext.",
             discussion: """
-                Without --apply it only counts. With it, it seals addresses and names under each person's key, drops \
-                them from login codes and expired registrations, seals or drops (past the retention) client IPs, renames \
-                code streams named by an unkeyed hash, then rebuilds the users read model. Positions, versions, types and \
+                Without --apply it only counts. With it, it seals addresses, names and passkey names under each person's \
+                key, drops them from login codes and expired registrations, seals or drops (past the retention) client \
+                IPs, renames code streams named by an unkeyed hash, then rebuilds the users and passkeys read models. Positions, versions, types and \
                 times stay. One run at a time (advisory lock); a second run changes nothing. Take a backup first, and let \
                 older backups expire (docs/operations/backups.md).
                 """)

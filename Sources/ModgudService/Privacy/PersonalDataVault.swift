@@ -233,3 +233,27 @@ extension PQError {
     /// The transaction met an erased subject's missing key (`modgud_require_subject_key`).
     public var meansSubjectKeyMissing: Bool { sqlState == PersonalDataVault.subjectKeyMissingState }
 }
+
+extension PersonalDataVault {
+    /// How many keys exist and how many were shredded, by kind (operators' status; no master key needed).
+    public struct KeyCounts: Sendable, Equatable {
+        public var users: Int
+        public var erasedUsers: Int
+        /// Days whose client-IP key still exists.
+        public var addressDays: Int
+        /// Days whose client-IP key was shredded past the retention.
+        public var expiredAddressDays: Int
+    }
+
+    public static func keyCounts(pool: PQPool) async throws -> KeyCounts {
+        let row = try await pool.query(
+            """
+            SELECT (SELECT count(*) FROM subject_keys WHERE subject LIKE 'user:%'), (SELECT count(*) FROM erased_subjects WHERE subject LIKE 'user:%'),
+                   (SELECT count(*) FROM subject_keys WHERE subject LIKE 'ip:%'), (SELECT count(*) FROM erased_subjects WHERE subject LIKE 'ip:%')
+            """
+        ).first
+        return KeyCounts(
+            users: try row?.decode(Int.self, at: 0) ?? 0, erasedUsers: try row?.decode(Int.self, at: 1) ?? 0,
+            addressDays: try row?.decode(Int.self, at: 2) ?? 0, expiredAddressDays: try row?.decode(Int.self, at: 3) ?? 0)
+    }
+}
