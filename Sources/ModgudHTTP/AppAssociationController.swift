@@ -29,7 +29,7 @@ struct AppAssociationController: Sendable {
         do {
             let (realm, _) = try await parsing.realm(request)
             let host = String((request.head.authority ?? "").split(separator: ":").first ?? "")
-            guard let body = document(try await AppAssociations.apps(realm: realm, rpID: host, pool: core.pool)) else {
+            guard let body = document(try await core.appAssociations(realm: realm, host: host)) else {
                 return Problem.response("AppAssociation.NotFound", status: 404, detail: "No app of this realm uses this host as its RP-ID.")
             }
             // Apple and Google fetch these through their CDNs: an hour is what both suggest.

@@ -68,7 +68,7 @@ struct TokenController: Sendable {
             throw OAuthError.unsupportedGrantType("This grant type is not enabled for this realm.")
         }
         let (client, limits) = try await authenticate(request, form, realm: realm, source: source)
-        if !grant.countsItself { try await limits.run(on: core.pool) }
+        if !grant.countsItself { try await core.rateLimiter.run(limits) }
         if let permission = grant.permission, !client.settings.grants.contains(permission) {
             throw OAuthError.unauthorizedClient("The client is not allowed to use this grant type.")
         }

@@ -129,6 +129,11 @@ public struct ModgudCore: Sendable {
         _ = try? await pool.query("SELECT pg_notify(\(SettingsChangeListener.channel), \(change.payload))")
     }
 
+    /// The apps of a realm's clients whose RP-ID is `host` (the app-association files).
+    public func appAssociations(realm: RealmDirectory.Entry, host: String) async throws -> (apple: [String], android: [AndroidApp]) {
+        try await AppAssociations.apps(realm: realm, rpID: host, pool: pool)
+    }
+
     /// The state of a user, for userinfo and sign-in.
     public func user(realm: String, id: UUID) async throws -> User.State {
         try await users.actor(for: StreamNames.user(realm: realm, userID: id)).current().state

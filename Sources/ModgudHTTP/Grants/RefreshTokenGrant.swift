@@ -12,7 +12,7 @@ struct RefreshTokenGrant: TokenGrant {
 
     func redeem(_ request: GrantRequest) async throws -> TokenResponse {
         guard let refreshToken = request.form["refresh_token"] else {
-            try await request.limits.run(on: request.core.pool)
+            try await request.core.rateLimiter.run(request.limits)
             throw OAuthError.invalidRequest("refresh_token is required.")
         }
         return try await request.core.tokenService.refresh(

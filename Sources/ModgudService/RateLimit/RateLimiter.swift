@@ -53,6 +53,12 @@ public struct RateLimiter: Sendable {
         try await prepare(buckets, realm: realm, settings: settings).run(on: pool)
     }
 
+    /// Runs a prepared count on its own (one round trip; none when nothing is counted);
+    /// throws `RateLimited` as `check` does.
+    public func run(_ check: RateLimitCheck) async throws {
+        try await check.run(on: pool)
+    }
+
     /// Counts one request against a limit the client must not learn of (`signup.ip`: a 429
     /// would tell that an address is new). The same path as `check`: allowlist, log-only,
     /// metrics and notices. Returns false when the request is to be dropped silently.
