@@ -8,14 +8,18 @@ import ModgudService
 /// `GrantRegistry`, applies the gates every grant shares, and renders the outcome. What a
 /// grant redeems is its own type's business (`Grants/`).
 struct TokenController: Sendable {
-    let core: ModgudCore
     let parsing: RequestParsing
     let grants: GrantRegistry
+    let services: GrantServices
+    let clients: ClientAuthenticator
+    let rateLimiter: RateLimiter
 
     init(core: ModgudCore, parsing: RequestParsing, grants: GrantRegistry = .standard) {
-        self.core = core
         self.parsing = parsing
         self.grants = grants
+        services = GrantServices(core: core)
+        clients = core.clientAuthenticator
+        rateLimiter = core.rateLimiter
     }
 
     func token(_ request: Request, context: ModgudRequestContext) async -> Response {
@@ -60,21 +64,21 @@ struct TokenController: Sendable {
         // Per source always; per client once the client is authenticated (`authenticate`).
         let source = parsing.source(request, context: context)
         guard let grant = grants.grant(named: grantType) else {
-            try await core.rateLimiter.check([RateLimitBucket(.tokenPerIP, key: source)], realm: realm.realmID, settings: realm.settings)
+            try await rateLimiter.check([RateLimitBucket(.tokenPerIP, key: source)], realm: realm.realmID, settings: realm.settings)
             throw OAuthError.unsupportedGrantType("The grant type \(grantType) is not supported.")
         }
         if grant.isNative, !realm.settings.nativeGrants.enabled {
-            try await core.rateLimiter.check([RateLimitBucket(.tokenPerIP, key: source)], realm: realm.realmID, settings: realm.settings)
+            try await rateLimiter.check([RateLimitBucket(.tokenPerIP, key: source)], realm: realm.realmID, settings: realm.settings)
             throw OAuthError.unsupportedGrantType("This grant type is not enabled for this realm.")
         }
         let (client, limits) = try await authenticate(request, form, realm: realm, source: source)
-        if !grant.countsItself { try await core.rateLimiter.run(limits) }
+        if !grant.countsItself { try await rateLimiter.run(limits) }
         if let permission = grant.permission, !client.settings.grants.contains(permission) {
             throw OAuthError.unauthorizedClient("The client is not allowed to use this grant type.")
         }
         let grantRequest = GrantRequest(
             form: form, client: client, limits: limits, realm: realm, issuer: issuer, source: source, correlationID: context.id,
-            clientIP: context.peerAddress, core: core)
+            clientIP: context.peerAddress, services: services)
         guard grant.isNative else { return try await grant.redeem(grantRequest) }
         // A failed proof (`invalid_grant`) of a native grant answers after the jitter, so timing
         // does not tell a wrong code from an unknown user. Successes are not delayed.
@@ -100,9 +104,9 @@ struct TokenController: Sendable {
         let client: AuthenticatedClient
         do {
             let (id, secret) = try parsing.clientCredentials(request, form)
-            client = try await core.clientAuthenticator.authenticate(realm: realm.realmID, clientID: id, secret: secret)
+            client = try await clients.authenticate(realm: realm.realmID, clientID: id, secret: secret)
         } catch {
-            try await core.rateLimiter.check([perSource], realm: realm.realmID, settings: realm.settings)
+            try await rateLimiter.check([perSource], realm: realm.realmID, settings: realm.settings)
             throw error
         }
         var buckets = [perSource]
@@ -110,6 +114,6 @@ struct TokenController: Sendable {
             buckets.append(RateLimitBucket(.tokenPerClientSource, key: client.id + " " + source, source: source))
         }
         buckets.append(RateLimitBucket(.tokenPerClient, key: client.id, source: source))
-        return (client, core.rateLimiter.prepare(buckets, realm: realm.realmID, settings: realm.settings))
+        return (client, rateLimiter.prepare(buckets, realm: realm.realmID, settings: realm.settings))
     }
 }

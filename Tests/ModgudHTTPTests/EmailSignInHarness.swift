@@ -219,6 +219,15 @@ final class EmailSignInHarness: @unchecked Sendable {
         return (String(match.1), String(match.2), String(match.3))
     }
 
+    /// Waits until every queued mail was accepted by the SMTP server (a delivered row leaves
+    /// the outbox, after the server's 250, and the sink has written the message before it
+    /// answers). `deliverDue()` alone is not enough: the background dispatcher may hold a
+    /// claimed row mid-send, which a count right after would miss.
+    func allMailDelivered() async throws {
+        try await dispatcher.deliverDue()
+        try await Eventually.wait("the outbox emptied") { try await self.outboxCount() == 0 }
+    }
+
     /// Stops this instance's dispatcher and waits until it has: no mail is sent after this.
     func stopDispatcher() async {
         dispatcherTask?.cancel()

@@ -214,7 +214,7 @@ final class EmailSignInTests: XCTestCase {
             harness.clock.advance(60)
             let resendStatus = try await H.requestCode(client, "ada@example.com").status
             XCTAssertEqual(resendStatus, .ok)
-            try await harness.dispatcher.deliverDue()
+            try await harness.allMailDelivered()
             XCTAssertEqual(try harness.mails(to: "ada@example.com").count, 1, "a resend within 2 minutes is silent")
             // After the cooldown a new code voids the old one.
             harness.clock.advance(61)
@@ -330,7 +330,7 @@ final class EmailSignInTests: XCTestCase {
             // A disabled user is sent nothing.
             harness.clock.advance(121)
             _ = try await H.requestCode(client, "ada@example.com")
-            try await harness.dispatcher.deliverDue()
+            try await harness.allMailDelivered()
             XCTAssertEqual(try harness.mails(to: "ada@example.com").count, 1)
         }
     }
@@ -374,7 +374,7 @@ final class EmailSignInTests: XCTestCase {
             XCTAssertEqual(redeemStatus, .ok)
             let registeredUsers = try await harness.userCount("b@example.com")
             XCTAssertEqual(registeredUsers, 1)
-            try await harness.dispatcher.deliverDue()
+            try await harness.allMailDelivered()
             XCTAssertEqual(try harness.mails(to: "a@example.com").count, 0, "ExplicitEndpoint: the OTP request stays strict")
         }
         for posture in [RegistrationPosture.off, .jitOnOtp] {

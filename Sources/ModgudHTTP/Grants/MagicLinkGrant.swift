@@ -11,6 +11,6 @@ struct MagicLinkGrant: TokenGrant {
         guard let userID = request.form["user_id"], let token = request.form["magic_token"] else {
             throw OAuthError.invalidRequest("user_id and magic_token are required.")
         }
-        return try await request.core.emailSignIn().redeemMagicLink(userID: userID, token: token, request.signIn)
+        return try await request.services.emailSignIn().redeemMagicLink(userID: userID, token: token, request.signIn)
     }
 }

@@ -11,6 +11,6 @@ struct OneTimeCodeGrant: TokenGrant {
         guard let username = request.form["username"], let code = request.form["otp_code"] else {
             throw OAuthError.invalidRequest("username and otp_code are required.")
         }
-        return try await request.core.emailSignIn().redeemCode(email: username, code: code, request.signIn)
+        return try await request.services.emailSignIn().redeemCode(email: username, code: code, request.signIn)
     }
 }

@@ -21,12 +21,12 @@ struct PasskeyGrant: TokenGrant {
     static func redeem(ceremony: String, assertion: String?, attestation: String?, grant: EmailSignInService.GrantRequest, _ request: GrantRequest)
         async throws -> TokenResponse
     {
-        let core = request.core
+        let services = request.services
         if let attestation {
-            try await core.rateLimiter.check(.passkeyPerIP, key: request.source, realm: request.realm.realmID, settings: request.realm.settings)
-            return try await core.passkeys.redeemSignUp(client: grant.client, ceremonyID: ceremony, attestation: Array(attestation.utf8), grant)
+            try await services.rateLimiter.check(.passkeyPerIP, key: request.source, realm: request.realm.realmID, settings: request.realm.settings)
+            return try await services.passkeys.redeemSignUp(client: grant.client, ceremonyID: ceremony, attestation: Array(attestation.utf8), grant)
         }
         guard let assertion else { throw OAuthError.invalidRequest("ceremony_id and assertion (sign-in) or attestation (sign-up) are required.") }
-        return try await core.passkeys.redeem(client: grant.client, ceremonyID: ceremony, assertion: assertion, grant)
+        return try await services.passkeys.redeem(client: grant.client, ceremonyID: ceremony, assertion: assertion, grant)
     }
 }

@@ -12,10 +12,10 @@ struct RefreshTokenGrant: TokenGrant {
 
     func redeem(_ request: GrantRequest) async throws -> TokenResponse {
         guard let refreshToken = request.form["refresh_token"] else {
-            try await request.core.rateLimiter.run(request.limits)
+            try await request.services.rateLimiter.run(request.limits)
             throw OAuthError.invalidRequest("refresh_token is required.")
         }
-        return try await request.core.tokenService.refresh(
+        return try await request.services.tokens.refresh(
             client: request.client, refreshToken: refreshToken, resources: request.form.all("resource"), issuer: request.issuer,
             metadata: request.metadata(actorIsClient: false), rateLimit: request.limits)
     }

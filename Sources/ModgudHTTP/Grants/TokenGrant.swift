@@ -41,7 +41,8 @@ struct GrantRequest: Sendable {
     let source: String
     let correlationID: String
     let clientIP: String?
-    let core: ModgudCore
+    /// The services a grant may call (and nothing else of the instance).
+    let services: GrantServices
 
     /// Metadata of the events the grant appends, `actor` unset (a refresh) or the client.
     func metadata(actorIsClient: Bool) -> EventMetadata {
@@ -53,5 +54,21 @@ struct GrantRequest: Sendable {
         EmailSignInService.GrantRequest(
             client: client, scope: form["scope"], resources: form.all("resource"), totpCode: form["totp_code"], issuer: issuer,
             metadata: metadata(actorIsClient: true))
+    }
+}
+
+/// What grants may call: the token, sign-in and passkey services and the rate limiter.
+struct GrantServices: Sendable {
+    let tokens: TokenService
+    let passkeys: PasskeyService
+    let rateLimiter: RateLimiter
+    /// Email codes and links (needs the master key; throws without it).
+    let emailSignIn: @Sendable () throws -> EmailSignInService
+
+    init(core: ModgudCore) {
+        tokens = core.tokenService
+        passkeys = core.passkeys
+        rateLimiter = core.rateLimiter
+        emailSignIn = { try core.emailSignIn() }
     }
 }

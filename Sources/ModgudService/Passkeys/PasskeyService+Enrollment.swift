@@ -14,7 +14,7 @@ extension PasskeyService {
     public func beginEnrollment(realm: RealmDirectory.Entry, userID: UUID, clientID: String, metadata: EventMetadata) async throws -> Begun {
         let client = try await clients.enabledClient(realm: realm.realmID, clientID: clientID)
         guard let rpID = Self.rpID(client: client, realm: realm.settings) else { throw Self.unconfigured }
-        let user = try await users.actor(for: StreamNames.user(realm: realm.realmID, userID: userID)).current().state
+        let user = try await userActors.actor(for: StreamNames.user(realm: realm.realmID, userID: userID)).current().state
         guard user.canSignIn else { throw ServiceRefusal.invalid("Passkey.InvalidRequest", "Invalid request.") }
         // excludeCredentials: the user's live passkeys under this RP-ID, in one indexed read.
         let exclude = try await pool.query(
@@ -76,7 +76,7 @@ extension PasskeyService {
         let sealed = try await sealName(name, userID: userID, realm: realm.realmID)
         let enrolled = Self.enrolled(verdict, passkeyID: passkeyID, userID: userID, rpID: ceremony.rpID, name: sealed, clientID: clientID, at: time)
         do {
-            _ = try await passkeys.actor(forNew: StreamNames.passkey(realm: realm.realmID, passkeyID: passkeyID))
+            _ = try await passkeyActors.actor(forNew: StreamNames.passkey(realm: realm.realmID, passkeyID: passkeyID))
                 .execute(.enroll(enrolled), now: time, metadata: metadata)
         } catch EventStoreError.inlineProjectionFailed {
             throw ServiceRefusal.invalid("Passkey.AlreadyRegistered", "This passkey is already registered.")

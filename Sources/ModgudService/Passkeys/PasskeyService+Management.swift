@@ -41,7 +41,7 @@ extension PasskeyService {
     public func rename(realm: String, userID: UUID, passkeyID: UUID, to name: String, by actor: String, metadata: EventMetadata) async throws
         -> Summary?
     {
-        let passkey = await passkeys.actor(for: StreamNames.passkey(realm: realm, passkeyID: passkeyID))
+        let passkey = await passkeyActors.actor(for: StreamNames.passkey(realm: realm, passkeyID: passkeyID))
         let state = try await passkey.current().state
         guard state.isActive, state.enrolled?.userID == userID else { return nil }
         // The domain checks the plaintext and records it sealed; the current name is opened
@@ -82,7 +82,7 @@ extension PasskeyService {
     /// DELETE /connect/passkey/{id}: false when there is no such passkey *of this user*
     /// (the caller answers 404 either way: no cross-user existence oracle).
     public func delete(realm: String, userID: UUID?, passkeyID: UUID, by actor: String, metadata: EventMetadata) async throws -> Bool {
-        let passkey = await passkeys.actor(for: StreamNames.passkey(realm: realm, passkeyID: passkeyID))
+        let passkey = await passkeyActors.actor(for: StreamNames.passkey(realm: realm, passkeyID: passkeyID))
         let state = try await passkey.current().state
         guard state.isActive, let enrolled = state.enrolled, userID == nil || enrolled.userID == userID else { return false }
         do {

@@ -45,7 +45,7 @@ extension PasskeyService {
             let challenge = Base64URL.decode(ceremony.challenge)
         else { throw failed }
         guard let found = try await storedCredential(realm: realm, rawID: rawID) else { throw failed }
-        let passkey = await passkeys.actor(for: StreamNames.passkey(realm: realm, passkeyID: found.passkeyID))
+        let passkey = await passkeyActors.actor(for: StreamNames.passkey(realm: realm, passkeyID: found.passkeyID))
         let state = try await passkey.current(atLeast: found.passkeyVersion).state
         // A credential verifies only under the RP-ID it was enrolled under.
         guard state.isActive, let enrolled = state.enrolled, enrolled.rpID == ceremony.rpID,
@@ -56,7 +56,7 @@ extension PasskeyService {
             backupEligible: enrolled.backupEligible)
         guard let verdict = try await verify(credential, challenge: challenge, ceremony: ceremony, stored: stored, client: client, passkey: passkey, grant)
         else { throw failed }
-        let user = try await users.actor(for: StreamNames.user(realm: realm, userID: enrolled.userID)).current(atLeast: found.userVersion).state
+        let user = try await userActors.actor(for: StreamNames.user(realm: realm, userID: enrolled.userID)).current(atLeast: found.userVersion).state
         // User verification was required: the passkey is two factors in one (RFC 8176 "mfa").
         // The tokens are minted first; their family commits with the recorded use.
         let signIn =

@@ -79,7 +79,7 @@ extension PasskeyService {
             expiresAt: time + PasskeyCeremony.lifetime, registrantID: registrant, email: .sealed(try key.seal(email.value)),
             firstName: try key.seal(firstName), lastName: try key.seal(lastName))
         let insert = key.insert
-        _ = try await ceremonies.actor(forNew: StreamNames.passkeyCeremony(realm: realm.realmID, ceremonyID: begun.ceremonyID))
+        _ = try await ceremonyActors.actor(forNew: StreamNames.passkeyCeremony(realm: realm.realmID, ceremonyID: begun.ceremonyID))
             .execute(.begin(begun), now: time, metadata: metadata, extra: { _ in [insert] })
         let names = [firstName, lastName].compactMap { $0 }.joined(separator: " ")
         let displayName = Self.cleanName(request.displayName) ?? (names.isEmpty ? email.value : names)
@@ -162,7 +162,7 @@ extension PasskeyService {
         let keyCheck: PQQuery = "SELECT modgud_require_subject_key(\(PersonalDataVault.userSubject(registered.userID)))"
         let registrant = registered.userID
         do {
-            _ = try await users.actor(forNew: StreamNames.user(realm: realm, userID: registrant)).execute(
+            _ = try await userActors.actor(forNew: StreamNames.user(realm: realm, userID: registrant)).execute(
                 .register(
                     id: registrant, email: registered.email, emailConfirmed: registered.emailConfirmed, username: nil, firstName: registered.firstName,
                     lastName: registered.lastName, securityStamp: registered.securityStamp, via: registered.via), now: enrolled.createdAt,

@@ -12,9 +12,9 @@ import WebAuthn
 /// against, and records the outcome.
 public struct PasskeyService: Sendable {
     let pool: PQPool
-    let ceremonies: AggregateRegistry<PasskeyCeremony>
-    let passkeys: AggregateRegistry<Passkey>
-    let users: AggregateRegistry<User>
+    let ceremonyActors: AggregateRegistry<PasskeyCeremony>
+    let passkeyActors: AggregateRegistry<Passkey>
+    let userActors: AggregateRegistry<User>
     let clients: ClientAuthenticator
     let tokenService: TokenService
     let now: @Sendable () -> Date
@@ -24,9 +24,9 @@ public struct PasskeyService: Sendable {
         clients: ClientAuthenticator, tokenService: TokenService, now: @escaping @Sendable () -> Date
     ) {
         self.pool = pool
-        self.ceremonies = ceremonies
-        self.passkeys = passkeys
-        self.users = users
+        self.ceremonyActors = ceremonies
+        self.passkeyActors = passkeys
+        self.userActors = users
         self.clients = clients
         self.tokenService = tokenService
         self.now = now
@@ -66,7 +66,7 @@ public struct PasskeyService: Sendable {
         let ceremonyID = UUID()
         let challenge = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
         let time = now()
-        _ = try await ceremonies.actor(forNew: StreamNames.passkeyCeremony(realm: realm, ceremonyID: ceremonyID)).execute(
+        _ = try await ceremonyActors.actor(forNew: StreamNames.passkeyCeremony(realm: realm, ceremonyID: ceremonyID)).execute(
             .begin(
                 PasskeyCeremonyBegun(
                     ceremonyID: ceremonyID, kind: kind, challenge: Base64URL.encode(challenge), rpID: rpID, clientID: clientID, userID: userID,
@@ -80,7 +80,7 @@ public struct PasskeyService: Sendable {
         -> PasskeyCeremonyBegun?
     {
         do {
-            return try await ceremonies.actor(for: StreamNames.passkeyCeremony(realm: realm, ceremonyID: ceremonyID))
+            return try await ceremonyActors.actor(for: StreamNames.passkeyCeremony(realm: realm, ceremonyID: ceremonyID))
                 .execute(consume, now: now(), metadata: metadata).state.begun
         } catch is DomainError {
             return nil

@@ -87,7 +87,7 @@ extension EmailSignInService {
     private func accountGate(_ issued: ChallengeIssued, grant: GrantRequest) async throws -> AccountGate {
         guard issued.purpose == .loginCode, let userID = issued.userID else { return AccountGate() }
         let realm = grant.client.realm
-        let loaded = try await users.actor(for: StreamNames.user(realm: realm, userID: userID)).current()
+        let loaded = try await userActors.actor(for: StreamNames.user(realm: realm, userID: userID)).current()
         var account = AccountGate(user: loaded.state, userVersion: loaded.version)
         switch loaded.state.canSignIn ? try secondFactor.check(grant.totpCode, user: loaded.state, realm: realm) : nil {
         case nil: account.gate = .accountCannotSignIn

@@ -26,7 +26,7 @@ extension EmailSignInService {
     public func requestConfirmation(realm: RealmDirectory.Entry, userID: UUID, source: String, metadata: EventMetadata) async throws
         -> ConfirmationRequestOutcome
     {
-        let user = try await users.actor(for: StreamNames.user(realm: realm.realmID, userID: userID)).current().state
+        let user = try await userActors.actor(for: StreamNames.user(realm: realm.realmID, userID: userID)).current().state
         guard user.canSignIn else { throw DomainError("User.NotFound", "No such user.") }
         guard !user.emailConfirmed else { return .alreadyConfirmed }
         try await limiter.check(.requestPerIP, key: source, realm: realm.realmID, settings: realm.settings)
@@ -41,7 +41,7 @@ extension EmailSignInService {
         let mail = try await outbox.enqueue(
             MailTemplates.code(code, to: address.value, realmName: realm.settings.displayName, registration: false, confirmation: true),
             realm: realm.realmID, sealing: .subject(PersonalDataVault.userSubject(userID)))
-        let outcome = try await challenges.actor(for: StreamNames.emailConfirmation(realm: realm.realmID, userID: userID))
+        let outcome = try await challengeActors.actor(for: StreamNames.emailConfirmation(realm: realm.realmID, userID: userID))
             .execute(.issue(issued, cooldown: Self.resendCooldown), now: time, metadata: metadata, extra: { _ in [mail] })
         if !outcome.events.isEmpty { mailEnqueued() }
         return .sent
@@ -51,14 +51,14 @@ extension EmailSignInService {
     /// for a wrong, expired, burned or used code.
     public func confirm(realm: String, userID: UUID, code: String, metadata: EventMetadata, attempt: Int = 1) async throws -> Bool {
         let userStream = StreamNames.user(realm: realm, userID: userID)
-        let (user, userVersion) = try await users.actor(for: userStream).current()
+        let (user, userVersion) = try await userActors.actor(for: userStream).current()
         guard user.canSignIn else { return false }
         if user.emailConfirmed { return true }
         guard code.count == 6, code.allSatisfy(\.isASCII), code.allSatisfy(\.isNumber) else { return false }
         let hash = secrets.codes.hash(code, for: Self.confirmationBinding(realm: realm, userID: userID))
         let confirmed = try User.decide(.confirmEmail, state: user, now: now()).map { try $0.newEvent() }
         do {
-            let outcome = try await challenges.actor(for: StreamNames.emailConfirmation(realm: realm, userID: userID)).execute(
+            let outcome = try await challengeActors.actor(for: StreamNames.emailConfirmation(realm: realm, userID: userID)).execute(
                 .redeem(presentedHash: hash), now: now(), metadata: metadata,
                 alsoAppending: { events in
                     guard events.contains(where: { if case .consumed = $0 { true } else { false } }) else { return [] }

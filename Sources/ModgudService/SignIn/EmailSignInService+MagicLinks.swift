@@ -27,7 +27,7 @@ extension EmailSignInService {
         let enqueue = try await outbox.enqueue(
             MailTemplates.magicLink(link, to: email.value, realmName: settings.displayName), realm: realm.realmID,
             sealing: .subject(PersonalDataVault.userSubject(userID)))
-        let outcome = try await challenges.actor(for: StreamNames.magicLinks(realm: realm.realmID, userID: userID))
+        let outcome = try await challengeActors.actor(for: StreamNames.magicLinks(realm: realm.realmID, userID: userID))
             .execute(.issue(issued, cooldown: Self.resendCooldown), now: time, metadata: metadata, extra: { _ in [enqueue] })
         if !outcome.events.isEmpty { mailEnqueued() }
     }
@@ -40,7 +40,7 @@ extension EmailSignInService {
         guard let userID = UUID(uuidString: rawUserID), token.count <= 128 else { throw invalid }
         _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
         _ = try ScopePolicy.audiences(resources: grant.resources, allowed: grant.client.settings.audiences, clientID: grant.client.id)
-        let userActor = await users.actor(for: StreamNames.user(realm: realm, userID: userID))
+        let userActor = await userActors.actor(for: StreamNames.user(realm: realm, userID: userID))
         let user = try await userActor.current().state
         // The common case (an active user without TOTP): the tokens are minted first and their
         // family commits with the consumed link, one transaction. Otherwise the link is
@@ -53,7 +53,7 @@ extension EmailSignInService {
             : nil
         let outcome: CommandOutcome<EmailChallenge>
         do {
-            outcome = try await challenges.actor(for: StreamNames.magicLinks(realm: realm, userID: userID))
+            outcome = try await challengeActors.actor(for: StreamNames.magicLinks(realm: realm, userID: userID))
                 .execute(
                     .redeem(presentedHash: OpaqueToken.hash(token)), now: now(), metadata: grant.metadata,
                     alsoAppending: { events in

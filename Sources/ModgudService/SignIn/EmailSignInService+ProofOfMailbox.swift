@@ -19,7 +19,7 @@ extension EmailSignInService {
                 realm: realm, email: email, index: vault.blindIndex(email.value, realm: realm), pool: pool)
         else { return [] }
         let userStream = StreamNames.user(realm: realm, userID: userID)
-        let (user, userVersion) = try await users.actor(for: userStream).current()
+        let (user, userVersion) = try await userActors.actor(for: userStream).current()
         guard user.isUnprovenPasskeySignUp else { return [] }
         let time = now()
         var writes = [
@@ -32,7 +32,7 @@ extension EmailSignInService {
         ).rows.map { try $0.decode(UUID.self, at: 0) }
         for passkeyID in passkeyIDs {
             let stream = StreamNames.passkey(realm: realm, passkeyID: passkeyID)
-            let (passkey, version) = try await passkeys.actor(for: stream).current()
+            let (passkey, version) = try await passkeyActors.actor(for: stream).current()
             guard passkey.isActive else { continue }
             let events = try Passkey.decide(.delete(by: Self.retiredBy), state: passkey, now: time)
             writes.append(StreamWrite(stream: stream, expected: ExpectedVersion(current: version), events: try events.map { try $0.newEvent() }))

@@ -21,9 +21,9 @@ public struct EmailSignInService: Sendable {
     public static let resendCooldown: TimeInterval = 120
 
     let pool: PQPool
-    let challenges: AggregateRegistry<EmailChallenge>
-    let users: AggregateRegistry<User>
-    let passkeys: AggregateRegistry<Passkey>
+    let challengeActors: AggregateRegistry<EmailChallenge>
+    let userActors: AggregateRegistry<User>
+    let passkeyActors: AggregateRegistry<Passkey>
     let secrets: ServerSecrets
     let vault: PersonalDataVault
     let outbox: MailOutbox
@@ -40,9 +40,9 @@ public struct EmailSignInService: Sendable {
         now: @escaping @Sendable () -> Date
     ) {
         self.pool = pool
-        self.challenges = challenges
-        self.users = users
-        self.passkeys = passkeys
+        self.challengeActors = challenges
+        self.userActors = users
+        self.passkeyActors = passkeys
         self.secrets = secrets
         self.vault = vault
         self.outbox = MailOutbox(pool: pool, secrets: secrets, vault: vault)
@@ -144,7 +144,7 @@ public struct EmailSignInService: Sendable {
         let mail = MailTemplates.code(code, to: email.value, realmName: settings.displayName, registration: issued.purpose == .registrationCode)
         statements.append(try await outbox.enqueue(mail, realm: realm.realmID, sealing: sealing))
         let extra = statements
-        let outcome = try await challenges.actor(for: codeStream(realm: realm.realmID, email: email, day: time))
+        let outcome = try await challengeActors.actor(for: codeStream(realm: realm.realmID, email: email, day: time))
             .execute(.issue(issued, cooldown: Self.resendCooldown), now: time, metadata: metadata, extra: { _ in extra })
         if !outcome.events.isEmpty { mailEnqueued() }
     }
@@ -195,7 +195,7 @@ public struct EmailSignInService: Sendable {
 
     func findUser(realm: String, email: EmailAddress, index: String) async throws -> User.State? {
         guard let id = try await UserLookup.userID(realm: realm, email: email, index: index, pool: pool) else { return nil }
-        return try await users.actor(for: StreamNames.user(realm: realm, userID: id)).current().state
+        return try await userActors.actor(for: StreamNames.user(realm: realm, userID: id)).current().state
     }
 
     /// The address's code stream of the UTC day of `day`.
@@ -208,7 +208,7 @@ public struct EmailSignInService: Sendable {
     func liveCode(realm: String, email: EmailAddress) async throws -> (AggregateActor<EmailChallenge>, ChallengeIssued)? {
         let time = now()
         for day in [time, time - Self.codeLifetime] {
-            let challenge = await challenges.actor(for: codeStream(realm: realm, email: email, day: day))
+            let challenge = await challengeActors.actor(for: codeStream(realm: realm, email: email, day: day))
             let current = try await challenge.current().state
             if let issued = current.current, current.isLive(at: time) { return (challenge, issued) }
             if PersonalDataVault.dayText(day) == PersonalDataVault.dayText(time - Self.codeLifetime) { break }

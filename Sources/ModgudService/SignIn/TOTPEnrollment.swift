@@ -6,7 +6,7 @@ import ModgudDomain
 /// secret and its otpauth:// URI, then one valid code to confirm), or by an operator.
 /// The secret is sealed under the master key before it reaches an event.
 public struct TOTPEnrollment: Sendable {
-    let users: AggregateRegistry<User>
+    let userActors: AggregateRegistry<User>
     let secrets: ServerSecrets
     /// Opens the address that labels the authenticator entry.
     let vault: PersonalDataVault?
@@ -14,7 +14,7 @@ public struct TOTPEnrollment: Sendable {
 
     public init(users: AggregateRegistry<User>, secrets: ServerSecrets, vault: PersonalDataVault?, now: @escaping @Sendable () -> Date) {
         self.vault = vault
-        self.users = users
+        self.userActors = users
         self.secrets = secrets
         self.now = now
     }
@@ -29,7 +29,7 @@ public struct TOTPEnrollment: Sendable {
 
     /// Step 1: a new secret, pending until confirmed. Starting again replaces the pending one.
     public func begin(realm: String, userID: UUID, issuer: String, metadata: EventMetadata) async throws -> Provisioning {
-        let actor = await users.actor(for: StreamNames.user(realm: realm, userID: userID))
+        let actor = await userActors.actor(for: StreamNames.user(realm: realm, userID: userID))
         let user = try await actor.current().state
         let secret = TOTP.generateSecret()
         let sealed = try secrets.sealTOTPSecret(secret, realm: realm, userID: userID)
@@ -41,7 +41,7 @@ public struct TOTPEnrollment: Sendable {
     /// Step 2: a valid code from the pending secret turns TOTP on (and spends that step).
     /// - Throws: `DomainError` `TOTP.InvalidCode`, `TOTP.NoEnrollment`, `TOTP.AlreadyEnabled`.
     public func confirm(realm: String, userID: UUID, code: String, metadata: EventMetadata) async throws {
-        let actor = await users.actor(for: StreamNames.user(realm: realm, userID: userID))
+        let actor = await userActors.actor(for: StreamNames.user(realm: realm, userID: userID))
         let user = try await actor.current().state
         guard user.encryptedTOTPSecret == nil else { throw DomainError("TOTP.AlreadyEnabled", "Two-factor is already on.") }
         guard let pending = user.pendingTOTPSecret else { throw DomainError("TOTP.NoEnrollment", "Start the two-factor enrollment first.") }
@@ -55,7 +55,7 @@ public struct TOTPEnrollment: Sendable {
     /// Operator path: TOTP on at once with a new secret; the provisioning goes to the user
     /// out of band.
     public func enableDirectly(realm: String, userID: UUID, issuer: String, metadata: EventMetadata) async throws -> Provisioning {
-        let actor = await users.actor(for: StreamNames.user(realm: realm, userID: userID))
+        let actor = await userActors.actor(for: StreamNames.user(realm: realm, userID: userID))
         let user = try await actor.current().state
         let secret = TOTP.generateSecret()
         _ = try await actor.execute(
@@ -66,6 +66,6 @@ public struct TOTPEnrollment: Sendable {
     }
 
     public func disable(realm: String, userID: UUID, metadata: EventMetadata) async throws {
-        _ = try await users.actor(for: StreamNames.user(realm: realm, userID: userID)).execute(.disableTOTP, now: now(), metadata: metadata)
+        _ = try await userActors.actor(for: StreamNames.user(realm: realm, userID: userID)).execute(.disableTOTP, now: now(), metadata: metadata)
     }
 }
