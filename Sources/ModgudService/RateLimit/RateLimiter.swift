@@ -99,20 +99,26 @@ public struct RateLimiter: Sendable {
             binds += [item.bucket.policy.name.pqBind, keyed(item.bucket.key).pqBind, interval.pqBind, tolerance.pqBind]
             rows.append("($1, $\(first), $\(first + 1), $2 + make_interval(secs => $\(first + 2)), true, $\(first + 2), $\(first + 3))")
         }
-        // The stored debt in seconds, re-timed from the interval it was stored with to the
-        // current one and capped at a full bucket of the current setting (see the type's doc).
+        // Unchanged setting (the hot path): plain GCRA on the stored timestamp. Changed: the
+        // stored debt in seconds, re-timed from the interval it was stored with to the current
+        // one and capped at a full bucket of the current setting (see the type's doc). With an
+        // unchanged setting the two agree, since a bucket never holds more than a full bucket.
+        let unchanged = "r.interval_seconds = EXCLUDED.interval_seconds AND r.tolerance_seconds = EXCLUDED.tolerance_seconds"
         let debt = """
             least(extract(epoch FROM greatest(r.tat, $2) - $2) * EXCLUDED.interval_seconds / greatest(r.interval_seconds, 1e-9),
                   EXCLUDED.tolerance_seconds + EXCLUDED.interval_seconds)
             """
+        let fits = "greatest(r.tat, $2) - $2 <= make_interval(secs => EXCLUDED.tolerance_seconds)"
         return PQQuery(
             """
             INSERT INTO rate_limits AS r (realm_id, policy, bucket_key, tat, allowed, interval_seconds, tolerance_seconds)
             VALUES \(rows.joined(separator: ", "))
             ON CONFLICT (realm_id, policy, bucket_key) DO UPDATE SET
-                allowed = \(debt) <= EXCLUDED.tolerance_seconds,
-                tat = $2 + make_interval(secs => \(debt)
-                    + CASE WHEN \(debt) <= EXCLUDED.tolerance_seconds THEN EXCLUDED.interval_seconds ELSE 0 END),
+                allowed = CASE WHEN \(unchanged) THEN \(fits) ELSE \(debt) <= EXCLUDED.tolerance_seconds END,
+                tat = CASE WHEN \(unchanged) THEN
+                    CASE WHEN \(fits) THEN greatest(r.tat, $2) + make_interval(secs => EXCLUDED.interval_seconds) ELSE r.tat END
+                ELSE $2 + make_interval(secs => \(debt)
+                    + CASE WHEN \(debt) <= EXCLUDED.tolerance_seconds THEN EXCLUDED.interval_seconds ELSE 0 END) END,
                 interval_seconds = EXCLUDED.interval_seconds, tolerance_seconds = EXCLUDED.tolerance_seconds
             RETURNING policy, allowed, extract(epoch FROM tat - $2)::float8, tolerance_seconds
             """, binds: binds)
