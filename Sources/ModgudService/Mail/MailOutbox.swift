@@ -84,9 +84,12 @@ public struct MailOutbox: Sendable {
             let opened = try secrets.sealer.open(try row.decode(PQBytes.self, at: 2).bytes, realm: realm, kid: Self.kid(id))
             var json: [UInt8]? = opened
             if try row.decode(String?.self, at: 4) != nil {
+                // Sealed under the person's key too: nil once that key was shredded.
                 guard let vault else { throw MasterKeyMissing() }
-                let inner = SealedText(stored: String(decoding: opened, as: UTF8.self))
-                json = try await inner.asyncMap { try await vault.open($0) }.map { Array($0.utf8) }
+                json = nil
+                if let inner = SealedText(stored: String(decoding: opened, as: UTF8.self)), let text = try await vault.open(inner) {
+                    json = Array(text.utf8)
+                }
             }
             items.append(
                 Item(id: id, realm: realm, message: try json.map { try EventJSON.decode(MailMessage.self, from: $0) }, attempts: try row.decode(Int.self, at: 3)))
@@ -154,13 +157,5 @@ public struct MailOutbox: Sendable {
             "SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'dead') FROM mail_outbox"
         ).first
         return (try row?.decode(Int.self, at: 0) ?? 0, try row?.decode(Int.self, at: 1) ?? 0)
-    }
-}
-
-extension Optional {
-    /// `map` with an async transform.
-    fileprivate func asyncMap<T>(_ transform: (Wrapped) async throws -> T?) async rethrows -> T? {
-        guard let value = self else { return nil }
-        return try await transform(value)
     }
 }
