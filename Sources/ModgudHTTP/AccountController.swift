@@ -7,7 +7,10 @@ import ModgudService
 /// Modgud's own account endpoints for native apps (docs/spec.md sections 2, 3 and 6): code and
 /// link requests, app info, and TOTP enrollment. JSON is PascalCase.
 struct AccountController: Sendable {
-    let core: ModgudCore
+    /// Email codes and links, and TOTP enrollment (they need the master key: they throw without it).
+    let emailSignIn: @Sendable () throws -> EmailSignInService
+    let totpEnrollment: @Sendable () throws -> TOTPEnrollment
+    let tokens: TokenService
     let parsing: RequestParsing
 
     struct CodeRequestBody: Decodable {
@@ -56,7 +59,7 @@ struct AccountController: Sendable {
             guard realm.settings.nativeGrants.enabled else { return Self.disabled() }
             let body = try await parsing.json(CodeRequestBody.self, request, allowed: CodeRequestBody.members)
             do {
-                try await core.emailSignIn().requestCode(
+                try await emailSignIn().requestCode(
                     .init(email: body.Email, firstName: body.FirstName, lastName: body.LastName, source: parsing.source(request, context: context)),
                     endpoint: endpoint, realm: realm, metadata: metadata(context))
             } catch let refused as EmailSignInService.RequestRefused {
@@ -79,7 +82,7 @@ struct AccountController: Sendable {
                 return Problem.response("MagicLink.Disabled", status: 400, detail: "Magic links are not enabled for this realm.")
             }
             let body = try await parsing.json(MagicLinkRequestBody.self, request, allowed: MagicLinkRequestBody.members)
-            try await core.emailSignIn().requestMagicLink(
+            try await emailSignIn().requestMagicLink(
                 email: body.Email, source: parsing.source(request, context: context), realm: realm, issuer: issuer, metadata: metadata(context))
             await parsing.configuration.jitter.wait(since: started)
             return OAuthResponses.json(MessageBody(Message: Self.linkMessage))
@@ -126,7 +129,7 @@ struct AccountController: Sendable {
             let (realm, issuer) = try await parsing.realm(request)
             let userID = try await bearer(request, realm: realm.realmID).userID
             do {
-                let provisioning = try await core.totpEnrollment().begin(
+                let provisioning = try await totpEnrollment().begin(
                     realm: realm.realmID, userID: userID, issuer: realm.settings.displayName.isEmpty ? issuer : realm.settings.displayName,
                     metadata: metadata(context, actor: userID))
                 return OAuthResponses.json(TOTPEnrollmentBody(OtpauthUri: provisioning.uri, Secret: provisioning.secret))
@@ -143,7 +146,7 @@ struct AccountController: Sendable {
             let userID = try await bearer(request, realm: realm.realmID).userID
             let body = try await parsing.json(TOTPConfirmBody.self, request, allowed: TOTPConfirmBody.members)
             do {
-                try await core.totpEnrollment().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: metadata(context, actor: userID))
+                try await totpEnrollment().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: metadata(context, actor: userID))
                 return Response(status: .noContent)
             } catch let refused as DomainError {
                 return Problem.response(refused.code, status: refused.code == "TOTP.InvalidCode" ? 400 : 409, detail: refused.message)
@@ -163,7 +166,7 @@ struct AccountController: Sendable {
             let userID = try await bearer(request, realm: realm.realmID).userID
             let outcome: EmailSignInService.ConfirmationRequestOutcome
             do {
-                outcome = try await core.emailSignIn().requestConfirmation(
+                outcome = try await emailSignIn().requestConfirmation(
                     realm: realm, userID: userID, source: parsing.source(request, context: context), metadata: metadata(context, actor: userID))
             } catch is DomainError {
                 return UserInfoController.challenge("invalid_token")  // the account stopped signing in meanwhile
@@ -179,7 +182,7 @@ struct AccountController: Sendable {
             let (realm, _) = try await parsing.realm(request)
             let userID = try await bearer(request, realm: realm.realmID).userID
             let body = try await parsing.json(TOTPConfirmBody.self, request, allowed: TOTPConfirmBody.members)
-            guard try await core.emailSignIn().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: metadata(context, actor: userID))
+            guard try await emailSignIn().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: metadata(context, actor: userID))
             else { return Problem.response("Email.InvalidCode", status: 400, detail: "Invalid or expired code.") }
             return OAuthResponses.json(EmailConfirmationBody(EmailConfirmed: true))
         }
@@ -202,7 +205,7 @@ struct AccountController: Sendable {
             throw RequestParsing.Failure.response(UserInfoController.challenge(nil))
         }
         let token = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        guard let found = try await core.tokenService.liveAccessToken(realm: realm, token: token), let userID = found.userID else {
+        guard let found = try await tokens.liveAccessToken(realm: realm, token: token), let userID = found.userID else {
             throw RequestParsing.Failure.response(UserInfoController.challenge("invalid_token"))
         }
         return Bearer(userID: userID, clientID: found.clientID, familyID: found.familyID, scopes: found.scopes)

@@ -7,7 +7,8 @@ import ModgudService
 /// clients with app settings, so a login domain that is its apps' RP-ID needs no other web
 /// server. Otherwise 404 (host them on the RP-ID's own site: `modgud client app-links`).
 struct AppAssociationController: Sendable {
-    let core: ModgudCore
+    /// The apps of a realm's clients whose passkeys live under a host (`AppAssociations.apps`).
+    let apps: @Sendable (RealmDirectory.Entry, String) async throws -> (apple: [String], android: [AndroidApp])
     let parsing: RequestParsing
 
     func register(on router: Router<ModgudRequestContext>) {
@@ -29,7 +30,7 @@ struct AppAssociationController: Sendable {
         do {
             let (realm, _) = try await parsing.realm(request)
             let host = String((request.head.authority ?? "").split(separator: ":").first ?? "")
-            guard let body = document(try await core.appAssociations(realm: realm, host: host)) else {
+            guard let body = document(try await apps(realm, host)) else {
                 return Problem.response("AppAssociation.NotFound", status: 404, detail: "No app of this realm uses this host as its RP-ID.")
             }
             // Apple and Google fetch these through their CDNs: an hour is what both suggest.

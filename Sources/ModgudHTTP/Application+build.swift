@@ -24,15 +24,18 @@ public func buildApplication(
 
 /// The routes, for in-process tests.
 public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTTPConfiguration()) -> Router<ModgudRequestContext> {
-    let parsing = RequestParsing(core: core, configuration: configuration)
+    let parsing = RequestParsing(realms: core.realmDirectory, configuration: configuration)
     let router = Router(context: ModgudRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
     router.add(middleware: AccessLogMiddleware())
     router.add(middleware: RequestMetricsMiddleware())
-    let tokens = TokenController(core: core, parsing: parsing)
-    let introspection = IntrospectionController(core: core, parsing: parsing)
-    let discovery = DiscoveryController(core: core, parsing: parsing)
-    let userinfo = UserInfoController(core: core, parsing: parsing)
+    // Each controller gets the services it uses, not the composition root.
+    let grantServices = GrantServices(
+        tokens: core.tokenService, passkeys: core.passkeys, rateLimiter: core.rateLimiter, emailSignIn: { try core.emailSignIn() })
+    let tokens = TokenController(services: grantServices, clients: core.clientAuthenticator, parsing: parsing)
+    let introspection = IntrospectionController(clients: core.clientAuthenticator, tokens: core.tokenService, parsing: parsing)
+    let discovery = DiscoveryController(keys: core.keys, parsing: parsing)
+    let userinfo = UserInfoController(tokens: core.tokenService, parsing: parsing)
     router.post("/connect/token", use: tokens.token)
     router.post("/connect/introspect", use: introspection.introspect)
     router.post("/connect/revoke", use: introspection.revoke)
@@ -42,12 +45,13 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     router.get("/.well-known/jwks.json", use: discovery.jwks)
     HealthController(readiness: core.readiness, metrics: configuration.metrics).register(on: router)
     OpenAPIDocument.register(on: router)
-    let account = AccountController(core: core, parsing: parsing)
+    let account = AccountController(
+        emailSignIn: { try core.emailSignIn() }, totpEnrollment: { try core.totpEnrollment() }, tokens: core.tokenService, parsing: parsing)
     account.register(on: router)
-    PasskeyController(core: core, parsing: parsing, account: account).register(on: router)
-    Auth0PasskeyController(core: core, parsing: parsing, account: account).register(on: router)
-    AppAssociationController(core: core, parsing: parsing).register(on: router)
-    AdminController(core: core, admin: AdminService(core: core), configuration: configuration).register(on: router)
+    PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, account: account).register(on: router)
+    Auth0PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, account: account).register(on: router)
+    AppAssociationController(apps: { try await core.appAssociations(realm: $0, host: $1) }, parsing: parsing).register(on: router)
+    AdminController(tokens: core.tokenService, admin: AdminService(core: core), configuration: configuration).register(on: router)
     return router
 }
 

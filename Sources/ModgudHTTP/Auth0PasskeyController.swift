@@ -8,7 +8,8 @@ import ModgudService
 /// and response shapes and OAuth-style errors (`{ "error", "error_description" }`). The token
 /// endpoint redeems both (`Auth0Compatibility`).
 struct Auth0PasskeyController: Sendable {
-    let core: ModgudCore
+    let passkeys: PasskeyService
+    let rateLimiter: RateLimiter
     let parsing: RequestParsing
     let account: AccountController
 
@@ -43,7 +44,7 @@ struct Auth0PasskeyController: Sendable {
             try Auth0Compatibility.checkRealm(body.realm, realm: realm)
             let signUp = try Auth0Compatibility.signUpRequest(body.user_profile)
             try await checkLimits(request, context: context, realm: realm, signUp: true)
-            let begun = try await core.passkeys.beginSignUp(realm: realm, clientID: body.client_id, signUp, metadata: account.metadata(context))
+            let begun = try await passkeys.beginSignUp(realm: realm, clientID: body.client_id, signUp, metadata: account.metadata(context))
             return OAuthResponses.json(BegunBody(authn_params_public_key: begun.options, auth_session: begun.ceremonyID.uuidString.lowercased()))
         }
     }
@@ -55,7 +56,7 @@ struct Auth0PasskeyController: Sendable {
             let body = try await decode(ChallengeBody.self, request, allowed: ChallengeBody.members)
             try Auth0Compatibility.checkRealm(body.realm, realm: realm)
             try await checkLimits(request, context: context, realm: realm, signUp: false)
-            let begun = try await core.passkeys.beginLogin(realm: realm, clientID: body.client_id, metadata: account.metadata(context))
+            let begun = try await passkeys.beginLogin(realm: realm, clientID: body.client_id, metadata: account.metadata(context))
             return OAuthResponses.json(BegunBody(authn_params_public_key: begun.options, auth_session: begun.ceremonyID.uuidString.lowercased()))
         }
     }
@@ -72,8 +73,8 @@ struct Auth0PasskeyController: Sendable {
 
     private func checkLimits(_ request: Request, context: ModgudRequestContext, realm: RealmDirectory.Entry, signUp: Bool) async throws {
         let source = parsing.source(request, context: context)
-        try await core.rateLimiter.check(.passkeyPerIP, key: source, realm: realm.realmID, settings: realm.settings)
-        if signUp { try await core.rateLimiter.check(.signupPerIP, key: source, realm: realm.realmID, settings: realm.settings) }
+        try await rateLimiter.check(.passkeyPerIP, key: source, realm: realm.realmID, settings: realm.settings)
+        if signUp { try await rateLimiter.check(.signupPerIP, key: source, realm: realm.realmID, settings: realm.settings) }
     }
 
     /// A JSON body, strictly: the errors in OAuth's shape.

@@ -4,7 +4,7 @@ import ModgudService
 
 /// GET /.well-known/openid-configuration and /.well-known/jwks.json, per realm host.
 struct DiscoveryController: Sendable {
-    let core: ModgudCore
+    let keys: SigningKeyRing
     let parsing: RequestParsing
     /// The rendered document per issuer and grant list (issue 12: rendered once, not per request).
     let rendered = SettingsCache<String, ByteBuffer>(maxAge: .seconds(60))
@@ -68,7 +68,7 @@ struct DiscoveryController: Sendable {
             var headers = HTTPFields()
             headers[.contentType] = "application/jwk-set+json"
             headers[.cacheControl] = "public, max-age=300"
-            let body = try await core.keys.jwks(realm: realm.realmID)
+            let body = try await keys.jwks(realm: realm.realmID)
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
         } catch RequestParsing.Failure.response(let response) {
             return response

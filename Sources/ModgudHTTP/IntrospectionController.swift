@@ -4,7 +4,8 @@ import ModgudService
 
 /// POST /connect/introspect (RFC 7662) and POST /connect/revoke (RFC 7009).
 struct IntrospectionController: Sendable {
-    let core: ModgudCore
+    let clients: ClientAuthenticator
+    let tokens: TokenService
     let parsing: RequestParsing
 
     /// RFC 7662 section 2.1: the caller must authenticate; only confidential clients can.
@@ -14,9 +15,9 @@ struct IntrospectionController: Sendable {
             let form = try await parsing.form(request)
             let (id, secret) = try parsing.clientCredentials(request, form)
             guard secret != nil else { throw OAuthError.invalidClient(attempted: true) }
-            _ = try await core.clientAuthenticator.authenticate(realm: realm.realmID, clientID: id, secret: secret)
+            _ = try await clients.authenticate(realm: realm.realmID, clientID: id, secret: secret)
             guard let token = form["token"] else { throw OAuthError.invalidRequest("token is required.") }
-            return OAuthResponses.introspection(try await core.tokenService.introspect(realm: realm.realmID, token: token))
+            return OAuthResponses.introspection(try await tokens.introspect(realm: realm.realmID, token: token))
         }
     }
 
@@ -26,9 +27,9 @@ struct IntrospectionController: Sendable {
             let (realm, _) = try await parsing.realm(request)
             let form = try await parsing.form(request)
             let (id, secret) = try parsing.clientCredentials(request, form)
-            let client = try await core.clientAuthenticator.authenticate(realm: realm.realmID, clientID: id, secret: secret)
+            let client = try await clients.authenticate(realm: realm.realmID, clientID: id, secret: secret)
             guard let token = form["token"] else { throw OAuthError.invalidRequest("token is required.") }
-            try await core.tokenService.revoke(client: client, token: token, metadata: EventMetadata(correlationID: context.id))
+            try await tokens.revoke(client: client, token: token, metadata: EventMetadata(correlationID: context.id))
             var response = Response(status: .ok)
             response.headers[.cacheControl] = "no-store"
             return response

@@ -8,7 +8,8 @@ import ModgudService
 /// sign-in: issue 14), list, get, rename and delete (Bearer). The grant itself is in
 /// `TokenController`.
 struct PasskeyController: Sendable {
-    let core: ModgudCore
+    let passkeys: PasskeyService
+    let rateLimiter: RateLimiter
     let parsing: RequestParsing
     let account: AccountController
 
@@ -55,9 +56,9 @@ struct PasskeyController: Sendable {
         await respond(context) {
             let (realm, _) = try await parsing.realm(request)
             guard realm.settings.nativeGrants.enabled else { return AccountController.disabled() }
-            try await core.rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
+            try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
             let form = try await parsing.form(request)
-            let begun = try await core.passkeys.beginLogin(realm: realm, clientID: form["client_id"], metadata: account.metadata(context))
+            let begun = try await passkeys.beginLogin(realm: realm, clientID: form["client_id"], metadata: account.metadata(context))
             return OAuthResponses.json(BegunBody(ceremonyId: begun.ceremonyID.uuidString.lowercased(), options: begun.options))
         }
     }
@@ -82,9 +83,9 @@ struct PasskeyController: Sendable {
             guard realm.settings.nativeGrants.enabled else { return AccountController.disabled() }
             let body = try await parsing.json(SignUpBody.self, request, allowed: SignUpBody.members)
             let source = parsing.source(request, context: context)
-            try await core.rateLimiter.check(.passkeyPerIP, key: source, realm: realm.realmID, settings: realm.settings)
-            try await core.rateLimiter.check(.signupPerIP, key: source, realm: realm.realmID, settings: realm.settings)
-            let begun = try await core.passkeys.beginSignUp(
+            try await rateLimiter.check(.passkeyPerIP, key: source, realm: realm.realmID, settings: realm.settings)
+            try await rateLimiter.check(.signupPerIP, key: source, realm: realm.realmID, settings: realm.settings)
+            let begun = try await passkeys.beginSignUp(
                 realm: realm, clientID: body.ClientId,
                 .init(email: body.Email, firstName: body.FirstName, lastName: body.LastName, displayName: body.DisplayName),
                 metadata: account.metadata(context))
@@ -96,9 +97,9 @@ struct PasskeyController: Sendable {
     func enrollBegin(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, bearer) = try await authorized(request)
-            try await core.rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
-            try await core.passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
-            let begun = try await core.passkeys.beginEnrollment(
+            try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
+            try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
+            let begun = try await passkeys.beginEnrollment(
                 realm: realm, userID: bearer.userID, clientID: bearer.clientID, metadata: account.metadata(context, actor: bearer.userID))
             return OAuthResponses.json(BegunBody(ceremonyId: begun.ceremonyID.uuidString.lowercased(), options: begun.options))
         }
@@ -116,8 +117,8 @@ struct PasskeyController: Sendable {
     func enroll(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, bearer) = try await authorized(request)
-            try await core.rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
-            try await core.passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
+            try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
+            try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             let body: EnrollBody
             do {
                 body = try await parsing.json(EnrollBody.self, request, allowed: EnrollBody.members)
@@ -125,7 +126,7 @@ struct PasskeyController: Sendable {
                 // docs/spec.md section 4: a malformed enrollment body is the passkey refusal, not the generic one.
                 return ServiceRefusal.invalid("Passkey.InvalidRequest", "Invalid request.").problem
             }
-            let created = try await core.passkeys.completeEnrollment(
+            let created = try await passkeys.completeEnrollment(
                 realm: realm, userID: bearer.userID, clientID: bearer.clientID, ceremonyID: body.ceremonyId, attestation: body.attestation.bytes,
                 displayName: body.DisplayName, metadata: account.metadata(context, actor: bearer.userID))
             return OAuthResponses.json(Self.view(created))
@@ -136,7 +137,7 @@ struct PasskeyController: Sendable {
     func list(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, bearer) = try await authorized(request)
-            return OAuthResponses.json(try await core.passkeys.list(realm: realm.realmID, userID: bearer.userID).map(Self.view))
+            return OAuthResponses.json(try await passkeys.list(realm: realm.realmID, userID: bearer.userID).map(Self.view))
         }
     }
 
@@ -145,7 +146,7 @@ struct PasskeyController: Sendable {
         await respond(context) {
             let (realm, bearer) = try await authorized(request)
             guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
-                let found = try await core.passkeys.get(realm: realm.realmID, userID: bearer.userID, passkeyID: id)
+                let found = try await passkeys.get(realm: realm.realmID, userID: bearer.userID, passkeyID: id)
             else { return Problem.response("Passkey.NotFound", status: 404, detail: "No such passkey.") }
             return OAuthResponses.json(Self.view(found))
         }
@@ -158,7 +159,7 @@ struct PasskeyController: Sendable {
             let (realm, bearer) = try await authorized(request)
             let body = try await parsing.json(RenameBody.self, request, allowed: RenameBody.members)
             guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
-                let renamed = try await core.passkeys.rename(
+                let renamed = try await passkeys.rename(
                     realm: realm.realmID, userID: bearer.userID, passkeyID: id, to: body.DisplayName, by: "user:\(bearer.userID.uuidString.lowercased())",
                     metadata: account.metadata(context, actor: bearer.userID))
             else { return Problem.response("Passkey.NotFound", status: 404, detail: "No such passkey.") }
@@ -171,7 +172,7 @@ struct PasskeyController: Sendable {
         await respond(context) {
             let (realm, bearer) = try await authorized(request)
             guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
-                try await core.passkeys.delete(
+                try await passkeys.delete(
                     realm: realm.realmID, userID: bearer.userID, passkeyID: id, by: "user:\(bearer.userID.uuidString.lowercased())",
                     metadata: account.metadata(context, actor: bearer.userID))
             else { return Problem.response("Passkey.NotFound", status: 404, detail: "No such passkey.") }

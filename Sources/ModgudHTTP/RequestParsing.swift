@@ -4,7 +4,7 @@ import ModgudService
 
 /// The parsing every OAuth endpoint shares: realm by Host, form body, client credentials.
 struct RequestParsing: Sendable {
-    let core: ModgudCore
+    let realms: RealmDirectory
     let configuration: HTTPConfiguration
 
     enum Failure: Error {
@@ -14,7 +14,7 @@ struct RequestParsing: Sendable {
     /// The realm of the request's Host, or a 404 `Realm.NotFound` problem.
     func realm(_ request: Request) async throws -> (entry: RealmDirectory.Entry, issuer: String) {
         let host = request.head.authority ?? ""
-        guard !host.isEmpty, let entry = try await core.realmDirectory.realm(forHost: host) else {
+        guard !host.isEmpty, let entry = try await realms.realm(forHost: host) else {
             throw Failure.response(Problem.response("Realm.NotFound", status: 404, detail: "No realm serves this host."))
         }
         return (entry, "\(configuration.issuerScheme)://\(host.lowercased())")

@@ -14,12 +14,12 @@ struct TokenController: Sendable {
     let clients: ClientAuthenticator
     let rateLimiter: RateLimiter
 
-    init(core: ModgudCore, parsing: RequestParsing, grants: GrantRegistry = .standard) {
+    init(services: GrantServices, clients: ClientAuthenticator, parsing: RequestParsing, grants: GrantRegistry = .standard) {
         self.parsing = parsing
         self.grants = grants
-        services = GrantServices(core: core)
-        clients = core.clientAuthenticator
-        rateLimiter = core.rateLimiter
+        self.services = services
+        self.clients = clients
+        rateLimiter = services.rateLimiter
     }
 
     func token(_ request: Request, context: ModgudRequestContext) async -> Response {

@@ -5,7 +5,7 @@ import ModgudService
 /// GET|POST /connect/userinfo (OIDC Core section 5.3), authenticated by a Bearer access token
 /// (RFC 6750). Claims follow the token's scopes.
 struct UserInfoController: Sendable {
-    let core: ModgudCore
+    let tokens: TokenService
     let parsing: RequestParsing
 
     struct Claims: Encodable {
@@ -31,17 +31,17 @@ struct UserInfoController: Sendable {
                 return Self.challenge(nil)
             }
             let token = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-            let result = try await core.tokenService.introspect(realm: realm.realmID, token: token)
+            let result = try await tokens.introspect(realm: realm.realmID, token: token)
             guard result.active, let subject = result.subject, let userID = UUID(uuidString: subject) else {
                 return Self.challenge("invalid_token")
             }
             let scopes = Set((result.scope ?? "").split(separator: " ").map(String.init))
             guard scopes.contains("openid") else { return Self.challenge("insufficient_scope", status: .forbidden) }
-            let user = try await core.user(realm: realm.realmID, id: userID)
+            let user = try await tokens.user(realm: realm.realmID, id: userID)
             let email = scopes.contains("email")
             let profile = scopes.contains("profile")
             // Personal claims are opened for this answer only (issue 13).
-            let opened = email || profile ? try await core.vault.profile(of: user) : nil
+            let opened = email || profile ? try await tokens.vault.profile(of: user) : nil
             return OAuthResponses.json(
                 Claims(
                     sub: subject, email: email ? opened?.email : nil, emailVerified: email && opened?.email != nil ? user.emailConfirmed : nil,

@@ -64,11 +64,4 @@ struct GrantServices: Sendable {
     let rateLimiter: RateLimiter
     /// Email codes and links (needs the master key; throws without it).
     let emailSignIn: @Sendable () throws -> EmailSignInService
-
-    init(core: ModgudCore) {
-        tokens = core.tokenService
-        passkeys = core.passkeys
-        rateLimiter = core.rateLimiter
-        emailSignIn = { try core.emailSignIn() }
-    }
 }
