@@ -196,3 +196,15 @@ enum EventStoreSQL {
 
     static let countEvents: PQQuery = "SELECT count(*) FROM events"
 }
+
+extension PostgresEventStore {
+    /// An SQL expression for a read-model query: the current version of the stream
+    /// `<streamType>-<idColumn>`, 0 when it has none. A service hands the version to the
+    /// stream's actor, so a warm actor reads nothing more and an append still fails on a
+    /// concurrent writer's event (docs/decisions.md, the refresh lookup). `streamType` is a
+    /// code constant; it is quoted as an SQL literal.
+    public static func streamVersionSQL(streamType: String, idColumn: String) -> String {
+        let prefix = "'" + (streamType + "-").split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''") + "'"
+        return "coalesce((SELECT version FROM streams WHERE id = \(prefix) || \(idColumn)::text), 0)"
+    }
+}

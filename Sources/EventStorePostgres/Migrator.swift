@@ -43,6 +43,12 @@ public struct Migrator: Sendable {
         }
     }
 
+    /// The names of the migrations applied to the database (readiness compares them with the
+    /// binary's).
+    public static func appliedNames(pool: PQPool) async throws -> Set<String> {
+        Set(try await pool.query("SELECT name FROM schema_migrations").rows.map { try $0.decode(String.self, at: 0) })
+    }
+
     private static let lockKey: PQQuery = "SELECT pg_advisory_lock(hashtextextended('modgud.migrate', 0))"
     private static let unlockKey: PQQuery = "SELECT pg_advisory_unlock(hashtextextended('modgud.migrate', 0))"
 

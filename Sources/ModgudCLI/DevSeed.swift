@@ -10,7 +10,7 @@ enum DevSeed {
 
     static func seed(_ core: ModgudCore, port: Int) async throws {
         let metadata = EventMetadata(actor: "system:dev-seed")
-        let realm = await core.realms.actor(for: StreamNames.realm(realmID))
+        let realm = await core.realmActors.actor(for: StreamNames.realm(realmID))
         if try await !realm.current().state.exists {
             let settings = RealmSettings(
                 hosts: ["localhost", "127.0.0.1"], displayName: "Modgud dev", primaryDomain: "localhost",
@@ -21,7 +21,7 @@ enum DevSeed {
         if try await realm.current().state.activeKey == nil {
             try await core.keys.rotate(realm: realmID, now: Date(), metadata: metadata)
         }
-        let client = await core.clients.actor(for: StreamNames.client(realm: realmID, clientID: clientID))
+        let client = await core.clientActors.actor(for: StreamNames.client(realm: realmID, clientID: clientID))
         if try await !client.current().state.exists {
             let settings = ClientSettings(
                 type: .public, displayName: "Demo app", grants: [.otp, .magic, .passkey, .refreshToken],

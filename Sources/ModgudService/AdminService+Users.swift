@@ -12,7 +12,7 @@ extension AdminService {
         if let id = UUID(uuidString: key) { return id }
         guard let email = EmailAddress(key) else { return nil }
         let vault = try core.requireVault()
-        return try await UserLookup.userID(realm: realm, email: email, index: vault.blindIndex(email.value, realm: realm), pool: core.pool)
+        return try await UsersTable.userID(realm: realm, email: email, index: vault.blindIndex(email.value, realm: realm), pool: core.pool)
     }
 
     /// A user as the admin API and CLI list them, the address opened.
@@ -41,7 +41,7 @@ extension AdminService {
         // user has, which maintenance removes (`PersonalDataVault.shredAbandoned`).
         let key = try vault.newSubject(PersonalDataVault.userSubject(id), realm: realm, emailIndex: vault.blindIndex(email.value, realm: realm))
         _ = try await core.pool.query(key.insert)
-        let state = try await core.users.actor(forNew: StreamNames.user(realm: realm, userID: id)).execute(
+        let state = try await core.userActors.actor(forNew: StreamNames.user(realm: realm, userID: id)).execute(
             .register(
                 id: id, email: .sealed(try key.seal(email.value)), emailConfirmed: emailConfirmed, username: try key.seal(User.cleanName(username)),
                 firstName: try key.seal(User.cleanName(firstName)), lastName: try key.seal(User.cleanName(lastName)),
@@ -52,22 +52,14 @@ extension AdminService {
 
     /// The realm's users, oldest first, addresses opened (each user's key comes with the row).
     public func users(realm: String, limit: Int = 1000) async throws -> [UserSummary] {
-        let rows = try await core.pool.query(
-            """
-            SELECT u.user_id, u.email, u.status, k.sealed FROM users u
-            LEFT JOIN subject_keys k ON k.subject = 'user:' || u.user_id::text
-            WHERE u.realm_id = \(realm) ORDER BY u.registered_at, u.user_id LIMIT \(limit)
-            """
-        ).rows
         var users: [UserSummary] = []
-        for row in rows {
-            let id = try row.decode(UUID.self, at: 0)
-            if let sealedKey = try row.decode(PQBytes?.self, at: 3) {
-                try core.vault?.adopt(sealedKey: sealedKey.bytes, subject: PersonalDataVault.userSubject(id))
+        for row in try await UsersTable.list(realm: realm, limit: limit, pool: core.pool) {
+            if let sealedKey = row.sealedKey {
+                try core.vault?.adopt(sealedKey: sealedKey, subject: PersonalDataVault.userSubject(row.userID))
             }
-            let stored = try row.decode(String?.self, at: 1).map(PersonalText.init(stored:))
+            let stored = row.storedEmail.map(PersonalText.init(stored:))
             let email = try await core.vault?.open(stored) ?? stored.flatMap { if case .plain(let text) = $0 { text } else { nil } }
-            users.append(UserSummary(id: id, email: email, status: try row.decode(String.self, at: 2)))
+            users.append(UserSummary(id: row.userID, email: email, status: row.status))
         }
         return users
     }
@@ -96,7 +88,7 @@ extension AdminService {
         case .logoutEverywhere: command = .rotateSecurityStamp(newStamp: stamp, reason: .logoutEverywhere)
         case .delete: command = .delete(newStamp: stamp)
         }
-        return try await core.users.actor(for: StreamNames.user(realm: realm, userID: userID)).execute(command, now: core.now(), metadata: metadata).state
+        return try await core.userActors.actor(for: StreamNames.user(realm: realm, userID: userID)).execute(command, now: core.now(), metadata: metadata).state
     }
 
     /// Turns TOTP on for a user with a new secret; hand the provisioning to the user.

@@ -15,7 +15,7 @@ public struct AdminService: Sendable {
     // MARK: Realms
 
     public func createRealm(_ id: String, settings: RealmSettings, metadata: EventMetadata) async throws -> Realm.State {
-        let state = try await core.realms.actor(for: StreamNames.realm(id)).execute(.create(id: id, settings: settings), now: core.now(), metadata: metadata)
+        let state = try await core.realmActors.actor(for: StreamNames.realm(id)).execute(.create(id: id, settings: settings), now: core.now(), metadata: metadata)
             .state
         await core.settingsChanged(.realm(id))
         return state
@@ -27,7 +27,7 @@ public struct AdminService: Sendable {
     public func updateRealm(_ id: String, metadata: EventMetadata, change: (inout RealmSettings) throws -> Void) async throws
         -> (state: Realm.State, warning: String?)
     {
-        let actor = await core.realms.actor(for: StreamNames.realm(id))
+        let actor = await core.realmActors.actor(for: StreamNames.realm(id))
         guard var settings = try await actor.current().state.settings else { throw DomainError("Realm.NotFound", "No realm \(id).") }
         let before = settings.primaryDomain
         try change(&settings)
@@ -35,9 +35,7 @@ public struct AdminService: Sendable {
         await core.settingsChanged(.realm(id))
         guard let before, before != settings.primaryDomain else { return (state, nil) }
         let enrolled = try await core.passkeys.count(realm: id, rpID: before)
-        let affected = try await core.pool.query(
-            "SELECT client_id FROM clients WHERE realm_id = \(id) AND coalesce(settings->>'rpID', '') = '' ORDER BY client_id"
-        ).rows.map { try $0.decode(String.self, at: 0) }
+        let affected = try await ClientsTable.clientsWithoutRPID(realm: id, pool: core.pool)
         let clients = affected.isEmpty ? "no client uses it" : "clients without an RP-ID of their own: " + affected.joined(separator: ", ")
         let warning =
             "The primary domain changed from \(before) to \(settings.primaryDomain ?? "(none)"): \(enrolled) passkey(s) enrolled under \(before) "
@@ -47,19 +45,11 @@ public struct AdminService: Sendable {
 
     /// Every realm: id, hosts, whether native grants are on.
     public func realms() async throws -> [(id: String, hosts: [String], nativeGrants: Bool)] {
-        try await core.pool.query(
-            """
-            SELECT r.realm_id, coalesce((SELECT string_agg(h.host, ' ' ORDER BY h.host) FROM realm_hosts h WHERE h.realm_id = r.realm_id), ''),
-                   coalesce((r.settings->'nativeGrants'->>'enabled')::boolean, false)
-            FROM realms r ORDER BY r.realm_id
-            """
-        ).rows.map {
-            (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1).split(separator: " ").map(String.init), try $0.decode(Bool.self, at: 2))
-        }
+        try await RealmTables.list(pool: core.pool)
     }
 
     public func realm(_ id: String) async throws -> Realm.State {
-        try await core.realms.actor(for: StreamNames.realm(id)).current().state
+        try await core.realmActors.actor(for: StreamNames.realm(id)).current().state
     }
 
     // MARK: Clients
@@ -69,7 +59,7 @@ public struct AdminService: Sendable {
     {
         guard try await self.realm(realm).exists else { throw DomainError("Realm.NotFound", "No realm \(realm).") }
         let secret = settings.type == .confidential ? ClientAuthenticator.generateSecret() : nil
-        let state = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
+        let state = try await core.clientActors.actor(for: StreamNames.client(realm: realm, clientID: id))
             .execute(.register(id: id, settings: settings, secretHash: secret?.hash), now: core.now(), metadata: metadata).state
         await core.settingsChanged(.client(realm: realm, id: id))
         return (state, secret?.secret)
@@ -80,7 +70,7 @@ public struct AdminService: Sendable {
     public func updateClient(realm: String, id: String, metadata: EventMetadata, change: (inout ClientSettings) throws -> Void) async throws
         -> (Client.State, warning: String?)
     {
-        let actor = await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
+        let actor = await core.clientActors.actor(for: StreamNames.client(realm: realm, clientID: id))
         guard var settings = try await actor.current().state.settings else { throw DomainError("Client.NotFound", "No client \(id).") }
         let realmSettings = try await self.realm(realm).settings ?? RealmSettings(hosts: [], displayName: realm)
         let before = PasskeyService.rpID(client: settings, realm: realmSettings)
@@ -100,14 +90,14 @@ public struct AdminService: Sendable {
     /// Gives a confidential client a new secret (returned once); the old one stops working at once.
     public func rotateClientSecret(realm: String, id: String, metadata: EventMetadata) async throws -> String {
         let (secret, hash) = ClientAuthenticator.generateSecret()
-        _ = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
+        _ = try await core.clientActors.actor(for: StreamNames.client(realm: realm, clientID: id))
             .execute(.rotateSecret(secretHash: hash), now: core.now(), metadata: metadata)
         await core.settingsChanged(.client(realm: realm, id: id))
         return secret
     }
 
     public func setClientEnabled(realm: String, id: String, enabled: Bool, metadata: EventMetadata) async throws -> Client.State {
-        let state = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id))
+        let state = try await core.clientActors.actor(for: StreamNames.client(realm: realm, clientID: id))
             .execute(enabled ? .enable : .disable, now: core.now(), metadata: metadata).state
         await core.settingsChanged(.client(realm: realm, id: id))
         return state
@@ -116,18 +106,16 @@ public struct AdminService: Sendable {
     /// Deletes a client: it can no longer authenticate, its access tokens stop being live at
     /// once (introspection, userinfo), its refresh tokens are refused, and its id is retired.
     public func deleteClient(realm: String, id: String, metadata: EventMetadata) async throws {
-        _ = try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id)).execute(.delete, now: core.now(), metadata: metadata)
+        _ = try await core.clientActors.actor(for: StreamNames.client(realm: realm, clientID: id)).execute(.delete, now: core.now(), metadata: metadata)
         await core.settingsChanged(.client(realm: realm, id: id))
     }
 
     public func client(realm: String, id: String) async throws -> Client.State {
-        try await core.clients.actor(for: StreamNames.client(realm: realm, clientID: id)).current().state
+        try await core.clientActors.actor(for: StreamNames.client(realm: realm, clientID: id)).current().state
     }
 
     public func clients(realm: String) async throws -> [(id: String, type: String, enabled: Bool)] {
-        try await core.pool.query(
-            "SELECT client_id, settings->>'type', enabled FROM clients WHERE realm_id = \(realm) ORDER BY client_id"
-        ).rows.map { (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1), try $0.decode(Bool.self, at: 2)) }
+        try await ClientsTable.list(realm: realm, pool: core.pool)
     }
 
 }

@@ -23,7 +23,7 @@ public struct LoadFixtures: Sendable {
         let pending = try service.registrationChallenge(
             email: email, index: service.vault.blindIndex(email.value, realm: realm), realm: realm,
             secretHash: secrets.codes.hash(code, for: EmailSignInService.codeBinding(realm: realm, email: email)), time: time)
-        _ = try await core.challenges.actor(for: service.codeStream(realm: realm, email: email, day: time))
+        _ = try await core.challengeActors.actor(for: service.codeStream(realm: realm, email: email, day: time))
             .execute(.issue(pending.issued, cooldown: EmailSignInService.resendCooldown), now: time, metadata: metadata, extra: { _ in [pending.key.insert] })
         return code
     }
@@ -35,7 +35,7 @@ public struct LoadFixtures: Sendable {
         let issued = ChallengeIssued(
             challengeID: UUID(), purpose: .magicLink, userID: userID, secretHash: token.hash, issuedAt: time,
             expiresAt: time + EmailSignInService.linkLifetime)
-        _ = try await core.challenges.actor(for: StreamNames.magicLinks(realm: realm, userID: userID))
+        _ = try await core.challengeActors.actor(for: StreamNames.magicLinks(realm: realm, userID: userID))
             .execute(.issue(issued, cooldown: EmailSignInService.resendCooldown), now: time, metadata: metadata)
         return token.token
     }

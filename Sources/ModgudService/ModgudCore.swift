@@ -10,17 +10,17 @@ import PQ
 public struct ModgudCore: Sendable {
     public let pool: PQPool
     public let store: PostgresEventStore
-    public let realms: AggregateRegistry<Realm>
-    public let clients: AggregateRegistry<Client>
-    public let users: AggregateRegistry<User>
-    public let families: AggregateRegistry<TokenFamily>
+    public let realmActors: AggregateRegistry<Realm>
+    public let clientActors: AggregateRegistry<Client>
+    public let userActors: AggregateRegistry<User>
+    public let familyActors: AggregateRegistry<TokenFamily>
     public let keys: SigningKeyRing
     public let tokenService: TokenService
     public let clientAuthenticator: ClientAuthenticator
     public let realmDirectory: RealmDirectory
-    public let challenges: AggregateRegistry<EmailChallenge>
-    public let ceremonies: AggregateRegistry<PasskeyCeremony>
-    public let passkeyRegistry: AggregateRegistry<Passkey>
+    public let challengeActors: AggregateRegistry<EmailChallenge>
+    public let ceremonyActors: AggregateRegistry<PasskeyCeremony>
+    public let passkeyActors: AggregateRegistry<Passkey>
     /// Passkey ceremonies, the passkey grant and passkey management.
     public let passkeys: PasskeyService
     public let rateLimiter: RateLimiter
@@ -50,20 +50,20 @@ public struct ModgudCore: Sendable {
             sealer = { metadata in try await vault.sealingAddress(metadata, at: now()) }
         }
         store = PostgresEventStore(pool: pool, inlineProjections: TokenProjection.identity, metadataSealer: sealer)
-        realms = AggregateRegistry(store: store)
-        clients = AggregateRegistry(store: store)
-        users = AggregateRegistry(store: store)
-        families = AggregateRegistry(store: store)
-        keys = SigningKeyRing(pool: pool, sealer: try masterKey.map { try KeySealer(masterKey: $0) }, realms: realms)
+        realmActors = AggregateRegistry(store: store)
+        clientActors = AggregateRegistry(store: store)
+        userActors = AggregateRegistry(store: store)
+        familyActors = AggregateRegistry(store: store)
+        keys = SigningKeyRing(pool: pool, sealer: try masterKey.map { try KeySealer(masterKey: $0) }, realms: realmActors)
         realmDirectory = RealmDirectory(pool: pool, maxAge: settingsMaxAge)
         tokenService = TokenService(
-            pool: pool, families: families, users: users, minter: TokenMinter(keys: keys), realms: realmDirectory, vault: vault, now: now)
+            pool: pool, families: familyActors, users: userActors, minter: TokenMinter(keys: keys), realms: realmDirectory, vault: vault, now: now)
         clientAuthenticator = ClientAuthenticator(pool: pool, maxAge: settingsMaxAge)
-        challenges = AggregateRegistry(store: store)
-        ceremonies = AggregateRegistry(store: store)
-        passkeyRegistry = AggregateRegistry(store: store)
+        challengeActors = AggregateRegistry(store: store)
+        ceremonyActors = AggregateRegistry(store: store)
+        passkeyActors = AggregateRegistry(store: store)
         passkeys = PasskeyService(
-            pool: pool, ceremonies: ceremonies, passkeys: passkeyRegistry, users: users, clients: clientAuthenticator, tokenService: tokenService,
+            pool: pool, ceremonies: ceremonyActors, passkeys: passkeyActors, users: userActors, clients: clientAuthenticator, tokenService: tokenService,
             now: now)
         rateLimiter = RateLimiter(pool: pool, masterKey: masterKey, now: now)
         readiness = ReadinessProbe(pool: pool)
@@ -75,14 +75,14 @@ public struct ModgudCore: Sendable {
     public func emailSignIn() throws -> EmailSignInService {
         let doorbell = mailDoorbell
         return EmailSignInService(
-            pool: pool, challenges: challenges, users: users, passkeys: passkeyRegistry, secrets: try requireSecrets(), vault: try requireVault(), limiter: rateLimiter,
+            pool: pool, challenges: challengeActors, users: userActors, passkeys: passkeyActors, secrets: try requireSecrets(), vault: try requireVault(), limiter: rateLimiter,
             tokenService: tokenService,
             mailEnqueued: { doorbell.ring() }, now: now)
     }
 
     /// TOTP enrollment. Needs the master key.
     public func totpEnrollment() throws -> TOTPEnrollment {
-        TOTPEnrollment(users: users, secrets: try requireSecrets(), vault: vault, now: now)
+        TOTPEnrollment(users: userActors, secrets: try requireSecrets(), vault: vault, now: now)
     }
 
     /// The outbox dispatcher of this instance, woken at once by this instance's requests.
@@ -126,7 +126,7 @@ public struct ModgudCore: Sendable {
     /// instances (`SettingsChangeListener`). A failed NOTIFY leaves them the cache's max age.
     public func settingsChanged(_ change: SettingsChange) async {
         invalidateSettings(change)
-        _ = try? await pool.query("SELECT pg_notify(\(SettingsChangeListener.channel), \(change.payload))")
+        await SettingsChangeListener.announce(change, pool: pool)
     }
 
     /// The apps of a realm's clients whose RP-ID is `host` (the app-association files).
@@ -136,7 +136,7 @@ public struct ModgudCore: Sendable {
 
     /// The state of a user, for userinfo and sign-in.
     public func user(realm: String, id: UUID) async throws -> User.State {
-        try await users.actor(for: StreamNames.user(realm: realm, userID: id)).current().state
+        try await userActors.actor(for: StreamNames.user(realm: realm, userID: id)).current().state
     }
 }
 

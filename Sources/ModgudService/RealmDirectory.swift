@@ -30,23 +30,14 @@ public final class RealmDirectory: Sendable {
     public func realm(forHost host: String) async throws -> Entry? {
         let name = Self.normalize(host)
         return try await byHost.value(for: name) {
-            let row = try await pool.query(
-                "SELECT r.realm_id, r.settings::text FROM realm_hosts h JOIN realms r ON r.realm_id = h.realm_id WHERE h.host = \(name)"
-            ).first
-            return try row.map { row in
-                Entry(
-                    realmID: try row.decode(String.self, at: 0),
-                    settings: try EventJSON.decode(RealmSettings.self, from: Array(try row.decode(String.self, at: 1).utf8)))
-            }
+            try await RealmTables.realm(forHost: name, pool: pool).map { Entry(realmID: $0.realmID, settings: $0.settings) }
         }
     }
 
     /// A realm's settings, or nil when there is no such realm.
     public func settings(realm: String) async throws -> RealmSettings? {
         try await byID.value(for: realm) {
-            guard let text = try await pool.query("SELECT settings::text FROM realms WHERE realm_id = \(realm)").first?.decode(String.self, at: 0)
-            else { return nil }
-            return try EventJSON.decode(RealmSettings.self, from: Array(text.utf8))
+            try await RealmTables.settings(realm: realm, pool: pool)
         }
     }
 

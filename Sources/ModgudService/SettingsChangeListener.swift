@@ -11,6 +11,12 @@ import PQ
 public struct SettingsChangeListener: Sendable {
     public static let channel = "modgud_settings"
 
+    /// Tells every instance (this one included) that `change` happened; best effort (the
+    /// caches' age bounds a lost notification).
+    static func announce(_ change: SettingsChange, pool: PQPool) async {
+        _ = try? await pool.query("SELECT pg_notify(\(channel), \(change.payload))")
+    }
+
     let configuration: PQConfiguration
     let core: ModgudCore
     let logger: Logger

@@ -170,7 +170,7 @@ final class RealmSettingsAdminTests: XCTestCase {
             metadata: .init())
         for (index, rpID) in ["acme.test", "acme.test", "ios.acme.test"].enumerated() {
             let id = UUID()
-            _ = try await core.passkeyRegistry.actor(for: StreamNames.passkey(realm: "dev", passkeyID: id)).execute(
+            _ = try await core.passkeyActors.actor(for: StreamNames.passkey(realm: "dev", passkeyID: id)).execute(
                 .enroll(
                     PasskeyEnrolled(
                         passkeyID: id, userID: UUID(), credentialID: "Y3JlZC0\(index)", rpID: rpID, publicKey: "cGs", algorithm: -7, signCount: 0,

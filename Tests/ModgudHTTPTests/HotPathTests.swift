@@ -90,10 +90,10 @@ final class HotPathTests: XCTestCase {
         let started = TokenFamilyStarted(
             familyID: familyID, clientID: "app", userID: nil, scopes: [], audiences: [], grantType: "client_credentials", authTime: Date(), amr: [],
             securityStamp: nil, accessToken: .init(hash: "h1", expiresAt: Date().addingTimeInterval(60), format: .reference))
-        _ = try await core.families.actor(forNew: stream).execute(.start(started), now: Date(), metadata: .init())
+        _ = try await core.familyActors.actor(forNew: stream).execute(.start(started), now: Date(), metadata: .init())
         let other = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
         do {
-            _ = try await other.families.actor(forNew: stream).execute(.start(started), now: Date(), metadata: .init())
+            _ = try await other.familyActors.actor(forNew: stream).execute(.start(started), now: Date(), metadata: .init())
             XCTFail("the family exists")
         } catch is DomainError {}
         let events = try await database.pool.query("SELECT count(*)::int8 FROM events WHERE stream_id = \(stream.id)").first?.decode(Int64.self, at: 0)

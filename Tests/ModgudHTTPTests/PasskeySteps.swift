@@ -72,7 +72,7 @@ struct PasskeySteps: Sendable {
     func json(_ assertion: AssertionCredential) -> String { String(decoding: assertion.json, as: UTF8.self) }
 
     func passkeyState(_ id: String) async throws -> Passkey.State {
-        try await harness.core.passkeyRegistry.actor(for: StreamNames.passkey(realm: "dev", passkeyID: try XCTUnwrap(UUID(uuidString: id)))).current().state
+        try await harness.core.passkeyActors.actor(for: StreamNames.passkey(realm: "dev", passkeyID: try XCTUnwrap(UUID(uuidString: id)))).current().state
     }
 
 }

@@ -21,7 +21,7 @@ final class TokenEndpointTests: XCTestCase {
         database = try await TestDatabase.create(maxConnections: 20)
         core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
         let settings = RealmSettings(hosts: ["localhost"], displayName: "Dev", nativeGrants: NativeGrantSettings(enabled: false))
-        _ = try await core.realms.actor(for: StreamNames.realm("dev")).execute(.create(id: "dev", settings: settings), now: Date(), metadata: .none)
+        _ = try await core.realmActors.actor(for: StreamNames.realm("dev")).execute(.create(id: "dev", settings: settings), now: Date(), metadata: .none)
         try await core.keys.rotate(realm: "dev", now: Date(), metadata: .none)
         try await register("app", ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "email", "offline_access"]))
         let (secret, hash) = ClientAuthenticator.generateSecret()
@@ -36,8 +36,8 @@ final class TokenEndpointTests: XCTestCase {
     }
 
     func register(_ id: String, _ settings: ClientSettings, secretHash: String? = nil) async throws {
-        _ = try await core.realms.actor(for: StreamNames.realm("dev")).current()
-        _ = try await core.clients.actor(for: StreamNames.client(realm: "dev", clientID: id))
+        _ = try await core.realmActors.actor(for: StreamNames.realm("dev")).current()
+        _ = try await core.clientActors.actor(for: StreamNames.client(realm: "dev", clientID: id))
             .execute(.register(id: id, settings: settings, secretHash: secretHash), now: Date(), metadata: .none)
     }
 
@@ -105,7 +105,7 @@ final class TokenEndpointTests: XCTestCase {
         }
         var settings = RealmSettings(hosts: ["localhost"], displayName: "Dev")
         settings.nativeGrants.enabled = true
-        _ = try await core.realms.actor(for: StreamNames.realm("dev")).execute(.changeSettings(settings), now: Date(), metadata: .none)
+        _ = try await core.realmActors.actor(for: StreamNames.realm("dev")).execute(.changeSettings(settings), now: Date(), metadata: .none)
         let fresh = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))  // a new instance: no cached realm
         try await buildApplication(core: fresh).test(.router) { client in
             let discovery = try await client.execute(uri: "/.well-known/openid-configuration", method: .get)
@@ -133,7 +133,7 @@ final class TokenEndpointTests: XCTestCase {
             XCTAssertNil(okBody["refresh_token"])
             XCTAssertEqual(okBody["scope"] as? String, "api")
         }
-        _ = try await core.clients.actor(for: StreamNames.client(realm: "dev", clientID: "app")).execute(.disable, now: Date(), metadata: .none)
+        _ = try await core.clientActors.actor(for: StreamNames.client(realm: "dev", clientID: "app")).execute(.disable, now: Date(), metadata: .none)
         try await app.test(.router) { client in
             let (_, body) = try await Self.post(client, "/connect/token", "grant_type=refresh_token&client_id=app&refresh_token=x")
             XCTAssertEqual(body["error"] as? String, "invalid_grant")
@@ -170,7 +170,7 @@ final class TokenEndpointTests: XCTestCase {
     func testNativeGrantOptInsAreCheckedInOrder() async throws {
         var settings = RealmSettings(hosts: ["localhost"], displayName: "Dev")
         settings.nativeGrants.enabled = true
-        _ = try await core.realms.actor(for: StreamNames.realm("dev")).execute(.changeSettings(settings), now: Date(), metadata: .none)
+        _ = try await core.realmActors.actor(for: StreamNames.realm("dev")).execute(.changeSettings(settings), now: Date(), metadata: .none)
         let fresh = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
         try await buildApplication(core: fresh).test(.router) { client in
             let (_, body) = try await Self.post(client, "/connect/token", "grant_type=urn:cocoar:passkey&client_id=app")
@@ -200,7 +200,7 @@ final class TokenEndpointTests: XCTestCase {
     func testUnknownHostIsAProblemNotFound() async throws {
         var settings = RealmSettings(hosts: ["login.example.com"], displayName: "Dev")
         settings.nativeGrants.enabled = false
-        _ = try await core.realms.actor(for: StreamNames.realm("dev")).execute(.changeSettings(settings), now: Date(), metadata: .none)
+        _ = try await core.realmActors.actor(for: StreamNames.realm("dev")).execute(.changeSettings(settings), now: Date(), metadata: .none)
         let fresh = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
         try await buildApplication(core: fresh).test(.router) { client in
             let response = try await client.execute(uri: "/.well-known/openid-configuration", method: .get)

@@ -24,7 +24,7 @@ final class ClientAddressRetentionTests: XCTestCase {
         _ = try await admin.createRealm("r", settings: RealmSettings(hosts: ["r.test"], displayName: "R"), metadata: .init())
         let id = UUID()
         let stream = StreamNames.user(realm: "r", userID: id)
-        _ = try await core.users.actor(for: stream).execute(
+        _ = try await core.userActors.actor(for: stream).execute(
             .register(id: id, email: .plain("ada@example.com"), emailConfirmed: true, username: nil, firstName: nil, lastName: nil,
                 securityStamp: "s", via: "otp"),
             now: clock.now(), metadata: EventMetadata(actor: "user:x", clientIP: "203.0.113.5"))
@@ -46,7 +46,7 @@ final class ClientAddressRetentionTests: XCTestCase {
         XCTAssertEqual(expired.first?.clientIP, PersonalDataVault.expiredAddress)
         XCTAssertEqual(expired.first?.event, audit.first?.event, "the rest of the history stays")
         // Appends today still keep their address (today's key is a different subject).
-        _ = try await core.users.actor(for: stream).execute(
+        _ = try await core.userActors.actor(for: stream).execute(
             .disable(newStamp: "s2"), now: clock.now(), metadata: EventMetadata(actor: "admin:x", clientIP: "198.51.100.9"))
         let later = try await admin.audit(realm: "r", userID: id)
         XCTAssertTrue(later.contains { $0.clientIP == "198.51.100.9" }, "\(later.map(\.clientIP))")

@@ -15,17 +15,17 @@ struct IdentityInstance {
     let clients: AggregateRegistry<Client>
     let users: AggregateRegistry<User>
     let families: AggregateRegistry<TokenFamily>
-    let tokens: TokenDirectory
+    let tokens: TokenTables
 
     /// Wraps the production composition root (no master key: tests that sign make their own ring).
     init(pool: PQPool) {
         let core = try! ModgudCore(pool: pool, masterKey: nil)
         self.pool = pool
         store = core.store
-        realms = core.realms
-        clients = core.clients
-        users = core.users
-        families = core.families
+        realms = core.realmActors
+        clients = core.clientActors
+        users = core.userActors
+        families = core.familyActors
         tokens = core.tokenService.tokens
     }
 

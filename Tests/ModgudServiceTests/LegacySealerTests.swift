@@ -18,7 +18,7 @@ final class LegacySealerTests: XCTestCase {
         // What an older version wrote: plaintext address and names, a plaintext client IP.
         let id = UUID()
         let stream = StreamNames.user(realm: "r", userID: id)
-        _ = try await core.users.actor(for: stream).execute(
+        _ = try await core.userActors.actor(for: stream).execute(
             .register(id: id, email: .plain("legacy.person@example.com"), emailConfirmed: true, username: nil, firstName: .plain("Oldname"),
                 lastName: nil, securityStamp: "s", via: "otp"),
             now: Date(), metadata: EventMetadata(actor: "user:x"))
@@ -76,7 +76,7 @@ final class LegacySealerTests: XCTestCase {
         let owner = UUID()
         let passkeyID = UUID()
         let stream = StreamNames.passkey(realm: "r", passkeyID: passkeyID)
-        let actor = await core.passkeyRegistry.actor(for: stream)
+        let actor = await core.passkeyActors.actor(for: stream)
         _ = try await actor.execute(
             .enroll(
                 PasskeyEnrolled(

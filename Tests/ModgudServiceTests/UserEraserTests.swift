@@ -26,7 +26,7 @@ final class UserEraserTests: XCTestCase {
         XCTAssertEqual(before, 2, "the user's key and the pending registration's")
 
         // The first run appended its events, then stopped.
-        _ = try await core.users.actor(for: StreamNames.user(realm: "r", userID: id)).execute(.erase(newStamp: "x"), now: Date(), metadata: .init())
+        _ = try await core.userActors.actor(for: StreamNames.user(realm: "r", userID: id)).execute(.erase(newStamp: "x"), now: Date(), metadata: .init())
         let again = try await admin.eraseUser(realm: "r", id.uuidString, metadata: .init())
         XCTAssertFalse(again.erasedNow)
         XCTAssertEqual(again.keysShredded, 2)

@@ -63,7 +63,7 @@ public final class ReadinessProbe: Sendable {
     private func measure() async -> Report {
         var checks = ["draining": "ok"]
         do {
-            let applied = Set(try await pool.query("SELECT name FROM schema_migrations").rows.map { try $0.decode(String.self, at: 0) })
+            let applied = try await Migrator.appliedNames(pool: pool)
             checks["database"] = "ok"
             let missing = expectedMigrations.filter { !applied.contains($0) }
             checks["migrations"] = missing.isEmpty ? "ok" : "pending: " + missing.joined(separator: ", ")

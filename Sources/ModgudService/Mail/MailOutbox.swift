@@ -4,7 +4,7 @@ import PQ
 import ModgudDomain
 import SMTP
 
-/// The mail outbox table (schema 0004, 0011): rows written in the transaction of the event
+/// The mail outbox (schema 0004, 0011; its SQL in `MailOutboxTable`): rows written in the transaction of the event
 /// that issues a code or link, claimed and delivered by `MailDispatcher`.
 ///
 /// Nothing in a row is plaintext personal data or a live secret (issue 22). The message, the
@@ -61,29 +61,19 @@ public struct MailOutbox: Sendable {
             inner = try key.seal(json)
         }
         let sealed = try secrets.sealer.seal(Array(inner.stored.utf8), realm: realm, kid: Self.kid(id))
-        return """
-            INSERT INTO mail_outbox (id, realm_id, subject, sealed_message)
-            VALUES (\(id), \(realm), \(subject), \(PQBytes(sealed)))
-            """
+        return MailOutboxTable.insert(id: id, realm: realm, subject: subject, sealedMessage: sealed)
     }
 
     /// Claims up to `limit` due rows for `lease` seconds (other instances skip them meanwhile).
     public func claim(limit: Int, lease: TimeInterval) async throws -> [Item] {
-        let rows = try await pool.query(
-            """
-            UPDATE mail_outbox SET next_attempt_at = now() + make_interval(secs => \(lease))
-            WHERE id IN (
-                SELECT id FROM mail_outbox WHERE status = 'pending' AND next_attempt_at <= now()
-                ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            RETURNING id, realm_id, sealed_message, attempts, subject
-            """)
+        let rows = try await MailOutboxTable.claim(limit: limit, lease: lease, pool: pool)
         var items: [Item] = []
-        for row in rows.rows {
-            let id = try row.decode(UUID.self, at: 0)
-            let realm = try row.decode(String.self, at: 1)
-            let opened = try secrets.sealer.open(try row.decode(PQBytes.self, at: 2).bytes, realm: realm, kid: Self.kid(id))
+        for row in rows {
+            let id = row.id
+            let realm = row.realm
+            let opened = try secrets.sealer.open(row.sealedMessage, realm: realm, kid: Self.kid(id))
             var json: [UInt8]? = opened
-            if try row.decode(String?.self, at: 4) != nil {
+            if row.subject != nil {
                 // Sealed under the person's key too: nil once that key was shredded.
                 guard let vault else { throw MasterKeyMissing() }
                 json = nil
@@ -92,7 +82,7 @@ public struct MailOutbox: Sendable {
                 }
             }
             items.append(
-                Item(id: id, realm: realm, message: try json.map { try EventJSON.decode(MailMessage.self, from: $0) }, attempts: try row.decode(Int.self, at: 3)))
+                Item(id: id, realm: realm, message: try json.map { try EventJSON.decode(MailMessage.self, from: $0) }, attempts: row.attempts))
         }
         return items
     }
@@ -101,18 +91,12 @@ public struct MailOutbox: Sendable {
 
     /// Delivered: the row (and the secret in it) is gone.
     public func delivered(_ id: UUID) async throws {
-        _ = try await pool.query("DELETE FROM mail_outbox WHERE id = \(id)")
+        try await MailOutboxTable.delete(id: id, pool: pool)
     }
 
     /// Failed: due again after `retryAfter` seconds, or dead (kept for the operator) when `dead`.
     public func failed(_ id: UUID, error: String, retryAfter: TimeInterval, dead: Bool) async throws {
-        _ = try await pool.query(
-            """
-            UPDATE mail_outbox SET attempts = attempts + 1, last_error = \(String(error.prefix(500))),
-                next_attempt_at = now() + make_interval(secs => \(retryAfter)),
-                status = CASE WHEN \(dead) THEN 'dead' ELSE 'pending' END
-            WHERE id = \(id)
-            """)
+        try await MailOutboxTable.failed(id: id, error: String(error.prefix(500)), retryAfter: retryAfter, dead: dead, pool: pool)
     }
 
     /// A row as operators see it: never the message (a code or link) nor the address, only
@@ -130,32 +114,17 @@ public struct MailOutbox: Sendable {
 
     /// The rows waiting or dead, oldest first.
     public func entries(limit: Int = 100) async throws -> [Entry] {
-        try await pool.query(
-            """
-            SELECT id, realm_id, subject, status, attempts, last_error, created_at FROM mail_outbox
-            ORDER BY created_at LIMIT \(limit)
-            """
-        ).rows.map { row in
-            Entry(
-                id: try row.decode(UUID.self, at: 0), realm: try row.decode(String.self, at: 1), subject: try row.decode(String?.self, at: 2),
-                status: try row.decode(String.self, at: 3), attempts: try row.decode(Int.self, at: 4), lastError: try row.decode(String?.self, at: 5),
-                createdAt: try row.decode(Date.self, at: 6))
-        }
+        try await MailOutboxTable.entries(limit: limit, pool: pool)
     }
 
     /// Dead rows go back to pending, due now, with their attempts reset (after the operator
     /// fixed the SMTP settings, say). Returns how many.
     public func retryDead() async throws -> Int {
-        try await pool.query(
-            "UPDATE mail_outbox SET status = 'pending', attempts = 0, next_attempt_at = now() WHERE status = 'dead' RETURNING id"
-        ).rows.count
+        try await MailOutboxTable.retryDead(pool: pool)
     }
 
     /// Counts by status, for operators and tests.
     public func counts() async throws -> (pending: Int, dead: Int) {
-        let row = try await pool.query(
-            "SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'dead') FROM mail_outbox"
-        ).first
-        return (try row?.decode(Int.self, at: 0) ?? 0, try row?.decode(Int.self, at: 1) ?? 0)
+        try await MailOutboxTable.counts(pool: pool)
     }
 }

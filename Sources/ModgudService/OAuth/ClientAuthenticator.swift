@@ -42,14 +42,8 @@ public struct ClientAuthenticator: Sendable {
 
     private func row(realm: String, clientID: String) async throws -> Row? {
         try await cache.value(for: Key(realm: realm, clientID: clientID)) {
-            guard
-                let row = try await pool.query(
-                    "SELECT settings::text, secret_hash, enabled FROM clients WHERE realm_id = \(realm) AND client_id = \(clientID)"
-                ).first
-            else { return nil }
-            return Row(
-                settings: try EventJSON.decode(ClientSettings.self, from: Array(try row.decode(String.self, at: 0).utf8)),
-                secretHash: try row.decode(String?.self, at: 1), enabled: try row.decode(Bool.self, at: 2))
+            guard let row = try await ClientsTable.client(realm: realm, clientID: clientID, pool: pool) else { return nil }
+            return Row(settings: row.settings, secretHash: row.secretHash, enabled: row.enabled)
         }
     }
 

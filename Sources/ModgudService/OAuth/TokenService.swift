@@ -11,7 +11,7 @@ public struct TokenService: Sendable {
     public let pool: PQPool
     public let families: AggregateRegistry<TokenFamily>
     public let users: AggregateRegistry<User>
-    public let tokens: TokenDirectory
+    public let tokens: TokenTables
     public let minter: TokenMinter
     public let realms: RealmDirectory
     /// Opens the personal claims (issue 13); nil in tools without the master key.
@@ -27,7 +27,7 @@ public struct TokenService: Sendable {
         self.realms = realms
         self.families = families
         self.users = users
-        self.tokens = TokenDirectory(pool: pool)
+        self.tokens = TokenTables(pool: pool)
         self.minter = minter
         self.now = now
     }
@@ -89,24 +89,23 @@ public struct TokenService: Sendable {
             throw OAuthError.unauthorizedClient("The client may not use grant_type refresh_token.")
         }
         let presented = OpaqueToken.hash(refreshToken)
-        guard let row = try await lookUpRefreshToken(presented, realm: client.realm, rateLimit: rateLimit) else {
+        guard let found = try await lookUpRefreshToken(presented, realm: client.realm, rateLimit: rateLimit) else {
             throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
         }
-        let familyID = try row.decode(UUID.self, at: 0)
-        let family = await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: familyID))
-        let familyState = try await family.current(atLeast: try row.decode(Int64.self, at: 2)).state
+        let family = await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: found.familyID))
+        let familyState = try await family.current(atLeast: found.familyVersion).state
         guard let started = familyState.started, started.clientID == client.id, let userID = started.userID else {
             throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
         }
         // RFC 8707: a refresh may narrow the audience, never widen it.
         let audiences = try ScopePolicy.audiences(resources: resources, allowed: Set(started.audiences), clientID: client.id)
         let userState = try await users.actor(for: StreamNames.user(realm: client.realm, userID: userID))
-            .current(atLeast: try row.decode(Int64.self, at: 3)).state
+            .current(atLeast: found.userVersion).state
         var profile: UserProfile?
         if TokenMinter.profileNeeded(scopes: started.scopes) {
             // The user's data key came with the lookup: the claims open without a round trip.
-            if let sealedKey = try row.decode(PQBytes?.self, at: 4) {
-                try vault?.adopt(sealedKey: sealedKey.bytes, subject: PersonalDataVault.userSubject(userID))
+            if let sealedKey = found.sealedUserKey {
+                try vault?.adopt(sealedKey: sealedKey, subject: PersonalDataVault.userSubject(userID))
             }
             profile = try await vault.profile(of: userState)
         }
@@ -123,18 +122,10 @@ public struct TokenService: Sendable {
             scope: started.scopes.joined(separator: " "), idToken: minted.idToken)
     }
 
-    /// The presented token's family, the current versions of the family's and the user's
-    /// streams and the user's sealed data key, in one statement, pipelined with the request's
-    /// rate-limit count (one round trip). nil for an unknown token.
-    private func lookUpRefreshToken(_ presented: String, realm: String, rateLimit: RateLimitCheck?) async throws -> PQRow? {
-        let lookup: PQQuery = """
-            SELECT r.family_id, f.user_id,
-                   coalesce((SELECT version FROM streams WHERE id = \(TokenFamily.streamType + "-") || r.family_id::text), 0),
-                   coalesce((SELECT version FROM streams WHERE id = \(User.streamType + "-") || f.user_id::text), 0),
-                   (SELECT sealed FROM subject_keys WHERE subject = 'user:' || f.user_id::text)
-            FROM refresh_tokens r JOIN token_families f ON f.family_id = r.family_id
-            WHERE r.token_hash = \(presented) AND r.realm_id = \(realm)
-            """
+    /// The presented token's lookup (`TokenTables.refreshLookupQuery`), pipelined with the
+    /// request's rate-limit count (one round trip). nil for an unknown token.
+    private func lookUpRefreshToken(_ presented: String, realm: String, rateLimit: RateLimitCheck?) async throws -> TokenTables.RefreshLookup? {
+        let lookup = TokenTables.refreshLookupQuery(presentedHash: presented, realm: realm)
         // The lookup joins two tables a rebuild of the token projection swaps: a deadlock with
         // the swap rolls back this (read-only but for the count) transaction, which then runs
         // again.
@@ -149,7 +140,7 @@ public struct TokenService: Sendable {
             try rateLimit.verdict(results[0])
             return results[1]
         }
-        return found.first
+        return try TokenTables.refreshLookup(found)
     }
 
     /// Rotates the family to the minted tokens (the second round trip: the append); reuse of a
@@ -202,6 +193,11 @@ public struct TokenService: Sendable {
         return TokenResponse(accessToken: minted.accessToken, expiresIn: minted.expiresIn, scope: scopes.joined(separator: " "))
     }
 
+    /// A user's current state (userinfo reads the claims from it).
+    public func user(realm: String, id: UUID) async throws -> User.State {
+        try await users.actor(for: StreamNames.user(realm: realm, userID: id)).current().state
+    }
+
     /// RFC 7662: whether an access token is active, and what it allows. Unknown, expired and
     /// revoked tokens are all just inactive.
     public func introspect(realm: String, token: String) async throws -> Introspection {
@@ -219,9 +215,7 @@ public struct TokenService: Sendable {
         if let refresh = try await tokens.refreshToken(hash: OpaqueToken.hash(token), realm: client.realm) {
             familyID = refresh.familyID
         } else {
-            familyID = try await pool.query(
-                "SELECT family_id FROM access_tokens WHERE token_hash = \(Self.accessHash(of: token)) AND realm_id = \(client.realm)"
-            ).first?.decode(UUID.self, at: 0)
+            familyID = try await tokens.familyOfAccessToken(hash: Self.accessHash(of: token), realm: client.realm)
         }
         guard let familyID else { return }
         let family = await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: familyID))
@@ -232,7 +226,7 @@ public struct TokenService: Sendable {
     /// A JWT access token is found by the hash of its jti; a reference token by its own hash.
     /// The live access token presented as `token` (reference or JWT), with its family: what a
     /// bearer-authenticated endpoint acts on.
-    public func liveAccessToken(realm: String, token: String) async throws -> TokenDirectory.AccessToken? {
+    public func liveAccessToken(realm: String, token: String) async throws -> TokenTables.AccessToken? {
         try await tokens.accessToken(hash: Self.accessHash(of: token), realm: realm, now: now())
     }
 

@@ -37,9 +37,8 @@ public enum AppAssociations {
         let host = rpID.lowercased()
         var apple: Set<String> = []
         var android: [AndroidApp] = []
-        for row in try await pool.query("SELECT settings::text FROM clients WHERE realm_id = \(realm.realmID) AND enabled ORDER BY client_id").rows {
-            guard let settings = try? JSONDecoder().decode(ClientSettings.self, from: Data(try row.decode(String.self, at: 0).utf8)),
-                PasskeyService.rpID(client: settings, realm: realm.settings)?.lowercased() == host
+        for settings in try await ClientsTable.enabledSettings(realm: realm.realmID, pool: pool) {
+            guard PasskeyService.rpID(client: settings, realm: realm.settings)?.lowercased() == host
             else { continue }
             apple.formUnion(settings.appleAppIDs)
             android += settings.androidApps

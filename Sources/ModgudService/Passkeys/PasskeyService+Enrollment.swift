@@ -17,12 +17,7 @@ extension PasskeyService {
         let user = try await userActors.actor(for: StreamNames.user(realm: realm.realmID, userID: userID)).current().state
         guard user.canSignIn else { throw ServiceRefusal.invalid("Passkey.InvalidRequest", "Invalid request.") }
         // excludeCredentials: the user's live passkeys under this RP-ID, in one indexed read.
-        let exclude = try await pool.query(
-            """
-            SELECT credential_id FROM passkeys WHERE realm_id = \(realm.realmID) AND user_id = \(userID) AND rp_id = \(rpID)
-            ORDER BY created_at, passkey_id
-            """
-        ).rows.map { try $0.decode(String.self, at: 0) }
+        let exclude = try await passkeyTable.credentialIDs(realm: realm.realmID, userID: userID, rpID: rpID)
         let (ceremonyID, challenge) = try await begin(
             realm: realm.realmID, kind: .enrollment, rpID: rpID, clientID: clientID, userID: userID, metadata: metadata)
         // Shown by the authenticator only; opened for this answer, never stored.

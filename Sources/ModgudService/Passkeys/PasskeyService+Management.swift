@@ -12,12 +12,7 @@ extension PasskeyService {
     /// GET /connect/passkey: the user's live passkeys, oldest first.
     public func list(realm: String, userID: UUID) async throws -> [Summary] {
         var summaries: [Summary] = []
-        for row in try await pool.query(
-            """
-            SELECT passkey_id, display_name, rp_id, created_at, last_used_at, aaguid FROM passkeys
-            WHERE realm_id = \(realm) AND user_id = \(userID) ORDER BY created_at, passkey_id
-            """
-        ).rows {
+        for row in try await passkeyTable.list(realm: realm, userID: userID) {
             summaries.append(try await summary(row))
         }
         return summaries
@@ -26,13 +21,7 @@ extension PasskeyService {
     /// GET /connect/passkey/{id}: one of the user's passkeys (nil for another user's: the
     /// caller answers 404, no cross-user existence oracle).
     public func get(realm: String, userID: UUID, passkeyID: UUID) async throws -> Summary? {
-        let row = try await pool.query(
-            """
-            SELECT passkey_id, display_name, rp_id, created_at, last_used_at, aaguid FROM passkeys
-            WHERE realm_id = \(realm) AND user_id = \(userID) AND passkey_id = \(passkeyID)
-            """
-        ).first
-        guard let row else { return nil }
+        guard let row = try await passkeyTable.get(realm: realm, userID: userID, passkeyID: passkeyID) else { return nil }
         return try await summary(row)
     }
 
@@ -58,12 +47,11 @@ extension PasskeyService {
         return try await get(realm: realm, userID: userID, passkeyID: passkeyID)
     }
 
-    func summary(_ row: PQRow) async throws -> Summary {
-        let name = try await openName(PersonalText(stored: try row.decode(String.self, at: 1))) ?? "[erased]"
+    func summary(_ row: PasskeysTable.Row) async throws -> Summary {
+        let name = try await openName(PersonalText(stored: row.storedName)) ?? "[erased]"
         return Summary(
-            id: try row.decode(UUID.self, at: 0), displayName: name, rpID: try row.decode(String.self, at: 2),
-            createdAt: try row.decode(Date.self, at: 3), lastUsedAt: try row.decode(Date?.self, at: 4),
-            provider: PasskeyProviders.provider(aaguid: try row.decode(String?.self, at: 5)))
+            id: row.passkeyID, displayName: name, rpID: row.rpID, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt,
+            provider: PasskeyProviders.provider(aaguid: row.aaguid))
     }
 
     /// A passkey's name sealed under its owner's data key (issue 22: users type names into it).
@@ -95,6 +83,6 @@ extension PasskeyService {
 
     /// How many live passkeys are enrolled under `rpID` for a client change warning.
     public func count(realm: String, rpID: String) async throws -> Int {
-        try await pool.query("SELECT count(*) FROM passkeys WHERE realm_id = \(realm) AND rp_id = \(rpID)").first?.decode(Int.self, at: 0) ?? 0
+        try await passkeyTable.count(realm: realm, rpID: rpID)
     }
 }

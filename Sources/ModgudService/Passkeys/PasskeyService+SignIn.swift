@@ -44,7 +44,7 @@ extension PasskeyService {
         guard let credential = try? AssertionCredential(json: Array(assertion.utf8)), let rawID = Base64URL.decode(credential.rawId),
             let challenge = Base64URL.decode(ceremony.challenge)
         else { throw failed }
-        guard let found = try await storedCredential(realm: realm, rawID: rawID) else { throw failed }
+        guard let found = try await passkeyTable.credential(realm: realm, rawID: rawID) else { throw failed }
         let passkey = await passkeyActors.actor(for: StreamNames.passkey(realm: realm, passkeyID: found.passkeyID))
         let state = try await passkey.current(atLeast: found.passkeyVersion).state
         // A credential verifies only under the RP-ID it was enrolled under.
@@ -74,23 +74,6 @@ extension PasskeyService {
         guard case .used = used.events.first else { throw failed }  // a concurrent use got there with a higher count
         guard let signIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
         return signIn.response
-    }
-
-    /// The credential by the hash of its id: one indexed row, never a scan; with the current
-    /// versions of the passkey's and its user's streams, so warm actors read nothing more.
-    private func storedCredential(realm: String, rawID: [UInt8]) async throws -> (passkeyID: UUID, passkeyVersion: Int64, userVersion: Int64)? {
-        guard
-            let row = try await pool.query(
-                """
-                SELECT p.passkey_id, p.user_id,
-                       coalesce((SELECT version FROM streams WHERE id = \(Passkey.streamType + "-") || p.passkey_id::text), 0),
-                       coalesce((SELECT version FROM streams WHERE id = \(User.streamType + "-") || p.user_id::text), 0)
-                FROM passkeys p
-                WHERE p.realm_id = \(realm) AND p.credential_hash = \(PasskeyDirectoryProjection.credentialHash(rawID))
-                """
-            ).first
-        else { return nil }
-        return (try row.decode(UUID.self, at: 0), try row.decode(Int64.self, at: 2), try row.decode(Int64.self, at: 3))
     }
 
     /// The assertion checked (WebAuthn Level 3 section 7.2); nil when it fails. A sign count

@@ -133,7 +133,7 @@ extension PasskeyService {
         guard let vault = tokenService.vault, let address = try await vault.open(sealedEmail).flatMap(EmailAddress.init) else {
             throw badCeremony  // the address was erased while the ceremony was out
         }
-        if try await UserLookup.userID(realm: realm, email: address, index: vault.blindIndex(address.value, realm: realm), pool: pool) != nil {
+        if try await UsersTable.userID(realm: realm, email: address, index: vault.blindIndex(address.value, realm: realm), pool: pool) != nil {
             throw Self.accountExists
         }
         let registered = UserRegistered(
@@ -159,7 +159,7 @@ extension PasskeyService {
         let signIn = try await tokenService.prepareSignIn(
             client: client, user: User.evolve(User.initialState, .registered(registered)), grantType: .passkey, scope: grant.scope,
             resources: grant.resources, amr: ["passkey", "mfa"], issuer: grant.issuer)
-        let keyCheck: PQQuery = "SELECT modgud_require_subject_key(\(PersonalDataVault.userSubject(registered.userID)))"
+        let keyCheck = SubjectKeysTable.requireKey(subject: PersonalDataVault.userSubject(registered.userID))
         let registrant = registered.userID
         do {
             _ = try await userActors.actor(forNew: StreamNames.user(realm: realm, userID: registrant)).execute(

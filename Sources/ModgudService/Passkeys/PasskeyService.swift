@@ -12,6 +12,8 @@ import WebAuthn
 /// against, and records the outcome.
 public struct PasskeyService: Sendable {
     let pool: PQPool
+    /// The `passkeys` read model's queries.
+    let passkeyTable: PasskeysTable
     let ceremonyActors: AggregateRegistry<PasskeyCeremony>
     let passkeyActors: AggregateRegistry<Passkey>
     let userActors: AggregateRegistry<User>
@@ -24,6 +26,7 @@ public struct PasskeyService: Sendable {
         clients: ClientAuthenticator, tokenService: TokenService, now: @escaping @Sendable () -> Date
     ) {
         self.pool = pool
+        self.passkeyTable = PasskeysTable(pool: pool)
         self.ceremonyActors = ceremonies
         self.passkeyActors = passkeys
         self.userActors = users

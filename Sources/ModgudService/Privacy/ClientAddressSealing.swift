@@ -61,9 +61,7 @@ extension PersonalDataVault {
 
     private static func shreddingAddresses(before cutoff: Date, pool: PQPool) async throws -> [String] {
         let boundary = Self.addressSubject(cutoff)
-        let subjects = try await pool.query(
-            "SELECT subject FROM subject_keys WHERE subject LIKE 'ip:%' AND subject < \(boundary) ORDER BY subject"
-        ).rows.map { try $0.decode(String.self, at: 0) }
+        let subjects = try await SubjectKeysTable.addressSubjects(before: boundary, pool: pool)
         for subject in subjects { try await shred(subject: subject, realm: "*", pool: pool) }
         return subjects
     }

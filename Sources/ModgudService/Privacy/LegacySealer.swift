@@ -52,13 +52,12 @@ public struct LegacySealer: Sendable {
         public var description: String { "another seal-legacy run holds the lock" }
     }
 
-    static let lockKey: Int64 = 0x6D6F_6467_7564_0013  // "modgud" + issue 13
 
     /// Rewrites (or with `dryRun`, counts) every legacy event, then rebuilds the users read model.
     public func run(dryRun: Bool) async throws -> Report {
         let vault = try core.requireVault()
         return try await core.pool.withConnection { lock in
-            guard try await lock.query("SELECT pg_try_advisory_lock(\(Self.lockKey))").first?.decode(Bool.self, at: 0) == true else {
+            guard try await PersonalDataSealingTable.tryLock(on: lock) else {
                 throw AlreadyRunning()
             }
             do {
@@ -66,20 +65,19 @@ public struct LegacySealer: Sendable {
                 try await rewriteEvents(vault: vault, dryRun: dryRun, report: &report)
                 try await renameCodeStreams(dryRun: dryRun, report: &report)
                 if !dryRun {
-                    _ = try await core.pool.query(
-                        "UPDATE personal_data_sealing SET legacy_events = 0, sealed_at = now()")
+                    try await PersonalDataSealingTable.markSealed(pool: core.pool)
                     for name in [UserDirectoryProjection().name, PasskeyDirectoryProjection().name] {
                         guard let directory = ProjectionCatalog.named(name) else { continue }
                         _ = try await ProjectionRebuilder(pool: core.pool).rebuild(directory)
                     }
                     core.invalidateSettings(nil)
-                    await core.users.forgetAll()
-                    await core.challenges.forgetAll()
+                    await core.userActors.forgetAll()
+                    await core.challengeActors.forgetAll()
                 }
-                _ = try await lock.query("SELECT pg_advisory_unlock(\(Self.lockKey))")
+                try await PersonalDataSealingTable.unlock(on: lock)
                 return report
             } catch {
-                _ = try? await lock.query("SELECT pg_advisory_unlock(\(Self.lockKey))")
+                try? await PersonalDataSealingTable.unlock(on: lock)
                 throw error
             }
         }
@@ -87,53 +85,28 @@ public struct LegacySealer: Sendable {
 
     /// Whether events written before sealing may remain (set by migration 0009, cleared by a run).
     public static func pending(pool: PQPool) async throws -> Bool {
-        try await pool.query("SELECT legacy_events > 0 AND sealed_at IS NULL FROM personal_data_sealing").first?.decode(Bool.self, at: 0) ?? false
+        try await PersonalDataSealingTable.pending(pool: pool)
     }
 
     private func rewriteEvents(vault: PersonalDataVault, dryRun: Bool, report: inout Report) async throws {
+        let log = EventLogMaintenance(pool: core.pool)
         var after: Int64 = 0
         while true {
-            let rows = try await core.pool.query(
-                """
-                SELECT position, stream_id, realm, type, payload::text, metadata::text, recorded_at FROM events
-                WHERE position > \(after) ORDER BY position LIMIT \(batchSize)
-                """
-            ).rows
-            guard let last = rows.last else { return }
-            after = try last.decode(Int64.self, at: 0)
-            var updates: [PQQuery] = []
-            for row in rows {
+            let events = try await log.events(afterPosition: after, limit: batchSize)
+            guard let last = events.last else { return }
+            after = last.position
+            var rewrites: [EventLogMaintenance.Rewrite] = []
+            for event in events {
                 report.eventsScanned += 1
-                let event = LegacyEvent(
-                    position: try row.decode(Int64.self, at: 0), streamID: try row.decode(String.self, at: 1), realm: try row.decode(String.self, at: 2),
-                    type: try row.decode(String.self, at: 3), payload: try row.decode(String.self, at: 4), metadata: try row.decode(String.self, at: 5),
-                    recordedAt: try row.decode(Date.self, at: 6))
                 guard let rewritten = try await rewrite(event, vault: vault, dryRun: dryRun, report: &report) else { continue }
                 report.eventsRewritten += 1
-                updates.append(
-                    """
-                    UPDATE events SET payload = \(rewritten.payload)::jsonb, metadata = \(rewritten.metadata)::jsonb
-                    WHERE position = \(event.position) AND payload = \(event.payload)::jsonb AND metadata = \(event.metadata)::jsonb
-                    """)
+                rewrites.append(EventLogMaintenance.Rewrite(event: event, payload: rewritten.payload, metadata: rewritten.metadata))
             }
-            if !dryRun, !updates.isEmpty {
-                let statements = updates
-                try await core.pool.transaction { connection in
-                    for statement in statements { try connection.query(statement) }
-                }
-            }
+            if !dryRun { try await log.apply(rewrites) }
         }
     }
 
-    struct LegacyEvent {
-        var position: Int64
-        var streamID: String
-        var realm: String
-        var type: String
-        var payload: String
-        var metadata: String
-        var recordedAt: Date
-    }
+    typealias LegacyEvent = EventLogMaintenance.RawEvent
 
     /// The event's new payload and metadata, or nil when it holds nothing plain.
     private func rewrite(_ event: LegacyEvent, vault: PersonalDataVault, dryRun: Bool, report: inout Report) async throws
@@ -158,8 +131,7 @@ public struct LegacySealer: Sendable {
                 payload[key] = sealed.stored
             }
             if let index, changed, !dryRun {
-                _ = try await core.pool.query(
-                    "UPDATE subject_keys SET email_index = \(index) WHERE subject = \(subject) AND email_index IS NULL")
+                try await SubjectKeysTable.setEmailIndexIfMissing(index, subject: subject, pool: core.pool)
             }
         }
         switch event.type {
@@ -225,9 +197,8 @@ public struct LegacySealer: Sendable {
 
     /// The owner of a passkey stream, from its `passkey.enrolled` event (a user id, never personal).
     private func passkeyOwner(stream: String) async throws -> UUID? {
-        try await core.pool.query(
-            "SELECT payload->>'userID' FROM events WHERE stream_id = \(stream) AND type = \(PasskeyEnrolled.eventType) LIMIT 1"
-        ).first?.decode(String?.self, at: 0).flatMap(UUID.init(uuidString:))
+        try await EventLogMaintenance(pool: core.pool).firstPayloadField("userID", stream: stream, type: PasskeyEnrolled.eventType)
+            .flatMap(UUID.init(uuidString:))
     }
 
     /// A sealed value did not open to the original: nothing of that batch is written.
@@ -239,17 +210,13 @@ public struct LegacySealer: Sendable {
     /// Code streams named by the old unkeyed hash get a random name (same events, same versions).
     private func renameCodeStreams(dryRun: Bool, report: inout Report) async throws {
         let prefix = EmailChallenge.streamType + "-code."
-        let legacy = try await core.pool.query(
-            "SELECT id FROM streams WHERE id ~ \("^" + prefix.replacingOccurrences(of: ".", with: "\\.") + "[0-9a-f]{32}$")"
-        ).rows.map { try $0.decode(String.self, at: 0) }
+        let log = EventLogMaintenance(pool: core.pool)
+        let legacy = try await log.streamIDs(matching: "^" + prefix.replacingOccurrences(of: ".", with: "\\.") + "[0-9a-f]{32}$")
         report.streamsRenamed = legacy.count
         guard !dryRun else { return }
         for old in legacy {
             let new = prefix + "legacy-" + UUID().uuidString.lowercased()
-            try await core.pool.transaction { connection in
-                try connection.query("UPDATE streams SET id = \(new) WHERE id = \(old)")
-                try connection.query("UPDATE events SET stream_id = \(new) WHERE stream_id = \(old)")
-            }
+            try await log.renameStream(old, to: new)
         }
     }
 }

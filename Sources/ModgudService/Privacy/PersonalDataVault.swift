@@ -97,10 +97,7 @@ public final class PersonalDataVault: Sendable {
         cache.store(key, for: subject)
         return NewSubjectKey(
             subject: subject, key: key,
-            insert: """
-                INSERT INTO subject_keys (subject, realm_id, sealed, email_index)
-                VALUES (\(subject), \(realm), \(PQBytes(Array(sealed))), \(emailIndex))
-                """)
+            insert: SubjectKeysTable.insert(subject: subject, realm: realm, sealedKey: Array(sealed), emailIndex: emailIndex))
     }
 
     /// Takes a subject's sealed key that a caller read with its own statement (the refresh
@@ -122,28 +119,13 @@ public final class PersonalDataVault: Sendable {
     /// Shredding needs no key: operator tools run it without the master key.
     @discardableResult
     public static func shred(subject: String, realm: String, pool: PQPool) async throws -> Bool {
-        let row = try await pool.query(
-            """
-            WITH deleted AS (DELETE FROM subject_keys WHERE subject = \(subject) RETURNING 1),
-                 marked AS (INSERT INTO erased_subjects (subject, realm_id) VALUES (\(subject), \(realm)) ON CONFLICT (subject) DO NOTHING RETURNING 1)
-            SELECT (SELECT count(*) FROM deleted)::int8, (SELECT count(*) FROM marked)::int8
-            """
-        ).first
-        return try (row?.decode(Int64.self, at: 0) ?? 0) > 0
+        try await SubjectKeysTable.shred(subject: subject, realm: realm, pool: pool)
     }
 
     /// Shreds every subject whose key carries this address's blind index in the realm: the
     /// user who has it and any registration still pending for it. Returns the subjects.
     public func shred(emailIndex: String, realm: String) async throws -> [String] {
-        let subjects = try await pool.query(
-            """
-            WITH deleted AS (
-                DELETE FROM subject_keys WHERE realm_id = \(realm) AND email_index = \(emailIndex) RETURNING subject),
-            marked AS (
-                INSERT INTO erased_subjects (subject, realm_id) SELECT subject, \(realm) FROM deleted ON CONFLICT (subject) DO NOTHING)
-            SELECT subject FROM deleted ORDER BY subject
-            """
-        ).rows.map { try $0.decode(String.self, at: 0) }
+        let subjects = try await SubjectKeysTable.shred(emailIndex: emailIndex, realm: realm, pool: pool)
         for subject in subjects { cache.invalidate(subject) }
         return subjects
     }
@@ -156,18 +138,7 @@ public final class PersonalDataVault: Sendable {
     /// address and names in the log become unreadable as if erased.
     @discardableResult
     public func shredAbandoned(before cutoff: Date) async throws -> Int {
-        let subjects = try await pool.query(
-            """
-            WITH gone AS (
-                DELETE FROM subject_keys k
-                WHERE k.subject LIKE 'user:%' AND k.created_at < \(cutoff)
-                  AND NOT EXISTS (SELECT 1 FROM users u WHERE u.user_id = substr(k.subject, 6)::uuid)
-                RETURNING subject, realm_id),
-            marked AS (
-                INSERT INTO erased_subjects (subject, realm_id) SELECT subject, realm_id FROM gone ON CONFLICT (subject) DO NOTHING)
-            SELECT subject FROM gone
-            """
-        ).rows.map { try $0.decode(String.self, at: 0) }
+        let subjects = try await SubjectKeysTable.shredAbandoned(before: cutoff, pool: pool)
         for subject in subjects { cache.invalidate(subject) }
         return subjects.count
     }
@@ -197,31 +168,21 @@ public final class PersonalDataVault: Sendable {
         let sealed = try AES.GCM.seal(fresh, using: wrapping, authenticating: Array("subject-key/\(subject)".utf8)).combined!
         // Insert unless erased or present; a concurrent creator's key wins if it committed first.
         for _ in 0..<3 {
-            let row = try await pool.query(
-                """
-                WITH inserted AS (
-                    INSERT INTO subject_keys (subject, realm_id, sealed)
-                    SELECT \(subject), \(realm), \(PQBytes(Array(sealed)))
-                    WHERE NOT EXISTS (SELECT 1 FROM erased_subjects WHERE subject = \(subject))
-                    ON CONFLICT (subject) DO NOTHING RETURNING sealed)
-                SELECT (SELECT sealed FROM inserted), (SELECT sealed FROM subject_keys WHERE subject = \(subject)),
-                       EXISTS (SELECT 1 FROM erased_subjects WHERE subject = \(subject))
-                """
-            ).first
-            guard let row else { continue }
-            if try row.decode(Bool.self, at: 2) { throw SubjectErased(subject: subject) }
-            let kept = try row.decode(PQBytes?.self, at: 0) ?? row.decode(PQBytes?.self, at: 1)
-            guard let kept else { continue }  // the other creator committed after this statement's snapshot
+            guard let row = try await SubjectKeysTable.insertUnlessErased(subject: subject, realm: realm, sealedKey: Array(sealed), pool: pool) else {
+                continue
+            }
+            if row.erased { throw SubjectErased(subject: subject) }
+            guard let kept = row.inserted ?? row.present else { continue }  // the other creator committed after this statement's snapshot
             cache.invalidate(subject)
-            return try unwrap(kept.bytes, subject: subject)
+            return try unwrap(kept, subject: subject)
         }
         guard let key = try await load(subject) else { throw SubjectErased(subject: subject) }
         return key
     }
 
     private func load(_ subject: String) async throws -> [UInt8]? {
-        guard let row = try await pool.query("SELECT sealed FROM subject_keys WHERE subject = \(subject)").first else { return nil }
-        return try unwrap(try row.decode(PQBytes.self, at: 0).bytes, subject: subject)
+        guard let sealed = try await SubjectKeysTable.sealedKey(subject: subject, pool: pool) else { return nil }
+        return try unwrap(sealed, subject: subject)
     }
 
     func unwrap(_ sealed: [UInt8], subject: String) throws -> [UInt8] {
@@ -246,14 +207,8 @@ extension PersonalDataVault {
     }
 
     public static func keyCounts(pool: PQPool) async throws -> KeyCounts {
-        let row = try await pool.query(
-            """
-            SELECT (SELECT count(*) FROM subject_keys WHERE subject LIKE 'user:%'), (SELECT count(*) FROM erased_subjects WHERE subject LIKE 'user:%'),
-                   (SELECT count(*) FROM subject_keys WHERE subject LIKE 'ip:%'), (SELECT count(*) FROM erased_subjects WHERE subject LIKE 'ip:%')
-            """
-        ).first
+        let counts = try await SubjectKeysTable.counts(pool: pool)
         return KeyCounts(
-            users: try row?.decode(Int.self, at: 0) ?? 0, erasedUsers: try row?.decode(Int.self, at: 1) ?? 0,
-            addressDays: try row?.decode(Int.self, at: 2) ?? 0, expiredAddressDays: try row?.decode(Int.self, at: 3) ?? 0)
+            users: counts.users, erasedUsers: counts.erasedUsers, addressDays: counts.addressDays, expiredAddressDays: counts.expiredAddressDays)
     }
 }

@@ -46,8 +46,7 @@ public final class SealedFieldRenderer {
         }
         guard !subjects.isEmpty else { return }
         let asked = Array(subjects)
-        let erased = Set(
-            try await pool.query("SELECT subject FROM erased_subjects WHERE subject = ANY(\(asked))").rows.map { try $0.decode(String.self, at: 0) })
+        let erased = try await SubjectKeysTable.erased(among: asked, pool: pool)
         for subject in asked { erasedSubjects[subject] = erased.contains(subject) }
     }
 
@@ -79,7 +78,7 @@ public final class SealedFieldRenderer {
 
     private func isErased(_ subject: String) async throws -> Bool {
         if let known = erasedSubjects[subject] { return known }
-        let erased = try await pool.query("SELECT 1 FROM erased_subjects WHERE subject = \(subject)").first != nil
+        let erased = try await SubjectKeysTable.erased(among: [subject], pool: pool).contains(subject)
         erasedSubjects[subject] = erased
         return erased
     }

@@ -45,7 +45,7 @@ public struct UserEraser: Sendable {
         var userID = UUID(uuidString: key)
         var address = EmailAddress(key)
         if userID == nil, let address {
-            userID = try await UserLookup.userID(
+            userID = try await UsersTable.userID(
                 realm: realm, email: address, index: vault.blindIndex(address.value, realm: realm), pool: core.pool, including: ["deleted"])
         }
         var keptIndex: String?
@@ -55,9 +55,7 @@ public struct UserEraser: Sendable {
             let (actor, state) = try await sealedUser(realm: realm, userID: userID)
             // The address is needed once more, to find its pending registrations and its mail.
             if address == nil, let opened = try await vault.open(state.email) { address = EmailAddress(opened) }
-            keptIndex = try await core.pool.query(
-                "SELECT email_index FROM subject_keys WHERE subject = \(PersonalDataVault.userSubject(userID))"
-            ).first?.decode(String?.self, at: 0)
+            keptIndex = try await SubjectKeysTable.emailIndex(subject: PersonalDataVault.userSubject(userID), pool: core.pool)
             let result = try await actor.execute(.erase(newStamp: OpaqueToken.generate().hash), now: core.now(), metadata: metadata)
             outcome.erasedNow = !result.events.isEmpty
             outcome.familiesRevoked = try await revokeFamilies(realm: realm, userID: userID, metadata: metadata)
@@ -80,9 +78,7 @@ public struct UserEraser: Sendable {
         // it goes with them. (Rows queued before migration 0011 name no subject; a dispatcher
         // sends those within seconds, so none is left to match.)
         for subject in erasedSubjects {
-            outcome.mailDeleted += try await core.pool.query(
-                "DELETE FROM mail_outbox WHERE realm_id = \(realm) AND subject = \(subject) RETURNING id"
-            ).rows.count
+            outcome.mailDeleted += try await MailOutboxTable.delete(realm: realm, subject: subject, pool: core.pool)
         }
         guard userID != nil || outcome.keysShredded > 0 || outcome.mailDeleted > 0 else {
             throw DomainError("User.NotFound", "No such user.")
@@ -94,12 +90,12 @@ public struct UserEraser: Sendable {
     /// plaintext (which cannot be shredded).
     private func sealedUser(realm: String, userID: UUID) async throws -> (AggregateActor<User>, User.State) {
         let stream = StreamNames.user(realm: realm, userID: userID)
-        var actor = await core.users.actor(for: stream)
+        var actor = await core.userActors.actor(for: stream)
         var state = try await actor.current().state
         if case .plain = state.email {
             // Held from before `seal-legacy` rewrote the log in place? Read it again.
-            await core.users.forget(stream.id)
-            actor = await core.users.actor(for: stream)
+            await core.userActors.forget(stream.id)
+            actor = await core.userActors.actor(for: stream)
             state = try await actor.current().state
         }
         guard state.exists else { throw DomainError("User.NotFound", "No such user.") }
@@ -110,12 +106,10 @@ public struct UserEraser: Sendable {
     }
 
     private func revokeFamilies(realm: String, userID: UUID, metadata: EventMetadata) async throws -> Int {
-        let families = try await core.pool.query(
-            "SELECT family_id FROM token_families WHERE realm_id = \(realm) AND user_id = \(userID) AND revoked_reason IS NULL"
-        ).rows.map { try $0.decode(UUID.self, at: 0) }
+        let families = try await core.tokenService.tokens.liveFamilies(realm: realm, userID: userID)
         var revoked = 0
         for family in families {
-            let result = try await core.families.actor(for: StreamNames.tokenFamily(realm: realm, familyID: family))
+            let result = try await core.familyActors.actor(for: StreamNames.tokenFamily(realm: realm, familyID: family))
                 .execute(.revoke(.erased), now: core.now(), metadata: metadata)
             revoked += result.events.isEmpty ? 0 : 1
         }

@@ -4,6 +4,7 @@ import ModgudDomain
 import PQ
 
 /// Client by id, with its settings and secret hash (inline: client authentication reads it).
+/// Its SQL lives in `ClientsTable`.
 public struct ClientDirectoryProjection: SQLProjection, InlineProjection {
     public let name = "client_directory"
     public let eventTypes: Set<String>? = [
@@ -20,22 +21,17 @@ public struct ClientDirectoryProjection: SQLProjection, InlineProjection {
         let table = tables("clients")
         switch try ClientEvent(decoding: event, registry: ModgudEvents.registry) {
         case .registered(let registered):
-            return [
-                """
-                INSERT INTO \(unescaped: table) (realm_id, client_id, settings, secret_hash, enabled)
-                VALUES (\(realm), \(registered.clientID), \(try json(registered.settings)), \(registered.secretHash), true)
-                """
-            ]
+            return [try ClientsTable.insert(table: table, realm: realm, registered)]
         case .updated(let updated):
-            return ["UPDATE \(unescaped: table) SET settings = \(try json(updated.settings)) WHERE realm_id = \(realm) AND client_id = \(clientID)"]
+            return [try ClientsTable.setSettings(table: table, realm: realm, clientID: clientID, updated.settings)]
         case .disabled:
-            return ["UPDATE \(unescaped: table) SET enabled = false WHERE realm_id = \(realm) AND client_id = \(clientID)"]
+            return [ClientsTable.setEnabled(table: table, realm: realm, clientID: clientID, false)]
         case .enabled:
-            return ["UPDATE \(unescaped: table) SET enabled = true WHERE realm_id = \(realm) AND client_id = \(clientID)"]
+            return [ClientsTable.setEnabled(table: table, realm: realm, clientID: clientID, true)]
         case .secretRotated(let rotated):
-            return ["UPDATE \(unescaped: table) SET secret_hash = \(rotated.secretHash) WHERE realm_id = \(realm) AND client_id = \(clientID)"]
+            return [ClientsTable.setSecretHash(table: table, realm: realm, clientID: clientID, rotated.secretHash)]
         case .deleted:
-            return ["DELETE FROM \(unescaped: table) WHERE realm_id = \(realm) AND client_id = \(clientID)"]
+            return [ClientsTable.delete(table: table, realm: realm, clientID: clientID)]
         }
     }
 }

@@ -1,11 +1,11 @@
-import Crypto
 import EventSourcing
 import EventStorePostgres
 import ModgudDomain
 import PQ
 
 /// Passkeys by credential-id hash and by user (inline: the passkey grant looks credentials up
-/// by hash, and the list must be current the moment enrollment or deletion answers).
+/// by hash, and the list must be current the moment enrollment or deletion answers). Its SQL
+/// lives in `PasskeysTable`.
 public struct PasskeyDirectoryProjection: SQLProjection, InlineProjection {
     public let name = "passkey_directory"
     public let eventTypes: Set<String>? = [
@@ -15,11 +15,6 @@ public struct PasskeyDirectoryProjection: SQLProjection, InlineProjection {
 
     public init() {}
 
-    /// The lookup key of a raw credential id: SHA-256, base64url.
-    public static func credentialHash(_ rawID: [UInt8]) -> String {
-        Base64URLText.encode(Array(SHA256.hash(data: rawID)))
-    }
-
     public func statements(for event: EventEnvelope, tables: ProjectionTables) throws -> [PQQuery] {
         let realm = event.stream.realm
         guard let passkeyID = StreamNames.uuid(of: event.stream) else { return [] }
@@ -28,19 +23,15 @@ public struct PasskeyDirectoryProjection: SQLProjection, InlineProjection {
         case .enrolled(let enrolled):
             guard let rawID = Base64URLText.decode(enrolled.credentialID) else { return [] }
             return [
-                """
-                INSERT INTO \(unescaped: table)
-                    (passkey_id, realm_id, user_id, credential_id, credential_hash, rp_id, display_name, created_at, aaguid)
-                VALUES (\(passkeyID), \(realm), \(enrolled.userID), \(enrolled.credentialID), \(Self.credentialHash(rawID)), \(enrolled.rpID),
-                        \(enrolled.displayName.stored), \(enrolled.createdAt), \(enrolled.aaguid))
-                """
+                PasskeysTable.insert(
+                    table: table, passkeyID: passkeyID, realm: realm, enrolled: enrolled, credentialHash: PasskeysTable.credentialHash(rawID))
             ]
         case .used(let used):
-            return ["UPDATE \(unescaped: table) SET last_used_at = \(used.usedAt) WHERE passkey_id = \(passkeyID)"]
+            return [PasskeysTable.markUsed(table: table, passkeyID: passkeyID, at: used.usedAt)]
         case .deleted:
-            return ["DELETE FROM \(unescaped: table) WHERE passkey_id = \(passkeyID)"]
+            return [PasskeysTable.delete(table: table, passkeyID: passkeyID)]
         case .renamed(let renamed):
-            return ["UPDATE \(unescaped: table) SET display_name = \(renamed.displayName.stored) WHERE passkey_id = \(passkeyID)"]
+            return [PasskeysTable.rename(table: table, passkeyID: passkeyID, to: renamed.displayName)]
         case .cloneSuspected:
             return []
         }

@@ -4,6 +4,7 @@ import ModgudDomain
 import PQ
 
 /// Realm by host, realm settings and public signing keys (inline: token issuance reads them).
+/// Its SQL lives in `RealmTables`.
 public struct RealmDirectoryProjection: SQLProjection, InlineProjection {
     public let name = "realm_directory"
     public let eventTypes: Set<String>? = [RealmCreated.eventType, RealmSettingsChanged.eventType, SigningKeyRotated.eventType]
@@ -15,29 +16,14 @@ public struct RealmDirectoryProjection: SQLProjection, InlineProjection {
         let realm = event.stream.realm
         switch try RealmEvent(decoding: event, registry: ModgudEvents.registry) {
         case .created(let created):
-            return [
-                "INSERT INTO \(unescaped: tables("realms")) (realm_id, settings) VALUES (\(realm), \(try json(created.settings)))",
-                insertHosts(created.settings.hosts, realm: realm, tables: tables),
-            ]
+            return try RealmTables.create(realm: realm, settings: created.settings, tables: tables)
         case .settingsChanged(let changed):
-            return [
-                "UPDATE \(unescaped: tables("realms")) SET settings = \(try json(changed.settings)), updated_at = now() WHERE realm_id = \(realm)",
-                "DELETE FROM \(unescaped: tables("realm_hosts")) WHERE realm_id = \(realm)",
-                insertHosts(changed.settings.hosts, realm: realm, tables: tables),
-            ]
+            return try RealmTables.change(realm: realm, settings: changed.settings, tables: tables)
         case .signingKeyRotated(let rotated):
-            return [
-                """
-                INSERT INTO \(unescaped: tables("signing_keys")) (realm_id, kid, algorithm, public_jwk, rotated_at)
-                VALUES (\(realm), \(rotated.kid), \(rotated.algorithm), \(PQJSON(rotated.publicJWK)), \(rotated.rotatedAt))
-                """
-            ]
+            return [RealmTables.publishKey(realm: realm, rotated, tables: tables)]
         }
     }
 
-    private func insertHosts(_ hosts: [String], realm: String, tables: ProjectionTables) -> PQQuery {
-        "INSERT INTO \(unescaped: tables("realm_hosts")) (host, realm_id) SELECT unnest(\(hosts)::text[]), \(realm)"
-    }
 }
 
 func json(_ value: some Encodable) throws -> PQJSON {

@@ -11,6 +11,7 @@ import PQ
 /// tombstone with every personal column null (and the address free for a new sign-up). A token is live only while its family's stamp equals the user's
 /// current one, so a new stamp deactivates every token at once without this projection
 /// touching the token tables (each table has one owner, so each projection rebuilds alone).
+/// Its SQL lives in `UsersTable`.
 public struct UserDirectoryProjection: SQLProjection, InlineProjection {
     public let name = "user_directory"
     public let eventTypes: Set<String>? = [
@@ -27,22 +28,11 @@ public struct UserDirectoryProjection: SQLProjection, InlineProjection {
         guard let userID = StreamNames.uuid(of: event.stream) else { return [] }
         let users = tables("users")
         func set(_ assignments: String, _ values: any PQEncodable...) -> PQQuery {
-            // $1 and $2 identify the row; assignments use $3 onwards.
-            PQQuery(
-                "UPDATE \(users) SET \(assignments) WHERE realm_id = $1 AND user_id = $2",
-                binds: [realm.pqBind, userID.pqBind] + values.map(\.pqBind))
+            UsersTable.set(table: users, realm: realm, userID: userID, assignments, values)
         }
         switch try UserEvent(decoding: event, registry: ModgudEvents.registry) {
         case .registered(let registered):
-            return [
-                """
-                INSERT INTO \(unescaped: users)
-                    (realm_id, user_id, email, email_key, email_confirmed, username, first_name, last_name, security_stamp)
-                VALUES (\(realm), \(registered.userID), \(registered.email.stored),
-                        \(unescaped: Self.emailKey(registered)), \(registered.emailConfirmed),
-                        \(registered.username?.stored), \(registered.firstName?.stored), \(registered.lastName?.stored), \(registered.securityStamp))
-                """
-            ]
+            return [UsersTable.insert(table: users, realm: realm, registered)]
         case .profileChanged(let changed):
             return [
                 set("username = $3, first_name = $4, last_name = $5", changed.username?.stored, changed.firstName?.stored, changed.lastName?.stored)
@@ -65,19 +55,6 @@ public struct UserDirectoryProjection: SQLProjection, InlineProjection {
             return [set("status = 'deleted'")]
         case .erased:
             return [set("status = 'erased', email = NULL, email_key = NULL, username = NULL, first_name = NULL, last_name = NULL")]
-        }
-    }
-
-    /// How the directory finds the address (an SQL expression over the statement's binds, $2
-    /// the user id and $3 the stored address): the blind index kept with the user's key, or
-    /// (events written before sealing began) `plain:` and the address, until the log is
-    /// rewritten.
-    static func emailKey(_ registered: UserRegistered) -> String {
-        switch registered.email {
-        case .sealed:
-            "(SELECT email_index FROM subject_keys WHERE subject = 'user:' || $2::uuid::text)"
-        case .plain:
-            "('plain:' || $3::text)"
         }
     }
 

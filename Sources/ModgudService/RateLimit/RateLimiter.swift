@@ -10,7 +10,7 @@ import PQ
 /// GCRA (the generic cell rate algorithm, a token bucket kept as one timestamp): each key
 /// stores its theoretical arrival time `tat`; a request at `now` is allowed when
 /// `max(tat, now) - now <= (burst - 1) * interval` and then moves `tat` on by one interval
-/// (`window / limit`). One upsert decides all of a request's buckets, so concurrent requests
+/// (`window / limit`). One upsert (`RateLimitsTable.count`) decides all of a request's buckets, so concurrent requests
 /// on several instances cannot overspend. The table is UNLOGGED (migration 0007): counting
 /// waits for no WAL flush.
 ///
@@ -77,7 +77,7 @@ public struct RateLimiter: Sendable {
             if let source = bucket.source ?? (bucket.policy.dimension == "ip" ? bucket.key : nil), setting.allows(sourceKey: source) { continue }
             counted.append(.init(bucket: bucket, setting: setting))
         }
-        return RateLimitCheck(realm: realm, counted: counted, query: Self.statement(counted, realm: realm, now: now(), keyed: { storedKey($0) }))
+        return RateLimitCheck(realm: realm, counted: counted, query: RateLimitsTable.count(counted, realm: realm, now: now(), keyed: { storedKey($0) }))
     }
 
     /// What the table holds for a bucket key: a keyed hash, 128 bits in base64url.
@@ -86,47 +86,9 @@ public struct RateLimiter: Sendable {
         return Base64URLText.encode(Array(Array(mac).prefix(16)))
     }
 
-    /// One upsert for every bucket (their (policy, key) pairs are distinct: one per policy).
-    static func statement(_ counted: [RateLimitCheck.Counted], realm: String, now: Date, keyed: (String) -> String) -> PQQuery? {
-        guard !counted.isEmpty else { return nil }
-        // $1 realm, $2 now; then policy, key, interval, tolerance per bucket.
-        var binds: [PQBind] = [realm.pqBind, now.pqBind]
-        var rows: [String] = []
-        for item in counted {
-            let interval = Double(item.setting.windowSeconds) / Double(max(1, item.setting.limit))
-            let tolerance = interval * Double(max(0, max(1, item.setting.burst) - 1))
-            let first = binds.count + 1
-            binds += [item.bucket.policy.name.pqBind, keyed(item.bucket.key).pqBind, interval.pqBind, tolerance.pqBind]
-            rows.append("($1, $\(first), $\(first + 1), $2 + make_interval(secs => $\(first + 2)), true, $\(first + 2), $\(first + 3))")
-        }
-        // Unchanged setting (the hot path): plain GCRA on the stored timestamp. Changed: the
-        // stored debt in seconds, re-timed from the interval it was stored with to the current
-        // one and capped at a full bucket of the current setting (see the type's doc). With an
-        // unchanged setting the two agree, since a bucket never holds more than a full bucket.
-        let unchanged = "r.interval_seconds = EXCLUDED.interval_seconds AND r.tolerance_seconds = EXCLUDED.tolerance_seconds"
-        let debt = """
-            least(extract(epoch FROM greatest(r.tat, $2) - $2) * EXCLUDED.interval_seconds / greatest(r.interval_seconds, 1e-9),
-                  EXCLUDED.tolerance_seconds + EXCLUDED.interval_seconds)
-            """
-        let fits = "greatest(r.tat, $2) - $2 <= make_interval(secs => EXCLUDED.tolerance_seconds)"
-        return PQQuery(
-            """
-            INSERT INTO rate_limits AS r (realm_id, policy, bucket_key, tat, allowed, interval_seconds, tolerance_seconds)
-            VALUES \(rows.joined(separator: ", "))
-            ON CONFLICT (realm_id, policy, bucket_key) DO UPDATE SET
-                allowed = CASE WHEN \(unchanged) THEN \(fits) ELSE \(debt) <= EXCLUDED.tolerance_seconds END,
-                tat = CASE WHEN \(unchanged) THEN
-                    CASE WHEN \(fits) THEN greatest(r.tat, $2) + make_interval(secs => EXCLUDED.interval_seconds) ELSE r.tat END
-                ELSE $2 + make_interval(secs => \(debt)
-                    + CASE WHEN \(debt) <= EXCLUDED.tolerance_seconds THEN EXCLUDED.interval_seconds ELSE 0 END) END,
-                interval_seconds = EXCLUDED.interval_seconds, tolerance_seconds = EXCLUDED.tolerance_seconds
-            RETURNING policy, allowed, extract(epoch FROM tat - $2)::float8, tolerance_seconds
-            """, binds: binds)
-    }
-
     /// Deletes buckets that have fully drained (run now and then; they refill to empty anyway).
     public func prune() async throws {
-        _ = try await pool.query("DELETE FROM rate_limits WHERE tat < \(now())")
+        try await RateLimitsTable.prune(before: now(), pool: pool)
     }
 }
 
@@ -178,7 +140,7 @@ public struct RateLimitCheck: Sendable {
 
     /// Metrics and notices for every rejecting bucket; the first enforced rejection.
     private func record(_ result: PQResult, silently: Bool) throws -> RateLimited? {
-        let waits = try Self.waits(result)
+        let waits = try RateLimitsTable.waits(result)
         var first: RateLimited?
         for item in counted {
             guard let wait = waits.first(where: { $0.policy == item.bucket.policy.name })?.wait else { continue }
@@ -197,15 +159,5 @@ public struct RateLimitCheck: Sendable {
             }
         }
         return first
-    }
-
-    /// The rejecting rows of an answer: policy name and seconds until a request would pass.
-    static func waits(_ result: PQResult) throws -> [(policy: String, wait: Int)] {
-        try result.rows.compactMap { row in
-            guard try !row.decode(Bool.self, at: 1) else { return nil }
-            let ahead = try row.decode(Double.self, at: 2)
-            let tolerance = try row.decode(Double.self, at: 3)
-            return (try row.decode(String.self, at: 0), max(1, Int((ahead - tolerance).rounded(.up))))
-        }
     }
 }

@@ -117,7 +117,7 @@ extension EmailSignInService {
         if let registrant = issued.registrantID {
             // The registrant's key must still exist when the user commits (an address erased
             // while its code was out): checked in the transaction, by the database.
-            return Registration(userID: userID, event: registered, keyCheck: "SELECT modgud_require_subject_key(\(PersonalDataVault.userSubject(registrant)))")
+            return Registration(userID: userID, event: registered, keyCheck: SubjectKeysTable.requireKey(subject: PersonalDataVault.userSubject(registrant)))
         }
         // A code issued before sealing began: the user's fields are sealed now, under a key
         // stored first (the users projection reads the blind index beside it; a redemption that

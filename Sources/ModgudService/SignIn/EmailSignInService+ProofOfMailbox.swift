@@ -15,7 +15,7 @@ extension EmailSignInService {
     /// the code still live). Empty when the address has no such account.
     func retirementOfUnprovenAccount(realm: String, email: EmailAddress) async throws -> [StreamWrite] {
         guard
-            let userID = try await UserLookup.userID(
+            let userID = try await UsersTable.userID(
                 realm: realm, email: email, index: vault.blindIndex(email.value, realm: realm), pool: pool)
         else { return [] }
         let userStream = StreamNames.user(realm: realm, userID: userID)
@@ -27,9 +27,7 @@ extension EmailSignInService {
                 stream: userStream, expected: ExpectedVersion(current: userVersion),
                 events: try User.decide(.retireUnproven(newStamp: OpaqueToken.generate().hash), state: user, now: time).map { try $0.newEvent() })
         ]
-        let passkeyIDs = try await pool.query(
-            "SELECT passkey_id FROM passkeys WHERE realm_id = \(realm) AND user_id = \(userID) ORDER BY created_at, passkey_id"
-        ).rows.map { try $0.decode(UUID.self, at: 0) }
+        let passkeyIDs = try await PasskeysTable(pool: pool).ids(realm: realm, userID: userID)
         for passkeyID in passkeyIDs {
             let stream = StreamNames.passkey(realm: realm, passkeyID: passkeyID)
             let (passkey, version) = try await passkeyActors.actor(for: stream).current()

@@ -194,7 +194,7 @@ public struct EmailSignInService: Sendable {
     }
 
     func findUser(realm: String, email: EmailAddress, index: String) async throws -> User.State? {
-        guard let id = try await UserLookup.userID(realm: realm, email: email, index: index, pool: pool) else { return nil }
+        guard let id = try await UsersTable.userID(realm: realm, email: email, index: index, pool: pool) else { return nil }
         return try await userActors.actor(for: StreamNames.user(realm: realm, userID: id)).current().state
     }
 

@@ -1,8 +1,12 @@
+import EventStorePostgres
 import Foundation
+import ModgudDomain
 import PQ
 
-/// Reads tokens by hash from the inline read models.
-public struct TokenDirectory: Sendable {
+/// The one home of the SQL of the token read models, `token_families`, `access_tokens` and
+/// `refresh_tokens` (docs/architecture.md, "House habits"): the statements `TokenProjection`
+/// applies, the refresh grant's pipelined lookup, and every query of them.
+public struct TokenTables: Sendable {
     /// A live access token: what introspection reports (RFC 7662 section 2.2).
     public struct AccessToken: Sendable, Equatable {
         public var familyID: UUID
@@ -61,34 +65,112 @@ public struct TokenDirectory: Sendable {
         guard let row else { return nil }
         return RefreshToken(familyID: try row.decode(UUID.self, at: 0), spent: try row.decode(Bool.self, at: 1), expiresAt: try row.decode(Date.self, at: 2))
     }
+
+    /// The access token's family, live or not.
+    func familyOfAccessToken(hash: String, realm: String) async throws -> UUID? {
+        try await pool.query("SELECT family_id FROM access_tokens WHERE token_hash = \(hash) AND realm_id = \(realm)").first?.decode(UUID.self, at: 0)
+    }
+
+    /// Every family of a user, revoked ones included, with its client (the audit).
+    func families(realm: String, userID: UUID) async throws -> [UUID: String] {
+        var families: [UUID: String] = [:]
+        for row in try await pool.query("SELECT family_id, client_id FROM token_families WHERE realm_id = \(realm) AND user_id = \(userID)").rows {
+            families[try row.decode(UUID.self, at: 0)] = try row.decode(String.self, at: 1)
+        }
+        return families
+    }
+
+    /// The user's families not yet revoked.
+    func liveFamilies(realm: String, userID: UUID) async throws -> [UUID] {
+        try await pool.query(
+            "SELECT family_id FROM token_families WHERE realm_id = \(realm) AND user_id = \(userID) AND revoked_reason IS NULL"
+        ).rows.map { try $0.decode(UUID.self, at: 0) }
+    }
+
+    /// What the refresh grant learns in its one lookup (docs/decisions.md: it reads `streams`
+    /// and `subject_keys` beside the read model).
+    struct RefreshLookup: Sendable {
+        var familyID: UUID
+        var familyVersion: Int64
+        var userVersion: Int64
+        /// The user's sealed data key, so the claims open without a round trip of their own.
+        var sealedUserKey: [UInt8]?
+    }
+
+    /// The refresh grant's lookup, to pipeline with the request's rate-limit count: the
+    /// presented token's family, the current versions of the family's and the user's streams,
+    /// and the user's sealed data key. Decode its answer with `refreshLookup(_:)`.
+    static func refreshLookupQuery(presentedHash: String, realm: String) -> PQQuery {
+        """
+        SELECT r.family_id, f.user_id,
+               \(unescaped: PostgresEventStore.streamVersionSQL(streamType: TokenFamily.streamType, idColumn: "r.family_id")),
+               \(unescaped: PostgresEventStore.streamVersionSQL(streamType: User.streamType, idColumn: "f.user_id")),
+               \(unescaped: SubjectKeysTable.sealedKeyOfUserSQL(idColumn: "f.user_id"))
+        FROM refresh_tokens r JOIN token_families f ON f.family_id = r.family_id
+        WHERE r.token_hash = \(presentedHash) AND r.realm_id = \(realm)
+        """
+    }
+
+    static func refreshLookup(_ result: PQResult) throws -> RefreshLookup? {
+        guard let row = result.first else { return nil }
+        return RefreshLookup(
+            familyID: try row.decode(UUID.self, at: 0), familyVersion: try row.decode(Int64.self, at: 2),
+            userVersion: try row.decode(Int64.self, at: 3), sealedUserKey: try row.decode(PQBytes?.self, at: 4)?.bytes)
+    }
 }
 
-/// Parses PostgreSQL's text form of a one-dimensional text[] (`{a,"b c"}`).
-enum PQTextArray {
-    static func decode(_ text: String) throws -> [String] {
-        var items: [String] = []
-        var current = ""
-        var quoted = false
-        var escaped = false
-        let body = text.dropFirst().dropLast()
-        guard text.first == "{", text.last == "}" else { throw PQError(.decoding, message: "not an array: \(text.prefix(40))") }
-        if body.isEmpty { return [] }
-        for character in body {
-            if escaped {
-                current.append(character)
-                escaped = false
-            } else if character == "\\" && quoted {
-                escaped = true
-            } else if character == "\"" {
-                quoted.toggle()
-            } else if character == "," && !quoted {
-                items.append(current)
-                current = ""
-            } else {
-                current.append(character)
-            }
+// MARK: Statements (applied inline by `TokenProjection`; `tables` resolves live or rebuild names)
+
+extension TokenTables {
+    static func startFamily(_ started: TokenFamilyStarted, family: UUID, realm: String, tables: ProjectionTables) -> [PQQuery] {
+        var statements: [PQQuery] = [
+            """
+            INSERT INTO \(unescaped: tables("token_families")) (family_id, realm_id, client_id, user_id, scopes, audiences, security_stamp)
+            VALUES (\(family), \(realm), \(started.clientID), \(started.userID), \(started.scopes), \(started.audiences),
+                    \(started.securityStamp))
+            """,
+            """
+            INSERT INTO \(unescaped: tables("access_tokens")) (token_hash, realm_id, family_id, client_id, user_id, scopes, audiences, format, expires_at)
+            VALUES (\(started.accessToken.hash), \(realm), \(family), \(started.clientID), \(started.userID), \(started.scopes), \(started.audiences),
+                    \(started.accessToken.format.rawValue), \(started.accessToken.expiresAt))
+            """,
+        ]
+        if let hash = started.refreshTokenHash, let expiry = started.refreshExpiresAt {
+            statements.append(insertRefresh(hash, expiresAt: expiry, family: family, realm: realm, tables: tables))
         }
-        items.append(current)
-        return items
+        return statements
+    }
+
+    /// The family row names the client, user, scopes and audiences of every token.
+    static func refreshFamily(_ refreshed: TokenFamilyRefreshed, family: UUID, realm: String, tables: ProjectionTables) -> [PQQuery] {
+        let retire: [PQQuery] = refreshed.retiredRefreshHash.map {
+            ["UPDATE \(unescaped: tables("refresh_tokens")) SET spent = true WHERE token_hash = \($0)"]
+        } ?? []
+        return retire + [
+            "UPDATE \(unescaped: tables("refresh_tokens")) SET spent = true WHERE token_hash = \(refreshed.spentRefreshHash)",
+            insertRefresh(refreshed.refreshTokenHash, expiresAt: refreshed.refreshExpiresAt, family: family, realm: realm, tables: tables),
+            """
+            INSERT INTO \(unescaped: tables("access_tokens"))
+                (token_hash, realm_id, family_id, client_id, user_id, scopes, audiences, format, expires_at)
+            SELECT \(refreshed.accessToken.hash), realm_id, family_id, client_id, user_id, scopes, audiences,
+                   \(refreshed.accessToken.format.rawValue), \(refreshed.accessToken.expiresAt)
+            FROM \(unescaped: tables("token_families")) WHERE family_id = \(family)
+            """,
+        ]
+    }
+
+    static func revokeFamily(_ revoked: TokenFamilyRevoked, family: UUID, tables: ProjectionTables) -> [PQQuery] {
+        [
+            "UPDATE \(unescaped: tables("token_families")) SET revoked_reason = \(revoked.reason.rawValue) WHERE family_id = \(family)",
+            "UPDATE \(unescaped: tables("access_tokens")) SET revoked = true WHERE family_id = \(family)",
+            "UPDATE \(unescaped: tables("refresh_tokens")) SET spent = true WHERE family_id = \(family)",
+        ]
+    }
+
+    private static func insertRefresh(_ hash: String, expiresAt: Date, family: UUID, realm: String, tables: ProjectionTables) -> PQQuery {
+        """
+        INSERT INTO \(unescaped: tables("refresh_tokens")) (token_hash, realm_id, family_id, expires_at)
+        VALUES (\(hash), \(realm), \(family), \(expiresAt))
+        """
     }
 }

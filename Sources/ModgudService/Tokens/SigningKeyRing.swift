@@ -42,11 +42,11 @@ public actor SigningKeyRing {
         _ = try await actor.execute(
             .rotateSigningKey(kid: key.kid, algorithm: algorithm.rawValue, publicJWK: try key.publicJWK()), now: now, metadata: metadata,
             extra: { _ in
-                ["INSERT INTO signing_key_secrets (realm_id, kid, sealed) VALUES (\(realm), \(key.kid), \(PQBytes(sealed)))"]
+                [RealmTables.storeSecret(realm: realm, kid: key.kid, sealed: sealed)]
             })
         cache[realm] = nil
         published.invalidate(realm)
-        _ = try? await pool.query("SELECT pg_notify(\(SettingsChangeListener.channel), \(SettingsChange.realm(realm).payload))")
+        await SettingsChangeListener.announce(.realm(realm), pool: pool)
         return key.kid
     }
 
@@ -60,9 +60,7 @@ public actor SigningKeyRing {
     /// The realm's JWKS document: every key it ever signed with (RFC 7517 section 5).
     public nonisolated func jwks(realm: String) async throws -> String {
         try await published.value(for: realm) {
-            let rows = try await pool.query(
-                "SELECT public_jwk::text FROM signing_keys WHERE realm_id = \(realm) ORDER BY rotated_at DESC, kid").rows
-            let keys = try rows.map { try $0.decode(String.self, at: 0) }
+            let keys = try await RealmTables.publicJWKs(realm: realm, pool: pool)
             return #"{"keys":["# + keys.joined(separator: ",") + "]}"
         }
     }
@@ -75,22 +73,16 @@ public actor SigningKeyRing {
     private func load(_ realm: String) async throws -> Loaded {
         guard let sealer else { throw SigningKeyRingError.noMasterKey }
         if let loaded = cache[realm], ContinuousClock.now - loaded.loadedAt < maxAge { return loaded }
-        let rows = try await pool.query(
-            """
-            SELECT k.kid, k.algorithm, s.sealed FROM signing_keys k
-            JOIN signing_key_secrets s ON s.realm_id = k.realm_id AND s.kid = k.kid
-            WHERE k.realm_id = \(realm) ORDER BY k.rotated_at, k.kid
-            """
-        ).rows
+        let rows = try await RealmTables.sealedKeys(realm: realm, pool: pool)
         // The realm's own history says which key is newest (timestamps can tie).
         guard !rows.isEmpty, let active = try await realms.actor(for: StreamNames.realm(realm)).current().state.activeKey?.kid else {
             throw SigningKeyRingError.noKey(realm: realm)
         }
         let collection = JWTKeyCollection()
         for row in rows {
-            let kid = try row.decode(String.self, at: 0)
-            guard let algorithm = SigningKeyMaterial.Algorithm(rawValue: try row.decode(String.self, at: 1)) else { continue }
-            let privateBytes = try sealer.open(try row.decode(PQBytes.self, at: 2).bytes, realm: realm, kid: kid)
+            let kid = row.kid
+            guard let algorithm = SigningKeyMaterial.Algorithm(rawValue: row.algorithm) else { continue }
+            let privateBytes = try sealer.open(row.sealed, realm: realm, kid: kid)
             try await SigningKeyMaterial(kid: kid, algorithm: algorithm, privateBytes: privateBytes).add(to: collection)
         }
         let loaded = Loaded(collection: collection, activeKid: active, loadedAt: .now)
