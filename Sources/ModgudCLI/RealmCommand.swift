@@ -18,6 +18,10 @@ struct RealmCommand: AsyncParsableCommand {
         @Option(help: "Refresh-token lifetime, days (1-30).") var refreshTokenDays: Int?
         @Option(help: "Self-registration: JitOnOtp, Off or ExplicitEndpoint.") var registration: String?
         @Option(help: "Magic links on or off.") var magicLink: Bool?
+        @Option(
+            name: .customLong("connection"),
+            help: "An Auth0 connection name apps may send as realm or connection (repeatable; '' clears the list).")
+        var connections: [String] = []
         @Option(help: "A sign-in's absolute lifetime, days (1-3650; default 90).") var sessionDays: Int?
         @Option(help: "Refresh reuse grace, seconds (0-300; default 0 = strict).") var refreshReuseGrace: Int?
         @Option(
@@ -48,6 +52,7 @@ struct RealmCommand: AsyncParsableCommand {
                 settings.registrationPosture = posture
             }
             if let magicLink { settings.magicLinkEnabled = magicLink }
+            if !connections.isEmpty { settings.connections = connections.filter { !$0.isEmpty } }
             if let sessionDays { settings.sessionLimits.absoluteLifetimeDays = sessionDays }
             if let refreshReuseGrace { settings.sessionLimits.refreshReuseGraceSeconds = refreshReuseGrace }
             for text in registrationFields {
@@ -170,6 +175,7 @@ struct RealmCommand: AsyncParsableCommand {
         Swift.print(
             "native       \(settings.nativeGrants.enabled ? "on" : "off") (access \(settings.nativeGrants.accessTokenLifetimeMinutes) min, refresh \(settings.nativeGrants.refreshTokenLifetimeDays) d)")
         Swift.print("registration \(settings.registrationPosture.rawValue), magic links \(settings.magicLinkEnabled ? "on" : "off")")
+        Swift.print("connections  " + ([id] + ["email", "Username-Password-Authentication"] + settings.connections).joined(separator: ", "))
         Swift.print(
             "sessions     \(settings.sessionLimits.absoluteLifetimeDays) d at most, refresh reuse grace \(settings.sessionLimits.refreshReuseGraceSeconds) s")
         let fields = settings.registrationFields

@@ -43,10 +43,13 @@ enum AdminPayloads {
         /// By policy name (`token.ip`, …); in a patch, `null` restores the default.
         var RateLimits: [String: RateLimit?]?
         var SessionLimits: SessionLimits?
+        /// Auth0 connection names besides the realm id, `email` and
+        /// `Username-Password-Authentication` (issue 24); a patch replaces the list.
+        var Connections: [String]?
 
         static let members: Set<String> = [
             "Id", "Hosts", "DisplayName", "PrimaryDomain", "PublicBaseURL", "NativeGrants", "RegistrationPosture", "MagicLinkEnabled",
-            "RegistrationFields", "RateLimits", "SessionLimits",
+            "RegistrationFields", "RateLimits", "SessionLimits", "Connections",
         ]
 
         func apply(to settings: inout RealmSettings) throws(AdminProblem) {
@@ -66,6 +69,7 @@ enum AdminPayloads {
                 settings.registrationPosture = posture
             }
             if let MagicLinkEnabled { settings.magicLinkEnabled = MagicLinkEnabled }
+            if let Connections { settings.connections = Connections }
             if let limits = SessionLimits {
                 if let days = limits.AbsoluteLifetimeDays { settings.sessionLimits.absoluteLifetimeDays = days }
                 if let grace = limits.RefreshReuseGraceSeconds { settings.sessionLimits.refreshReuseGraceSeconds = grace }
@@ -209,7 +213,7 @@ enum AdminPayloads {
                 SessionLimits(
                     AbsoluteLifetimeDays: $0.sessionLimits.absoluteLifetimeDays, RefreshReuseGraceSeconds: $0.sessionLimits.refreshReuseGraceSeconds,
                     EnrollmentFreshnessMinutes: $0.sessionLimits.enrollmentFreshnessMinutes)
-            })
+            }, Connections: settings?.connections)
     }
 
     static func clientView(_ state: ModgudDomain.Client.State) -> Client {

@@ -41,6 +41,10 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     router.post("/connect/revoke", use: introspection.revoke)
     router.get("/connect/userinfo", use: userinfo.userinfo)
     router.post("/connect/userinfo", use: userinfo.userinfo)
+    // Auth0's paths for the same endpoints (issue 24): its SDKs send tokens to /oauth/token.
+    router.post("/oauth/token", use: tokens.token)
+    router.post("/oauth/revoke", use: introspection.revoke)
+    router.get("/userinfo", use: userinfo.userinfo)
     router.get("/.well-known/openid-configuration", use: discovery.configuration)
     router.get("/.well-known/jwks.json", use: discovery.jwks)
     HealthController(readiness: core.readiness, metrics: configuration.metrics).register(on: router)
@@ -50,6 +54,8 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     account.register(on: router)
     PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, account: account).register(on: router)
     Auth0PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, account: account).register(on: router)
+    Auth0PasswordlessController(clients: core.clientAuthenticator, emailSignIn: { try core.emailSignIn() }, parsing: parsing, account: account)
+        .register(on: router)
     AppAssociationController(apps: { try await core.appAssociations(realm: $0, host: $1) }, parsing: parsing).register(on: router)
     AdminController(tokens: core.tokenService, admin: AdminService(core: core), configuration: configuration).register(on: router)
     return router

@@ -9,18 +9,31 @@ import ModgudService
 /// - `grant_type=urn:okta:params:oauth:grant-type:webauthn` is the passkey grant: a client
 ///   needs `urn:cocoar:passkey` for it. `auth_session` is the ceremony id; an `authn_response`
 ///   holding an `attestationObject` signs up, one holding a signature signs in.
-/// - `realm` (Auth0: a connection) names a Modgud realm, which the request's host already
-///   chose: it may be omitted or be that realm's id, anything else is `invalid_request`.
+/// - `realm` and `connection` (Auth0: a connection name) may be omitted or name one of the
+///   realm's connections: its id, `email`, `Username-Password-Authentication`, and any the
+///   operator added (`RealmSettings.connections`); anything else is `invalid_request`.
 /// - `audience` is an RFC 8707 `resource`, checked against the client's audiences.
 /// - `offline_access` is dropped from `scope` unless the client allows it: Modgud always
 ///   issues a refresh token to a user grant.
 enum Auth0Compatibility {
     static let webauthnGrant = "urn:okta:params:oauth:grant-type:webauthn"
+    static let passwordlessOTPGrant = "http://auth0.com/oauth/grant-type/passwordless/otp"
 
-    /// Auth0's `realm`: absent, or the id of the realm the host serves.
+    /// The connection names every realm answers to besides its own id: Auth0's passwordless
+    /// email connection and its default database connection (what Auth0 apps send).
+    static let defaultConnections = ["email", "Username-Password-Authentication"]
+
+    /// The connection names a realm answers to.
+    static func connections(of realm: RealmDirectory.Entry) -> [String] {
+        [realm.realmID] + defaultConnections + realm.settings.connections
+    }
+
+    /// Auth0's `realm` (or `connection`): absent, or one of the realm's connection names.
     static func checkRealm(_ name: String?, realm: RealmDirectory.Entry) throws(OAuthError) {
-        guard let name, !name.isEmpty, name != realm.realmID else { return }
-        throw .invalidRequest("Unknown realm '\(name)': this host serves realm '\(realm.realmID)'. Omit realm or send that id.")
+        guard let name, !name.isEmpty, !connections(of: realm).contains(name) else { return }
+        throw .invalidRequest(
+            "Unknown connection '\(name)': this host serves realm '\(realm.realmID)' (connections: "
+                + connections(of: realm).joined(separator: ", ") + ").")
     }
 
     /// The resources of an Auth0-shaped token request: `resource` values and `audience`.

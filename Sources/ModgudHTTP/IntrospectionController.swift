@@ -25,7 +25,8 @@ struct IntrospectionController: Sendable {
     func revoke(_ request: Request, context: ModgudRequestContext) async -> Response {
         await handle(context) {
             let (realm, _) = try await parsing.realm(request)
-            let form = try await parsing.form(request)
+            // A form (RFC 7009), or JSON as Auth0's SDKs send to /oauth/revoke.
+            let form = try await parsing.tokenParameters(request)
             let (id, secret) = try parsing.clientCredentials(request, form)
             let client = try await clients.authenticate(realm: realm.realmID, clientID: id, secret: secret)
             guard let token = form["token"] else { throw OAuthError.invalidRequest("token is required.") }

@@ -46,6 +46,10 @@ final class CommandTests: XCTestCase {
         XCTAssertTrue(moved.contains("warning: The primary domain changed from acme.test to id.acme.test"), moved)
         let shown = try cli.ok(["realm", "show", "acme"])
         XCTAssertTrue(shown.contains("primary dom. id.acme.test"), shown)
+        XCTAssertTrue(shown.contains("connections  acme, email, Username-Password-Authentication\n"), shown)
+        _ = try cli.ok(["realm", "update", "acme", "--connection", "acme-db", "--connection", "legacy"])
+        XCTAssertTrue(try cli.ok(["realm", "show", "acme"]).contains("connections  acme, email, Username-Password-Authentication, acme-db, legacy\n"))
+        XCTAssertTrue(try cli.fails(["realm", "update", "acme", "--connection", "has space"]).contains("Realm.InvalidConnection"))
         let listed = try cli.ok(["realm", "list"])
         XCTAssertEqual(listed, "acme\tnative-grants\tlogin.acme.test\n")
 

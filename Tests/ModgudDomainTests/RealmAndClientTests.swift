@@ -75,10 +75,15 @@ final class RealmTests: XCTestCase {
             (RealmSettings(hosts: ["a.com", "a.com"], displayName: "x"), "Realm.DuplicateHost"),
             (RealmSettings(hosts: ["a.com"], displayName: " "), "Realm.InvalidDisplayName"),
             (RealmSettings(hosts: ["a.com"], displayName: "x", publicBaseURL: "http://a.com"), "Realm.InvalidPublicBaseURL"),
+            (RealmSettings(hosts: ["a.com"], displayName: "x", connections: ["has space"]), "Realm.InvalidConnection"),
+            (RealmSettings(hosts: ["a.com"], displayName: "x", connections: [""]), "Realm.InvalidConnection"),
+            (RealmSettings(hosts: ["a.com"], displayName: "x", connections: [String(repeating: "c", count: 129)]), "Realm.InvalidConnection"),
         ]
         for (bad, code) in cases {
             XCTAssertRefused(code) { _ = try Realm.decide(.create(id: "r", settings: bad), state: Realm.initialState, now: now) }
         }
+        let named = RealmSettings(hosts: ["a.com"], displayName: "x", connections: ["acme-db", "Username_Password.v2"])
+        XCTAssertNoThrow(try Realm.decide(.create(id: "r", settings: named), state: Realm.initialState, now: now))
         XCTAssertRefused("Realm.InvalidID") { _ = try Realm.decide(.create(id: "Bad Id", settings: settings), state: Realm.initialState, now: now) }
         XCTAssertRefused("Realm.NotFound") { _ = try Realm.decide(.changeSettings(settings), state: Realm.initialState, now: now) }
     }

@@ -147,7 +147,7 @@ final class Auth0CompatibilityTests: XCTestCase {
         _ = try await harness.registerUser("bob@example.com")
         try await harness.app.test(.router) { client in
             for (body, error, status) in [
-                (#"{"client_id":"ios","realm":"Username-Password-Authentication","user_profile":{"email":"a@example.com"}}"#, "invalid_request",
+                (#"{"client_id":"ios","realm":"google-oauth2","user_profile":{"email":"a@example.com"}}"#, "invalid_request",
                  HTTPResponse.Status.badRequest),
                 (#"{"client_id":"ios","user_profile":{"phone_number":"+15550100"}}"#, "invalid_request", .badRequest),
                 (#"{"client_id":"ios","user_profile":{"name":"No Email"}}"#, "invalid_request", .badRequest),

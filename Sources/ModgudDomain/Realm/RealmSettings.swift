@@ -15,13 +15,18 @@ public struct RealmSettings: Codable, Hashable, Sendable {
     public var rateLimitOverrides: [String: RateLimitSetting]
     /// How long a sign-in lasts at most, and the refresh reuse grace (docs/spec.md sections 1 and 5).
     public var sessionLimits: SessionLimits
+    /// Connection names Auth0 apps may send as `realm` or `connection` besides the realm's id,
+    /// `email` and `Username-Password-Authentication` (issue 24). Empty by default.
+    public var connections: [String]
 
     public init(
         hosts: [String], displayName: String, primaryDomain: String? = nil, publicBaseURL: String? = nil,
         nativeGrants: NativeGrantSettings = NativeGrantSettings(), registrationPosture: RegistrationPosture = .off,
         registrationFields: RegistrationFields = RegistrationFields(), magicLinkEnabled: Bool = false,
-        rateLimitOverrides: [String: RateLimitSetting] = [:], sessionLimits: SessionLimits = SessionLimits()
+        rateLimitOverrides: [String: RateLimitSetting] = [:], sessionLimits: SessionLimits = SessionLimits(),
+        connections: [String] = []
     ) {
+        self.connections = connections
         self.sessionLimits = sessionLimits
         self.hosts = hosts
         self.displayName = displayName
@@ -52,6 +57,9 @@ public struct RealmSettings: Codable, Hashable, Sendable {
         }
         try nativeGrants.validate()
         try sessionLimits.validate()
+        for name in connections where !Self.isValidConnectionName(name) {
+            throw DomainError("Realm.InvalidConnection", "\(name) is not a connection name (1 to 128 letters, digits, '-', '_' or '.').")
+        }
         for (policy, limit) in rateLimitOverrides {
             guard limit.limit > 0, limit.windowSeconds > 0, limit.burst >= 0 else {
                 throw DomainError("RateLimit.Invalid", "The rate limit \(policy) needs a positive limit and window.")
@@ -75,6 +83,12 @@ public struct RealmSettings: Codable, Hashable, Sendable {
         magicLinkEnabled = try container.decode(Bool.self, forKey: .magicLinkEnabled)
         rateLimitOverrides = try container.decode([String: RateLimitSetting].self, forKey: .rateLimitOverrides)
         sessionLimits = try container.decodeIfPresent(SessionLimits.self, forKey: .sessionLimits) ?? SessionLimits()
+        connections = try container.decodeIfPresent([String].self, forKey: .connections) ?? []
+    }
+
+    /// Auth0's connection names: 1 to 128 ASCII letters, digits, `-`, `_` and `.`.
+    static func isValidConnectionName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 128 && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }
     }
 
     static func isValidHost(_ host: String) -> Bool {

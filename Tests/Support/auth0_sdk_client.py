@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Drives a running Modgud with Auth0's own Python SDK (auth0-python), unchanged but for the
+domain and client id (issue 24): passwordless email start, the passwordless OTP grant,
+refresh, userinfo, revocation and the JWKS. The code is read from the mail a real SMTP
+server received (Tests/Support/smtp_sink.py writes each message to --mail-dir).
+
+Exits non-zero, naming the step, when any answer is not what an Auth0 app expects. Prints each
+request and the shape of its answer (token values elided).
+"""
+import argparse
+import glob
+import json
+import re
+import sys
+import time
+import urllib.request
+
+from auth0.authentication import GetToken, Passwordless, RevokeToken, Users
+from auth0.authentication.exceptions import Auth0Error
+
+
+def fail(step, detail):
+    print(f"auth0-sdk: FAILED at {step}: {detail}", file=sys.stderr)
+    sys.exit(1)
+
+
+def shape(answer):
+    return {k: ("<%d chars>" % len(v) if isinstance(v, str) and k.endswith("token") else v) for k, v in answer.items()}
+
+
+def code_for(mail_dir, address, seen, timeout=120):
+    """The six-digit code of the first mail to `address` not in `seen` (mail order is not assumed)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for path in sorted(glob.glob(f"{mail_dir}/*.json")):
+            if path in seen:
+                continue
+            record = json.load(open(path))
+            if record["rcpt_tos"] == [address]:
+                match = re.search(r"code is (\d{6})", record.get("text") or "")
+                if match:
+                    seen.add(path)
+                    return match.group(1)
+        time.sleep(0.1)
+    fail("mail", f"no code mail to {address} within {timeout} s")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--domain", required=True, help="host:port of modgud")
+    parser.add_argument("--client-id", required=True)
+    parser.add_argument("--mail-dir", required=True)
+    args = parser.parse_args()
+    domain, client, seen = args.domain, args.client_id, set()
+    email = "grace@example.com"
+    scope = "openid email offline_access"
+
+    started = Passwordless(domain, client, protocol="http").email(email, send="code")
+    print("POST /passwordless/start", json.dumps({"connection": "email", "email": email, "send": "code"}), "->", started)
+    if started.get("email") != email or "_id" not in started:
+        fail("passwordless start", started)
+
+    tokens = GetToken(domain, client, protocol="http")
+    otp = code_for(args.mail_dir, email, seen)
+    login = tokens.passwordless_login(username=email, otp=otp, realm="email", scope=scope, audience="")
+    print("POST /oauth/token passwordless/otp ->", shape(login))
+    for member in ("access_token", "refresh_token", "id_token", "expires_in", "token_type"):
+        if member not in login:
+            fail("passwordless_login", f"no {member} in {sorted(login)}")
+
+    try:
+        tokens.passwordless_login(username=email, otp=otp, realm="email", scope=scope, audience="")
+        fail("code replay", "a spent code signed in again")
+    except Auth0Error as error:
+        print("POST /oauth/token (the same code again) ->", error.status_code, error.error_code)
+        if error.error_code != "invalid_grant":
+            fail("code replay", f"{error.status_code} {error.error_code}")
+
+    profile = Users(domain, protocol="http").userinfo(login["access_token"])
+    print("GET /userinfo ->", profile)
+    if profile.get("email") != email or not profile.get("sub"):
+        fail("userinfo", profile)
+
+    refreshed = tokens.refresh_token(login["refresh_token"])
+    print("POST /oauth/token refresh_token ->", shape(refreshed))
+    if refreshed.get("refresh_token") in (None, login["refresh_token"]):
+        fail("refresh_token", "no rotated refresh token")
+
+    revoked = RevokeToken(domain, client, protocol="http").revoke_refresh_token(refreshed["refresh_token"])
+    print("POST /oauth/revoke ->", repr(revoked))
+    try:
+        tokens.refresh_token(refreshed["refresh_token"])
+        fail("after revoke", "a revoked refresh token still refreshes")
+    except Auth0Error as error:
+        print("POST /oauth/token (revoked refresh token) ->", error.status_code, error.error_code)
+        if error.error_code != "invalid_grant":
+            fail("after revoke", f"{error.status_code} {error.error_code}")
+
+    try:
+        Users(domain, protocol="http").userinfo(login["access_token"])
+        fail("userinfo after revoke", "a revoked sign-in's access token still reads userinfo")
+    except Auth0Error as error:
+        print("GET /userinfo (revoked) ->", error.status_code)
+
+    try:
+        Passwordless(domain, client, protocol="http").sms("+15555550100")
+        fail("sms", "an SMS connection was accepted")
+    except Auth0Error as error:
+        print("POST /passwordless/start (sms) ->", error.status_code, error.error_code)
+        if error.error_code != "bad.connection":
+            fail("sms", f"{error.status_code} {error.error_code}")
+
+    with urllib.request.urlopen(f"http://{domain}/.well-known/jwks.json") as answer:
+        keys = json.load(answer)["keys"]
+    print("GET /.well-known/jwks.json ->", [{"kty": k["kty"], "kid": k["kid"]} for k in keys])
+    if not keys:
+        fail("jwks", "no keys")
+    print("auth0-sdk: every step answered as an Auth0 app expects")
+
+
+if __name__ == "__main__":
+    main()
