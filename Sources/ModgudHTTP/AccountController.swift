@@ -197,6 +197,7 @@ struct AccountController: Sendable {
         /// The sign-in the token belongs to, and what it allows.
         var familyID: UUID
         var scopes: [String]
+        var audiences: [String]
     }
 
     /// The user (and client) behind a live Bearer access token (RFC 6750), or a 401 challenge.
@@ -208,7 +209,7 @@ struct AccountController: Sendable {
         guard let found = try await tokens.liveAccessToken(realm: realm, token: token), let userID = found.userID else {
             throw RequestParsing.Failure.response(UserInfoController.challenge("invalid_token"))
         }
-        return Bearer(userID: userID, clientID: found.clientID, familyID: found.familyID, scopes: found.scopes)
+        return Bearer(userID: userID, clientID: found.clientID, familyID: found.familyID, scopes: found.scopes, audiences: found.audiences)
     }
 
     static func disabled() -> Response {
@@ -217,6 +218,17 @@ struct AccountController: Sendable {
 
     func metadata(_ context: ModgudRequestContext, actor: UUID? = nil) -> EventMetadata {
         EventMetadata(correlationID: context.id, actor: actor.map { "user:\($0.uuidString.lowercased())" }, clientIP: context.peerAddress)
+    }
+
+    /// As `respond`, with a service's refusal answered as its problem document.
+    func respondWithProblems(_ context: ModgudRequestContext, _ body: () async throws -> Response) async -> Response {
+        await respond(context) {
+            do {
+                return try await body()
+            } catch let refusal as ServiceRefusal {
+                return refusal.problem
+            }
+        }
     }
 
     /// Maps the shared failures: parsing responses, rate limits, and anything else as a 500

@@ -53,6 +53,7 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
         emailSignIn: { try core.emailSignIn() }, totpEnrollment: { try core.totpEnrollment() }, tokens: core.tokenService, parsing: parsing)
     account.register(on: router)
     PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, account: account).register(on: router)
+    MyAccountController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, account: account).register(on: router)
     Auth0PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, account: account).register(on: router)
     Auth0PasswordlessController(clients: core.clientAuthenticator, emailSignIn: { try core.emailSignIn() }, parsing: parsing, account: account)
         .register(on: router)

@@ -27,7 +27,7 @@ struct Auth0PasskeyController: Sendable {
     }
 
     struct BegunBody: Encodable {
-        var authn_params_public_key: CeremonyOptions
+        var authn_params_public_key: Auth0CeremonyOptions
         var auth_session: String
     }
 
@@ -45,7 +45,7 @@ struct Auth0PasskeyController: Sendable {
             let signUp = try Auth0Compatibility.signUpRequest(body.user_profile)
             try await checkLimits(request, context: context, realm: realm, signUp: true)
             let begun = try await passkeys.beginSignUp(realm: realm, clientID: body.client_id, signUp, metadata: account.metadata(context))
-            return OAuthResponses.json(BegunBody(authn_params_public_key: begun.options, auth_session: begun.ceremonyID.uuidString.lowercased()))
+            return OAuthResponses.json(BegunBody(authn_params_public_key: Auth0CeremonyOptions(begun.options), auth_session: begun.ceremonyID.uuidString.lowercased()))
         }
     }
 
@@ -57,7 +57,7 @@ struct Auth0PasskeyController: Sendable {
             try Auth0Compatibility.checkRealm(body.realm, realm: realm)
             try await checkLimits(request, context: context, realm: realm, signUp: false)
             let begun = try await passkeys.beginLogin(realm: realm, clientID: body.client_id, metadata: account.metadata(context))
-            return OAuthResponses.json(BegunBody(authn_params_public_key: begun.options, auth_session: begun.ceremonyID.uuidString.lowercased()))
+            return OAuthResponses.json(BegunBody(authn_params_public_key: Auth0CeremonyOptions(begun.options), auth_session: begun.ceremonyID.uuidString.lowercased()))
         }
     }
 

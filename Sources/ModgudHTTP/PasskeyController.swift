@@ -200,13 +200,7 @@ struct PasskeyController: Sendable {
     }
 
     private func respond(_ context: ModgudRequestContext, _ body: () async throws -> Response) async -> Response {
-        await account.respond(context) {
-            do {
-                return try await body()
-            } catch let refusal as ServiceRefusal {
-                return refusal.problem
-            }
-        }
+        await account.respondWithProblems(context, body)
     }
 }
 

@@ -50,7 +50,7 @@ final class Auth0CompatibilityTests: XCTestCase {
             XCTAssertEqual((creation["user"] as? [String: Any])?["displayName"] as? String, "Grace Hopper")
             XCTAssertEqual((creation["authenticatorSelection"] as? [String: Any])?["residentKey"] as? String, "required")
             let algorithms = (creation["pubKeyCredParams"] as? [[String: Any]])?.compactMap { $0["alg"] as? Int }
-            XCTAssertEqual(Set(algorithms ?? []), [-8, -7, -257])
+            XCTAssertEqual(algorithms, [-8, -7, -257], "the seed's order")
             XCTAssertEqual(creation["timeout"] as? Int, 300_000, "milliseconds")
             let session = try XCTUnwrap(register.json["auth_session"] as? String)
 

@@ -1,0 +1,229 @@
+import Foundation
+import Hummingbird
+import ModgudDomain
+import ModgudService
+
+/// Auth0's My Account API for passkeys (seed 002, issue 24): enrollment in two steps, and the
+/// list, get, rename and delete of a user's authentication methods, mapped onto the passkey
+/// aggregate and its enrollment rules (the same service calls as `/connect/passkey…`).
+///
+/// Authorised by a live access token whose audience is the My Account audience of the host
+/// (`<issuer>/me/`, Auth0's `https://<domain>/me/`) and which carries the route's scope:
+/// `create:`, `read:`, `update:` or `delete:me:authentication_methods`. A client gets them like
+/// any audience and scope: listed in its `Audiences` and `AllowedScopes`, requested with
+/// `audience` (or `resource`) and `scope`. Enrollment also needs a fresh sign-in
+/// (`PasskeyService.requireFreshSignIn`), unless the token carries `modgud:passkeys:enroll`.
+/// Errors are problem documents (`application/problem+json`), as Auth0's My Account API answers.
+struct MyAccountController: Sendable {
+    let passkeys: PasskeyService
+    let rateLimiter: RateLimiter
+    let parsing: RequestParsing
+    let account: AccountController
+
+    static let base = "/me/v1/authentication-methods"
+
+    func register(on router: Router<ModgudRequestContext>) {
+        router.post(RouterPath(Self.base), use: begin)
+        // Auth0's path is `…/passkey|new/verify`; clients send the `|` as is or percent-encoded.
+        router.post(RouterPath(Self.base + "/:id/verify"), use: verify)
+        router.get(RouterPath(Self.base), use: list)
+        router.get(RouterPath(Self.base + "/:id"), use: get)
+        router.patch(RouterPath(Self.base + "/:id"), use: rename)
+        router.delete(RouterPath(Self.base + "/:id"), use: delete)
+    }
+
+    // MARK: Bodies
+
+    struct BeginBody: Decodable {
+        var type: String
+        var connection: String?
+        var identity_user_id: String?
+        /// The seed's sample names it `identity`.
+        var identity: String?
+        static let members: Set<String> = ["type", "connection", "identity_user_id", "identity"]
+    }
+
+    struct BegunBody: Encodable {
+        var authn_params_public_key: Auth0CeremonyOptions
+        var auth_session: String
+    }
+
+    struct VerifyBody: Decodable {
+        var auth_session: String
+        var authn_response: [String: StrictJSON.AnyJSONValue]
+        var name: String?
+        static let members: Set<String> = ["auth_session", "authn_response", "name"]
+    }
+
+    struct RenameBody: Decodable {
+        var name: String
+        static let members: Set<String> = ["name"]
+    }
+
+    /// An authentication method as My Account shows it.
+    struct MethodBody: Encodable {
+        var id: String
+        var type = "passkey"
+        var name: String
+        var created_at: String
+        var last_auth_at: String?
+        var usage = ["primary"]
+        var rp_id: String
+        var provider: ProviderBody
+    }
+
+    struct ProviderBody: Encodable {
+        var name: String
+        var aaguid: String?
+    }
+
+    struct ListBody: Encodable {
+        var authentication_methods: [MethodBody]
+    }
+
+    // MARK: Routes
+
+    /// POST /me/v1/authentication-methods `{type: "passkey"}`: creation options and the session.
+    func begin(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, bearer) = try await authorized(request, scope: "create:me:authentication_methods")
+            let body = try await parsing.json(BeginBody.self, request, allowed: BeginBody.members)
+            guard body.type == "passkey" else {
+                return Problem.response("MyAccount.UnsupportedType", status: 400, detail: "Only passkeys can be enrolled here (type: passkey).")
+            }
+            if let connection = body.connection, !Auth0Compatibility.connections(of: realm).contains(connection) {
+                return Problem.response("MyAccount.UnknownConnection", status: 400, detail: "Unknown connection \(connection).")
+            }
+            if let identity = body.identity_user_id ?? body.identity, identity.lowercased() != bearer.userID.uuidString.lowercased() {
+                return Problem.response("MyAccount.UnknownIdentity", status: 400, detail: "Linked identities are not supported.")
+            }
+            try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
+            try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
+            let begun = try await passkeys.beginEnrollment(
+                realm: realm, userID: bearer.userID, clientID: bearer.clientID, metadata: account.metadata(context, actor: bearer.userID))
+            return OAuthResponses.json(BegunBody(authn_params_public_key: Auth0CeremonyOptions(begun.options), auth_session: begun.ceremonyID.uuidString.lowercased()))
+        }
+    }
+
+    /// POST /me/v1/authentication-methods/passkey|new/verify: 201 with the new method.
+    func verify(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let method = context.parameters.get("id").map { $0.removingPercentEncoding ?? $0 }
+            guard method == "passkey|new" else { return Self.notFound() }
+            let (realm, bearer) = try await authorized(request, scope: "create:me:authentication_methods")
+            try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
+            try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
+            let body = try await parsing.json(VerifyBody.self, request, allowed: VerifyBody.members)
+            let created = try await passkeys.completeEnrollment(
+                realm: realm, userID: bearer.userID, clientID: bearer.clientID, ceremonyID: body.auth_session,
+                attestation: try Self.attestation(body.authn_response), displayName: body.name,
+                metadata: account.metadata(context, actor: bearer.userID))
+            return OAuthResponses.json(Self.view(created), status: .created)
+        }
+    }
+
+    /// GET /me/v1/authentication-methods.
+    func list(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, bearer) = try await authorized(request, scope: "read:me:authentication_methods")
+            let methods = try await passkeys.list(realm: realm.realmID, userID: bearer.userID).map(Self.view)
+            return OAuthResponses.json(ListBody(authentication_methods: methods))
+        }
+    }
+
+    /// GET /me/v1/authentication-methods/{id}: the method, or 404 (other users' ids included).
+    func get(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, bearer) = try await authorized(request, scope: "read:me:authentication_methods")
+            guard let id = Self.passkeyID(context), let found = try await passkeys.get(realm: realm.realmID, userID: bearer.userID, passkeyID: id)
+            else { return Self.notFound() }
+            return OAuthResponses.json(Self.view(found))
+        }
+    }
+
+    /// PATCH /me/v1/authentication-methods/{id} `{name}`.
+    func rename(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, bearer) = try await authorized(request, scope: "update:me:authentication_methods")
+            let body = try await parsing.json(RenameBody.self, request, allowed: RenameBody.members)
+            guard let id = Self.passkeyID(context),
+                let renamed = try await passkeys.rename(
+                    realm: realm.realmID, userID: bearer.userID, passkeyID: id, to: body.name, by: "user:\(bearer.userID.uuidString.lowercased())",
+                    metadata: account.metadata(context, actor: bearer.userID))
+            else { return Self.notFound() }
+            return OAuthResponses.json(Self.view(renamed))
+        }
+    }
+
+    /// DELETE /me/v1/authentication-methods/{id}: 204, or 404.
+    func delete(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, bearer) = try await authorized(request, scope: "delete:me:authentication_methods")
+            guard let id = Self.passkeyID(context),
+                try await passkeys.delete(
+                    realm: realm.realmID, userID: bearer.userID, passkeyID: id, by: "user:\(bearer.userID.uuidString.lowercased())",
+                    metadata: account.metadata(context, actor: bearer.userID))
+            else { return Self.notFound() }
+            return Response(status: .noContent)
+        }
+    }
+
+    // MARK: Shared
+
+    /// The realm (native grants on) and the bearer, whose token must be for the host's My
+    /// Account audience (else 401 `invalid_token`) and carry `scope` (else 403
+    /// `insufficient_scope`, RFC 6750 section 3.1).
+    private func authorized(_ request: Request, scope: String) async throws -> (RealmDirectory.Entry, AccountController.Bearer) {
+        let (realm, issuer) = try await parsing.realm(request)
+        guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(AccountController.disabled()) }
+        let bearer = try await account.bearer(request, realm: realm.realmID)
+        guard bearer.audiences.contains(Self.audience(issuer: issuer)) else {
+            throw RequestParsing.Failure.response(UserInfoController.challenge("invalid_token"))
+        }
+        guard bearer.scopes.contains(scope) else {
+            throw RequestParsing.Failure.response(UserInfoController.challenge("insufficient_scope", status: .forbidden))
+        }
+        return (realm, bearer)
+    }
+
+    /// The My Account audience of an issuer: `https://login.example.com/me/`.
+    static func audience(issuer: String) -> String {
+        issuer + "/me/"
+    }
+
+    /// `passkey|<uuid>` (Auth0's form, `|` possibly percent-encoded) or a bare passkey id.
+    static func passkeyID(_ context: ModgudRequestContext) -> UUID? {
+        guard var raw = context.parameters.get("id") else { return nil }
+        raw = raw.removingPercentEncoding ?? raw
+        if raw.hasPrefix("passkey|") { raw.removeFirst("passkey|".count) }
+        return UUID(uuidString: raw)
+    }
+
+    /// Auth0's `authn_response` as the verifier reads it: the seed prints `clientDataJson`,
+    /// WebAuthn names it `clientDataJSON`; both are accepted.
+    static func attestation(_ response: [String: StrictJSON.AnyJSONValue]) throws -> [UInt8] {
+        var credential = response
+        if case .object(var inner)? = credential["response"], inner["clientDataJSON"] == nil, let spelled = inner["clientDataJson"] {
+            inner["clientDataJSON"] = spelled
+            inner["clientDataJson"] = nil
+            credential["response"] = .object(inner)
+        }
+        return Array(try JSONEncoder().encode(credential))
+    }
+
+    static func view(_ summary: PasskeyService.Summary) -> MethodBody {
+        let format = Date.ISO8601FormatStyle()
+        return MethodBody(
+            id: "passkey|" + summary.id.uuidString.lowercased(), name: summary.displayName, created_at: summary.createdAt.formatted(format),
+            last_auth_at: summary.lastUsedAt?.formatted(format), rp_id: summary.rpID,
+            provider: ProviderBody(name: summary.provider.name, aaguid: summary.provider.aaguid))
+    }
+
+    static func notFound() -> Response {
+        Problem.response("MyAccount.NotFound", status: 404, detail: "No such authentication method.")
+    }
+
+    private func respond(_ context: ModgudRequestContext, _ body: () async throws -> Response) async -> Response {
+        await account.respondWithProblems(context, body)
+    }
+}
