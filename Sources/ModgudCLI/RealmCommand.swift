@@ -22,6 +22,7 @@ struct RealmCommand: AsyncParsableCommand {
             name: .customLong("connection"),
             help: "An Auth0 connection name apps may send as realm or connection (repeatable; '' clears the list).")
         var connections: [String] = []
+        @Option(help: "Issue under <scheme>://<host>/ with Auth0's trailing slash (true|false).") var issuerTrailingSlash: Bool?
         @Option(help: "A sign-in's absolute lifetime, days (1-3650; default 90).") var sessionDays: Int?
         @Option(help: "Refresh reuse grace, seconds (0-300; default 0 = strict).") var refreshReuseGrace: Int?
         @Option(
@@ -53,6 +54,7 @@ struct RealmCommand: AsyncParsableCommand {
             }
             if let magicLink { settings.magicLinkEnabled = magicLink }
             if !connections.isEmpty { settings.connections = connections.filter { !$0.isEmpty } }
+            if let issuerTrailingSlash { settings.issuerTrailingSlash = issuerTrailingSlash }
             if let sessionDays { settings.sessionLimits.absoluteLifetimeDays = sessionDays }
             if let refreshReuseGrace { settings.sessionLimits.refreshReuseGraceSeconds = refreshReuseGrace }
             for text in registrationFields {
@@ -175,6 +177,7 @@ struct RealmCommand: AsyncParsableCommand {
         Swift.print(
             "native       \(settings.nativeGrants.enabled ? "on" : "off") (access \(settings.nativeGrants.accessTokenLifetimeMinutes) min, refresh \(settings.nativeGrants.refreshTokenLifetimeDays) d)")
         Swift.print("registration \(settings.registrationPosture.rawValue), magic links \(settings.magicLinkEnabled ? "on" : "off")")
+        Swift.print("issuer       <scheme>://<host>" + (settings.issuerTrailingSlash ? "/" : ""))
         Swift.print("connections  " + ([id] + ["email", "Username-Password-Authentication"] + settings.connections).joined(separator: ", "))
         Swift.print(
             "sessions     \(settings.sessionLimits.absoluteLifetimeDays) d at most, refresh reuse grace \(settings.sessionLimits.refreshReuseGraceSeconds) s")

@@ -46,10 +46,12 @@ enum AdminPayloads {
         /// Auth0 connection names besides the realm id, `email` and
         /// `Username-Password-Authentication` (issue 24); a patch replaces the list.
         var Connections: [String]?
+        /// `<scheme>://<host>/` as the issuer (Auth0's form).
+        var IssuerTrailingSlash: Bool?
 
         static let members: Set<String> = [
             "Id", "Hosts", "DisplayName", "PrimaryDomain", "PublicBaseURL", "NativeGrants", "RegistrationPosture", "MagicLinkEnabled",
-            "RegistrationFields", "RateLimits", "SessionLimits", "Connections",
+            "RegistrationFields", "RateLimits", "SessionLimits", "Connections", "IssuerTrailingSlash",
         ]
 
         func apply(to settings: inout RealmSettings) throws(AdminProblem) {
@@ -70,6 +72,7 @@ enum AdminPayloads {
             }
             if let MagicLinkEnabled { settings.magicLinkEnabled = MagicLinkEnabled }
             if let Connections { settings.connections = Connections }
+            if let IssuerTrailingSlash { settings.issuerTrailingSlash = IssuerTrailingSlash }
             if let limits = SessionLimits {
                 if let days = limits.AbsoluteLifetimeDays { settings.sessionLimits.absoluteLifetimeDays = days }
                 if let grace = limits.RefreshReuseGraceSeconds { settings.sessionLimits.refreshReuseGraceSeconds = grace }
@@ -213,7 +216,7 @@ enum AdminPayloads {
                 SessionLimits(
                     AbsoluteLifetimeDays: $0.sessionLimits.absoluteLifetimeDays, RefreshReuseGraceSeconds: $0.sessionLimits.refreshReuseGraceSeconds,
                     EnrollmentFreshnessMinutes: $0.sessionLimits.enrollmentFreshnessMinutes)
-            }, Connections: settings?.connections)
+            }, Connections: settings?.connections, IssuerTrailingSlash: settings?.issuerTrailingSlash)
     }
 
     static func clientView(_ state: ModgudDomain.Client.State) -> Client {

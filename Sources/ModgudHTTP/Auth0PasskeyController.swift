@@ -17,13 +17,11 @@ struct Auth0PasskeyController: Sendable {
         var client_id: String
         var realm: String?
         var user_profile: [String: StrictJSON.AnyJSONValue]
-        static let members: Set<String> = ["client_id", "realm", "user_profile"]
     }
 
     struct ChallengeBody: Decodable {
         var client_id: String
         var realm: String?
-        static let members: Set<String> = ["client_id", "realm"]
     }
 
     struct BegunBody: Encodable {
@@ -40,7 +38,7 @@ struct Auth0PasskeyController: Sendable {
     func signUp(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let realm = try await enabledRealm(request)
-            let body = try await decode(RegisterBody.self, request, allowed: RegisterBody.members)
+            let body = try await decode(RegisterBody.self, request)
             try Auth0Compatibility.checkRealm(body.realm, realm: realm)
             let signUp = try Auth0Compatibility.signUpRequest(body.user_profile)
             try await checkLimits(request, context: context, realm: realm, signUp: true)
@@ -53,7 +51,7 @@ struct Auth0PasskeyController: Sendable {
     func challenge(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let realm = try await enabledRealm(request)
-            let body = try await decode(ChallengeBody.self, request, allowed: ChallengeBody.members)
+            let body = try await decode(ChallengeBody.self, request)
             try Auth0Compatibility.checkRealm(body.realm, realm: realm)
             try await checkLimits(request, context: context, realm: realm, signUp: false)
             let begun = try await passkeys.beginLogin(realm: realm, clientID: body.client_id, metadata: account.metadata(context))
@@ -77,9 +75,10 @@ struct Auth0PasskeyController: Sendable {
         if signUp { try await rateLimiter.check(.signupPerIP, key: source, realm: realm.realmID, settings: realm.settings) }
     }
 
-    /// A JSON body, strictly: the errors in OAuth's shape.
-    private func decode<T: Decodable>(_ type: T.Type, _ request: Request, allowed: Set<String>) async throws -> T {
-        try await parsing.strictJSON(T.self, request, allowed: allowed) { failure in
+    /// A JSON body, its errors in OAuth's shape. Members Auth0 does not define are ignored, as
+    /// Auth0 ignores them (its SDKs add their own, issue 24); NUL and malformed JSON are refused.
+    private func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
+        try await parsing.strictJSON(T.self, request, allowed: nil) { failure in
             let error: OAuthError =
                 switch failure {
                 case .unsupportedMediaType: .invalidRequest("The request body must be application/json.")

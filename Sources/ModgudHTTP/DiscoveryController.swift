@@ -48,10 +48,11 @@ struct DiscoveryController: Sendable {
             // Better than the original server: the native grants are listed only when enabled.
             let grants = GrantRegistry.standard.advertised(nativeGrantsEnabled: realm.settings.nativeGrants.enabled)
             let body = try await rendered.value(for: issuer + " " + grants.joined(separator: " ")) {
+                let base = RequestParsing.base(of: issuer)
                 let document = Metadata(
-                    issuer: issuer, tokenEndpoint: issuer + "/connect/token", introspectionEndpoint: issuer + "/connect/introspect",
-                    revocationEndpoint: issuer + "/connect/revoke", userinfoEndpoint: issuer + "/connect/userinfo",
-                    jwksURI: issuer + "/.well-known/jwks.json", grantTypesSupported: grants)
+                    issuer: issuer, tokenEndpoint: base + "/connect/token", introspectionEndpoint: base + "/connect/introspect",
+                    revocationEndpoint: base + "/connect/revoke", userinfoEndpoint: base + "/connect/userinfo",
+                    jwksURI: base + "/.well-known/jwks.json", grantTypesSupported: grants)
                 return ByteBuffer(bytes: try OAuthResponses.encode(document))
             }
             return OAuthResponses.json(rendered: body)

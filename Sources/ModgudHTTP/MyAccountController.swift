@@ -13,7 +13,8 @@ import ModgudService
 /// any audience and scope: listed in its `Audiences` and `AllowedScopes`, requested with
 /// `audience` (or `resource`) and `scope`. Enrollment also needs a fresh sign-in
 /// (`PasskeyService.requireFreshSignIn`), unless the token carries `modgud:passkeys:enroll`.
-/// Errors are problem documents (`application/problem+json`), as Auth0's My Account API answers.
+/// Errors are problem documents (`application/problem+json`), as Auth0's My Account API answers;
+/// members Auth0 does not define are ignored.
 struct MyAccountController: Sendable {
     let passkeys: PasskeyService
     let rateLimiter: RateLimiter
@@ -40,7 +41,6 @@ struct MyAccountController: Sendable {
         var identity_user_id: String?
         /// The seed's sample names it `identity`.
         var identity: String?
-        static let members: Set<String> = ["type", "connection", "identity_user_id", "identity"]
     }
 
     struct BegunBody: Encodable {
@@ -52,12 +52,10 @@ struct MyAccountController: Sendable {
         var auth_session: String
         var authn_response: [String: StrictJSON.AnyJSONValue]
         var name: String?
-        static let members: Set<String> = ["auth_session", "authn_response", "name"]
     }
 
     struct RenameBody: Decodable {
         var name: String
-        static let members: Set<String> = ["name"]
     }
 
     /// An authentication method as My Account shows it.
@@ -87,7 +85,7 @@ struct MyAccountController: Sendable {
     func begin(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, bearer) = try await authorized(request, scope: "create:me:authentication_methods")
-            let body = try await parsing.json(BeginBody.self, request, allowed: BeginBody.members)
+            let body = try await parsing.json(BeginBody.self, request, allowed: nil)
             guard body.type == "passkey" else {
                 return Problem.response("MyAccount.UnsupportedType", status: 400, detail: "Only passkeys can be enrolled here (type: passkey).")
             }
@@ -113,7 +111,7 @@ struct MyAccountController: Sendable {
             let (realm, bearer) = try await authorized(request, scope: "create:me:authentication_methods")
             try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
             try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
-            let body = try await parsing.json(VerifyBody.self, request, allowed: VerifyBody.members)
+            let body = try await parsing.json(VerifyBody.self, request, allowed: nil)
             let created = try await passkeys.completeEnrollment(
                 realm: realm, userID: bearer.userID, clientID: bearer.clientID, ceremonyID: body.auth_session,
                 attestation: try Self.attestation(body.authn_response), displayName: body.name,
@@ -145,7 +143,7 @@ struct MyAccountController: Sendable {
     func rename(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, bearer) = try await authorized(request, scope: "update:me:authentication_methods")
-            let body = try await parsing.json(RenameBody.self, request, allowed: RenameBody.members)
+            let body = try await parsing.json(RenameBody.self, request, allowed: nil)
             guard let id = Self.passkeyID(context),
                 let renamed = try await passkeys.rename(
                     realm: realm.realmID, userID: bearer.userID, passkeyID: id, to: body.name, by: "user:\(bearer.userID.uuidString.lowercased())",
@@ -188,7 +186,7 @@ struct MyAccountController: Sendable {
 
     /// The My Account audience of an issuer: `https://login.example.com/me/`.
     static func audience(issuer: String) -> String {
-        issuer + "/me/"
+        RequestParsing.base(of: issuer) + "/me/"
     }
 
     /// `passkey|<uuid>` (Auth0's form, `|` possibly percent-encoded) or a bare passkey id.

@@ -12,12 +12,19 @@ struct RequestParsing: Sendable {
     }
 
     /// The realm of the request's Host, or a 404 `Realm.NotFound` problem.
+    /// The issuer is `<scheme>://<host>`, or with the realm's `issuerTrailingSlash`
+    /// `<scheme>://<host>/` (Auth0's form); `Self.base(of:)` gives the URL endpoints hang off.
     func realm(_ request: Request) async throws -> (entry: RealmDirectory.Entry, issuer: String) {
         let host = request.head.authority ?? ""
         guard !host.isEmpty, let entry = try await realms.realm(forHost: host) else {
             throw Failure.response(Problem.response("Realm.NotFound", status: 404, detail: "No realm serves this host."))
         }
-        return (entry, "\(configuration.issuerScheme)://\(host.lowercased())")
+        return (entry, "\(configuration.issuerScheme)://\(host.lowercased())" + (entry.settings.issuerTrailingSlash ? "/" : ""))
+    }
+
+    /// The issuer without a trailing slash: what endpoint URLs are built on.
+    static func base(of issuer: String) -> String {
+        issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
     }
 
     /// The form body, with the content type, size and repetition rules of RFC 6749.
@@ -88,7 +95,7 @@ struct RequestParsing: Sendable {
 
     /// A JSON body of Modgud's own API: `application/json`, within the size limit, no unknown
     /// members (400 problems otherwise).
-    func json<T: Decodable>(_ type: T.Type, _ request: Request, allowed: Set<String>) async throws -> T {
+    func json<T: Decodable>(_ type: T.Type, _ request: Request, allowed: Set<String>?) async throws -> T {
         try await strictJSON(T.self, request, allowed: allowed) { failure in
             switch failure {
             case .unsupportedMediaType: Problem.response("Request.UnsupportedMediaType", status: 415, detail: "The body must be application/json.")
@@ -111,7 +118,7 @@ struct RequestParsing: Sendable {
 
     /// A JSON body decoded strictly (`StrictJSON`), its refusals answered by `answer`: Modgud's
     /// own endpoints answer problems (`json`), Auth0's OAuth errors.
-    func strictJSON<T: Decodable>(_ type: T.Type, _ request: Request, allowed: Set<String>, answer: (JSONBodyFailure) -> Response) async throws
+    func strictJSON<T: Decodable>(_ type: T.Type, _ request: Request, allowed: Set<String>?, answer: (JSONBodyFailure) -> Response) async throws
         -> T
     {
         guard let contentType = request.headers[.contentType]?.lowercased(), contentType.hasPrefix("application/json") else {

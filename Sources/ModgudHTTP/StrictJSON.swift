@@ -11,11 +11,11 @@ enum StrictJSON {
         case nulCharacter
     }
 
-    static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], allowed: Set<String>) throws(Failure) -> T {
+    static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], allowed: Set<String>?) throws(Failure) -> T {
         let data = Data(bytes)
         guard let members = try? JSONDecoder().decode([String: AnyJSONValue].self, from: data) else { throw .malformed }
         if members.contains(where: { $0.key.unicodeScalars.contains("\u{0}") || $0.value.containsNUL }) { throw .nulCharacter }
-        if let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }) { throw .unknownMember(unknown) }
+        if let allowed, let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }) { throw .unknownMember(unknown) }
         do {
             return try JSONDecoder().decode(T.self, from: data)
         } catch DecodingError.keyNotFound(let key, _) {

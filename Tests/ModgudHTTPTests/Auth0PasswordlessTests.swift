@@ -155,3 +155,30 @@ final class Auth0PasswordlessTests: XCTestCase {
         }
     }
 }
+
+extension Auth0PasswordlessTests {
+    /// The realm's `issuerTrailingSlash`: Auth0's issuer form in discovery and in the ID token,
+    /// and endpoint URLs without a doubled slash.
+    func testTheIssuerTakesAuth0sTrailingSlashWhenTheRealmAsks() async throws {
+        harness = try await EmailSignInHarness { $0.issuerTrailingSlash = true }
+        let harness = harness!
+        try await harness.app.test(.router) { client in
+            let discovery = try await H.call(client, .get, "/.well-known/openid-configuration", "", headers: [:])
+            XCTAssertEqual(discovery.json["issuer"] as? String, "https://localhost/")
+            XCTAssertEqual(discovery.json["token_endpoint"] as? String, "https://localhost/connect/token")
+            XCTAssertEqual(discovery.json["jwks_uri"] as? String, "https://localhost/.well-known/jwks.json")
+            _ = try await H.call(
+                client, .post, "/passwordless/start", #"{"client_id":"app","connection":"email","email":"ida@example.com","send":"code"}"#,
+                headers: Self.sdkHeaders)
+            let code = try await harness.code(for: "ida@example.com")
+            let login = try await H.call(
+                client, .post, "/oauth/token",
+                #"{"client_id":"app","username":"ida@example.com","otp":"\#(code)","realm":"email","scope":"openid","grant_type":"http://auth0.com/oauth/grant-type/passwordless/otp"}"#,
+                headers: Self.sdkHeaders)
+            let idToken = try XCTUnwrap(login.json["id_token"] as? String, login.body)
+            let payload = try XCTUnwrap(idToken.split(separator: ".").dropFirst().first.flatMap { Base64URLText.decode(String($0)) })
+            let claims = try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
+            XCTAssertEqual(claims?["iss"] as? String, "https://localhost/")
+        }
+    }
+}

@@ -17,6 +17,7 @@ import urllib.request
 
 from auth0.authentication import GetToken, Passwordless, RevokeToken, Users
 from auth0.authentication.exceptions import Auth0Error
+from auth0.authentication.token_verifier import AsymmetricSignatureVerifier, TokenVerifier
 
 
 def fail(step, detail):
@@ -67,6 +68,17 @@ def main():
     for member in ("access_token", "refresh_token", "id_token", "expires_in", "token_type"):
         if member not in login:
             fail("passwordless_login", f"no {member} in {sorted(login)}")
+
+    # The SDK's own ID-token verification, as an Auth0 app configures it: issuer
+    # `<scheme>://<domain>/`, RS256 keys from the domain's JWKS, audience the client id.
+    verifier = TokenVerifier(
+        signature_verifier=AsymmetricSignatureVerifier(f"http://{domain}/.well-known/jwks.json"),
+        issuer=f"http://{domain}/", audience=client)
+    try:
+        claims = verifier.verify(login["id_token"])
+    except Exception as error:  # the SDK raises TokenValidationError and friends
+        fail("id token verification", repr(error))
+    print("TokenVerifier.verify(id_token) ->", {k: claims[k] for k in ("iss", "aud") if k in claims})
 
     try:
         tokens.passwordless_login(username=email, otp=otp, realm="email", scope=scope, audience="")

@@ -18,15 +18,20 @@ public struct RealmSettings: Codable, Hashable, Sendable {
     /// Connection names Auth0 apps may send as `realm` or `connection` besides the realm's id,
     /// `email` and `Username-Password-Authentication` (issue 24). Empty by default.
     public var connections: [String]
+    /// Issue tokens and publish discovery under `<scheme>://<host>/`, with the trailing slash
+    /// Auth0 uses, so Auth0's SDKs and API middleware validate `iss` unchanged (issue 24).
+    /// Off by default: `<scheme>://<host>`.
+    public var issuerTrailingSlash: Bool
 
     public init(
         hosts: [String], displayName: String, primaryDomain: String? = nil, publicBaseURL: String? = nil,
         nativeGrants: NativeGrantSettings = NativeGrantSettings(), registrationPosture: RegistrationPosture = .off,
         registrationFields: RegistrationFields = RegistrationFields(), magicLinkEnabled: Bool = false,
         rateLimitOverrides: [String: RateLimitSetting] = [:], sessionLimits: SessionLimits = SessionLimits(),
-        connections: [String] = []
+        connections: [String] = [], issuerTrailingSlash: Bool = false
     ) {
         self.connections = connections
+        self.issuerTrailingSlash = issuerTrailingSlash
         self.sessionLimits = sessionLimits
         self.hosts = hosts
         self.displayName = displayName
@@ -84,6 +89,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
         rateLimitOverrides = try container.decode([String: RateLimitSetting].self, forKey: .rateLimitOverrides)
         sessionLimits = try container.decodeIfPresent(SessionLimits.self, forKey: .sessionLimits) ?? SessionLimits()
         connections = try container.decodeIfPresent([String].self, forKey: .connections) ?? []
+        issuerTrailingSlash = try container.decodeIfPresent(Bool.self, forKey: .issuerTrailingSlash) ?? false
     }
 
     /// Auth0's connection names: 1 to 128 ASCII letters, digits, `-`, `_` and `.`.
