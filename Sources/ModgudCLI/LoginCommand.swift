@@ -100,6 +100,7 @@ enum SessionFile {
         case .notSignedIn: "not signed in: run modgud login"
         case .sessionEnded: "the session ended (expired, revoked or signed out elsewhere): run modgud login"
         case .invalidTwoFactorCode: "the authenticator code is invalid"
+        case .twoFactorRequired: "the authenticator code is missing or invalid"
         case .accountCannotSignIn: "the account cannot sign in"
         case .rateLimited(let seconds): "rate limited: try again in \(seconds.map { "\($0) s" } ?? "a while")"
         case .temporarilyUnavailable: "the server is unavailable for now: try again"

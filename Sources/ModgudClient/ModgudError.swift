@@ -87,6 +87,7 @@ public enum ModgudError: Error, Sendable, Equatable {
         "Invalid or expired code.": .invalidCode,
         "Invalid or expired link.": .invalidLink,
         "Two-factor authentication is required; supply totp_code.": .twoFactorRequired,
+        // Servers before issue 25; since then one message answers a missing and a wrong code.
         "The two-factor code is invalid.": .invalidTwoFactorCode,
         "The account cannot sign in.": .accountCannotSignIn,
         "Invalid or expired passkey ceremony.": .passkeyCeremonyExpired,

@@ -43,7 +43,7 @@ extension EmailSignInService {
             throw Self.refusal(for: error, registration: issued.purpose == .registrationCode)
         }
         guard outcome.events.consumeChallenge else {
-            if account.gate == .secondFactorWrong, hashMatches(outcome.events) { throw OAuthError.invalidGrant("The two-factor code is invalid.") }
+            if account.gate == .secondFactorWrong, hashMatches(outcome.events) { throw SecondFactor.refusal }
             throw Self.invalidCode
         }
         guard let signIn = redemption.signIn else { throw Self.invalidCode }
@@ -58,13 +58,13 @@ extension EmailSignInService {
         case let refused as DomainError where refused == EmailChallenge.accountCannotSignIn:
             return OAuthError.invalidGrant("The account cannot sign in.")
         case let refused as DomainError where refused == EmailChallenge.secondFactorRequired:
-            return OAuthError.invalidGrant("Two-factor authentication is required; supply totp_code.")
+            return SecondFactor.refusal
         case is DomainError:
             return invalidCode
         case EventStoreError.wrongExpectedVersion:
             // A retired account changed meanwhile (the code can be tried again), or the user's
             // TOTP step was taken meanwhile.
-            return registration ? invalidCode : OAuthError.invalidGrant("The two-factor code is invalid.")
+            return registration ? invalidCode : SecondFactor.refusal
         case EventStoreError.inlineProjectionFailed:
             return invalidCode  // the address got an account meanwhile (unique email)
         case let failure as PQError where failure.meansSubjectKeyMissing:

@@ -69,13 +69,13 @@ extension EmailSignInService {
         var amr = ["email"]
         switch try secondFactor.check(grant.totpCode, user: user, realm: realm) {
         case .notRequired: break
-        case .missing: throw OAuthError.invalidGrant("Two-factor authentication is required; supply totp_code.")
-        case .wrong: throw OAuthError.invalidGrant("The two-factor code is invalid.")
+        case .missing: throw SecondFactor.refusal
+        case .wrong: throw SecondFactor.refusal
         case .valid(let step):
             do {
                 _ = try await userActor.execute(.acceptTOTPStep(step), now: now(), metadata: grant.metadata)
             } catch is DomainError {
-                throw OAuthError.invalidGrant("The two-factor code is invalid.")
+                throw SecondFactor.refusal
             }
             amr = ["email", "otp", "mfa"]
         }

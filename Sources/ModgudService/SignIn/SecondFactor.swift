@@ -11,6 +11,10 @@ struct SecondFactor: Sendable {
         case valid(step: UInt64)
     }
 
+    /// Seed 001's answer when TOTP is on and `totp_code` is missing or invalid: one message for
+    /// both (issue 25), so the answer does not say which.
+    static let refusal = OAuthError.invalidGrant("Two-factor authentication is required; supply totp_code.")
+
     let secrets: ServerSecrets
     let now: @Sendable () -> Date
 
