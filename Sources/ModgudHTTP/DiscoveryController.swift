@@ -2,7 +2,9 @@ import Hummingbird
 import ModgudDomain
 import ModgudService
 
-/// GET /.well-known/openid-configuration and /.well-known/jwks.json, per realm host.
+/// GET /.well-known/openid-configuration (OpenID Connect Discovery 1.0), the same document at
+/// /.well-known/oauth-authorization-server (RFC 8414), /.well-known/jwks.json, per realm host;
+/// and /connect/authorize, which serves no browser flow (issue 25).
 struct DiscoveryController: Sendable {
     let keys: SigningKeyRing
     let parsing: RequestParsing
@@ -11,6 +13,9 @@ struct DiscoveryController: Sendable {
 
     struct Metadata: Encodable {
         var issuer: String
+        /// Required by OpenID Connect Discovery and by strict clients (AppAuth's
+        /// `OIDServiceDiscovery`); it answers `unsupported_response_type` (`authorize`).
+        var authorizationEndpoint: String
         var tokenEndpoint: String
         var introspectionEndpoint: String
         var revocationEndpoint: String
@@ -27,6 +32,7 @@ struct DiscoveryController: Sendable {
 
         enum CodingKeys: String, CodingKey {
             case issuer
+            case authorizationEndpoint = "authorization_endpoint"
             case tokenEndpoint = "token_endpoint"
             case introspectionEndpoint = "introspection_endpoint"
             case revocationEndpoint = "revocation_endpoint"
@@ -50,7 +56,7 @@ struct DiscoveryController: Sendable {
             let body = try await rendered.value(for: issuer + " " + grants.joined(separator: " ")) {
                 let base = RequestParsing.base(of: issuer)
                 let document = Metadata(
-                    issuer: issuer, tokenEndpoint: base + "/connect/token", introspectionEndpoint: base + "/connect/introspect",
+                    issuer: issuer, authorizationEndpoint: base + "/connect/authorize", tokenEndpoint: base + "/connect/token", introspectionEndpoint: base + "/connect/introspect",
                     revocationEndpoint: base + "/connect/revoke", userinfoEndpoint: base + "/connect/userinfo",
                     jwksURI: base + "/.well-known/jwks.json", grantTypesSupported: grants)
                 return ByteBuffer(bytes: try OAuthResponses.encode(document))
@@ -60,6 +66,24 @@ struct DiscoveryController: Sendable {
             return response
         } catch {
             return ServerFailure.problem(error, context: context, endpoint: "discovery")
+        }
+    }
+
+    /// GET|POST /connect/authorize: Modgud signs users in from native apps at the token
+    /// endpoint; there is no browser authorization flow. No redirect URI is ever registered, so
+    /// the error is shown here, never redirected (RFC 6749 section 4.1.2.1).
+    func authorize(_ request: Request, context: ModgudRequestContext) async -> Response {
+        do {
+            _ = try await parsing.realm(request)
+            var response = OAuthResponses.error(
+                .unsupportedResponseType(
+                    "There is no browser sign-in here: native apps sign in at the token endpoint (email code, magic link or passkey)."))
+            response.headers[.cacheControl] = "no-store"
+            return response
+        } catch RequestParsing.Failure.response(let response) {
+            return response
+        } catch {
+            return ServerFailure.problem(error, context: context, endpoint: "authorize")
         }
     }
 

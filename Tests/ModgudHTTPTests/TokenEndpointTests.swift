@@ -112,7 +112,10 @@ final class TokenEndpointTests: XCTestCase {
             let metadata = try JSONSerialization.jsonObject(with: Data(buffer: discovery.body)) as! [String: Any]
             XCTAssertEqual(
                 metadata["grant_types_supported"] as? [String],
-                ["refresh_token", "client_credentials", "urn:cocoar:magic", "urn:cocoar:otp", "urn:cocoar:passkey", "urn:okta:params:oauth:grant-type:webauthn"])
+                [
+                    "refresh_token", "client_credentials", "http://auth0.com/oauth/grant-type/passwordless/otp", "urn:cocoar:magic", "urn:cocoar:otp",
+                    "urn:cocoar:passkey", "urn:okta:params:oauth:grant-type:webauthn",
+                ])
         }
     }
 

@@ -19,6 +19,7 @@ public struct OAuthError: Error, Hashable, Sendable, CustomStringConvertible {
     public static func invalidTarget(_ description: String) -> OAuthError { OAuthError("invalid_target", description) }
     public static func unauthorizedClient(_ description: String) -> OAuthError { OAuthError("unauthorized_client", description) }
     public static func unsupportedGrantType(_ description: String) -> OAuthError { OAuthError("unsupported_grant_type", description) }
+    public static func unsupportedResponseType(_ description: String) -> OAuthError { OAuthError("unsupported_response_type", description) }
 
     /// Unknown client, or a failed secret (docs/spec.md section 0).
     public static func invalidClient(attempted: Bool) -> OAuthError {
