@@ -4,17 +4,18 @@ import ModgudDomain
 import ModgudService
 
 extension ClientCommand {
-    /// `modgud client app-links REALM ID` (issue 15): the apple-app-site-association and
-    /// assetlinks.json files for the client's RP-ID, with the apps of every client of the realm
-    /// that shares it, for hosting on the RP-ID's own site.
+    /// `modgud client app-links REALM ID` (issues 15 and 25): for each host the client's apps
+    /// use, its RP-ID (passkeys) and, with `urn:cocoar:magic`, the magic-link host, what that
+    /// host serves: the apple-app-site-association and assetlinks.json files, with the apps of
+    /// every client of the realm on that host.
     struct AppLinks: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "app-links",
-            abstract: "Print the apple-app-site-association and assetlinks.json files for a client's RP-ID.",
+            abstract: "Print the apple-app-site-association and assetlinks.json files of each host a client's apps use.",
             discussion: """
-                Host them at https://<rp-id>/.well-known/apple-app-site-association and
-                https://<rp-id>/.well-known/assetlinks.json, as application/json, without redirects.
-                When the RP-ID is a host of the realm, Modgud serves both itself.
+                Each host serves them at https://<host>/.well-known/apple-app-site-association and
+                https://<host>/.well-known/assetlinks.json, as application/json, without redirects.
+                Modgud serves both itself on the realm's hosts; an RP-ID elsewhere must host them.
                 """)
         @OptionGroup var database: DatabaseOptions
         @Argument var realm: String
@@ -26,31 +27,40 @@ extension ClientCommand {
         }
 
         func run() async throws {
-            let (rpID, apps) = try await AdminContext.run(database) { context in
+            let served = try await AdminContext.run(database) { context in
                 let client = try await context.admin.client(realm: realm, id: id)
                 guard let settings = client.settings else { throw CommandError("no client \(id) in realm \(realm)") }
                 guard let realmSettings = try await context.admin.core.realmDirectory.settings(realm: realm) else {
                     throw CommandError("no such realm \(realm)")
                 }
-                guard let rpID = PasskeyService.rpID(client: settings, realm: realmSettings) else {
-                    throw CommandError("the client has no RP-ID and the realm no primary domain")
-                }
                 let entry = RealmDirectory.Entry(realmID: realm, settings: realmSettings)
-                return (rpID, try await AppAssociations.apps(realm: entry, rpID: rpID, pool: context.pool))
+                var hosts: [String] = []
+                if let rpID = PasskeyService.rpID(client: settings, realm: realmSettings) { hosts.append(rpID.lowercased()) }
+                if settings.grants.contains(.magic) {
+                    hosts += AppAssociations.linkHost(realmSettings).map { [$0] } ?? realmSettings.hosts
+                }
+                var served: [(host: String, apps: AppAssociations.HostApps)] = []
+                for host in NSOrderedSet(array: hosts).array as! [String] {
+                    served.append((host, try await AppAssociations.apps(realm: entry, host: host, pool: context.pool)))
+                }
+                return served
             }
-            if apps.apple.isEmpty && apps.android.isEmpty {
-                throw CommandError("no client of realm \(realm) under RP-ID \(rpID) has apps: set --apple-app-id or --android-app")
+            let withApps = served.filter { $0.apps.hasApple || $0.apps.hasAndroid }
+            if withApps.isEmpty {
+                throw CommandError("no client of realm \(realm) on the hosts of \(id) has apps: set --apple-app-id or --android-app")
             }
-            let aasa = String(decoding: AppAssociations.appleAppSiteAssociation(appIDs: apps.apple), as: UTF8.self)
-            let links = String(decoding: AppAssociations.assetLinks(apps: apps.android), as: UTF8.self)
-            switch only {
-            case "aasa": Swift.print(aasa, terminator: "")
-            case "assetlinks": Swift.print(links, terminator: "")
-            default:
-                Swift.print("# https://\(rpID)/.well-known/apple-app-site-association")
-                Swift.print(aasa)
-                Swift.print("# https://\(rpID)/.well-known/assetlinks.json")
-                Swift.print(links, terminator: "")
+            for (host, apps) in withApps {
+                let aasa = String(decoding: AppAssociations.appleAppSiteAssociation(apps), as: UTF8.self)
+                let links = String(decoding: AppAssociations.assetLinks(apps), as: UTF8.self)
+                switch only {
+                case "aasa": Swift.print(aasa, terminator: "")
+                case "assetlinks": Swift.print(links, terminator: "")
+                default:
+                    Swift.print("# https://\(host)/.well-known/apple-app-site-association")
+                    Swift.print(aasa)
+                    Swift.print("# https://\(host)/.well-known/assetlinks.json")
+                    Swift.print(links)
+                }
             }
         }
     }

@@ -3,35 +3,36 @@ import ModgudDomain
 import ModgudService
 
 /// `GET /.well-known/apple-app-site-association` and `GET /.well-known/assetlinks.json`
-/// (issue 15): served when the request's host is a realm host that is also the RP-ID of
-/// clients with app settings, so a login domain that is its apps' RP-ID needs no other web
-/// server. Otherwise 404 (host them on the RP-ID's own site: `modgud client app-links`).
+/// (issues 15 and 25): served on a realm host that is the RP-ID of clients with app settings
+/// (passkeys) or the realm's magic-link host (apps of clients with `urn:cocoar:magic`), so the
+/// login domain needs no other web server. Otherwise 404 (an RP-ID that is not a realm host
+/// serves them itself: `modgud client app-links`).
 struct AppAssociationController: Sendable {
-    /// The apps of a realm's clients whose passkeys live under a host (`AppAssociations.apps`).
-    let apps: @Sendable (RealmDirectory.Entry, String) async throws -> (apple: [String], android: [AndroidApp])
+    /// What a host serves (`AppAssociations.apps`).
+    let apps: @Sendable (RealmDirectory.Entry, String) async throws -> AppAssociations.HostApps
     let parsing: RequestParsing
 
     func register(on router: Router<ModgudRequestContext>) {
         router.get("/.well-known/apple-app-site-association") { request, context in
             await serve(request, context: context) { apps in
-                apps.apple.isEmpty ? nil : AppAssociations.appleAppSiteAssociation(appIDs: apps.apple)
+                apps.hasApple ? AppAssociations.appleAppSiteAssociation(apps) : nil
             }
         }
         router.get("/.well-known/assetlinks.json") { request, context in
             await serve(request, context: context) { apps in
-                apps.android.isEmpty ? nil : AppAssociations.assetLinks(apps: apps.android)
+                apps.hasAndroid ? AppAssociations.assetLinks(apps) : nil
             }
         }
     }
 
     private func serve(
-        _ request: Request, context: ModgudRequestContext, _ document: ((apple: [String], android: [AndroidApp])) -> [UInt8]?
+        _ request: Request, context: ModgudRequestContext, _ document: (AppAssociations.HostApps) -> [UInt8]?
     ) async -> Response {
         do {
             let (realm, _) = try await parsing.realm(request)
             let host = String((request.head.authority ?? "").split(separator: ":").first ?? "")
             guard let body = document(try await apps(realm, host)) else {
-                return Problem.response("AppAssociation.NotFound", status: 404, detail: "No app of this realm uses this host as its RP-ID.")
+                return Problem.response("AppAssociation.NotFound", status: 404, detail: "No app of this realm uses this host for passkeys or magic links.")
             }
             // Apple and Google fetch these through their CDNs: an hour is what both suggest.
             var response = OAuthResponses.json(rendered: ByteBuffer(bytes: body))

@@ -129,9 +129,9 @@ public struct ModgudCore: Sendable {
         await SettingsChangeListener.announce(change, pool: pool)
     }
 
-    /// The apps of a realm's clients whose RP-ID is `host` (the app-association files).
-    public func appAssociations(realm: RealmDirectory.Entry, host: String) async throws -> (apple: [String], android: [AndroidApp]) {
-        try await AppAssociations.apps(realm: realm, rpID: host, pool: pool)
+    /// What a host serves in its app-association files (passkey and magic-link apps).
+    public func appAssociations(realm: RealmDirectory.Entry, host: String) async throws -> AppAssociations.HostApps {
+        try await AppAssociations.apps(realm: realm, host: host, pool: pool)
     }
 
     /// The state of a user, for userinfo and sign-in.

@@ -86,6 +86,11 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(
             try JSONSerialization.jsonObject(with: Data(aasa.utf8)) as? [String: [String: [String]]],
             ["webcredentials": ["apps": ["ABCDE12345.com.acme.app"]]])
+        // With magic links, the realm's link host serves applinks for /magic-login too (issue 25).
+        _ = try cli.ok(["client", "update", "acme", "ios", "--grant", "urn:cocoar:passkey", "--grant", "urn:cocoar:magic", "--grant", "refresh_token"])
+        let both = try cli.ok(["client", "app-links", "acme", "ios"])
+        XCTAssertTrue(both.contains("# https://login.acme.test/.well-known/apple-app-site-association"), both)
+        XCTAssertTrue(both.contains(#""/" : "/magic-login""#) && both.contains("delegate_permission/common.handle_all_urls"), both)
         XCTAssertTrue(try cli.ok(["client", "disable", "acme", "ios"]).contains("disabled"))
         XCTAssertTrue(try cli.ok(["client", "enable", "acme", "ios"]).contains("enabled"))
         XCTAssertTrue(try cli.ok(["client", "show", "acme", "ios"]).contains("ios (public, enabled)"))

@@ -39,6 +39,7 @@ final class AppAssociationTests: XCTestCase {
             XCTAssertEqual(aasa.status, .ok, aasa.body)
             XCTAssertEqual(aasa.headers[.contentType], "application/json")
             XCTAssertEqual(aasa.json as? [String: [String: [String]]], ["webcredentials": ["apps": ["ABCDE12345.com.acme.app"]]])
+            try AppleAssociationSchema.check(aasa.body)
             let links = try await H.call(client, .get, "/.well-known/assetlinks.json", "", headers: [:])
             XCTAssertEqual(links.status, .ok, links.body)
             XCTAssertEqual(links.headers[.contentType], "application/json")
@@ -81,5 +82,84 @@ final class AppAssociationTests: XCTestCase {
             let apps = (set.json["Client"] as? [String: Any])?["AndroidApps"] as? [[String: Any]]
             XCTAssertEqual(apps?.first?["Sha256CertFingerprints"] as? [String], [fingerprint], "normalized")
         }
+    }
+}
+
+extension AppAssociationTests {
+    /// Issue 25: the magic-link host serves `applinks` for `/magic-login` to the apps of clients
+    /// with `urn:cocoar:magic`, and `handle_all_urls` on Android, whether or not it is an RP-ID.
+    func testTheMagicLinkHostServesApplinksForTheAppsThatAcceptLinks() async throws {
+        let harness = try await EmailSignInHarness(settings: { $0.publicBaseURL = "https://localhost" })
+        self.harness = harness
+        let (fingerprint, _) = Self.pairs[0]
+        _ = try await AdminService(core: harness.core).createClient(
+            realm: "dev", id: "links",
+            settings: ClientSettings(
+                type: .public, grants: [.otp, .magic, .refreshToken], allowedScopes: ["openid", "offline_access"], rpID: "ios.acme.test",
+                appleAppIDs: ["ABCDE12345.com.acme.app"], androidApps: [AndroidApp(packageName: "com.acme.app", sha256Fingerprints: [fingerprint])]),
+            metadata: .init())
+        try await harness.app.test(.router) { client in
+            let aasa = try await H.call(client, .get, "/.well-known/apple-app-site-association", "", headers: [:])
+            XCTAssertEqual(aasa.status, .ok, aasa.body)
+            try AppleAssociationSchema.check(aasa.body)
+            let details = try XCTUnwrap((aasa.json["applinks"] as? [String: Any])?["details"] as? [[String: Any]])
+            XCTAssertEqual(details.first?["appIDs"] as? [String], ["ABCDE12345.com.acme.app"])
+            XCTAssertEqual((details.first?["components"] as? [[String: String]])?.first?["/"], "/magic-login")
+            XCTAssertNil(aasa.json["webcredentials"], "localhost is not the client's RP-ID")
+            let links = try await H.call(client, .get, "/.well-known/assetlinks.json", "", headers: [:])
+            let statements = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(links.body.utf8)) as? [[String: Any]])
+            XCTAssertEqual(statements.first?["relation"] as? [String], ["delegate_permission/common.handle_all_urls"])
+        }
+    }
+}
+
+/// Apple's apple-app-site-association format (Supporting associated domains; the
+/// `applinks.details[].appIDs`/`components` form): each service's members and types, and no
+/// legacy `paths` or `appID`. A failed rule throws with its place.
+enum AppleAssociationSchema {
+    struct Violation: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func check(_ text: String) throws {
+        guard let document = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { throw Violation(description: "not an object") }
+        let services: Set<String> = ["applinks", "webcredentials", "appclips", "activitycontinuation"]
+        for key in document.keys where !services.contains(key) { throw Violation(description: "unknown service \(key)") }
+        if let applinks = document["applinks"] {
+            guard let applinks = applinks as? [String: Any], let details = applinks["details"] as? [[String: Any]] else {
+                throw Violation(description: "applinks.details must be an array of objects")
+            }
+            for key in applinks.keys where !["details", "defaults", "substitutionVariables"].contains(key) {
+                throw Violation(description: "applinks.\(key) is not in Apple's format (legacy apps/paths?)")
+            }
+            for detail in details {
+                guard let ids = detail["appIDs"] as? [String], !ids.isEmpty, ids.allSatisfy(isAppID) else {
+                    throw Violation(description: "details[].appIDs must be TEAMID.bundle.id strings")
+                }
+                guard let components = detail["components"] as? [[String: Any]], !components.isEmpty else {
+                    throw Violation(description: "details[].components must be a non-empty array")
+                }
+                for key in detail.keys where !["appIDs", "components", "defaults"].contains(key) {
+                    throw Violation(description: "details[].\(key) is not in Apple's format")
+                }
+                for component in components {
+                    for (key, value) in component {
+                        guard ["/", "?", "#", "exclude", "comment", "caseSensitive", "percentEncoded"].contains(key) else {
+                            throw Violation(description: "components[].\(key) is not in Apple's format")
+                        }
+                        if ["/", "#", "comment"].contains(key), !(value is String) { throw Violation(description: "components[].\(key) must be a string") }
+                    }
+                }
+            }
+        }
+        if let credentials = document["webcredentials"] {
+            guard let apps = (credentials as? [String: Any])?["apps"] as? [String], apps.allSatisfy(isAppID) else {
+                throw Violation(description: "webcredentials.apps must be TEAMID.bundle.id strings")
+            }
+        }
+    }
+
+    static func isAppID(_ id: String) -> Bool {
+        id.wholeMatch(of: /[A-Z0-9]{10}\.[A-Za-z0-9.\-]+/) != nil
     }
 }

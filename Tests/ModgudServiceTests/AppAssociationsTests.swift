@@ -66,8 +66,7 @@ final class AppAssociationsTests: XCTestCase {
         XCTAssertEqual(links.count, 2, "one statement per package")
         for statement in links {
             XCTAssertEqual(Set(statement.keys), ["relation", "target"])
-            XCTAssertEqual(
-                Set(statement["relation"] as? [String] ?? []), ["delegate_permission/common.get_login_creds", "delegate_permission/common.handle_all_urls"])
+            XCTAssertEqual(statement["relation"] as? [String], ["delegate_permission/common.get_login_creds"], "passkey apps only: no link claim")
             let target = try XCTUnwrap(statement["target"] as? [String: Any])
             XCTAssertEqual(Set(target.keys), ["namespace", "package_name", "sha256_cert_fingerprints"])
             XCTAssertEqual(target["namespace"] as? String, "android_app")
@@ -77,5 +76,32 @@ final class AppAssociationsTests: XCTestCase {
         }
         XCTAssertEqual((links[0]["target"] as? [String: Any])?["package_name"] as? String, "com.acme.app")
         XCTAssertEqual((links[0]["target"] as? [String: Any])?["sha256_cert_fingerprints"] as? [String], [Self.pairs[0].0, Self.pairs[1].0].sorted())
+    }
+
+    /// Issue 25: a host's roles decide each app's relations and Apple's services.
+    func testLinkAppsGetApplinksAndHandleAllURLsAndPasskeyAppsWebcredentials() throws {
+        let both = AndroidApp(packageName: "com.acme.app", sha256Fingerprints: [Self.pairs[0].0])
+        let linksOnly = AndroidApp(packageName: "com.acme.links", sha256Fingerprints: [Self.pairs[1].0])
+        let apps = AppAssociations.HostApps(
+            passkeyApple: ["ABCDE12345.com.acme.app"], linkApple: ["ABCDE12345.com.acme.app", "ABCDE12345.com.acme.links"],
+            passkeyAndroid: [both], linkAndroid: [both, linksOnly])
+        let aasa = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(AppAssociations.appleAppSiteAssociation(apps))) as? [String: Any])
+        let details = try XCTUnwrap((aasa["applinks"] as? [String: Any])?["details"] as? [[String: Any]])
+        XCTAssertEqual(details.count, 1)
+        XCTAssertEqual(details[0]["appIDs"] as? [String], ["ABCDE12345.com.acme.app", "ABCDE12345.com.acme.links"])
+        XCTAssertEqual((details[0]["components"] as? [[String: String]])?.map { $0["/"] }, ["/magic-login"], "the magic links and nothing else of the host")
+        XCTAssertNil(details[0]["paths"], "Apple's current format, not the legacy paths")
+        XCTAssertEqual((aasa["webcredentials"] as? [String: [String]])?["apps"], ["ABCDE12345.com.acme.app"])
+
+        let links = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(AppAssociations.assetLinks(apps))) as? [[String: Any]])
+        let relations = Dictionary(
+            uniqueKeysWithValues: links.map { (($0["target"] as? [String: Any])?["package_name"] as? String ?? "", $0["relation"] as? [String] ?? []) })
+        XCTAssertEqual(relations["com.acme.app"], ["delegate_permission/common.get_login_creds", "delegate_permission/common.handle_all_urls"])
+        XCTAssertEqual(relations["com.acme.links"], ["delegate_permission/common.handle_all_urls"])
+
+        var settings = RealmSettings(hosts: ["login.acme.test", "id.acme.test"], displayName: "Acme")
+        XCTAssertNil(AppAssociations.linkHost(settings), "no PublicBaseURL: the request's own host")
+        settings.publicBaseURL = "https://Login.Acme.test/base"
+        XCTAssertEqual(AppAssociations.linkHost(settings), "login.acme.test")
     }
 }
