@@ -176,7 +176,8 @@ struct RealmCommand: AsyncParsableCommand {
         Swift.print("primary dom. \(settings.primaryDomain ?? "-")")
         Swift.print(
             "native       \(settings.nativeGrants.enabled ? "on" : "off") (access \(settings.nativeGrants.accessTokenLifetimeMinutes) min, refresh \(settings.nativeGrants.refreshTokenLifetimeDays) d)")
-        Swift.print("registration \(settings.registrationPosture.rawValue), magic links \(settings.magicLinkEnabled ? "on" : "off")")
+        let magic = settings.magicLinkEnabled.map { $0 ? "on (set)" : "off (set; --magic-link true turns them on)" } ?? "on"
+        Swift.print("registration \(settings.registrationPosture.rawValue), magic links \(magic)")
         Swift.print("issuer       <scheme>://<host>" + (settings.issuerTrailingSlash ? "/" : ""))
         Swift.print("connections  " + ([id] + ["email", "Username-Password-Authentication"] + settings.connections).joined(separator: ", "))
         Swift.print(

@@ -78,7 +78,7 @@ struct AccountController: Sendable {
             guard realm.settings.nativeGrants.enabled else { return Self.disabled() }
             // docs/spec.md section 3: realm configuration, not a per-email signal, so it may say so
             // (answering "you will receive a link" and sending none is the seed's dead end).
-            guard realm.settings.magicLinkEnabled else {
+            guard realm.settings.magicLinksOn else {
                 return Problem.response("MagicLink.Disabled", status: 400, detail: "Magic links are not enabled for this realm.")
             }
             let body = try await parsing.json(MagicLinkRequestBody.self, request, allowed: MagicLinkRequestBody.members)
@@ -108,7 +108,7 @@ struct AccountController: Sendable {
                     RegistrationFields: [
                         "Email": "Required", "Username": fields.username.rawValue, "Firstname": fields.firstname.rawValue,
                         "Lastname": fields.lastname.rawValue,
-                    ], MagicLinkSelfService: settings.magicLinkEnabled, NativeGrantsEnabled: settings.nativeGrants.enabled,
+                    ], MagicLinkSelfService: settings.magicLinksOn, NativeGrantsEnabled: settings.nativeGrants.enabled,
                     DisplayName: settings.displayName, RegistrationPosture: settings.registrationPosture.rawValue))
         }
     }

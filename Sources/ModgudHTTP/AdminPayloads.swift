@@ -192,7 +192,7 @@ enum AdminPayloads {
                 NativeGrants(
                     Enabled: $0.nativeGrants.enabled, AccessTokenLifetimeMinutes: $0.nativeGrants.accessTokenLifetimeMinutes,
                     RefreshTokenLifetimeDays: $0.nativeGrants.refreshTokenLifetimeDays)
-            }, RegistrationPosture: settings?.registrationPosture.rawValue, MagicLinkEnabled: settings?.magicLinkEnabled,
+            }, RegistrationPosture: settings?.registrationPosture.rawValue, MagicLinkEnabled: settings?.magicLinksOn,
             RegistrationFields: settings.map {
                 [
                     "Email": "Required", "Username": $0.registrationFields.username.rawValue, "Firstname": $0.registrationFields.firstname.rawValue,

@@ -84,7 +84,7 @@ struct Auth0PasswordlessController: Sendable {
         guard let email = form["email"] else { throw Refusal(code: "bad.email", message: "Missing required property: email") }
         let source = parsing.source(request, context: context)
         if sendsLink {
-            guard realm.settings.magicLinkEnabled else { throw Refusal(code: "bad.send", message: "Magic links are not enabled for this realm.") }
+            guard realm.settings.magicLinksOn else { throw Refusal(code: "bad.send", message: "Magic links are not enabled for this realm.") }
             try await emailSignIn().requestMagicLink(email: email, source: source, realm: realm, issuer: issuer, metadata: account.metadata(context))
         } else {
             try await emailSignIn().requestCode(.init(email: email, source: source), endpoint: .otpRequest, realm: realm, metadata: account.metadata(context))

@@ -198,3 +198,25 @@ final class SourceCIDRTests: XCTestCase {
         }
     }
 }
+
+/// Issue 25, item 3: magic links follow the seed (on with native grants and the client's grant)
+/// unless a realm turned them off; realms recorded before keep their Bool.
+final class MagicLinkSwitchTests: XCTestCase {
+    func testUnsetIsOnAnExplicitValueIsKeptAndOnlyASetValueIsEncoded() throws {
+        let fresh = RealmSettings(hosts: ["a.com"], displayName: "x")
+        XCTAssertNil(fresh.magicLinkEnabled)
+        XCTAssertTrue(fresh.magicLinksOn)
+        let encoded = String(decoding: try JSONEncoder().encode(fresh), as: UTF8.self)
+        XCTAssertFalse(encoded.contains("magicLinkEnabled"), encoded)
+        var off = fresh
+        off.magicLinkEnabled = false
+        let decodedOff = try JSONDecoder().decode(RealmSettings.self, from: try JSONEncoder().encode(off))
+        XCTAssertEqual(decodedOff.magicLinkEnabled, false)
+        XCTAssertFalse(decodedOff.magicLinksOn)
+        // A realm recorded before issue 25 (the Bool always present) keeps what it recorded.
+        let legacy = #"{"hosts":["a.com"],"displayName":"x","nativeGrants":{"enabled":true,"accessTokenLifetimeMinutes":15,"refreshTokenLifetimeDays":14},"registrationPosture":"Off","registrationFields":{"username":"Off","firstname":"Off","lastname":"Off"},"magicLinkEnabled":false,"rateLimitOverrides":{}}"#
+        let decoded = try JSONDecoder().decode(RealmSettings.self, from: Data(legacy.utf8))
+        XCTAssertEqual(decoded.magicLinkEnabled, false)
+    }
+}
+

@@ -84,7 +84,7 @@ final class EmailSignInHarness: @unchecked Sendable {
         core = try ModgudCore(pool: self.database.pool, masterKey: Self.masterKey, now: { clock.now() })
         var realm = RealmSettings(
             hosts: ["localhost"], displayName: "Acme <Sign-in>", publicBaseURL: "https://login.acme.test",
-            nativeGrants: NativeGrantSettings(enabled: true), registrationPosture: .jitOnOtp, magicLinkEnabled: true)
+            nativeGrants: NativeGrantSettings(enabled: true), registrationPosture: .jitOnOtp)
         settings(&realm)
         let admin = AdminService(core: core)
         _ = try await admin.createRealm("dev", settings: realm, metadata: .init())

@@ -10,7 +10,13 @@ public struct RealmSettings: Codable, Hashable, Sendable {
     public var nativeGrants: NativeGrantSettings
     public var registrationPosture: RegistrationPosture
     public var registrationFields: RegistrationFields
-    public var magicLinkEnabled: Bool
+    /// Magic links (issue 25): nil follows the seed, on with native grants and a client holding
+    /// `urn:cocoar:magic`; false turns them off explicitly (400 `MagicLink.Disabled`). Realms
+    /// created before issue 25 recorded a Bool and keep it (docs/operations/production.md).
+    public var magicLinkEnabled: Bool?
+
+    /// Whether the realm lets magic links be requested (the client's grant is checked apart).
+    public var magicLinksOn: Bool { magicLinkEnabled ?? true }
     /// Per-policy overrides of the rate limits (policy name → limit).
     public var rateLimitOverrides: [String: RateLimitSetting]
     /// How long a sign-in lasts at most, and the refresh reuse grace (docs/spec.md sections 1 and 5).
@@ -26,7 +32,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
     public init(
         hosts: [String], displayName: String, primaryDomain: String? = nil, publicBaseURL: String? = nil,
         nativeGrants: NativeGrantSettings = NativeGrantSettings(), registrationPosture: RegistrationPosture = .off,
-        registrationFields: RegistrationFields = RegistrationFields(), magicLinkEnabled: Bool = false,
+        registrationFields: RegistrationFields = RegistrationFields(), magicLinkEnabled: Bool? = nil,
         rateLimitOverrides: [String: RateLimitSetting] = [:], sessionLimits: SessionLimits = SessionLimits(),
         connections: [String] = [], issuerTrailingSlash: Bool = false
     ) {
@@ -85,7 +91,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
         nativeGrants = try container.decode(NativeGrantSettings.self, forKey: .nativeGrants)
         registrationPosture = try container.decode(RegistrationPosture.self, forKey: .registrationPosture)
         registrationFields = try container.decode(RegistrationFields.self, forKey: .registrationFields)
-        magicLinkEnabled = try container.decode(Bool.self, forKey: .magicLinkEnabled)
+        magicLinkEnabled = try container.decodeIfPresent(Bool.self, forKey: .magicLinkEnabled)
         rateLimitOverrides = try container.decode([String: RateLimitSetting].self, forKey: .rateLimitOverrides)
         sessionLimits = try container.decodeIfPresent(SessionLimits.self, forKey: .sessionLimits) ?? SessionLimits()
         connections = try container.decodeIfPresent([String].self, forKey: .connections) ?? []
