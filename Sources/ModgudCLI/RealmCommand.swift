@@ -23,6 +23,7 @@ struct RealmCommand: AsyncParsableCommand {
             help: "An Auth0 connection name apps may send as realm or connection (repeatable; '' clears the list).")
         var connections: [String] = []
         @Option(help: "Issue under <scheme>://<host>/ with Auth0's trailing slash (true|false).") var issuerTrailingSlash: Bool?
+        @Option(help: "Where /magic-login offers a browser user to go (https; '' clears).") var webFallbackURL: String?
         @Option(help: "A sign-in's absolute lifetime, days (1-3650; default 90).") var sessionDays: Int?
         @Option(help: "Refresh reuse grace, seconds (0-300; default 0 = strict).") var refreshReuseGrace: Int?
         @Option(
@@ -55,6 +56,7 @@ struct RealmCommand: AsyncParsableCommand {
             if let magicLink { settings.magicLinkEnabled = magicLink }
             if !connections.isEmpty { settings.connections = connections.filter { !$0.isEmpty } }
             if let issuerTrailingSlash { settings.issuerTrailingSlash = issuerTrailingSlash }
+            if let webFallbackURL { settings.webFallbackURL = webFallbackURL.isEmpty ? nil : webFallbackURL }
             if let sessionDays { settings.sessionLimits.absoluteLifetimeDays = sessionDays }
             if let refreshReuseGrace { settings.sessionLimits.refreshReuseGraceSeconds = refreshReuseGrace }
             for text in registrationFields {

@@ -48,10 +48,12 @@ enum AdminPayloads {
         var Connections: [String]?
         /// `<scheme>://<host>/` as the issuer (Auth0's form).
         var IssuerTrailingSlash: Bool?
+        /// Where `/magic-login` offers a browser user to go; "" clears.
+        var WebFallbackURL: String?
 
         static let members: Set<String> = [
             "Id", "Hosts", "DisplayName", "PrimaryDomain", "PublicBaseURL", "NativeGrants", "RegistrationPosture", "MagicLinkEnabled",
-            "RegistrationFields", "RateLimits", "SessionLimits", "Connections", "IssuerTrailingSlash",
+            "RegistrationFields", "RateLimits", "SessionLimits", "Connections", "IssuerTrailingSlash", "WebFallbackURL",
         ]
 
         func apply(to settings: inout RealmSettings) throws(AdminProblem) {
@@ -73,6 +75,7 @@ enum AdminPayloads {
             if let MagicLinkEnabled { settings.magicLinkEnabled = MagicLinkEnabled }
             if let Connections { settings.connections = Connections }
             if let IssuerTrailingSlash { settings.issuerTrailingSlash = IssuerTrailingSlash }
+            if let WebFallbackURL { settings.webFallbackURL = WebFallbackURL.isEmpty ? nil : WebFallbackURL }
             if let limits = SessionLimits {
                 if let days = limits.AbsoluteLifetimeDays { settings.sessionLimits.absoluteLifetimeDays = days }
                 if let grace = limits.RefreshReuseGraceSeconds { settings.sessionLimits.refreshReuseGraceSeconds = grace }
@@ -216,7 +219,8 @@ enum AdminPayloads {
                 SessionLimits(
                     AbsoluteLifetimeDays: $0.sessionLimits.absoluteLifetimeDays, RefreshReuseGraceSeconds: $0.sessionLimits.refreshReuseGraceSeconds,
                     EnrollmentFreshnessMinutes: $0.sessionLimits.enrollmentFreshnessMinutes)
-            }, Connections: settings?.connections, IssuerTrailingSlash: settings?.issuerTrailingSlash)
+            }, Connections: settings?.connections, IssuerTrailingSlash: settings?.issuerTrailingSlash,
+            WebFallbackURL: settings?.webFallbackURL)
     }
 
     static func clientView(_ state: ModgudDomain.Client.State) -> Client {

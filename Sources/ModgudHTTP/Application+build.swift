@@ -60,6 +60,7 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     Auth0PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, account: account).register(on: router)
     Auth0PasswordlessController(clients: core.clientAuthenticator, emailSignIn: { try core.emailSignIn() }, parsing: parsing, account: account)
         .register(on: router)
+    MagicLoginController(parsing: parsing).register(on: router)
     AppAssociationController(apps: { try await core.appAssociations(realm: $0, host: $1) }, parsing: parsing).register(on: router)
     AdminController(tokens: core.tokenService, admin: AdminService(core: core), configuration: configuration).register(on: router)
     return router

@@ -28,14 +28,18 @@ public struct RealmSettings: Codable, Hashable, Sendable {
     /// Auth0 uses, so Auth0's SDKs and API middleware validate `iss` unchanged (issue 24).
     /// Off by default: `<scheme>://<host>`.
     public var issuerTrailingSlash: Bool
+    /// Where `/magic-login` sends a user whose link reached a browser (the web app's sign-in);
+    /// https (http only for localhost). None by default: the page offers no web way in.
+    public var webFallbackURL: String?
 
     public init(
         hosts: [String], displayName: String, primaryDomain: String? = nil, publicBaseURL: String? = nil,
         nativeGrants: NativeGrantSettings = NativeGrantSettings(), registrationPosture: RegistrationPosture = .off,
         registrationFields: RegistrationFields = RegistrationFields(), magicLinkEnabled: Bool? = nil,
         rateLimitOverrides: [String: RateLimitSetting] = [:], sessionLimits: SessionLimits = SessionLimits(),
-        connections: [String] = [], issuerTrailingSlash: Bool = false
+        connections: [String] = [], issuerTrailingSlash: Bool = false, webFallbackURL: String? = nil
     ) {
+        self.webFallbackURL = webFallbackURL
         self.connections = connections
         self.issuerTrailingSlash = issuerTrailingSlash
         self.sessionLimits = sessionLimits
@@ -68,6 +72,9 @@ public struct RealmSettings: Codable, Hashable, Sendable {
         }
         try nativeGrants.validate()
         try sessionLimits.validate()
+        if let webFallbackURL, !(webFallbackURL.hasPrefix("https://") || webFallbackURL.hasPrefix("http://localhost")) || webFallbackURL.count > 2000 {
+            throw DomainError("Realm.InvalidWebFallbackURL", "The web fallback URL must be https (http only for localhost).")
+        }
         for name in connections where !Self.isValidConnectionName(name) {
             throw DomainError("Realm.InvalidConnection", "\(name) is not a connection name (1 to 128 letters, digits, '-', '_' or '.').")
         }
@@ -96,6 +103,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
         sessionLimits = try container.decodeIfPresent(SessionLimits.self, forKey: .sessionLimits) ?? SessionLimits()
         connections = try container.decodeIfPresent([String].self, forKey: .connections) ?? []
         issuerTrailingSlash = try container.decodeIfPresent(Bool.self, forKey: .issuerTrailingSlash) ?? false
+        webFallbackURL = try container.decodeIfPresent(String.self, forKey: .webFallbackURL)
     }
 
     /// Auth0's connection names: 1 to 128 ASCII letters, digits, `-`, `_` and `.`.

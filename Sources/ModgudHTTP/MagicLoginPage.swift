@@ -1,0 +1,75 @@
+import Foundation
+
+/// The page `/magic-login` shows when a magic link reaches a browser instead of the app
+/// (issue 25): a laptop, or a phone without the app. Pure rendering; no script, no external
+/// asset, every value HTML-escaped. The token is never consumed here.
+enum MagicLoginPage {
+    /// The response headers: no Referer ever leaves with the token in the URL, no framing, no
+    /// caching, nothing loaded but the page itself.
+    static let headers: [(String, String)] = [
+        ("Content-Type", "text/html; charset=utf-8"),
+        ("Referrer-Policy", "no-referrer"),
+        ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"),
+        ("X-Frame-Options", "DENY"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Cache-Control", "no-store"),
+    ]
+
+    /// The link's parameters, when they have the form Modgud sends (a user id and a token);
+    /// nil for anything else (the page then offers no retry).
+    static func retryPath(userID: String?, token: String?) -> String? {
+        guard let userID, let id = UUID(uuidString: userID), let token, !token.isEmpty, token.count <= 200,
+            token.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        else { return nil }
+        return "/magic-login?userId=\(id.uuidString.lowercased())&token=\(token)"
+    }
+
+    static func render(realmName: String, retryPath: String?, webFallbackURL: String?) -> String {
+        let name = escape(realmName)
+        let retry = retryPath.map {
+            #"<p><a class="button" href="\#(escape($0))">Open in the app</a></p>"#
+        } ?? ""
+        let fallback = webFallbackURL.map {
+            #"<p>No app on this device? <a href="\#(escape($0))">Sign in on the web</a>.</p>"#
+        } ?? ""
+        return """
+            <!doctype html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <meta name="referrer" content="no-referrer">
+            <title>Sign in to \(name)</title>
+            <style>
+            body { font-family: -apple-system, system-ui, sans-serif; max-width: 32rem; margin: 3rem auto; padding: 0 1rem; line-height: 1.5; color: #222; }
+            .button { display: inline-block; padding: .7rem 1.2rem; border-radius: .5rem; background: #1f5fbf; color: #fff; text-decoration: none; }
+            </style>
+            </head>
+            <body>
+            <h1>Sign in to \(name)</h1>
+            <p>This sign-in link opens the \(name) app. Open it on the device where the app is installed: tap the link in the email there.</p>
+            \(retry)
+            \(fallback)
+            <p>The link works once and for a short time. Nothing has been used yet.</p>
+            </body>
+            </html>
+
+            """
+    }
+
+    /// HTML text and attribute escaping.
+    static func escape(_ text: String) -> String {
+        var escaped = ""
+        for character in text {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            case "\"": escaped += "&quot;"
+            case "'": escaped += "&#39;"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
+    }
+}
