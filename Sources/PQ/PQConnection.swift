@@ -30,6 +30,12 @@ public actor PQConnection {
     /// The server process serving this connection (`pg_backend_pid()`).
     public private(set) var backendPID: Int32 = 0
 
+    /// Set when the server answered 25006 (read-only transaction): this connection reached a
+    /// standby, or a primary that was demoted. The pool then discards it, and the next
+    /// connection lets libpq choose again (`target_session_attrs=read-write`), so a switchover
+    /// costs a few 503s, not every later request on the old connection (issue 26).
+    private var reachedReadOnlyServer = false
+
     /// What the pool needs to know when the connection comes back, readable without a hop.
     private nonisolated let leaseState = Atomic<UInt8>(LeaseState.idle.rawValue)
 
@@ -51,7 +57,7 @@ public actor PQConnection {
     /// Records the state for the pool; called at the end of every public operation.
     func recordLeaseState() {
         let state: LeaseState
-        if let handle, PQstatus(handle) == CONNECTION_OK, PQpipelineStatus(handle) == PQ_PIPELINE_OFF {
+        if let handle, !reachedReadOnlyServer, PQstatus(handle) == CONNECTION_OK, PQpipelineStatus(handle) == PQ_PIPELINE_OFF {
             // A connection still in pipeline mode (a pipeline cut off mid-way, say by a server
             // shutting down before libpq noticed the closed socket) accepts no plain command
             // again: it counts as broken, so the pool discards it.
@@ -232,6 +238,7 @@ public actor PQConnection {
         }
         let error = Self.error(from: result, handle: handle)
         PQclear(result)
+        if error.sqlState == "25006" { reachedReadOnlyServer = true }
         throw error
     }
 

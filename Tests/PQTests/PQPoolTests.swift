@@ -144,3 +144,67 @@ actor OrderLog {
     var values: [Int] = []
     func append(_ value: Int) { values.append(value) }
 }
+
+/// Issue 26, item 3: a connection that reached a read-only server (a standby, or a demoted
+/// primary after a switchover) is not kept: the pool reconnects, and libpq chooses again.
+final class PQReadOnlyServerTests: XCTestCase {
+    var database: TestDatabase!
+
+    override func setUp() async throws {
+        database = try await TestDatabase.create(maxConnections: 2)
+    }
+
+    override func tearDown() async throws {
+        await database?.drop()
+    }
+
+    func testAConnectionAnsweredReadOnlyIsDiscardedAndTheNextOneWrites() async throws {
+        let pool = database.makePool(maxConnections: 1)
+        _ = try await pool.query("CREATE TABLE written (n int)")
+        // The session turns read-only, as every session on a standby is.
+        let first = try await pool.query("SELECT pg_backend_pid()").first!.decode(Int32.self, at: 0)
+        _ = try await pool.query("SET default_transaction_read_only = on")
+        do {
+            _ = try await pool.query("INSERT INTO written VALUES (1)")
+            XCTFail("a read-only session refuses writes")
+        } catch let error as PQError {
+            XCTAssertEqual(error.sqlState, "25006")
+            XCTAssertTrue(error.meansDatabaseUnavailable, "answered 503 and retried, not blamed on the request")
+        }
+        let next = try await pool.query("SELECT pg_backend_pid()").first!.decode(Int32.self, at: 0)
+        XCTAssertNotEqual(next, first, "a fresh connection, not the read-only one")
+        _ = try await pool.query("INSERT INTO written VALUES (2)")
+        let count = try await pool.query("SELECT count(*) FROM written").first?.decode(Int.self, at: 0)
+        XCTAssertEqual(count, 1)
+    }
+
+    /// libpq chooses among hosts (`host=a,b`, `target_session_attrs=read-write`): the string is
+    /// passed through intact, so the first host refusing connections is skipped.
+    func testAMultiHostConnectionStringIsPassedToLibpqIntact() async throws {
+        guard let components = URLComponents(string: database.url), let port = components.port, let host = components.host else {
+            return XCTFail("not a URL: \(database.url)")
+        }
+        let closed = try Self.closedPort()
+        let user = components.user.map { $0 + "@" } ?? ""
+        let query = (components.query.map { $0 + "&" } ?? "") + "target_session_attrs=read-write"
+        let multiURL = "postgresql://\(user)\(host):\(closed),\(host):\(port)\(components.path)?\(query)"
+        let connection = try await PQConnection.connect(PQConfiguration(connectionString: multiURL, connectTimeoutSeconds: 5))
+        let served = try await connection.query("SELECT inet_server_port(), pg_is_in_recovery()").first!
+        XCTAssertEqual(try served.decode(Int.self, at: 0), port, "the second host, the first refused")
+        XCTAssertEqual(try served.decode(Bool.self, at: 1), false)
+        await connection.close()
+    }
+
+    /// A loopback port nothing listens on.
+    static func closedPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
