@@ -58,7 +58,7 @@ final class DeploymentFilesTests: XCTestCase {
     func testBothBalancerConfigurationsCarryTheRollingRestartSettings() throws {
         for path in ["ops/docker/haproxy.cfg", "ops/haproxy.cfg.template"] {
             let text = try read(path)
-            for line in ["option httpchk GET /health/ready", "http-check expect status 200", "retry-on conn-failure", "option redispatch"] {
+            for line in ["option httpchk GET /health/ready", "http-check expect status 200", "retry-on conn-failure", "option redispatch", "timeout check 2s"] {
                 XCTAssertTrue(text.contains(line), "\(path): \(line)")
             }
             XCTAssertFalse(text.contains("retry-on all-retryable-errors"), "\(path): a token request whose answer was lost must not be retried")
