@@ -176,7 +176,7 @@ let package = Package(
             dependencies: ["PQ", "EmbeddedPostgres", "EventStorePostgres", "ModgudSchema", "AsyncTestSupport"],
             swiftSettings: strict
         ),
-        .testTarget(name: "PQTests", dependencies: ["PQ", "PostgresTestSupport", "AsyncTestSupport"], swiftSettings: strict),
+        .testTarget(name: "PQTests", dependencies: ["PQ", "PostgresTestSupport", "AsyncTestSupport", "EmbeddedPostgres"], swiftSettings: strict),
         .testTarget(name: "ModgudDomainTests", dependencies: ["ModgudDomain", "EventSourcing"], swiftSettings: strict),
         .testTarget(
             name: "ModgudServiceTests",

@@ -68,6 +68,11 @@ struct RealmCommand: AsyncParsableCommand {
                     throw ValidationError("--registration-field names Username, Firstname or Lastname")
                 }
             }
+            try applyRateLimits(to: &settings)
+        }
+
+        /// `--rate-limit`, `--rate-limit-log-only` and `--rate-limit-allow`.
+        func applyRateLimits(to settings: inout RealmSettings) throws {
             for text in rateLimits {
                 let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
                 guard parts.count == 2, !parts[0].isEmpty else { throw ValidationError("--rate-limit takes NAME=LIMIT/WINDOW[/BURST]") }

@@ -1,4 +1,5 @@
 import Foundation
+import ModgudService
 
 /// The page `/magic-login` shows when a magic link reaches a browser instead of the app
 /// (issue 25): a laptop, or a phone without the app. Pure rendering; no script, no external
@@ -25,12 +26,12 @@ enum MagicLoginPage {
     }
 
     static func render(realmName: String, retryPath: String?, webFallbackURL: String?) -> String {
-        let name = escape(realmName)
+        let name = HTMLText.escape(realmName)
         let retry = retryPath.map {
-            #"<p><a class="button" href="\#(escape($0))">Open in the app</a></p>"#
+            #"<p><a class="button" href="\#(HTMLText.escape($0))">Open in the app</a></p>"#
         } ?? ""
         let fallback = webFallbackURL.map {
-            #"<p>No app on this device? <a href="\#(escape($0))">Sign in on the web</a>.</p>"#
+            #"<p>No app on this device? <a href="\#(HTMLText.escape($0))">Sign in on the web</a>.</p>"#
         } ?? ""
         return """
             <!doctype html>
@@ -55,21 +56,5 @@ enum MagicLoginPage {
             </html>
 
             """
-    }
-
-    /// HTML text and attribute escaping.
-    static func escape(_ text: String) -> String {
-        var escaped = ""
-        for character in text {
-            switch character {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"": escaped += "&quot;"
-            case "'": escaped += "&#39;"
-            default: escaped.append(character)
-            }
-        }
-        return escaped
     }
 }

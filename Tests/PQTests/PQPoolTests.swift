@@ -1,4 +1,5 @@
 import AsyncTestSupport
+import EmbeddedPostgres
 import Foundation
 import PQ
 import PostgresTestSupport
@@ -147,17 +148,7 @@ actor OrderLog {
 
 /// Issue 26, item 3: a connection that reached a read-only server (a standby, or a demoted
 /// primary after a switchover) is not kept: the pool reconnects, and libpq chooses again.
-final class PQReadOnlyServerTests: XCTestCase {
-    var database: TestDatabase!
-
-    override func setUp() async throws {
-        database = try await TestDatabase.create(maxConnections: 2)
-    }
-
-    override func tearDown() async throws {
-        await database?.drop()
-    }
-
+extension PQPoolTests {
     func testAConnectionAnsweredReadOnlyIsDiscardedAndTheNextOneWrites() async throws {
         let pool = database.makePool(maxConnections: 1)
         _ = try await pool.query("CREATE TABLE written (n int)")
@@ -184,7 +175,7 @@ final class PQReadOnlyServerTests: XCTestCase {
         guard let components = URLComponents(string: database.url), let port = components.port, let host = components.host else {
             return XCTFail("not a URL: \(database.url)")
         }
-        let closed = try Self.closedPort()
+        let closed = try EmbeddedPostgres.freePort()  // nothing listens there
         let user = components.user.map { $0 + "@" } ?? ""
         let query = (components.query.map { $0 + "&" } ?? "") + "target_session_attrs=read-write"
         let multiURL = "postgresql://\(user)\(host):\(closed),\(host):\(port)\(components.path)?\(query)"
@@ -193,18 +184,5 @@ final class PQReadOnlyServerTests: XCTestCase {
         XCTAssertEqual(try served.decode(Int.self, at: 0), port, "the second host, the first refused")
         XCTAssertEqual(try served.decode(Bool.self, at: 1), false)
         await connection.close()
-    }
-
-    /// A loopback port nothing listens on.
-    static func closedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

@@ -21,7 +21,7 @@ public enum MailTemplates {
             <!doctype html><html><body style="font-family:sans-serif">
             <p>Your verification code is</p>
             <p style="font-size:28px;font-weight:bold;letter-spacing:4px">\(code)</p>
-            <p>Enter it in the app to \(escape(action)). The code works once and expires in 10 minutes.</p>
+            <p>Enter it in the app to \(HTMLText.escape(action)). The code works once and expires in 10 minutes.</p>
             <p style="color:#666">If you did not ask for it, ignore this message: nothing happens without the code.</p>
             </body></html>
             """
@@ -39,25 +39,10 @@ public enum MailTemplates {
             """
         let html = """
             <!doctype html><html><body style="font-family:sans-serif">
-            <p><a href="\(escape(link))">Sign in to \(escape(realmName))</a></p>
+            <p><a href="\(HTMLText.escape(link))">Sign in to \(HTMLText.escape(realmName))</a></p>
             <p>The link works once and expires in 15 minutes. If you did not ask for it, ignore this message.</p>
             </body></html>
             """
         return MailMessage(to: address, subject: "Sign in to \(realmName)", text: text, html: html)
-    }
-
-    static func escape(_ text: String) -> String {
-        var out = ""
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(character)
-            }
-        }
-        return out
     }
 }
