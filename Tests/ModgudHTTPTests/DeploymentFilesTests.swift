@@ -34,7 +34,8 @@ final class DeploymentFilesTests: XCTestCase {
 
     func testComposeHasTheScaledLayoutAndOnlyDocumentedSettings() throws {
         let services = try XCTUnwrap(try compose()["services"] as? [String: [String: Any]])
-        XCTAssertEqual(Set(services.keys), ["postgres", "migrate", "modgud-1", "modgud-2", "lb"])
+        let defaultLayout = services.filter { $0.value["profiles"] == nil }
+        XCTAssertEqual(Set(defaultLayout.keys), ["postgres", "migrate", "modgud-1", "modgud-2", "lb"])
         XCTAssertEqual(services["migrate"]?["command"] as? [String], ["migrate"])
         for instance in ["modgud-1", "modgud-2"] {
             let service = try XCTUnwrap(services[instance])
@@ -53,6 +54,39 @@ final class DeploymentFilesTests: XCTestCase {
         let inCode = Set(try read("Sources/ModgudCLI/ModgudConfiguration.swift").matches(of: /"(MODGUD_[A-Z_]+)"/).map { String($0.output.1) })
         XCTAssertFalse(inCode.isEmpty)
         XCTAssertTrue(inCode.isSubset(of: documented), "read by serve but not in docs/configuration.md: \(inCode.subtracting(documented).sorted())")
+    }
+
+    /// Issue 26: the `ha` profile is the default layout on a pg_auto_failover formation, reached
+    /// through one multi-host URL that follows the primary, and nothing of the default layout.
+    func testComposeHAProfileIsTheSameLayoutOnAFailoverFormation() throws {
+        let services = try XCTUnwrap(try compose()["services"] as? [String: [String: Any]])
+        let ha = services.filter { ($0.value["profiles"] as? [String]) == ["ha"] }
+        XCTAssertEqual(Set(ha.keys), ["pg-monitor", "pg-node-1", "pg-node-2", "migrate-ha", "modgud-ha-1", "modgud-ha-2", "lb-ha"])
+        func dependencies(_ name: String) -> Set<String> {
+            let dependsOn = services[name]?["depends_on"]
+            let direct = (dependsOn as? [String]).map(Set.init) ?? Set((dependsOn as? [String: Any])?.keys.map { $0 } ?? [])
+            return direct.reduce(into: direct) { $0.formUnion(dependencies($1)) }
+        }
+        XCTAssertEqual(dependencies("lb-ha"), Set(ha.keys).subtracting(["lb-ha"]), "lb-ha pulls in the whole formation and only it")
+        for node in ["pg-node-1", "pg-node-2"] {
+            let command = try XCTUnwrap(services[node]?["command"] as? [String])
+            XCTAssertEqual(Array(command.prefix(3)), ["pg_autoctl", "create", "postgres"], node)
+            XCTAssertEqual(command.firstIndex(of: "--replication-quorum").map { command[$0 + 1] }, "true", "\(node) is in the synchronous quorum")
+        }
+        for name in ["migrate-ha", "modgud-ha-1", "modgud-ha-2"] {
+            let environment = try XCTUnwrap(services[name]?["environment"] as? [String: Any])
+            let url = try XCTUnwrap(environment["MODGUD_DATABASE_URL"] as? String)
+            XCTAssertTrue(url.contains("@pg-node-1:5432,pg-node-2:5432/"), "\(name): both nodes in one URL")
+            XCTAssertTrue(url.contains("target_session_attrs=read-write"), "\(name): libpq picks the primary")
+        }
+        let instance = try XCTUnwrap(services["modgud-ha-1"]?["environment"] as? [String: Any])
+        let single = try XCTUnwrap(services["modgud-1"]?["environment"] as? [String: Any])
+        XCTAssertEqual(Set(instance.keys), Set(single.keys), "the HA instances carry every setting of the default ones")
+        for (balancer, instances) in ["lb": ["modgud-1", "modgud-2"], "lb-ha": ["modgud-ha-1", "modgud-ha-2"]] {
+            let environment = try XCTUnwrap(services[balancer]?["environment"] as? [String: String])
+            XCTAssertEqual([environment["INSTANCE_ONE"], environment["INSTANCE_TWO"]], instances, balancer)
+        }
+        XCTAssertTrue(try read("ops/docker/haproxy.cfg").contains("\"${INSTANCE_ONE}:8080\""))
     }
 
     func testBothBalancerConfigurationsCarryTheRollingRestartSettings() throws {
