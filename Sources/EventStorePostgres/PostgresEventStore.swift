@@ -7,7 +7,8 @@ import PQ
 /// An append is one pipelined round trip in one implicit transaction: the guarded stream
 /// update and event insert (one statement), every inline projection's statements and the
 /// caller's extra statements (an outbox row, say). If any of them fails, nothing is
-/// written. After the commit a NOTIFY wakes projection daemons (see `AppendNotifier`).
+/// written. Concurrent appends share that transaction (`AppendBatcher`: group commit), each
+/// with its own outcome. After the commit a NOTIFY wakes projection daemons (see `AppendNotifier`).
 public final class PostgresEventStore: EventStore {
     /// Whether the store sends the NOTIFY that wakes projection daemons.
     public enum NotifyMode: Sendable {
@@ -24,15 +25,19 @@ public final class PostgresEventStore: EventStore {
     /// expires with its day key: docs/operations/retention.md, "Client IPs").
     public let metadataSealer: (@Sendable (EventMetadata) async throws -> EventMetadata)?
     let notifier: AppendNotifier
+    /// Group commit (issue 27), or nil when every append commits alone.
+    let batcher: AppendBatcher?
     /// `modgud_event_append_seconds`: one append's round trip, inline projections included.
     private let appendTimer = Timer(label: "modgud_event_append_seconds")
 
     /// - Parameters:
     ///   - pool: where to run.
     ///   - inlineProjections: projections updated in every append's transaction.
+    ///   - groupCommit: how concurrent appends share commits (`AppendBatcher`); nil commits each alone.
     public init(
         pool: PQPool, inlineProjections: [any SQLProjection] = [], notifyMode: NotifyMode = .afterCommit,
-        metadataSealer: (@Sendable (EventMetadata) async throws -> EventMetadata)? = nil
+        metadataSealer: (@Sendable (EventMetadata) async throws -> EventMetadata)? = nil,
+        groupCommit: AppendBatcher.Options? = AppendBatcher.Options()
     ) {
         precondition(inlineProjections.allSatisfy { $0.mode == .inline }, "only inline projections run in the append")
         self.metadataSealer = metadataSealer
@@ -40,6 +45,7 @@ public final class PostgresEventStore: EventStore {
         self.inlineProjections = inlineProjections
         self.notifyMode = notifyMode
         self.notifier = AppendNotifier(pool: pool)
+        self.batcher = groupCommit.map { AppendBatcher(pool: pool, options: $0) }
     }
 
     public func append(_ events: [NewEvent], to stream: StreamRef, expected: ExpectedVersion, metadata: EventMetadata) async throws
@@ -101,8 +107,12 @@ public final class PostgresEventStore: EventStore {
             appendTimer.recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
         }
         do {
-            results = try await pool.withConnection { connection in
-                try await connection.pipeline(finalStatements)
+            if let batcher {
+                results = try await batcher.commit(finalStatements, sortKey: writes[0].stream.id)
+            } else {
+                results = try await pool.withConnection { connection in
+                    try await connection.pipeline(finalStatements)
+                }
             }
         } catch let failure as PQPipelineError {
             throw await translate(failure, writes: writes, owners: owners)

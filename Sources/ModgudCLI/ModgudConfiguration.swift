@@ -1,3 +1,4 @@
+import EventStorePostgres
 import Foundation
 import ModgudHTTP
 import ModgudService
@@ -32,6 +33,8 @@ struct ModgudConfiguration {
     var addressRetention: Duration
     /// Connections to PostgreSQL at most (`MODGUD_DB_POOL_SIZE`).
     var poolSize: Int
+    /// Group commit's commits in flight (`MODGUD_COMMIT_LANES`); nil: every append commits alone.
+    var groupCommit: AppendBatcher.Options?
 
     /// The transport `serve` uses: SMTP when configured; the console only when asked for
     /// (it prints codes and links, so it is never a silent production default).
@@ -96,6 +99,12 @@ struct ModgudConfiguration {
             mailDispatcher: dispatcher, drain: .seconds(try number("MODGUD_DRAIN_SECONDS", 5, 0...600)), limits: limits,
             retention: .seconds(86_400 * (try number("MODGUD_RETENTION_DAYS", 30, 1...3650))),
             addressRetention: .seconds(86_400 * (try number("MODGUD_IP_RETENTION_DAYS", 30, 1...3650))),
-            poolSize: try number("MODGUD_DB_POOL_SIZE", 32, 2...1000))
+            poolSize: try number("MODGUD_DB_POOL_SIZE", 32, 2...1000),
+            groupCommit: try number("MODGUD_COMMIT_LANES", 2, 0...64).nonZero.map { AppendBatcher.Options(lanes: $0) })
     }
+}
+
+extension Int {
+    /// Nil for zero: a setting whose 0 means "off".
+    fileprivate var nonZero: Int? { self == 0 ? nil : self }
 }

@@ -16,6 +16,8 @@ public enum MetricsExposition {
         ]
         factory.durationHistogramBuckets["modgud_event_append_seconds"] = fine
         factory.durationHistogramBuckets["modgud_db_pool_wait_seconds"] = fine
+        // Appends per commit (group commit): every size up to 8, then coarser up to the cap.
+        factory.valueHistogramBuckets["modgud_event_append_batch_size"] = [1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32, 48, 64]
         factory.defaultDurationHistogramBuckets = [
             .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
             .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),

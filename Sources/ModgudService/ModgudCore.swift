@@ -39,8 +39,10 @@ public struct ModgudCore: Sendable {
     ///   - now: the clock (tests inject one).
     ///   - settingsMaxAge: how long realm and client settings are held per instance without a
     ///     notification (the backstop for a lost NOTIFY; tests lengthen it to prove NOTIFY alone).
+    ///   - groupCommit: how concurrent appends share commits; nil commits each alone.
     public init(
-        pool: PQPool, masterKey: [UInt8]?, now: @escaping @Sendable () -> Date = { Date() }, settingsMaxAge: Duration = .seconds(5)
+        pool: PQPool, masterKey: [UInt8]?, now: @escaping @Sendable () -> Date = { Date() }, settingsMaxAge: Duration = .seconds(5),
+        groupCommit: AppendBatcher.Options? = AppendBatcher.Options()
     ) throws {
         self.pool = pool
         let vault = try masterKey.map { try PersonalDataVault(pool: pool, masterKey: $0) }
@@ -49,7 +51,8 @@ public struct ModgudCore: Sendable {
         if let vault {
             sealer = { metadata in try await vault.sealingAddress(metadata, at: now()) }
         }
-        store = PostgresEventStore(pool: pool, inlineProjections: TokenProjection.identity, metadataSealer: sealer)
+        store = PostgresEventStore(
+            pool: pool, inlineProjections: TokenProjection.identity, metadataSealer: sealer, groupCommit: groupCommit)
         realmActors = AggregateRegistry(store: store)
         clientActors = AggregateRegistry(store: store)
         userActors = AggregateRegistry(store: store)

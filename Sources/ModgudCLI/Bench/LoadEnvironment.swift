@@ -18,8 +18,9 @@ struct LoadEnvironment {
     /// Counters at one moment; a report subtracts two.
     struct Sample {
         var database: DatabaseCounters
-        /// The server's `modgud_db_round_trips` (one server: through a load balancer it is one instance's).
-        var roundTrips: Int?
+        /// The server's `/metrics` (one server: through a load balancer it is one instance's).
+        var server: ServerMetrics?
+        var roundTrips: Int? { server?.roundTrips }
         var serverCPUSeconds: Double?
         var databaseCPUSeconds: Double?
         /// This process: the load generator (and the preparation, which happens outside the runs).
@@ -69,12 +70,10 @@ struct LoadEnvironment {
     func sample(perStatement: Bool) async throws -> Sample {
         let database = try await DatabaseCounters.settled(pool, perStatement: perStatement)
         var sample = Sample(database: database)
-        sample.roundTrips = try? await connection.session { send in
+        sample.server = try? await connection.session { send in
             let reply = try await send(.GET, "/metrics", nil, "")
-            let text = String(decoding: reply.body, as: UTF8.self)
-            return text.split(separator: "\n").first { $0.hasPrefix("modgud_db_round_trips ") }
-                .flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) }
-        } ?? nil
+            return ServerMetrics(exposition: String(decoding: reply.body, as: UTF8.self))
+        }
         sample.generatorCPUSeconds = ProcessCPU.seconds(pid: getpid())
         if let server {
             sample.serverCPUSeconds = ProcessCPU.seconds(pid: server.pid)

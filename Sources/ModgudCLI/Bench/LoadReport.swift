@@ -12,6 +12,7 @@ struct LoadReport {
     static let columns: [(String, Int)] = [
         ("scenario", 20), ("ok/s", 9), ("p50 ms", 8), ("p99 ms", 8), ("errors", 7), ("xact/op", 8), ("rt/op", 7), ("stmt/op", 8),
         ("fsync/op", 9), ("WAL B/op", 9), ("srv ms/op", 10), ("pg ms/op", 9), ("gen ms/op", 10), ("RSS MiB", 8),
+        ("appends/commit", 15),
     ]
 
     static var header: String {
@@ -38,6 +39,8 @@ struct LoadReport {
             perMilliseconds(after.databaseCPUSeconds.flatMap { a in before.databaseCPUSeconds.map { a - $0 } }),
             perMilliseconds(after.generatorCPUSeconds.flatMap { a in before.generatorCPUSeconds.map { a - $0 } }),
             after.serverMemory.map { String(format: "%.0f", Double($0.resident) / 1024) } ?? "-",
+            // Group commit's batches: mean/median/largest appends per commit.
+            before.server.flatMap { before in after.server.map { ServerMetrics.batches(from: before, to: $0) } } ?? "-",
         ]
         var text = ""
         for (index, (value, column)) in zip(values, Self.columns).enumerated() {
