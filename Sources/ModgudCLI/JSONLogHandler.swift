@@ -1,7 +1,12 @@
 import Foundation
 import Logging
 
-/// Writes each log record as one JSON object per line on standard error (production logs).
+/// Writes each log record as one JSON object per line on standard error (production logs):
+/// `time`, `level`, `logger`, `message` and the metadata, keys sorted.
+///
+/// Every request writes an access line through here, so the line is built by hand rather
+/// than with Foundation's JSONEncoder and ISO 8601 formatter, which cost a quarter of the
+/// server's CPU for a static document (issue 27; BENCHMARKS.md, "Issue 27").
 struct JSONLogHandler: LogHandler {
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .info
@@ -13,14 +18,71 @@ struct JSONLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        var fields: [String: String] = [
-            "time": Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)), "level": "\(event.level)",
-            "logger": label, "message": "\(event.message)",
+        var fields: [(String, String)] = [
+            ("time", JSONLogLine.timestamp(Date())), ("level", event.level.rawValue), ("logger", label), ("message", "\(event.message)"),
         ]
-        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { _, new in new }) { fields[key] = "\(value)" }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(fields) else { return }
-        FileHandle.standardError.write(data + Data("\n".utf8))
+        let extra = event.metadata.map { metadata.merging($0) { _, new in new } } ?? metadata
+        for (key, value) in extra where !["time", "level", "logger", "message"].contains(key) { fields.append((key, "\(value)")) }
+        var line = JSONLogLine.render(fields)
+        line.append(UInt8(ascii: "\n"))
+        line.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Foundation.write(2, bytes.baseAddress! + offset, bytes.count - offset)
+                if written <= 0 { if errno == EINTR { continue } else { return } }
+                offset += written
+            }
+        }
+    }
+}
+
+/// One log record as a JSON object (RFC 8259), rendered without Foundation's encoder.
+enum JSONLogLine {
+    /// `{"key":"value",…}` with the keys sorted (a later duplicate key wins).
+    static func render(_ fields: [(String, String)]) -> [UInt8] {
+        var unique = [String: String](minimumCapacity: fields.count)
+        for (key, value) in fields { unique[key] = value }
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(256)
+        for (index, key) in unique.keys.sorted().enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            appendString(key, to: &out)
+            out.append(UInt8(ascii: ":"))
+            appendString(unique[key]!, to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// A JSON string: quotes, backslashes and control characters escaped (RFC 8259 section
+    /// 7); slashes and non-ASCII text as they are.
+    static func appendString(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case UInt8(ascii: "\n"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case UInt8(ascii: "\r"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case UInt8(ascii: "\t"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// UTC with milliseconds, `2026-11-24T11:40:41.123Z` (RFC 3339).
+    static func timestamp(_ date: Date) -> String {
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        var seconds = time_t(milliseconds / 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let fraction = Int(milliseconds % 1000)
+        let millis = fraction < 10 ? "00\(fraction)" : fraction < 100 ? "0\(fraction)" : "\(fraction)"
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(millis)Z"
     }
 }
