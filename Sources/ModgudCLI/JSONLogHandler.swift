@@ -21,8 +21,10 @@ struct JSONLogHandler: LogHandler {
         var fields: [(String, String)] = [
             ("time", JSONLogLine.timestamp(Date())), ("level", event.level.rawValue), ("logger", label), ("message", "\(event.message)"),
         ]
-        let extra = event.metadata.map { metadata.merging($0) { _, new in new } } ?? metadata
-        for (key, value) in extra where !["time", "level", "logger", "message"].contains(key) { fields.append((key, "\(value)")) }
+        fields.reserveCapacity(4 + metadata.count + (event.metadata?.count ?? 0))
+        // The record's own metadata after the logger's: the later of two equal keys wins.
+        for (key, value) in metadata where !JSONLogLine.coreKeys.contains(key) { fields.append((key, value.description)) }
+        for (key, value) in event.metadata ?? [:] where !JSONLogLine.coreKeys.contains(key) { fields.append((key, value.description)) }
         var line = JSONLogLine.render(fields)
         line.append(UInt8(ascii: "\n"))
         line.withUnsafeBytes { bytes in
@@ -38,17 +40,20 @@ struct JSONLogHandler: LogHandler {
 
 /// One log record as a JSON object (RFC 8259), rendered without Foundation's encoder.
 enum JSONLogLine {
-    /// `{"key":"value",…}` with the keys sorted (a later duplicate key wins).
+    /// The fields every record has, which metadata cannot replace.
+    static let coreKeys: Set<String> = ["time", "level", "logger", "message"]
+
+    /// `{"key":"value",…}` with the keys sorted (of two equal keys the later wins).
     static func render(_ fields: [(String, String)]) -> [UInt8] {
-        var unique = [String: String](minimumCapacity: fields.count)
-        for (key, value) in fields { unique[key] = value }
+        // A stable sort keeps equal keys in their order; the last of each run is written.
+        let sorted = fields.enumerated().sorted { ($0.element.0, $0.offset) < ($1.element.0, $1.offset) }.map(\.element)
         var out: [UInt8] = [UInt8(ascii: "{")]
         out.reserveCapacity(256)
-        for (index, key) in unique.keys.sorted().enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            appendString(key, to: &out)
+        for (index, field) in sorted.enumerated() where index + 1 == sorted.count || sorted[index + 1].0 != field.0 {
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            appendString(field.0, to: &out)
             out.append(UInt8(ascii: ":"))
-            appendString(unique[key]!, to: &out)
+            appendString(field.1, to: &out)
         }
         out.append(UInt8(ascii: "}"))
         return out

@@ -25,17 +25,32 @@ struct AccessLogMiddleware: RouterMiddleware {
         context.logger.info(
             "request",
             metadata: [
-                "method": "\(request.method.rawValue)", "path": "\(Self.loggedPath(request.uri.path))", "status": "\(status)",
-                "duration_ms": "\((milliseconds * 100).rounded() / 100)",
+                "method": .string(request.method.rawValue), "path": .string(Self.loggedPath(request.uri.path)), "status": .string(String(status)),
+                "duration_ms": .string(String((milliseconds * 100).rounded() / 100)),
             ])
     }
 
     /// The path as logged: a segment holding an address (the admin API takes one for a user)
     /// reads `[address]`, so logs hold no personal data (issue 13).
     static func loggedPath(_ path: String) -> String {
-        guard path.contains("@") || path.lowercased().contains("%40") else { return path }
+        guard mayHoldAddress(path.utf8) else { return path }
         return path.split(separator: "/", omittingEmptySubsequences: false)
             .map { $0.contains("@") || $0.lowercased().contains("%40") ? "[address]" : String($0) }
             .joined(separator: "/")
+    }
+
+    /// `@`, or `%40` in either case: a cheap scan, since every request's path passes here.
+    private static func mayHoldAddress(_ bytes: String.UTF8View) -> Bool {
+        var percent = 0
+        for byte in bytes {
+            if byte == UInt8(ascii: "@") { return true }
+            switch (percent, byte) {
+            case (_, UInt8(ascii: "%")): percent = 1
+            case (1, UInt8(ascii: "4")): percent = 2
+            case (2, UInt8(ascii: "0")): return true
+            default: percent = 0
+            }
+        }
+        return false
     }
 }

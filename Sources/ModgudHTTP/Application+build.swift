@@ -72,7 +72,7 @@ struct RequestIDMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var response = try await next(request, context)
-        response.headers[.init("X-Request-Id")!] = request.headers[.init("X-Request-Id")!] ?? context.id
+        response.headers[.requestID] = request.headers[.requestID] ?? context.id
         return response
     }
 }

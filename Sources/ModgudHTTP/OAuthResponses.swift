@@ -15,7 +15,7 @@ enum OAuthResponses {
         var headers = HTTPFields()
         headers[.contentType] = contentType
         headers[.cacheControl] = "no-store"
-        headers[.init("Pragma")!] = "no-cache"
+        headers[.pragma] = "no-cache"
         return Response(status: status, headers: headers, body: .init(byteBuffer: body))
     }
 

@@ -20,7 +20,11 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     typealias OutboundOut = HTTPResponsePart
 
     private let limits: ServerLimits
-    private var deadline: Scheduled<Void>?
+    /// When the connection is closed unless disarmed first; nil while nothing is armed.
+    private var expiresAt: NIODeadline?
+    /// The one timer: it checks `expiresAt` when it fires and follows it if it moved later.
+    private var timer: Scheduled<Void>?
+    private var timerFiresAt: NIODeadline?
     /// Requests read whole and not yet answered.
     private var inFlight = 0
     /// A request's head has arrived and its end has not (its body deadline runs, even if the
@@ -41,11 +45,11 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        disarm()
+        stopTimer()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        disarm()
+        stopTimer()
         context.fireChannelInactive()
     }
 
@@ -71,15 +75,39 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
         context.write(data, promise: promise)
     }
 
+    /// Sets the deadline. A timer is scheduled only when none would fire by then: in steady
+    /// keep-alive traffic a request schedules nothing (issue 27: two timers scheduled and
+    /// cancelled per request cost 4% of a static document's CPU).
     private func arm(_ context: ChannelHandlerContext, _ timeout: Duration) {
-        disarm()
-        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(timeout)) {
-            context.close(promise: nil)
+        let at = NIODeadline.now() + TimeAmount(timeout)
+        expiresAt = at
+        if let firesAt = timerFiresAt, firesAt <= at { return }
+        schedule(context, at)
+    }
+
+    private func schedule(_ context: ChannelHandlerContext, _ at: NIODeadline) {
+        timer?.cancel()
+        timerFiresAt = at
+        timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: at) {
+            self.timer = nil
+            self.timerFiresAt = nil
+            guard let expiresAt = self.expiresAt else { return }
+            if expiresAt <= .now() {
+                context.close(promise: nil)
+            } else {
+                self.schedule(context, expiresAt)
+            }
         }
     }
 
     private func disarm() {
-        deadline?.cancel()
-        deadline = nil
+        expiresAt = nil
+    }
+
+    private func stopTimer() {
+        expiresAt = nil
+        timer?.cancel()
+        timer = nil
+        timerFiresAt = nil
     }
 }

@@ -90,7 +90,7 @@ struct RequestParsing: Sendable {
     /// The rate-limit key of the request's source.
     func source(_ request: Request, context: ModgudRequestContext) -> String {
         SourceAddress.key(
-            peer: context.peerAddress, forwardedFor: request.headers[.init("X-Forwarded-For")!], trustedProxies: configuration.trustedProxies)
+            peer: context.peerAddress, forwardedFor: request.headers[.forwardedFor], trustedProxies: configuration.trustedProxies)
     }
 
     /// A JSON body of Modgud's own API: `application/json`, within the size limit, no unknown

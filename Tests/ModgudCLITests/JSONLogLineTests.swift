@@ -6,10 +6,11 @@ import XCTest
 final class JSONLogLineTests: XCTestCase {
     func testEveryFieldSurvivesAJSONParserWhateverItHolds() throws {
         let awkward = "quote \" backslash \\ slash / newline \n tab \t bell \u{07} nul \u{00} é ✓ 🙂"
-        let line = JSONLogLine.render([("message", awkward), ("path", "/connect/token"), ("a", "first"), ("status", "200")])
+        let line = JSONLogLine.render([("message", awkward), ("path", "/connect/token"), ("a", "first"), ("status", "100"), ("status", "200")])
         XCTAssertFalse(line.contains(UInt8(ascii: "\n")), "one record is one line")
         let parsed = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line)) as? [String: String])
-        XCTAssertEqual(parsed, ["message": awkward, "path": "/connect/token", "a": "first", "status": "200"])
+        XCTAssertEqual(parsed, ["message": awkward, "path": "/connect/token", "a": "first", "status": "200"], "the later status wins")
+        XCTAssertEqual(String(decoding: line, as: UTF8.self).components(separatedBy: "\"status\"").count, 2, "each key once")
         let text = String(decoding: line, as: UTF8.self)
         XCTAssertTrue(text.hasPrefix(#"{"a":"first","message":"#), "keys sorted: \(text)")
         XCTAssertTrue(text.contains(#""path":"/connect/token""#), "slashes unescaped")

@@ -5,9 +5,15 @@ import ModgudDomain
 /// counts by it and discovery lists from it.
 struct GrantRegistry: Sendable {
     private let grants: [String: any TokenGrant]
+    /// Discovery's two possible lists, computed once (discovery is served at tens of thousands per second).
+    private let advertisedPlain: [String]
+    private let advertisedWithNative: [String]
 
     init(_ grants: [any TokenGrant]) {
-        self.grants = Dictionary(grants.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let byName = Dictionary(grants.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.grants = byName
+        advertisedPlain = Self.advertised(byName, nativeGrantsEnabled: false)
+        advertisedWithNative = Self.advertised(byName, nativeGrantsEnabled: true)
     }
 
     /// Every grant Modgud serves.
@@ -24,6 +30,10 @@ struct GrantRegistry: Sendable {
     /// The `grant_type` values discovery lists for a realm: the native ones only while the
     /// realm has native grants on. Sorted: the plain OAuth grants, then the native ones.
     func advertised(nativeGrantsEnabled: Bool) -> [String] {
+        nativeGrantsEnabled ? advertisedWithNative : advertisedPlain
+    }
+
+    private static func advertised(_ grants: [String: any TokenGrant], nativeGrantsEnabled: Bool) -> [String] {
         let names = grants.values.filter { !$0.isNative || nativeGrantsEnabled }.map(\.name)
         let plain = names.filter { grants[$0]?.isNative == false }
         let native = names.filter { grants[$0]?.isNative == true }

@@ -1,0 +1,8 @@
+import HTTPTypes
+
+/// Header names the server sets or reads on every request, validated once rather than per use.
+extension HTTPField.Name {
+    static let requestID = HTTPField.Name("X-Request-Id")!
+    static let pragma = HTTPField.Name("Pragma")!
+    static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
+}
