@@ -26,9 +26,7 @@ public func buildApplication(
 public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTTPConfiguration()) -> Router<ModgudRequestContext> {
     let parsing = RequestParsing(realms: core.realmDirectory, configuration: configuration)
     let router = Router(context: ModgudRequestContext.self)
-    router.add(middleware: RequestIDMiddleware())
-    router.add(middleware: AccessLogMiddleware())
-    router.add(middleware: RequestMetricsMiddleware())
+    router.add(middleware: RequestObservationMiddleware())
     // Each controller gets the services it uses, not the composition root.
     let grantServices = GrantServices(
         tokens: core.tokenService, passkeys: core.passkeys, rateLimiter: core.rateLimiter, emailSignIn: { try core.emailSignIn() })
@@ -64,15 +62,4 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     AppAssociationController(apps: { try await core.appAssociations(realm: $0, host: $1) }, parsing: parsing).register(on: router)
     AdminController(tokens: core.tokenService, admin: AdminService(core: core), configuration: configuration).register(on: router)
     return router
-}
-
-/// Echoes or assigns `X-Request-Id`, so logs and responses can be correlated.
-struct RequestIDMiddleware: RouterMiddleware {
-    typealias Context = ModgudRequestContext
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        var response = try await next(request, context)
-        response.headers[.requestID] = request.headers[.requestID] ?? context.id
-        return response
-    }
 }

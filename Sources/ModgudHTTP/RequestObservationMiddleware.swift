@@ -1,0 +1,112 @@
+import Hummingbird
+import Logging
+import Metrics
+import Synchronization
+
+/// What the server records of every request, in one middleware (three async frames were
+/// measurable per request: issue 27):
+///
+/// - the request id: `X-Request-Id` echoed, or assigned;
+/// - metrics: `modgud_http_requests_total{method,route,status}` and
+///   `modgud_http_request_duration_seconds{method,route,status}` (a histogram), by route
+///   template, never the raw path (ids would make unbounded label values);
+/// - the access log: one line per request with method, path (no query: it may carry secrets;
+///   an address segment reads `[address]`), status, duration and request id. Static documents
+///   answered successfully (discovery, JWKS, app associations, health) are the exception:
+///   balancers and apps fetch them many times a second, so they are counted and summarized in
+///   one line per `StaticDocumentLog.window` instead (docs/operations/metrics.md, "Access log").
+struct RequestObservationMiddleware: RouterMiddleware {
+    typealias Context = ModgudRequestContext
+
+    private let handles = MetricHandles()
+    let staticDocuments = StaticDocumentLog()
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let started = ContinuousClock.now
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch {
+            observe(request, context, status: (error as? any HTTPResponseError)?.status.code ?? 500, started: started)
+            throw error
+        }
+        response.headers[.requestID] = request.headers[.requestID] ?? context.id
+        observe(request, context, status: response.status.code, started: started)
+        return response
+    }
+
+    private func observe(_ request: Request, _ context: Context, status: Int, started: ContinuousClock.Instant) {
+        let elapsed = ContinuousClock.now - started
+        let method = request.method.rawValue
+        handles.record(MetricHandles.Key(method: method, route: context.endpointPath ?? "unmatched", status: status), elapsed: elapsed)
+        if request.method == .get, status < 400, let document = StaticDocumentLog.Document(rawValue: request.uri.path) {
+            staticDocuments.count(document, logger: context.logger)
+            return
+        }
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        context.logger.info(
+            "request",
+            metadata: [
+                "method": .string(method), "path": .string(Self.loggedPath(request.uri.path)), "status": .string(String(status)),
+                "duration_ms": .string(String((milliseconds * 100).rounded() / 100)),
+            ])
+    }
+
+    /// The path as logged: a segment holding an address (the admin API takes one for a user)
+    /// reads `[address]`, so logs hold no personal data (issue 13).
+    static func loggedPath(_ path: String) -> String {
+        guard mayHoldAddress(path.utf8) else { return path }
+        return path.split(separator: "/", omittingEmptySubsequences: false)
+            .map { $0.contains("@") || $0.lowercased().contains("%40") ? "[address]" : String($0) }
+            .joined(separator: "/")
+    }
+
+    /// `@` or `%40`: a byte scan, since every request's path passes here.
+    private static func mayHoldAddress(_ bytes: String.UTF8View) -> Bool {
+        var percent = 0
+        for byte in bytes {
+            if byte == UInt8(ascii: "@") { return true }
+            switch (percent, byte) {
+            case (_, UInt8(ascii: "%")): percent = 1
+            case (1, UInt8(ascii: "4")): percent = 2
+            case (2, UInt8(ascii: "0")): return true
+            default: percent = 0
+            }
+        }
+        return false
+    }
+}
+
+/// Metric handles by method, route and status: the factory's own lookup takes a lock and
+/// builds labels on every call.
+private final class MetricHandles: Sendable {
+    struct Key: Hashable {
+        var method: String
+        var route: String
+        var status: Int
+    }
+
+    private let handles = Mutex<[Key: (Counter, Timer)]>([:])
+
+    func record(_ key: Key, elapsed: Duration) {
+        let (counter, timer) = handles.withLock { cache in
+            if let pair = cache[key] { return pair }
+            let dimensions = [("method", key.method), ("route", key.route), ("status", String(key.status))]
+            let pair = (
+                Counter(label: "modgud_http_requests_total", dimensions: dimensions),
+                Timer(label: "modgud_http_request_duration_seconds", dimensions: dimensions)
+            )
+            cache[key] = pair
+            return pair
+        }
+        counter.increment()
+        timer.record(elapsed)
+    }
+}
+
+extension Timer {
+    /// Records a duration (swift-metrics takes nanoseconds).
+    func record(_ duration: Duration) {
+        recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    }
+}
