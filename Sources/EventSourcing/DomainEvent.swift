@@ -19,10 +19,6 @@ public struct NewEvent: Hashable, Sendable {
     public var revision: Int
     /// The payload as UTF-8 JSON.
     public var payload: [UInt8]
-    /// The event the payload encodes, when built from one: inline projections and the
-    /// appending aggregate read it instead of decoding the payload again (issue 27). Not part
-    /// of equality: it is the payload, decoded.
-    public var decoded: (any DomainEvent)?
 
     public init(type: String, revision: Int = 1, payload: [UInt8]) {
         self.type = type
@@ -33,17 +29,6 @@ public struct NewEvent: Hashable, Sendable {
     /// Encodes a domain event (keys sorted, so equal events encode to equal bytes).
     public init<E: DomainEvent>(_ event: E) throws {
         self.init(type: E.eventType, revision: E.revision, payload: try EventJSON.encode(event))
-        decoded = event
-    }
-
-    public static func == (lhs: NewEvent, rhs: NewEvent) -> Bool {
-        lhs.type == rhs.type && lhs.revision == rhs.revision && lhs.payload == rhs.payload
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(type)
-        hasher.combine(revision)
-        hasher.combine(payload)
     }
 }
 
@@ -60,37 +45,18 @@ public struct EventEnvelope: Hashable, Sendable {
     /// The payload as UTF-8 JSON.
     public var payload: [UInt8]
     public var metadata: EventMetadata
-    /// The payload decoded, when the appender had it (`NewEvent.decoded`); nil when read back.
-    public var decoded: (any DomainEvent)?
 
-    public init(
-        stream: StreamRef, streamVersion: Int64, type: String, revision: Int, payload: [UInt8], metadata: EventMetadata,
-        decoded: (any DomainEvent)? = nil
-    ) {
+    public init(stream: StreamRef, streamVersion: Int64, type: String, revision: Int, payload: [UInt8], metadata: EventMetadata) {
         self.stream = stream
         self.streamVersion = streamVersion
         self.type = type
         self.revision = revision
         self.payload = payload
         self.metadata = metadata
-        self.decoded = decoded
     }
 
     /// Decodes the payload as `E` (no registry lookup; the caller knows the type).
     public func decode<E: DomainEvent>(_ type: E.Type) throws -> E {
-        if let decoded = decoded as? E, E.eventType == self.type, E.revision == revision { return decoded }
-        return try EventJSON.decode(type, from: payload)
-    }
-
-    public static func == (lhs: EventEnvelope, rhs: EventEnvelope) -> Bool {
-        lhs.stream == rhs.stream && lhs.streamVersion == rhs.streamVersion && lhs.type == rhs.type && lhs.revision == rhs.revision
-            && lhs.payload == rhs.payload && lhs.metadata == rhs.metadata
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(stream)
-        hasher.combine(streamVersion)
-        hasher.combine(type)
-        hasher.combine(payload)
+        try EventJSON.decode(type, from: payload)
     }
 }

@@ -44,10 +44,6 @@ public struct EventTypeRegistry: Sendable {
         guard let decoder = decoders[Key(type: envelope.type, revision: envelope.revision)] else {
             throw .unknownType(name: envelope.type, revision: envelope.revision)
         }
-        // The appender's own event (a fresh append of the current revision): no second decode.
-        if let decoded = envelope.decoded, type(of: decoded).eventType == envelope.type, type(of: decoded).revision == envelope.revision {
-            return decoded
-        }
         do {
             return try decoder(envelope.payload)
         } catch {

@@ -78,7 +78,7 @@ public final class PostgresEventStore: EventStore {
             write.events.enumerated().map { offset, event in
                 EventEnvelope(
                     stream: write.stream, streamVersion: write.expected.value + Int64(offset) + 1, type: event.type,
-                    revision: event.revision, payload: event.payload, metadata: metadata, decoded: event.decoded)
+                    revision: event.revision, payload: event.payload, metadata: metadata)
             }
         }
         var statements: [PQQuery] = writes.map { write in

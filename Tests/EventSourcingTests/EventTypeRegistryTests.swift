@@ -60,28 +60,4 @@ final class EventTypeRegistryTests: XCTestCase {
         XCTAssertEqual(String(decoding: a.payload, as: UTF8.self), #"{"firstName":"A","lastName":"B"}"#)
         XCTAssertEqual(a.revision, 2)
     }
-
-    /// Issue 27: a fresh append carries its event decoded, so projections and the aggregate
-    /// skip a second decode; the decoded form never changes what the event is.
-    func testAFreshEventIsReadFromItsDecodedFormAndEqualsItsStoredForm() throws {
-        let event = Renamed(firstName: "Ada", lastName: "L")
-        let fresh = try NewEvent(event)
-        XCTAssertEqual(fresh, NewEvent(type: fresh.type, revision: fresh.revision, payload: fresh.payload), "equality is the payload's")
-        var carried = envelope(fresh.type, revision: fresh.revision, json: String(decoding: fresh.payload, as: UTF8.self))
-        carried.decoded = event
-        let stored = envelope(fresh.type, revision: fresh.revision, json: String(decoding: fresh.payload, as: UTF8.self))
-        XCTAssertEqual(carried, stored)
-        XCTAssertEqual(carried.hashValue, stored.hashValue)
-
-        var registry = EventTypeRegistry()
-        registry.register(Renamed.self)
-        XCTAssertEqual(try registry.decode(carried) as? Renamed, event)
-        XCTAssertEqual(try carried.decode(Renamed.self), event)
-        // A decoded form of another revision is ignored: the payload decides.
-        var stale = envelope("user.renamed", revision: 1, json: #"{"name":"Grace Hopper"}"#)
-        stale.decoded = event
-        XCTAssertThrowsError(try registry.decode(stale), "revision 1 is still unregistered, whatever rides along")
-        registry.register("user.renamed", revision: 1, as: RenamedV1.self) { old in Renamed(firstName: old.name, lastName: "") }
-        XCTAssertEqual(try registry.decode(stale) as? Renamed, Renamed(firstName: "Grace Hopper", lastName: ""))
-    }
 }
