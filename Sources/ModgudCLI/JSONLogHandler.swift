@@ -1,3 +1,4 @@
+import EventSourcing
 import Foundation
 import Logging
 
@@ -38,7 +39,8 @@ struct JSONLogHandler: LogHandler {
     }
 }
 
-/// One log record as a JSON object (RFC 8259), rendered without Foundation's encoder.
+/// One log record as a JSON object (RFC 8259), rendered without Foundation's encoder (strings
+/// quoted by `JSONText`).
 enum JSONLogLine {
     /// The fields every record has, which metadata cannot replace.
     static let coreKeys: Set<String> = ["time", "level", "logger", "message"]
@@ -51,32 +53,12 @@ enum JSONLogLine {
         out.reserveCapacity(256)
         for (index, field) in sorted.enumerated() where index + 1 == sorted.count || sorted[index + 1].0 != field.0 {
             if out.count > 1 { out.append(UInt8(ascii: ",")) }
-            appendString(field.0, to: &out)
+            JSONText.append(quoted: field.0, to: &out)
             out.append(UInt8(ascii: ":"))
-            appendString(field.1, to: &out)
+            JSONText.append(quoted: field.1, to: &out)
         }
         out.append(UInt8(ascii: "}"))
         return out
-    }
-
-    /// A JSON string: quotes, backslashes and control characters escaped (RFC 8259 section
-    /// 7); slashes and non-ASCII text as they are.
-    static func appendString(_ text: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case UInt8(ascii: "\n"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case UInt8(ascii: "\r"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case UInt8(ascii: "\t"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
     }
 
     /// UTC with milliseconds, `2026-11-24T11:40:41.123Z` (RFC 3339).

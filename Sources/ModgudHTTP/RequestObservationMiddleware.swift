@@ -19,7 +19,7 @@ struct RequestObservationMiddleware: RouterMiddleware {
     typealias Context = ModgudRequestContext
 
     private let handles = MetricHandles()
-    let staticDocuments = StaticDocumentLog()
+    private let staticDocuments = StaticDocumentLog()
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
