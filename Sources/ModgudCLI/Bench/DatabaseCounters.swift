@@ -8,8 +8,15 @@ struct DatabaseCounters {
     var walSyncs: Int
     var walBytes: Int
     var statements: Int?
-    /// Calls per statement text (with `--statements`).
-    var calls: [String: Int] = [:]
+    /// Calls and milliseconds spent executing, per statement text (with `--statements`).
+    var calls: [String: StatementCost] = [:]
+
+    /// What `pg_stat_statements` counts of one statement: calls, and the time its planner and
+    /// executor spent (the rest of a backend's CPU is the protocol, commits and wake-ups).
+    struct StatementCost {
+        var calls: Int
+        var milliseconds: Double
+    }
 
     static func read(_ pool: PQPool, perStatement: Bool = false) async throws -> DatabaseCounters {
         let row = try await pool.query(
@@ -29,9 +36,13 @@ struct DatabaseCounters {
                 ).first!.decode(Int64.self, at: 0))
             if perStatement {
                 for row in try await pool.query(
-                    "SELECT query, sum(calls)::int8 FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) GROUP BY query"
+                    """
+                    SELECT query, sum(calls)::int8, sum(total_plan_time + total_exec_time)::float8 FROM pg_stat_statements
+                    WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) GROUP BY query
+                    """
                 ).rows {
-                    counters.calls[try row.decode(String.self, at: 0)] = Int(try row.decode(Int64.self, at: 1))
+                    counters.calls[try row.decode(String.self, at: 0)] = StatementCost(
+                        calls: Int(try row.decode(Int64.self, at: 1)), milliseconds: try row.decode(Double.self, at: 2))
                 }
             }
         }

@@ -52,14 +52,21 @@ struct LoadReport {
         return text
     }
 
-    /// The `count` statements with the most calls per operation during the run.
+    /// The `count` statements with the most calls per operation during the run, each with the
+    /// microseconds PostgreSQL spent planning and executing it per operation, after a total line.
     func topStatements(_ count: Int) -> [String] {
         guard count > 0 else { return [] }
         let ops = Double(max(statistics.succeeded, 1))
-        let deltas = after.database.calls.map { query, calls in (query, calls - (before.database.calls[query] ?? 0)) }.filter { $0.1 > 0 }
-        return deltas.sorted { $0.1 > $1.1 }.prefix(count).map { query, calls in
+        let deltas = after.database.calls.compactMap { query, cost -> (String, Int, Double)? in
+            let earlier = before.database.calls[query]
+            let calls = cost.calls - (earlier?.calls ?? 0)
+            return calls > 0 ? (query, calls, cost.milliseconds - (earlier?.milliseconds ?? 0)) : nil
+        }
+        let executing = deltas.reduce(0) { $0 + $1.2 } * 1000 / ops
+        let total = "    calls/op  exec µs/op (all statements: \(String(format: "%.1f", executing)) µs/op)"
+        return [total] + deltas.sorted { $0.1 > $1.1 }.prefix(count).map { query, calls, milliseconds in
             let flat = query.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-            return "    " + String(format: "%6.2f", Double(calls) / ops) + "  " + String(flat.prefix(150))
+            return "    " + String(format: "%8.2f  %10.1f", Double(calls) / ops, milliseconds * 1000 / ops) + "  " + String(flat.prefix(140))
         }
     }
 }
