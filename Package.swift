@@ -63,6 +63,7 @@ let package = Package(
                 .embedInCode("0009_sealed_personal_data.sql"),
                 .embedInCode("0010_passkey_provider.sql"),
                 .embedInCode("0011_no_plaintext_on_disk.sql"),
+                .embedInCode("0012_audit_log.sql"),
             ],
             swiftSettings: strict
         ),
@@ -72,7 +73,7 @@ let package = Package(
         .target(
             name: "ModgudService",
             dependencies: [
-                "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ", "SMTP", "WebAuthn", "ModgudSchema",
+                "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ", "SMTP", "WebAuthn", "ModgudSchema", "TransparencyLog",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
@@ -99,7 +100,7 @@ let package = Package(
         .target(
             name: "ModgudHTTP",
             dependencies: [
-                "ModgudService", "ModgudDomain", "EventSourcing", "PQ",
+                "ModgudService", "ModgudDomain", "EventSourcing", "PQ", "TransparencyLog",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -137,11 +138,14 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The event store on PostgreSQL: appends, gap-safe log reads, projection daemon, rebuilds.
+        // RFC 9162 Merkle trees, their proofs, and C2SP checkpoints in signed notes. Pure.
+        .target(name: "TransparencyLog", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        // The event store on PostgreSQL: appends, gap-safe log reads, projection daemon, rebuilds,
+        // and the audit log over it.
         .target(
             name: "EventStorePostgres",
             dependencies: [
-                "PQ", "EventSourcing", "ModgudSchema",
+                "PQ", "EventSourcing", "ModgudSchema", "TransparencyLog",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -153,7 +157,7 @@ let package = Package(
             name: "ModgudCLI",
             dependencies: [
                 "PQ", "EventSourcing", "EventStorePostgres", "EmbeddedPostgres", "ModgudSchema", "WebAuthn", "ModgudService", "ModgudHTTP",
-                "ModgudDomain", "SMTP", "ModgudClient",
+                "ModgudDomain", "SMTP", "ModgudClient", "TransparencyLog",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 // The native load client of `modgud bench chains` (NIO is built for Hummingbird already).
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -179,6 +183,8 @@ let package = Package(
         .testTarget(name: "PQTests", dependencies: ["PQ", "PostgresTestSupport", "AsyncTestSupport", "EmbeddedPostgres"], swiftSettings: strict),
         .testTarget(name: "ModgudDomainTests", dependencies: ["ModgudDomain", "EventSourcing"], swiftSettings: strict),
         .testTarget(
+            name: "TransparencyLogTests", dependencies: ["TransparencyLog", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        .testTarget(
             name: "ModgudServiceTests",
             dependencies: [
                 "ModgudService", "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ", "PostgresTestSupport",
@@ -190,7 +196,7 @@ let package = Package(
             name: "ModgudHTTPTests",
             dependencies: [
                 "ModgudHTTP", "ModgudService", "ModgudDomain", "PostgresTestSupport", "PQ", "MailTestSupport", "SMTP", "EventSourcing",
-                "WebAuthn", "WebAuthnTesting", "EmbeddedPostgres", "EventStorePostgres", "ModgudClient", "AsyncTestSupport",
+                "WebAuthn", "WebAuthnTesting", "EmbeddedPostgres", "EventStorePostgres", "ModgudClient", "AsyncTestSupport", "TransparencyLog",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
@@ -215,7 +221,8 @@ let package = Package(
         .testTarget(name: "EventSourcingTests", dependencies: ["EventSourcing", "AsyncTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "EventStorePostgresTests",
-            dependencies: ["EventStorePostgres", "EventSourcing", "PQ", "PostgresTestSupport", "AsyncTestSupport"],
+            dependencies: ["EventStorePostgres", "EventSourcing", "PQ", "PostgresTestSupport", "AsyncTestSupport", "TransparencyLog",
+                           .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
     ],

@@ -62,12 +62,17 @@ public struct EventLogMaintenance: Sendable {
         }
     }
 
-    /// Applies rewrites in one transaction.
+    /// Applies rewrites in one transaction, recording each rewritten row's new leaf hash for the
+    /// audit log (`AuditRedactionRecorder`).
     public func apply(_ rewrites: [Rewrite]) async throws {
         guard !rewrites.isEmpty else { return }
         let statements = rewrites.map(EventStoreSQL.rewrite)
         try await pool.transaction { connection in
-            for statement in statements { try connection.query(statement) }
+            var redactions: [AuditRedaction] = []
+            for statement in statements {
+                redactions += try connection.query(statement).rows.map(Self.rewritten)
+            }
+            try AuditRedactionRecorder.record(redactions, operation: "seal-legacy", actor: "operator:privacy", on: connection)
         }
     }
 
@@ -76,11 +81,21 @@ public struct EventLogMaintenance: Sendable {
         try await pool.query(EventStoreSQL.streamIDs(matching: pattern)).rows.map { try $0.decode(String.self, at: 0) }
     }
 
-    /// Renames a stream and its events in one transaction (same events, same versions).
+    /// Renames a stream and its events in one transaction (same events, same versions),
+    /// recording the events' new leaf hashes for the audit log.
     public func renameStream(_ old: String, to new: String) async throws {
         try await pool.transaction { connection in
-            for statement in EventStoreSQL.renameStream(old, to: new) { try connection.query(statement) }
+            let (stream, events) = EventStoreSQL.renameStream(old, to: new)
+            try connection.query(stream)
+            let redactions = try connection.query(events).rows.map(Self.rewritten)
+            try AuditRedactionRecorder.record(redactions, operation: "rename-stream", actor: "operator:privacy", on: connection)
         }
+    }
+
+    /// A rewritten row (`AuditLeaf.columns`) as the audit log records it.
+    private static func rewritten(_ row: PQRow) throws -> AuditRedaction {
+        let leaf = try AuditLeaf(row: row)
+        return AuditRedaction(position: leaf.position, realm: leaf.realm, kind: .rewritten, newHash: leaf.hash)
     }
 
     private static func raw(_ row: PQRow) throws -> RawEvent {
@@ -115,8 +130,9 @@ extension EventStoreSQL {
 
     static func rewrite(_ rewrite: EventLogMaintenance.Rewrite) -> PQQuery {
         """
-        UPDATE events SET payload = \(rewrite.payload)::jsonb, metadata = \(rewrite.metadata)::jsonb
+        UPDATE events e SET payload = \(rewrite.payload)::jsonb, metadata = \(rewrite.metadata)::jsonb
         WHERE position = \(rewrite.event.position) AND payload = \(rewrite.event.payload)::jsonb AND metadata = \(rewrite.event.metadata)::jsonb
+        RETURNING \(unescaped: AuditLeaf.columns)
         """
     }
 
@@ -124,7 +140,10 @@ extension EventStoreSQL {
         "SELECT id FROM streams WHERE id ~ \(pattern)"
     }
 
-    static func renameStream(_ old: String, to new: String) -> [PQQuery] {
-        ["UPDATE streams SET id = \(new) WHERE id = \(old)", "UPDATE events SET stream_id = \(new) WHERE stream_id = \(old)"]
+    static func renameStream(_ old: String, to new: String) -> (stream: PQQuery, events: PQQuery) {
+        (
+            "UPDATE streams SET id = \(new) WHERE id = \(old)",
+            "UPDATE events e SET stream_id = \(new) WHERE stream_id = \(old) RETURNING \(unescaped: AuditLeaf.columns)"
+        )
     }
 }

@@ -167,7 +167,8 @@ enum EventStoreSQL {
     // MARK: Retention
 
     /// Deletes up to `limit` streams of the given types created and last written before
-    /// `cutoff`, with their events, in one statement. `log_statistics` counts the log as it
+    /// `cutoff`, with their events, in one statement; answers a row per removed event (realm,
+    /// position, each with the count of streams dropped) for the audit log's record. `log_statistics` counts the log as it
     /// is, so what it had counted of the removed events is taken back in the same statement
     /// (a rebuild after the prune then equals the continuous table).
     static func pruneStreams(types: [String], cutoff: Date, limit: Int) -> PQQuery {
@@ -190,7 +191,7 @@ enum EventStoreSQL {
         ), dropped AS (
             DELETE FROM streams WHERE id IN (SELECT id FROM doomed) RETURNING 1
         )
-        SELECT (SELECT count(*) FROM dropped)::bigint, (SELECT count(*) FROM removed)::bigint
+        SELECT (SELECT count(*) FROM dropped)::bigint, r.realm, r.position FROM removed r
         """
     }
 

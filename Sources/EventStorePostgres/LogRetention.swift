@@ -12,7 +12,8 @@ import PQ
 /// email challenge): after `maxAge` they are certainly spent or expired, and nothing refers
 /// to them. Identity streams (users, clients, realms, credentials, token families) are
 /// never named, so never pruned. Deletes run in batches of `batchSize` streams, one
-/// statement each, so a large backlog never holds long locks.
+/// statement each, so a large backlog never holds long locks. Each batch records what it
+/// removed for the audit log, in its own transaction (`AuditRedactionRecorder`).
 public struct LogRetention: Sendable {
     public struct Report: Sendable, Equatable {
         public var streams: Int
@@ -42,11 +43,18 @@ public struct LogRetention: Sendable {
         let cutoff = now.addingTimeInterval(-Double(maxAge.components.seconds))
         var total = Report(streams: 0, events: 0)
         while true {
-            guard let row = try await pool.query(EventStoreSQL.pruneStreams(types: streamTypes, cutoff: cutoff, limit: batchSize)).first
-            else { break }
-            let streams = try row.decode(Int.self, at: 0)
+            let (streams, events) = try await pool.transaction { connection in
+                let rows = try connection.query(EventStoreSQL.pruneStreams(types: streamTypes, cutoff: cutoff, limit: batchSize)).rows
+                guard let first = rows.first else { return (0, 0) }
+                // The audit log keeps the removed events' leaves; the removal is recorded beside them.
+                let removed = try rows.map { row in
+                    AuditRedaction(position: try row.decode(Int64.self, at: 2), realm: try row.decode(String.self, at: 1), kind: .removed)
+                }
+                try AuditRedactionRecorder.record(removed, operation: "retention", actor: "system:retention", on: connection)
+                return (try first.decode(Int.self, at: 0), rows.count)
+            }
             total.streams += streams
-            total.events += try row.decode(Int.self, at: 1)
+            total.events += events
             if streams < batchSize { break }
         }
         return total

@@ -143,8 +143,7 @@ enum BatchApplier {
             if let from {
                 cursor = from
             } else if let row = try connection.query(EventStoreSQL.checkpoint(projection.name)).first {
-                cursor = LogCursor(
-                    transactionID: try row.decode(PQTransactionID.self, at: 0).rawValue, position: try row.decode(Int64.self, at: 1))
+                cursor = try LogCursor(checkpointRow: row)
             } else {
                 cursor = .start
             }

@@ -31,8 +31,7 @@ public struct ProjectionStatus: Sendable {
             heldBehindOpenTransaction: 0, failing: 0, parked: 0)
         guard projection.mode == .async else { return status }
         if let row = try await pool.query(EventStoreSQL.checkpoint(projection.name)).first {
-            status.checkpoint = LogCursor(
-                transactionID: try row.decode(PQTransactionID.self, at: 0).rawValue, position: try row.decode(Int64.self, at: 1))
+            status.checkpoint = try LogCursor(checkpointRow: row)
             status.applied = try row.decode(Int.self, at: 2)
             status.updatedAt = try row.decode(Date.self, at: 3)
         }

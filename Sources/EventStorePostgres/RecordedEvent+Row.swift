@@ -30,3 +30,10 @@ extension EventMetadata {
     /// The metadata as a `jsonb` parameter.
     var json: PQJSON { PQJSON(jsonText) }
 }
+
+extension LogCursor {
+    /// Decodes a `checkpoints` row's (tx_id, position), as `EventStoreSQL.checkpoint` selects them.
+    init(checkpointRow row: PQRow) throws {
+        self.init(transactionID: try row.decode(PQTransactionID.self, at: 0).rawValue, position: try row.decode(Int64.self, at: 1))
+    }
+}

@@ -3,7 +3,7 @@ import Foundation
 import ModgudService
 
 struct AuditCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "audit", abstract: "Histories from the log.", subcommands: [UserAudit.self])
+    static let configuration = CommandConfiguration(commandName: "audit", abstract: "Histories from the log.", subcommands: [UserAudit.self, VerifyAuditLog.self, PrintCheckpoint.self])
 
     struct UserAudit: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "user", abstract: "A user's history: time, event, actor, client, IP.")

@@ -35,6 +35,8 @@ struct ModgudConfiguration {
     var poolSize: Int
     /// Group commit's commits in flight (`MODGUD_COMMIT_LANES`); nil: every append commits alone.
     var groupCommit: AppendBatcher.Options?
+    /// When the audit log signs checkpoints (`MODGUD_AUDIT_CHECKPOINT_SECONDS`, `MODGUD_AUDIT_CHECKPOINT_LEAVES`).
+    var auditLog: AuditLogIntegrator.Settings
 
     /// The transport `serve` uses: SMTP when configured; the console only when asked for
     /// (it prints codes and links, so it is never a silent production default).
@@ -100,7 +102,10 @@ struct ModgudConfiguration {
             retention: .seconds(86_400 * (try number("MODGUD_RETENTION_DAYS", 30, 1...3650))),
             addressRetention: .seconds(86_400 * (try number("MODGUD_IP_RETENTION_DAYS", 30, 1...3650))),
             poolSize: try number("MODGUD_DB_POOL_SIZE", 32, 2...1000),
-            groupCommit: try number("MODGUD_COMMIT_LANES", 2, 0...64).nonZero.map { AppendBatcher.Options(lanes: $0) })
+            groupCommit: try number("MODGUD_COMMIT_LANES", 2, 0...64).nonZero.map { AppendBatcher.Options(lanes: $0) },
+            auditLog: AuditLogIntegrator.Settings(
+                checkpointInterval: .seconds(try number("MODGUD_AUDIT_CHECKPOINT_SECONDS", 60, 1...86_400)),
+                checkpointLeaves: Int64(try number("MODGUD_AUDIT_CHECKPOINT_LEAVES", 10_000, 1...10_000_000))))
     }
 }
 

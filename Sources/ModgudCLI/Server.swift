@@ -1,3 +1,4 @@
+import EventSourcing
 import EventStorePostgres
 import Foundation
 import Hummingbird
@@ -29,6 +30,7 @@ enum Server {
         var logger = Logger(label: "modgud")
         logger.logLevel = .info
         let daemon = ProjectionDaemonService(daemon: ProjectionDaemon(pool: core.pool, projections: ProjectionCatalog.asynchronous))
+        let auditLog = AuditLogService(integrator: AuditLogIntegrator(pool: core.pool, signer: core.auditKeys, settings: configuration.auditLog))
         let dispatcher = try core.makeMailDispatcher(transport: mail, settings: configuration.mailDispatcher)
         let app = buildApplication(
             core: core,
@@ -42,7 +44,7 @@ enum Server {
         let listener = SettingsListenerService(listener: SettingsChangeListener(configuration: core.pool.configuration, core: core, logger: logger))
         var group = ServiceGroupConfiguration(
             services: [
-                .init(service: listener), .init(service: daemon), .init(service: MailDispatcherService(dispatcher: dispatcher)), .init(service: maintenance),
+                .init(service: listener), .init(service: daemon), .init(service: auditLog), .init(service: MailDispatcherService(dispatcher: dispatcher)), .init(service: maintenance),
                 .init(service: app), .init(service: DrainService(readiness: core.readiness, delay: settings.drain, logger: logger)),
             ], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         // A request that never finishes must not hold the shutdown forever: after the drain
@@ -60,6 +62,24 @@ struct ProjectionDaemonService: Service {
         await cancelWhenGracefulShutdown {
             await daemon.run()
         }
+    }
+}
+
+/// The audit log's integrator as a lifecycle service: woken by the log's NOTIFY and by
+/// polling each second (a checkpoint falls due with time as well as with leaves). An
+/// unreachable database is retried with backoff, as the projection daemon does.
+struct AuditLogService: Service {
+    let integrator: AuditLogIntegrator
+
+    func run() async throws {
+        let runner = ProjectionRunner(worker: integrator, projections: [AuditLogIntegrator.name])
+        let logger = Logger(label: "modgud.audit-log")
+        await cancelWhenGracefulShutdown {
+            await runner.run { error, _ in
+                logger.warning("audit log integrator cannot reach the database; retrying", metadata: ["error": "\(error)"])
+            }
+        }
+        await integrator.shutdown()
     }
 }
 

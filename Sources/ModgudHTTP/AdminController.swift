@@ -19,6 +19,7 @@ struct AdminController: Sendable {
         registerClients(on: api)
         registerUsers(on: api)
         registerUserCredentials(on: api)
+        registerAuditLog(on: api)
     }
 
     // MARK: Plumbing

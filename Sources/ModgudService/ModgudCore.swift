@@ -15,6 +15,8 @@ public struct ModgudCore: Sendable {
     public let userActors: AggregateRegistry<User>
     public let familyActors: AggregateRegistry<TokenFamily>
     public let keys: SigningKeyRing
+    /// Each realm's audit log key (checkpoints only).
+    public let auditKeys: AuditLogKeys
     public let tokenService: TokenService
     public let clientAuthenticator: ClientAuthenticator
     public let realmDirectory: RealmDirectory
@@ -58,6 +60,7 @@ public struct ModgudCore: Sendable {
         userActors = AggregateRegistry(store: store)
         familyActors = AggregateRegistry(store: store)
         keys = SigningKeyRing(pool: pool, sealer: try masterKey.map { try KeySealer(masterKey: $0) }, realms: realmActors)
+        auditKeys = AuditLogKeys(pool: pool, sealer: try masterKey.map { try KeySealer(masterKey: $0) })
         realmDirectory = RealmDirectory(pool: pool, maxAge: settingsMaxAge)
         tokenService = TokenService(
             pool: pool, families: familyActors, users: userActors, minter: TokenMinter(keys: keys), realms: realmDirectory, vault: vault, now: now)

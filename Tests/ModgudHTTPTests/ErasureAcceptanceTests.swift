@@ -88,6 +88,12 @@ final class ErasureAcceptanceTests: XCTestCase {
             let auditBefore = try await H.call(client, .get, "/admin/api/realms/dev/users/\(userID.uuidString.lowercased())/audit", "", headers: admin)
             XCTAssertTrue(auditBefore.body.contains("email=\(address)"), auditBefore.body)
 
+            // The audit log integrates the person's events before the erasure.
+            let auditLog = AuditLogIntegrator(
+                pool: harness.core.pool, signer: harness.core.auditKeys, settings: .init(checkpointInterval: .seconds(3600), checkpointLeaves: 1))
+            while case .applied = try await auditLog.step(AuditLogIntegrator.name) {}
+            let integrated = try await AuditLogReader(pool: harness.core.pool).size(realm: "dev")
+
             // Erase, through the admin API.
             let erased = try await H.call(client, .delete, "/admin/api/realms/dev/users/\(userID.uuidString.lowercased())?erase=true", "", headers: admin)
             XCTAssertEqual(erased.status, .ok, erased.body)
@@ -138,6 +144,14 @@ final class ErasureAcceptanceTests: XCTestCase {
             let newID = try await AdminService(core: harness.core).findUser(realm: "dev", address)
             XCTAssertNotNil(newID)
             XCTAssertNotEqual(newID, userID)
+
+            // Crypto-shredding left every row the leaves cover as it was: the log verifies.
+            while case .applied = try await auditLog.step(AuditLogIntegrator.name) {}
+            await auditLog.shutdown()
+            let key = try await harness.core.auditKeys.publicKey(realm: "dev")
+            let report = try await AuditLogVerifier(pool: harness.core.pool, origin: try XCTUnwrap(key).origin, publicKey: key!.publicKey).verify(realm: "dev")
+            XCTAssertNil(report.finding, "\(report.finding!)")
+            XCTAssertGreaterThan(report.leavesChecked, integrated, "the leaves from before the erasure and after it")
         }
 
         // Replay shows [erased] where the erased person's data was; every projection rebuilds.

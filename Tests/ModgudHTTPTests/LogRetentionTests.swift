@@ -63,14 +63,21 @@ final class LogRetentionTests: XCTestCase {
         let after = try await streamCounts(pool)
         XCTAssertNil(after["passkey-ceremony"])
         XCTAssertNil(after["email-challenge"])
-        let identityAfter = try await rows(pool, "SELECT id || ':' || version FROM streams WHERE type NOT IN ('passkey-ceremony', 'email-challenge') ORDER BY 1")
+        let identityAfter = try await rows(
+            pool, "SELECT id || ':' || version FROM streams WHERE type NOT IN ('passkey-ceremony', 'email-challenge', 'auditlog') ORDER BY 1")
         XCTAssertEqual(identityAfter, identityBefore, "user, client, realm and token-family streams are untouched")
+        // The prune recorded itself for the audit log: one event, and a record per removed event.
+        let operation = try await rows(pool, "SELECT type || ' ' || (payload->>'operation') || ' ' || (payload->>'removed') FROM events WHERE stream_type = 'auditlog'")
+        XCTAssertEqual(operation, ["AuditLogRedacted retention \(pruned.events)"])
+        let records = try await pool.query("SELECT count(*) FROM audit_redactions WHERE kind = 'removed'").first!.decode(Int.self, at: 0)
+        XCTAssertEqual(records, pruned.events)
         let orphans = try await pool.query(
             "SELECT count(*) FROM events WHERE stream_type IN ('passkey-ceremony', 'email-challenge')").first!.decode(Int.self, at: 0)
         XCTAssertEqual(orphans, 0)
 
         // log_statistics counts the log as it now is, and a rebuild of every projection equals
         // what continuous operation (plus the prune) left.
+        try await daemon.catchUp()
         let statistics = "SELECT realm || '|' || type || '|' || events FROM log_statistics WHERE events > 0 ORDER BY 1" as PQQuery
         let logAsIs = try await rows(pool, "SELECT realm || '|' || type || '|' || count(*) FROM events GROUP BY realm, type ORDER BY 1")
         let continuous = try await rows(pool, statistics)

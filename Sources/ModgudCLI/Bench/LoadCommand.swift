@@ -78,12 +78,24 @@ struct LoadCommand: AsyncParsableCommand {
         }
         let before = try await environment.sample(perStatement: statements > 0)
         let started = ContinuousClock.now
+        // The audit log integrator's lag (events committed, not yet leaves), sampled twice a second.
+        let lagSampler = Task {
+            var largest = 0
+            let reader = AuditLogReader(pool: environment.pool)
+            while !Task.isCancelled {
+                largest = max(largest, (try? await reader.lag()) ?? 0)
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+            return largest
+        }
         let (statistics, _) = await drive(workers, connection: environment.connection, until: started + .milliseconds(Int64(seconds * 1000)))
         let elapsed = min(ContinuousClock.now - started, .milliseconds(Int64(seconds * 1000)))
+        lagSampler.cancel()
+        let auditLag = await lagSampler.value
         let after = try await environment.sample(perStatement: statements > 0)
         return LoadReport(
             scenario: scenario, statistics: statistics, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
-            before: before, after: after)
+            before: before, after: after, auditLag: auditLag)
     }
 
     private func prepare(_ scenario: LoadScenario, fixtures: LoadFixtureSet) async throws -> [LoadWorker] {

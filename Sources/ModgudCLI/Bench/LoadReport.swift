@@ -8,11 +8,13 @@ struct LoadReport {
     let seconds: Double
     let before: LoadEnvironment.Sample
     let after: LoadEnvironment.Sample
+    /// The most events the audit log's integrator trailed by while the run went on.
+    var auditLag: Int? = nil
 
     static let columns: [(String, Int)] = [
         ("scenario", 20), ("ok/s", 9), ("p50 ms", 8), ("p99 ms", 8), ("errors", 7), ("xact/op", 8), ("rt/op", 7), ("stmt/op", 8),
         ("fsync/op", 9), ("WAL B/op", 9), ("srv ms/op", 10), ("pg ms/op", 9), ("gen ms/op", 10), ("RSS MiB", 8),
-        ("appends/commit", 15),
+        ("appends/commit", 15), ("audit lag", 10),
     ]
 
     static var header: String {
@@ -41,6 +43,7 @@ struct LoadReport {
             after.serverMemory.map { String(format: "%.0f", Double($0.resident) / 1024) } ?? "-",
             // Group commit's batches: mean/median/largest appends per commit.
             before.server.flatMap { before in after.server.map { ServerMetrics.batches(from: before, to: $0) } } ?? "-",
+            auditLag.map(String.init) ?? "-",
         ]
         var text = ""
         for (index, (value, column)) in zip(values, Self.columns).enumerated() {

@@ -7,6 +7,7 @@ import PQ
 ///
 /// - `modgud_projection_lag_events{projection}`, `modgud_projection_failing_events{projection}`,
 ///   `modgud_projection_parked_events{projection}`;
+/// - `modgud_audit_log_lag_events`: events committed and not yet leaves of the audit log;
 /// - `modgud_mail_outbox_messages{state="pending"|"dead"}`;
 /// - `modgud_db_pool_connections{state="open"|"idle"|"in_use"}`, `modgud_db_pool_waiting`.
 public struct MetricsSampler: Sendable {
@@ -34,6 +35,7 @@ public struct MetricsSampler: Sendable {
             Gauge(label: "modgud_projection_failing_events", dimensions: dimensions).record(status.failing)
             Gauge(label: "modgud_projection_parked_events", dimensions: dimensions).record(status.parked)
         }
+        Gauge(label: "modgud_audit_log_lag_events").record(try await AuditLogReader(pool: pool).lag())
         if let outbox {
             let counts = try await outbox.counts()
             Gauge(label: "modgud_mail_outbox_messages", dimensions: [("state", "pending")]).record(counts.pending)
