@@ -209,7 +209,10 @@ let package = Package(
             ], swiftSettings: strict),
         // Runs the built `modgud` executable against real databases (the operator commands).
         .testTarget(
-            name: "ModgudCLITests", dependencies: ["ModgudCLI", "PostgresTestSupport", "PQ", "ModgudSchema", "MailTestSupport", "AsyncTestSupport"],
+            name: "ModgudCLITests",
+            dependencies: [
+                "ModgudCLI", "PostgresTestSupport", "PQ", "ModgudSchema", "MailTestSupport", "AsyncTestSupport", "ModgudService", "EventStorePostgres",
+            ],
             swiftSettings: strict),
         .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: strict),
         .testTarget(

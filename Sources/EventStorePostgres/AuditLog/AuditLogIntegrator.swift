@@ -32,11 +32,19 @@ public actor AuditLogIntegrator: ProjectionWorker {
         public var batchSize: Int
         public var checkpointInterval: Duration
         public var checkpointLeaves: Int64
+        /// How long the integrator lets events gather after a wake-up before it reads them, so
+        /// that under load it integrates a few large batches rather than one per commit. It
+        /// bounds the lag it adds (BENCHMARKS.md, "Issue 28").
+        public var gather: Duration
 
-        public init(batchSize: Int = 1000, checkpointInterval: Duration = .seconds(60), checkpointLeaves: Int64 = 10_000) {
+        public init(
+            batchSize: Int = 1000, checkpointInterval: Duration = .seconds(60), checkpointLeaves: Int64 = 10_000,
+            gather: Duration = .milliseconds(200)
+        ) {
             self.batchSize = max(1, batchSize)
             self.checkpointInterval = checkpointInterval
             self.checkpointLeaves = max(1, checkpointLeaves)
+            self.gather = gather
         }
     }
 
@@ -46,6 +54,9 @@ public actor AuditLogIntegrator: ProjectionWorker {
     public let pool: PQPool
     public let settings: Settings
     private let signer: any CheckpointSigning
+    /// Each realm's tree as this integrator last left it, reused while the stored size agrees
+    /// (another instance may have integrated in between; then it is read again).
+    private var trees: [String: CompactRange] = [:]
     private let listener: NotificationListener
     private let now: @Sendable () -> Int64
     /// `modgud_audit_log_leaves_total`.
@@ -66,6 +77,7 @@ public actor AuditLogIntegrator: ProjectionWorker {
 
     public func waitForEvents(timeout: Duration) async throws {
         await listener.wait(timeout: timeout)
+        if settings.gather > .zero { try await Task.sleep(for: settings.gather) }
     }
 
     public func shutdown() async {
@@ -74,24 +86,29 @@ public actor AuditLogIntegrator: ProjectionWorker {
 
     public func step(_ name: String) async throws -> ProjectionStep {
         let limit = settings.batchSize
-        let integrated = try await pool.transaction { connection in
-            try Self.integrateBatch(on: connection, limit: limit)
+        let known = trees
+        let outcome = try await pool.transaction { connection in
+            try Self.integrateBatch(on: connection, limit: limit, known: known)
         }
         try await writeDueCheckpoints()
-        guard let integrated else { return .busy }
+        guard let (integrated, grown) = outcome else { return .busy }
+        trees.merge(grown) { _, new in new }
         leavesCounter.increment(by: integrated)
         return integrated == 0 ? .caughtUp : .applied(integrated)
     }
 
-    /// One batch: lock, read, append leaves and nodes, move the cursor. Nil when busy.
-    static func integrateBatch(on connection: isolated PQConnection, limit: Int) throws -> Int? {
+    /// One batch: lock, read, append leaves and nodes, move the cursor. Nil when busy; else
+    /// the leaves appended and the trees they grew.
+    static func integrateBatch(on connection: isolated PQConnection, limit: Int, known: [String: CompactRange]) throws
+        -> (Int, [String: CompactRange])?
+    {
         guard try connection.query(EventStoreSQL.tryLockProjectionForTransaction(AuditLogSQL.cursorName)).first?.decode(Bool.self, at: 0) == true
         else { return nil }
         let cursor = try connection.query(EventStoreSQL.checkpoint(AuditLogSQL.cursorName)).first.map(LogCursor.init(checkpointRow:)) ?? .start
         let rows = try connection.query(AuditLogSQL.events(after: cursor, limit: limit)).rows
-        guard let lastRow = rows.last else { return 0 }
+        guard let lastRow = rows.last else { return (0, [:]) }
         let leaves = try rows.map { try AuditLeaf(row: $0, at: 1) }
-        var trees = try loadTrees(Set(leaves.map(\.realm)), on: connection)
+        var trees = try loadTrees(Set(leaves.map(\.realm)), known: known, on: connection)
         var leafRows = (realms: [String](), indexes: [Int64](), positions: [Int64](), hashes: [String]())
         var nodeRows = (realms: [String](), levels: [Int64](), indexes: [Int64](), hashes: [String]())
         for leaf in leaves {
@@ -120,11 +137,14 @@ public actor AuditLogIntegrator: ProjectionWorker {
                 AuditLogSQL.insertNodes(realms: nodeRows.realms, levels: nodeRows.levels, indexes: nodeRows.indexes, hashes: nodeRows.hashes))
         }
         _ = try connection.pipeline(statements)
-        return leaves.count
+        return (leaves.count, trees)
     }
 
-    /// Each realm's tree as stored: its size and the hashes of its right edge.
-    private static func loadTrees(_ realms: Set<String>, on connection: isolated PQConnection) throws -> [String: CompactRange] {
+    /// Each realm's tree as stored: its size and the hashes of its right edge (the known one
+    /// when its size is the stored size).
+    private static func loadTrees(_ realms: Set<String>, known: [String: CompactRange], on connection: isolated PQConnection) throws
+        -> [String: CompactRange]
+    {
         var sizes: [String: Int64] = [:]
         for row in try connection.query(AuditLogSQL.heads(Array(realms))).rows {
             sizes[try row.decode(String.self, at: 0)] = try row.decode(Int64.self, at: 1)
@@ -132,6 +152,10 @@ public actor AuditLogIntegrator: ProjectionWorker {
         var trees: [String: CompactRange] = [:]
         for realm in realms {
             let size = sizes[realm] ?? 0
+            if let tree = known[realm], tree.size == size {
+                trees[realm] = tree
+                continue
+            }
             let pieces = CompactRange.pieces(forSize: size)
             let stored = try AuditLogReader.hashes(connection.query(AuditLogSQL.nodes(realm: realm, pieces)))
             trees[realm] = CompactRange(size: size, hashes: try pieces.map { piece in
@@ -151,7 +175,12 @@ public actor AuditLogIntegrator: ProjectionWorker {
             let signedSize = try row.decode(Int64?.self, at: 2)
             let age = try row.decode(Double?.self, at: 3)
             if let signedSize, let age, size - signedSize < settings.checkpointLeaves, age < interval { continue }
-            let root = try await AuditLogReader(pool: pool).root(realm: realm, size: size)
+            let root: [UInt8]
+            if let tree = trees[realm], tree.size == size {
+                root = tree.root
+            } else {
+                root = try await AuditLogReader(pool: pool).root(realm: realm, size: size)
+            }
             let checkpoint = Checkpoint(origin: try await signer.origin(realm: realm), size: size, root: root, timestamp: now())
             let note = try await signer.sign(checkpoint.body, realm: realm)
             _ = try await pool.query(AuditLogSQL.insertCheckpoint(realm: realm, size: size, root: root, note: note))

@@ -29,17 +29,17 @@ enum AuditLogSQL {
     }
 
     /// The stored hashes of the given perfect subtrees of one realm (level 0: the leaves).
+    /// Written as lookups per wanted node, so the plan is an index probe each however the
+    /// tables' statistics stood when the statement was prepared (a plan cached while the
+    /// tables were small scanned them whole as they grew).
     static func nodes(realm: String, _ nodes: [TreeNode]) -> PQQuery {
-        let leaves = nodes.filter { $0.level == 0 }.map(\.index)
-        let inner = nodes.filter { $0.level > 0 }
-        return """
-            SELECT 0::int8, leaf_index, hash FROM audit_leaves WHERE realm = \(realm) AND leaf_index = ANY(\(leaves))
-            UNION ALL
-            SELECT n.level::int8, n.node_index, n.hash FROM audit_nodes n
-            JOIN unnest(\(inner.map { Int64($0.level) })::int8[], \(inner.map(\.index))::int8[]) AS w (level, node_index)
-              ON n.level = w.level AND n.node_index = w.node_index
-            WHERE n.realm = \(realm)
-            """
+        """
+        SELECT w.level, w.node_index, coalesce(l.hash, n.hash)
+        FROM unnest(\(nodes.map { Int64($0.level) })::int8[], \(nodes.map(\.index))::int8[]) AS w (level, node_index)
+        LEFT JOIN LATERAL (SELECT hash FROM audit_leaves WHERE realm = \(realm) AND leaf_index = w.node_index AND w.level = 0) l ON true
+        LEFT JOIN LATERAL (SELECT hash FROM audit_nodes WHERE realm = \(realm) AND level = w.level AND node_index = w.node_index AND w.level > 0) n ON true
+        WHERE coalesce(l.hash, n.hash) IS NOT NULL
+        """
     }
 
     static func insertLeaves(realms: [String], indexes: [Int64], positions: [Int64], hashes: [String]) -> PQQuery {
@@ -95,14 +95,15 @@ enum AuditLogSQL {
         "SELECT realm, leaf_index, hash FROM audit_leaves WHERE position = \(position)"
     }
 
-    /// Leaves from `index` on with the events they were made of (all nulls when the row is gone).
+    /// Leaves from `index` on with the events they were made of (all nulls when the row is
+    /// gone): an index probe into `events` per leaf, whatever the statistics say.
     static func leavesWithEvents(realm: String, from index: Int64, limit: Int) -> PQQuery {
         """
         SELECT l.leaf_index, l.position, l.hash, e.position IS NOT NULL, \(unescaped: AuditLeaf.columns)
-        FROM audit_leaves l LEFT JOIN events e ON e.position = l.position
-        WHERE l.realm = \(realm) AND l.leaf_index >= \(index)
+        FROM (SELECT leaf_index, position, hash FROM audit_leaves WHERE realm = \(realm) AND leaf_index >= \(index)
+              ORDER BY leaf_index LIMIT \(limit)) l
+        LEFT JOIN LATERAL (SELECT * FROM events WHERE position = l.position) e ON true
         ORDER BY l.leaf_index
-        LIMIT \(limit)
         """
     }
 

@@ -110,7 +110,7 @@ public struct AuditLogVerifier: Sendable {
             report.checkpointsChecked += 1
             return checkpoint
         } catch {
-            report.finding = Finding(leafIndex: size, reason: "checkpoint\(size.map { " of size \($0)" } ?? ""): \(error)")
+            report.finding = Finding(reason: "checkpoint\(size.map { " of size \($0)" } ?? " held outside"): \(error)")
             return nil
         }
     }

@@ -14,11 +14,13 @@ struct AuditLogBenchCommand: AsyncParsableCommand {
         commandName: "auditlog",
         abstract: "Integrate and verify an audit log of N events; print rates, proof latency and sizes per million events.",
         discussion: """
-            Starts a private, durable PostgreSQL cluster in a temporary folder and deletes it afterwards. The events are \
+            Without --database-url it starts a private, durable PostgreSQL cluster in a temporary folder and deletes it \
+            afterwards. The events are \
             written by SQL in chunks of 100,000, with payloads and metadata the size of the product's (about 450 bytes). \
             Run the release build: swift run -c release modgud bench auditlog
             """)
 
+    @Option(name: .customLong("database-url"), help: "Benchmark against this empty, migrated database instead.") var url: String?
     @Option(help: "Events in the log.") var events = 1_000_000
     @Option(help: "Inclusion proofs to time.") var proofs = 2000
 
@@ -29,10 +31,12 @@ struct AuditLogBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let folder = "/tmp/modgud-bench-audit-\(getpid())"
-        let cluster = try EmbeddedPostgres(.init(dataDirectory: folder, database: "bench", durable: true))
-        defer { try? cluster.destroy() }
-        let pool = PQPool(configuration: PQConfiguration(connectionString: cluster.url), options: .init(maxConnections: 4))
+        var cluster: EmbeddedPostgres?
+        if url == nil {
+            cluster = try EmbeddedPostgres(.init(dataDirectory: "/tmp/modgud-bench-audit-\(getpid())", database: "bench", durable: true))
+        }
+        defer { try? cluster?.destroy() }
+        let pool = PQPool(configuration: PQConfiguration(connectionString: url ?? cluster!.url), options: .init(maxConnections: 4))
         _ = try await Migrator.product(pool: pool).migrate()
         print("modgud bench auditlog — \(events) events in one realm, \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) cores")
         print("phase".padding(34) + "events/s".padding(12, left: true) + "seconds".padding(10, left: true))
