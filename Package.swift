@@ -64,6 +64,7 @@ let package = Package(
                 .embedInCode("0010_passkey_provider.sql"),
                 .embedInCode("0011_no_plaintext_on_disk.sql"),
                 .embedInCode("0012_audit_log.sql"),
+                .embedInCode("0013_dpop_replay.sql"),
             ],
             swiftSettings: strict
         ),

@@ -60,6 +60,7 @@ final class SQLHomeTests: XCTestCase {
             "signing_key_secrets": ["RealmTables.swift"],
             "personal_data_sealing": ["PersonalDataSealingTable.swift"],
             "audit_log_keys": ["AuditLogKeysTable.swift"],
+            "dpop_jtis": ["DPoPReplayTable.swift"],
         ]
         let files = try Self.files().filter { !$0.path.hasPrefix("ModgudCLI/Bench/") }
         for (table, allowed) in homes {

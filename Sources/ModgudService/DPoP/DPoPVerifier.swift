@@ -1,0 +1,56 @@
+import Foundation
+import PQ
+
+/// Checks DPoP proofs completely: `DPoPProof`'s stateless steps, then freshness by a server
+/// nonce or `iat` (RFC 9449 sections 4.3 steps 10–11, and 8), then jti single use across
+/// every instance (section 11.1).
+///
+/// Mobile clocks are often minutes off, so freshness does not hang on a tight `iat` window
+/// alone. A proof with one of this deployment's nonces is fresh whatever its `iat`. A proof
+/// without one passes only if its `iat` is within `window` of the server's clock. Otherwise
+/// the client is told `use_dpop_nonce`, with a nonce and how far off its clock was, and one
+/// retry settles it.
+public struct DPoPVerifier: Sendable {
+    public let pool: PQPool
+    public let nonces: DPoPNonces
+    /// How far `iat` may be from the server's clock in a proof without a nonce.
+    public let window: Int64
+
+    public init(pool: PQPool, nonces: DPoPNonces, window: Int64 = 60) {
+        self.pool = pool
+        self.nonces = nonces
+        self.window = window
+    }
+
+    /// - Parameters:
+    ///   - requireNonce: the client's setting asks for a nonce in every proof.
+    /// - Throws: `DPoPError`.
+    public func verify(_ jwt: String, method: String, url: String, accessToken: String? = nil, now: Date, requireNonce: Bool = false)
+        async throws -> DPoPProof
+    {
+        let proof = try DPoPProof(parsing: jwt, method: method, url: url, accessToken: accessToken)
+        let seconds = Int64(now.timeIntervalSince1970)
+        if let nonce = proof.nonce, nonces.accepts(nonce, now: seconds) {
+            // Step 10: our nonce, in its slot or the next: fresh.
+        } else if proof.nonce != nil {
+            throw DPoPError.useNonce("the nonce is not current")
+        } else if requireNonce {
+            throw DPoPError.useNonce("this client's proofs must carry a server nonce")
+        } else if abs(seconds - proof.issuedAt) > window {
+            // Step 11, with the offset for the client's log.
+            let offset = proof.issuedAt - seconds
+            throw DPoPError.useNonce("iat is \(abs(offset)) s \(offset > 0 ? "ahead of" : "behind") the server's clock; send the nonce")
+        }
+        // Section 11.1: single use, for as long as any proof is acceptable (a nonce's two slots).
+        let expiry = now.addingTimeInterval(Double(max(2 * nonces.slot, 2 * window)))
+        guard try await pool.query(DPoPReplayTable.claim(jkt: proof.key.thumbprint, jti: proof.jti, now: now, until: expiry)).first != nil else {
+            throw DPoPError.replayed
+        }
+        return proof
+    }
+
+    /// Deletes jtis past their window (the maintenance loop).
+    public func prune(now: Date) async throws {
+        try await DPoPReplayTable.prune(before: now, pool: pool)
+    }
+}
