@@ -42,8 +42,9 @@ struct MaintenanceService: Service {
     private func prune() async {
         do {
             try await core.rateLimiter.prune()
+            try await core.dpop?.prune(now: core.now())
         } catch {
-            logger.warning("rate-limit pruning failed", metadata: ["error": "\(error)"])
+            logger.warning("rate-limit or DPoP jti pruning failed", metadata: ["error": "\(error)"])
         }
         do {
             let report = try await retention.prune()

@@ -29,7 +29,8 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     router.add(middleware: RequestObservationMiddleware())
     // Each controller gets the services it uses, not the composition root.
     let grantServices = GrantServices(
-        tokens: core.tokenService, passkeys: core.passkeys, rateLimiter: core.rateLimiter, emailSignIn: { try core.emailSignIn() })
+        tokens: core.tokenService, passkeys: core.passkeys, rateLimiter: core.rateLimiter, emailSignIn: { try core.emailSignIn() },
+        dpop: core.dpop)
     let tokens = TokenController(services: grantServices, clients: core.clientAuthenticator, parsing: parsing)
     let introspection = IntrospectionController(clients: core.clientAuthenticator, tokens: core.tokenService, parsing: parsing)
     let discovery = DiscoveryController(keys: core.keys, parsing: parsing)

@@ -24,6 +24,8 @@ struct DiscoveryController: Sendable {
         var grantTypesSupported: [String]
         var tokenEndpointAuthMethodsSupported = ["none", "client_secret_basic", "client_secret_post"]
         var idTokenSigningAlgValuesSupported = ["ES256", "RS256"]
+        /// RFC 9449 section 5.1: the algorithms of DPoP proofs the token endpoint checks.
+        var dpopSigningAlgValuesSupported = DPoPKey.Algorithm.allCases.map(\.rawValue)
         var subjectTypesSupported = ["public"]
         var responseTypesSupported = ["none"]
         var scopesSupported = ["openid", "email", "profile", "offline_access"]
@@ -41,6 +43,7 @@ struct DiscoveryController: Sendable {
             case grantTypesSupported = "grant_types_supported"
             case tokenEndpointAuthMethodsSupported = "token_endpoint_auth_methods_supported"
             case idTokenSigningAlgValuesSupported = "id_token_signing_alg_values_supported"
+            case dpopSigningAlgValuesSupported = "dpop_signing_alg_values_supported"
             case subjectTypesSupported = "subject_types_supported"
             case responseTypesSupported = "response_types_supported"
             case scopesSupported = "scopes_supported"

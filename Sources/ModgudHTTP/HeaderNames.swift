@@ -5,4 +5,8 @@ extension HTTPField.Name {
     static let requestID = HTTPField.Name("X-Request-Id")!
     static let pragma = HTTPField.Name("Pragma")!
     static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
+    /// RFC 9449 section 4.1: the proof.
+    static let dpop = HTTPField.Name("DPoP")!
+    /// RFC 9449 section 8: the server's nonce.
+    static let dpopNonce = HTTPField.Name("DPoP-Nonce")!
 }

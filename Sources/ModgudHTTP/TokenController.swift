@@ -34,7 +34,25 @@ struct TokenController: Sendable {
         do {
             let tokens = try await redeem(request, context: context, outcome: &outcome, started: started)
             outcome.outcome = "success"
-            return OAuthResponses.token(tokens)
+            var response = OAuthResponses.token(tokens)
+            if tokens.tokenType == "DPoP", let dpop = services.dpop { response.headers[.dpopNonce] = dpop.currentNonce }
+            return response
+        } catch let refusal as DPoPError {
+            // RFC 9449 section 5 (invalid_dpop_proof) and section 8 (use_dpop_nonce, with a nonce).
+            var response: Response
+            switch refusal {
+            case .useNonce(let detail):
+                outcome.outcome = "use_dpop_nonce"
+                response = OAuthResponses.error(OAuthError("use_dpop_nonce", detail))
+            case .invalid(let detail):
+                outcome.outcome = "invalid_dpop_proof"
+                response = OAuthResponses.error(OAuthError("invalid_dpop_proof", "The DPoP proof is invalid: \(detail)."))
+            case .replayed:
+                outcome.outcome = "invalid_dpop_proof"
+                response = OAuthResponses.error(OAuthError("invalid_dpop_proof", "The DPoP proof was used before."))
+            }
+            if let dpop = services.dpop { response.headers[.dpopNonce] = dpop.currentNonce }
+            return response
         } catch RequestParsing.Failure.response(let response) {
             outcome.outcome = "invalid_request"
             return response
@@ -78,7 +96,7 @@ struct TokenController: Sendable {
         }
         let grantRequest = GrantRequest(
             form: form, client: client, limits: limits, realm: realm, issuer: issuer, source: source, correlationID: context.id,
-            clientIP: context.peerAddress, services: services)
+            clientIP: context.peerAddress, services: services, dpopKey: try await verifiedDPoPKey(request, issuer: issuer))
         guard grant.isNative else { return try await grant.redeem(grantRequest) }
         // A failed proof (`invalid_grant`) of a native grant answers after the jitter, so timing
         // does not tell a wrong code from an unknown user. Successes are not delayed.
@@ -88,6 +106,17 @@ struct TokenController: Sendable {
             await parsing.configuration.jitter.wait(since: started)
             throw error
         }
+    }
+
+    /// RFC 9449 section 5: a `DPoP` header binds the grant's tokens to its key; the proof is
+    /// checked (section 4.3) before the grant redeems anything, so a bad proof spends no code.
+    private func verifiedDPoPKey(_ request: Request, issuer: String) async throws -> String? {
+        let proofs = request.headers[values: .dpop]
+        guard !proofs.isEmpty else { return nil }
+        // Section 4.3, step 1: exactly one header.
+        guard proofs.count == 1 else { throw DPoPError.invalid("send exactly one DPoP header") }
+        guard let verifier = services.dpop else { throw DPoPError.invalid("this server cannot check DPoP proofs") }
+        return try await verifier.verify(proofs[0], method: "POST", url: issuer + request.uri.path).key.thumbprint
     }
 
     /// Authenticates the client (from the instance's client cache) and prepares the count of

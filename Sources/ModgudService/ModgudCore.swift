@@ -17,6 +17,8 @@ public struct ModgudCore: Sendable {
     public let keys: SigningKeyRing
     /// Each realm's audit log key (checkpoints only).
     public let auditKeys: AuditLogKeys
+    /// DPoP proof checks (RFC 9449); nil in tools started without the master key.
+    public let dpop: DPoPVerifier?
     public let tokenService: TokenService
     public let clientAuthenticator: ClientAuthenticator
     public let realmDirectory: RealmDirectory
@@ -61,6 +63,7 @@ public struct ModgudCore: Sendable {
         familyActors = AggregateRegistry(store: store)
         keys = SigningKeyRing(pool: pool, sealer: try masterKey.map { try KeySealer(masterKey: $0) }, realms: realmActors)
         auditKeys = AuditLogKeys(pool: pool, sealer: try masterKey.map { try KeySealer(masterKey: $0) })
+        dpop = masterKey.map { DPoPVerifier(pool: pool, nonces: DPoPNonces(masterKey: $0), clock: now) }
         realmDirectory = RealmDirectory(pool: pool, maxAge: settingsMaxAge)
         tokenService = TokenService(
             pool: pool, families: familyActors, users: userActors, minter: TokenMinter(keys: keys), realms: realmDirectory, vault: vault, now: now)

@@ -16,20 +16,8 @@ final class DPoPProofTests: XCTestCase {
         await database?.drop()
     }
 
-    /// Proofs for `specs` (each a PyJWT spec; `iat`, `htm`, `htu` and a fresh `jti` filled in unless given).
     func proofs(_ specs: [[String: Any]]) throws -> [(proof: String, jkt: String)] {
-        let filled = specs.enumerated().map { index, spec in
-            var spec = spec
-            spec["alg"] = spec["alg"] ?? "ES256"
-            spec["htm"] = spec["htm"] ?? "POST"
-            spec["htu"] = spec["htu"] ?? url
-            spec["iat"] = spec["iat"] ?? Int(now.timeIntervalSince1970)
-            spec["jti"] = spec["jti"] ?? "jti-\(index)-\(UUID().uuidString)"
-            return spec
-        }
-        let output = try PythonScript.run("make_dpop_proofs.py", input: String(decoding: try JSONSerialization.data(withJSONObject: filled), as: UTF8.self))
-        let list = try XCTUnwrap((try? JSONSerialization.jsonObject(with: Data(output.utf8))) as? [[String: String]], output)
-        return list.map { ($0["proof"]!, $0["jkt"]!) }
+        try DPoPProofMaker.make(specs, htu: url, iat: Int(now.timeIntervalSince1970)).map { ($0.proof, $0.jkt) }
     }
 
     func verifier(_ pool: PQPool? = nil, key: [UInt8]? = nil) -> DPoPVerifier {

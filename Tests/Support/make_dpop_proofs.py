@@ -1,8 +1,9 @@
 """DPoP proofs (RFC 9449) made with PyJWT and cryptography, not with Modgud's code.
 
-Reads a JSON list of specs on stdin and prints a JSON list of {"proof", "jkt"}. A spec has
+Reads a JSON list of specs on stdin and prints a JSON list of {"proof", "jkt", "key_pem"}. A spec has
 "alg" (ES256 or EdDSA), "htm", "htu", "iat", "jti", and optionally "nonce", "access_token"
-(sets ath), "key" (an index: specs with the same index share a key), "typ" (default
+(sets ath), "key" (an index: specs with the same index share a key), "key_pem" (a key an
+earlier run printed, to sign with it again), "typ" (default
 dpop+jwt), "private_jwk" (true: leak the private member into the header), "header_alg" (to
 claim another alg than the key's).
 """
@@ -12,6 +13,7 @@ import json
 import sys
 
 import jwt
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 
@@ -41,6 +43,8 @@ for spec in json.load(sys.stdin):
     if index not in keys:
         keys[index] = ec.generate_private_key(ec.SECP256R1()) if spec["alg"] == "ES256" else ed25519.Ed25519PrivateKey.generate()
     key = keys[index]
+    if "key_pem" in spec:
+        key = serialization.load_pem_private_key(spec["key_pem"].encode(), password=None)
     jwk = public_jwk(key)
     if spec.get("private_jwk"):
         jwk = dict(jwk, d="AAAA")
@@ -56,5 +60,6 @@ for spec in json.load(sys.stdin):
         header = json.loads(base64.urlsafe_b64decode(head + "=="))
         header["alg"] = spec["header_alg"]
         token = ".".join([b64(json.dumps(header).encode()), payload, signature])
-    out.append({"proof": token, "jkt": thumbprint(public_jwk(key))})
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    out.append({"proof": token, "jkt": thumbprint(public_jwk(key)), "key_pem": pem})
 print(json.dumps(out))

@@ -34,8 +34,12 @@ public struct TokenFamilyStarted: DomainEvent, Equatable {
     /// SHA-256 of the refresh token, when one was issued.
     public var refreshTokenHash: String?
     public var refreshExpiresAt: Date?
+    /// The RFC 7638 thumbprint of the DPoP key the family's refresh tokens are bound to (a
+    /// public client that signed in with a DPoP proof; RFC 9449 section 5). Absent: bearer.
+    public var dpopKey: String?
 
-    public init(familyID: UUID, clientID: String, userID: UUID? = nil, scopes: [String], audiences: [String], grantType: String, authTime: Date, amr: [String], securityStamp: String? = nil, accessToken: IssuedAccessToken, refreshTokenHash: String? = nil, refreshExpiresAt: Date? = nil) {
+    public init(familyID: UUID, clientID: String, userID: UUID? = nil, scopes: [String], audiences: [String], grantType: String, authTime: Date, amr: [String], securityStamp: String? = nil, accessToken: IssuedAccessToken, refreshTokenHash: String? = nil, refreshExpiresAt: Date? = nil, dpopKey: String? = nil) {
+        self.dpopKey = dpopKey
         self.familyID = familyID
         self.clientID = clientID
         self.userID = userID

@@ -11,6 +11,6 @@ struct ClientCredentialsGrant: TokenGrant {
     func redeem(_ request: GrantRequest) async throws -> TokenResponse {
         try await request.services.tokens.clientCredentials(
             client: request.client, scope: request.form["scope"], resources: request.form.all("resource"), issuer: request.issuer,
-            metadata: request.metadata(actorIsClient: false))
+            metadata: request.metadata(actorIsClient: false), dpopKey: request.dpopKey)
     }
 }

@@ -17,6 +17,6 @@ struct RefreshTokenGrant: TokenGrant {
         }
         return try await request.services.tokens.refresh(
             client: request.client, refreshToken: refreshToken, resources: request.form.all("resource"), issuer: request.issuer,
-            metadata: request.metadata(actorIsClient: false), rateLimit: request.limits)
+            metadata: request.metadata(actorIsClient: false), rateLimit: request.limits, dpopKey: request.dpopKey)
     }
 }

@@ -43,6 +43,8 @@ struct GrantRequest: Sendable {
     let clientIP: String?
     /// The services a grant may call (and nothing else of the instance).
     let services: GrantServices
+    /// The thumbprint of the request's verified DPoP proof key (RFC 9449): the tokens are bound to it.
+    let dpopKey: String?
 
     /// Metadata of the events the grant appends, `actor` unset (a refresh) or the client.
     func metadata(actorIsClient: Bool) -> EventMetadata {
@@ -53,7 +55,7 @@ struct GrantRequest: Sendable {
     var signIn: EmailSignInService.GrantRequest {
         EmailSignInService.GrantRequest(
             client: client, scope: form["scope"], resources: form.all("resource"), totpCode: form["totp_code"], issuer: issuer,
-            metadata: metadata(actorIsClient: true))
+            metadata: metadata(actorIsClient: true), dpopKey: dpopKey)
     }
 }
 
@@ -64,4 +66,6 @@ struct GrantServices: Sendable {
     let rateLimiter: RateLimiter
     /// Email codes and links (needs the master key; throws without it).
     let emailSignIn: @Sendable () throws -> EmailSignInService
+    /// DPoP proof checks (needs the master key for its nonces; nil without it).
+    let dpop: DPoPVerifier?
 }

@@ -16,18 +16,26 @@ public struct DPoPVerifier: Sendable {
     /// How far `iat` may be from the server's clock in a proof without a nonce.
     public let window: Int64
 
-    public init(pool: PQPool, nonces: DPoPNonces, window: Int64 = 60) {
+    /// The instance's clock (tests inject one).
+    public let clock: @Sendable () -> Date
+
+    public init(pool: PQPool, nonces: DPoPNonces, window: Int64 = 60, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.pool = pool
         self.nonces = nonces
         self.window = window
+        self.clock = clock
     }
+
+    /// The nonce to hand out now (`DPoP-Nonce`).
+    public var currentNonce: String { nonces.current(now: Int64(clock().timeIntervalSince1970)) }
 
     /// - Parameters:
     ///   - requireNonce: the client's setting asks for a nonce in every proof.
     /// - Throws: `DPoPError`.
-    public func verify(_ jwt: String, method: String, url: String, accessToken: String? = nil, now: Date, requireNonce: Bool = false)
+    public func verify(_ jwt: String, method: String, url: String, accessToken: String? = nil, now: Date? = nil, requireNonce: Bool = false)
         async throws -> DPoPProof
     {
+        let now = now ?? clock()
         let proof = try DPoPProof(parsing: jwt, method: method, url: url, accessToken: accessToken)
         let seconds = Int64(now.timeIntervalSince1970)
         if let nonce = proof.nonce, nonces.accepts(nonce, now: seconds) {

@@ -35,10 +35,11 @@ public struct TokenService: Sendable {
     /// Signs a user in: a new token family (called by the passwordless grants once the proof holds).
     public func signIn(
         client: AuthenticatedClient, user: User.State, grantType: GrantType, scope: String?, resources: [String], amr: [String],
-        issuer: String, nonce: String? = nil, metadata: EventMetadata
+        issuer: String, nonce: String? = nil, dpopKey: String? = nil, metadata: EventMetadata
     ) async throws -> TokenResponse {
         let prepared = try await prepareSignIn(
-            client: client, user: user, grantType: grantType, scope: scope, resources: resources, amr: amr, issuer: issuer, nonce: nonce)
+            client: client, user: user, grantType: grantType, scope: scope, resources: resources, amr: amr, issuer: issuer, nonce: nonce,
+            dpopKey: dpopKey)
         _ = try await families.actor(forNew: prepared.stream).execute(.start(prepared.started), now: prepared.started.authTime, metadata: metadata)
         return prepared.response
     }
@@ -46,9 +47,11 @@ public struct TokenService: Sendable {
     /// A sign-in minted but not written: the caller commits `write()` in the same transaction
     /// as its proof (a consumed code, a recorded passkey use), so a grant is one commit, and
     /// answers `response` only once that committed (issue 12).
+    /// - Parameter dpopKey: the thumbprint of the request's verified DPoP proof key: the access
+    ///   token is bound to it, and a public client's refresh tokens too (RFC 9449 section 5).
     public func prepareSignIn(
         client: AuthenticatedClient, user: User.State, grantType: GrantType, scope: String?, resources: [String], amr: [String],
-        issuer: String, nonce: String? = nil
+        issuer: String, nonce: String? = nil, dpopKey: String? = nil
     ) async throws -> PreparedSignIn {
         guard let userID = user.id, user.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
         let scopes = try ScopePolicy.grantedScopes(requested: scope, client: client.settings)
@@ -61,16 +64,18 @@ public struct TokenService: Sendable {
             TokenMinter.Request(
                 realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: user,
                 profile: profile, scopes: scopes, audiences: audiences, authTime: time, amr: amr, accessLifetime: lifetimes.access,
-                refreshLifetime: wantsRefresh ? min(lifetimes.refresh, lifetimes.session) : nil, nonce: nonce), now: time)
+                refreshLifetime: wantsRefresh ? min(lifetimes.refresh, lifetimes.session) : nil, nonce: nonce, dpopKey: dpopKey), now: time)
         let familyID = UUID()
         let started = TokenFamilyStarted(
             familyID: familyID, clientID: client.id, userID: userID, scopes: scopes, audiences: audiences, grantType: grantType.rawValue,
             authTime: time, amr: amr, securityStamp: user.securityStamp, accessToken: minted.accessRecord,
-            refreshTokenHash: minted.refreshHash, refreshExpiresAt: minted.refreshExpiresAt)
+            refreshTokenHash: minted.refreshHash, refreshExpiresAt: minted.refreshExpiresAt,
+            // Confidential clients' refresh tokens stay unbound: they authenticate (RFC 9449 section 5).
+            dpopKey: minted.refreshHash != nil && client.settings.type == .public ? dpopKey : nil)
         return PreparedSignIn(
             stream: StreamNames.tokenFamily(realm: client.realm, familyID: familyID), started: started,
             response: TokenResponse(
-                accessToken: minted.accessToken, expiresIn: minted.expiresIn, refreshToken: minted.refreshToken,
+                accessToken: minted.accessToken, tokenType: minted.tokenType, expiresIn: minted.expiresIn, refreshToken: minted.refreshToken,
                 scope: scopes.joined(separator: " "), idToken: minted.idToken))
     }
 
@@ -80,9 +85,12 @@ public struct TokenService: Sendable {
     /// request's rate-limit count and one lookup (the token's family and the current versions
     /// of the family's and the user's streams) in one pipeline, then the append.
     /// - Parameter rateLimit: the request's prepared count, sent with the lookup.
+    /// - Parameter dpopKey: the request's verified DPoP key. A bound family refreshes only with
+    ///   its own key; another key, or none, is refused before anything is spent, so a stolen
+    ///   token without its key cannot revoke the session either.
     public func refresh(
         client: AuthenticatedClient, refreshToken: String, resources: [String], issuer: String, metadata: EventMetadata,
-        rateLimit: RateLimitCheck? = nil
+        rateLimit: RateLimitCheck? = nil, dpopKey: String? = nil
     ) async throws -> TokenResponse {
         guard client.settings.grants.contains(.refreshToken) else {
             try await rateLimit?.run(on: pool)
@@ -96,6 +104,11 @@ public struct TokenService: Sendable {
         let familyState = try await family.current(atLeast: found.familyVersion).state
         guard let started = familyState.started, started.clientID == client.id, let userID = started.userID else {
             throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
+        }
+        // RFC 9449 section 5: a bound refresh token needs a proof by its key.
+        if let bound = started.dpopKey, bound != dpopKey {
+            throw OAuthError(
+                "invalid_dpop_proof", dpopKey == nil ? "This refresh token is bound to a DPoP key: send a DPoP proof." : "The DPoP proof is by another key than the refresh token's.")
         }
         // RFC 8707: a refresh may narrow the audience, never widen it.
         let audiences = try ScopePolicy.audiences(resources: resources, allowed: Set(started.audiences), clientID: client.id)
@@ -115,10 +128,10 @@ public struct TokenService: Sendable {
             TokenMinter.Request(
                 realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: userState,
                 profile: profile, scopes: started.scopes, audiences: audiences, authTime: started.authTime, amr: started.amr,
-                accessLifetime: lifetimes.access, refreshLifetime: lifetimes.refresh), now: time)
+                accessLifetime: lifetimes.access, refreshLifetime: lifetimes.refresh, dpopKey: dpopKey), now: time)
         try await rotate(family, presented: presented, minted: minted, user: userState, started: started, lifetimes: lifetimes, at: time, metadata: metadata)
         return TokenResponse(
-            accessToken: minted.accessToken, expiresIn: minted.expiresIn, refreshToken: minted.refreshToken,
+            accessToken: minted.accessToken, tokenType: minted.tokenType, expiresIn: minted.expiresIn, refreshToken: minted.refreshToken,
             scope: started.scopes.joined(separator: " "), idToken: minted.idToken)
     }
 
@@ -168,9 +181,9 @@ public struct TokenService: Sendable {
     }
 
     /// grant_type=client_credentials: a service client's own token, no refresh token, no ID token.
-    public func clientCredentials(client: AuthenticatedClient, scope: String?, resources: [String], issuer: String, metadata: EventMetadata)
-        async throws -> TokenResponse
-    {
+    public func clientCredentials(
+        client: AuthenticatedClient, scope: String?, resources: [String], issuer: String, metadata: EventMetadata, dpopKey: String? = nil
+    ) async throws -> TokenResponse {
         guard client.settings.grants.contains(.clientCredentials) else {
             throw OAuthError.unauthorizedClient("The client may not use grant_type client_credentials.")
         }
@@ -181,7 +194,8 @@ public struct TokenService: Sendable {
         let minted = try await minter.mint(
             TokenMinter.Request(
                 realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: nil,
-                scopes: scopes, audiences: audiences, authTime: time, amr: [], accessLifetime: lifetimes.access, refreshLifetime: nil),
+                scopes: scopes, audiences: audiences, authTime: time, amr: [], accessLifetime: lifetimes.access, refreshLifetime: nil,
+                dpopKey: dpopKey),
             now: time)
         let familyID = UUID()
         _ = try await families.actor(forNew: StreamNames.tokenFamily(realm: client.realm, familyID: familyID)).execute(
@@ -190,7 +204,7 @@ public struct TokenService: Sendable {
                     familyID: familyID, clientID: client.id, userID: nil, scopes: scopes, audiences: audiences,
                     grantType: GrantType.clientCredentials.rawValue, authTime: time, amr: [], securityStamp: nil,
                     accessToken: minted.accessRecord)), now: time, metadata: metadata)
-        return TokenResponse(accessToken: minted.accessToken, expiresIn: minted.expiresIn, scope: scopes.joined(separator: " "))
+        return TokenResponse(accessToken: minted.accessToken, tokenType: minted.tokenType, expiresIn: minted.expiresIn, scope: scopes.joined(separator: " "))
     }
 
     /// A user's current state (userinfo reads the claims from it).

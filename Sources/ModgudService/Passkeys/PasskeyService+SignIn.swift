@@ -63,7 +63,7 @@ extension PasskeyService {
             user.canSignIn
             ? try await tokenService.prepareSignIn(
                 client: client, user: user, grantType: .passkey, scope: grant.scope, resources: grant.resources, amr: ["passkey", "mfa"],
-                issuer: grant.issuer)
+                issuer: grant.issuer, dpopKey: grant.dpopKey)
             : nil
         let used = try await passkey.execute(
             .recordUse(signCount: verdict.newSignCount, backedUp: verdict.backedUp, at: now()), now: now(), metadata: grant.metadata,

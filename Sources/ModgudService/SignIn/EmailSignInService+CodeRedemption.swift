@@ -142,12 +142,12 @@ extension EmailSignInService {
         case (.registrationCode, _):
             return try await tokenService.prepareSignIn(
                 client: grant.client, user: User.evolve(User.initialState, .registered(registered)), grantType: .otp, scope: grant.scope,
-                resources: grant.resources, amr: ["otp"], issuer: grant.issuer)
+                resources: grant.resources, amr: ["otp"], issuer: grant.issuer, dpopKey: grant.dpopKey)
         case (_, .open):
             guard let user = account.user else { throw Self.invalidCode }
             return try await tokenService.prepareSignIn(
                 client: grant.client, user: user, grantType: .otp, scope: grant.scope, resources: grant.resources,
-                amr: account.totpStep == nil ? ["otp"] : ["otp", "mfa"], issuer: grant.issuer)
+                amr: account.totpStep == nil ? ["otp"] : ["otp", "mfa"], issuer: grant.issuer, dpopKey: grant.dpopKey)
         default:
             return nil
         }

@@ -49,7 +49,7 @@ extension EmailSignInService {
             user.canSignIn && (try? secondFactor.check(grant.totpCode, user: user, realm: realm)) == .notRequired
             ? try await tokenService.prepareSignIn(
                 client: grant.client, user: user, grantType: .magic, scope: grant.scope, resources: grant.resources, amr: ["email"],
-                issuer: grant.issuer)
+                issuer: grant.issuer, dpopKey: grant.dpopKey)
             : nil
         let outcome: CommandOutcome<EmailChallenge>
         do {
@@ -81,6 +81,6 @@ extension EmailSignInService {
         }
         return try await tokenService.signIn(
             client: grant.client, user: user, grantType: .magic, scope: grant.scope, resources: grant.resources, amr: amr,
-            issuer: grant.issuer, metadata: grant.metadata)
+            issuer: grant.issuer, dpopKey: grant.dpopKey, metadata: grant.metadata)
     }
 }

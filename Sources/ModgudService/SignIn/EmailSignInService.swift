@@ -159,8 +159,14 @@ public struct EmailSignInService: Sendable {
         public var totpCode: String?
         public var issuer: String
         public var metadata: EventMetadata
+        /// The thumbprint of the request's verified DPoP proof key (RFC 9449), if any.
+        public var dpopKey: String?
 
-        public init(client: AuthenticatedClient, scope: String?, resources: [String], totpCode: String?, issuer: String, metadata: EventMetadata) {
+        public init(
+            client: AuthenticatedClient, scope: String?, resources: [String], totpCode: String?, issuer: String, metadata: EventMetadata,
+            dpopKey: String? = nil
+        ) {
+            self.dpopKey = dpopKey
             self.client = client
             self.scope = scope
             self.resources = resources

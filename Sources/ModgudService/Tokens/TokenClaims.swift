@@ -11,9 +11,16 @@ public struct AccessTokenClaims: JWTPayload, Equatable {
     public var jti: IDClaim
     public var scope: String
     public var clientID: String
+    /// The DPoP key the token is bound to (RFC 9449 section 6.1: `cnf.jkt`).
+    public var cnf: Confirmation?
+
+    /// RFC 7800's confirmation claim, with RFC 9449's `jkt` member.
+    public struct Confirmation: Codable, Equatable, Sendable {
+        public var jkt: String
+    }
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, exp, iat, jti, scope
+        case iss, sub, aud, exp, iat, jti, scope, cnf
         case clientID = "client_id"
     }
 

@@ -16,6 +16,8 @@ public struct TokenMinter: Sendable {
         public var refreshExpiresAt: Date?
         public var idToken: String?
         public var expiresIn: Int
+        /// `DPoP` when the access token is bound to a key, else `Bearer` (RFC 9449 section 5).
+        public var tokenType: String
     }
 
     /// Who the tokens are for and what they allow.
@@ -37,12 +39,15 @@ public struct TokenMinter: Sendable {
         /// nil: no refresh token.
         public var refreshLifetime: TimeInterval?
         public var nonce: String?
+        /// The thumbprint of the DPoP key the access token is bound to.
+        public var dpopKey: String?
 
         public init(
             realm: String, issuer: String, clientID: String, format: AccessTokenFormat, user: User.State?, profile: UserProfile? = nil,
             scopes: [String], audiences: [String], authTime: Date, amr: [String], accessLifetime: TimeInterval, refreshLifetime: TimeInterval?,
-            nonce: String? = nil
+            nonce: String? = nil, dpopKey: String? = nil
         ) {
+            self.dpopKey = dpopKey
             self.profile = profile
             self.realm = realm
             self.issuer = issuer
@@ -84,13 +89,15 @@ public struct TokenMinter: Sendable {
             let claims = AccessTokenClaims(
                 iss: .init(value: request.issuer), sub: .init(value: subject), aud: .init(value: request.audiences),
                 exp: .init(value: expiresAt), iat: .init(value: now), jti: .init(value: jti),
-                scope: request.scopes.joined(separator: " "), clientID: request.clientID)
+                scope: request.scopes.joined(separator: " "), clientID: request.clientID,
+                cnf: request.dpopKey.map { AccessTokenClaims.Confirmation(jkt: $0) })
             access = try await keys.sign(claims, realm: request.realm)
             accessHash = OpaqueToken.hash(jti)
         }
         var minted = Minted(
             accessToken: access, accessRecord: IssuedAccessToken(hash: accessHash, expiresAt: expiresAt, format: request.format),
-            refreshToken: nil, refreshHash: nil, refreshExpiresAt: nil, idToken: nil, expiresIn: Int(request.accessLifetime))
+            refreshToken: nil, refreshHash: nil, refreshExpiresAt: nil, idToken: nil, expiresIn: Int(request.accessLifetime),
+            tokenType: request.dpopKey == nil ? "Bearer" : "DPoP")
         if let lifetime = request.refreshLifetime {
             let (token, hash) = OpaqueToken.generate()
             minted.refreshToken = token

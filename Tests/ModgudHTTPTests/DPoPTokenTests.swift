@@ -1,0 +1,96 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import ModgudDomain
+import ModgudService
+import XCTest
+
+/// Issue 29: DPoP at the token endpoint with proofs made by PyJWT. A sign-in with a proof
+/// gets `token_type: DPoP` and a public client's refresh token bound to the key; a bad proof
+/// spends nothing; a refresh needs the same key, and another key is refused without ending
+/// the session; a client clock minutes off is told so and settles it with the nonce.
+final class DPoPTokenTests: XCTestCase {
+    typealias H = EmailSignInHarness
+    var harness: EmailSignInHarness!
+
+    override func tearDown() async throws {
+        await harness?.close()
+    }
+
+    static func headers(_ proof: String?) -> HTTPFields {
+        var headers = H.form
+        if let proof { headers[HTTPField.Name("DPoP")!] = proof }
+        return headers
+    }
+
+    /// The `cnf.jkt` claim of a JWT access token.
+    static func confirmation(_ token: String?) throws -> String? {
+        let parts = try XCTUnwrap(token).split(separator: ".")
+        guard parts.count == 3 else { return nil }
+        var payload = String(parts[1]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while payload.count % 4 != 0 { payload += "=" }
+        let claims = try XCTUnwrap(try JSONSerialization.jsonObject(with: try XCTUnwrap(Data(base64Encoded: payload))) as? [String: Any])
+        return (claims["cnf"] as? [String: Any])?["jkt"] as? String
+    }
+
+    func testABoundSessionFromSignInThroughRefresh() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        let address = "dpop@example.com"
+        _ = try await AdminService(core: harness.core).createClient(
+            realm: "dev", id: "jwt-app",
+            settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "email", "offline_access"], accessTokenFormat: .jwt),
+            metadata: .init())
+        try await harness.app.test(.router) { client in
+            let discovery = try await H.call(client, .get, "/.well-known/openid-configuration", "", headers: [:])
+            let endpoint = try XCTUnwrap(discovery.json["token_endpoint"] as? String)
+            let iat = Int(harness.clock.now().timeIntervalSince1970)
+            func proofs(_ specs: [[String: Any]]) throws -> [(proof: String, jkt: String, key: String)] {
+                try DPoPProofMaker.make(specs, htu: endpoint, iat: iat)
+            }
+            _ = try await H.requestCode(client, address)
+            let code = try await harness.code(for: address)
+            let signIn: [(String, String)] = [
+                ("grant_type", "urn:cocoar:otp"), ("client_id", "jwt-app"), ("username", address), ("otp_code", code),
+                ("scope", "openid email offline_access"),
+            ]
+            // A proof for another URL is refused before the code is looked at.
+            let made = try proofs([["key": 1, "htu": endpoint + "/elsewhere"], ["key": 1], ["key": 2], ["key": 1], ["key": 1, "iat": iat - 900]])
+            let wrongURL = try await H.token(client, signIn, headers: Self.headers(made[0].proof))
+            XCTAssertEqual(wrongURL.status, .badRequest)
+            XCTAssertEqual(wrongURL.json["error"] as? String, "invalid_dpop_proof", wrongURL.body)
+            let bound = try await H.token(client, signIn, headers: Self.headers(made[1].proof))
+            XCTAssertEqual(bound.status, .ok, "the code was not spent by the refused proof: \(bound.body)")
+            XCTAssertEqual(bound.json["token_type"] as? String, "DPoP")
+            XCTAssertNotNil(bound.headers[HTTPField.Name("DPoP-Nonce")!])
+            XCTAssertEqual(try Self.confirmation(bound.json["access_token"] as? String), made[1].jkt, "cnf.jkt names the proof's key (RFC 9449 section 6.1)")
+            let refreshToken = try XCTUnwrap(bound.json["refresh_token"] as? String)
+            let refresh: [(String, String)] = [("grant_type", "refresh_token"), ("client_id", "jwt-app"), ("refresh_token", refreshToken)]
+
+            // The same proof again is a replay.
+            let replay = try await H.token(client, refresh, headers: Self.headers(made[1].proof))
+            XCTAssertEqual(replay.json["error"] as? String, "invalid_dpop_proof", replay.body)
+            // No proof, or another key's: refused, and the session lives on.
+            let bare = try await H.token(client, refresh, headers: Self.headers(nil))
+            XCTAssertEqual(bare.json["error"] as? String, "invalid_dpop_proof", bare.body)
+            let stranger = try await H.token(client, refresh, headers: Self.headers(made[2].proof))
+            XCTAssertEqual(stranger.json["error"] as? String, "invalid_dpop_proof", stranger.body)
+            let rotated = try await H.token(client, refresh, headers: Self.headers(made[3].proof))
+            XCTAssertEqual(rotated.status, .ok, "the right key still refreshes: \(rotated.body)")
+            XCTAssertEqual(rotated.json["token_type"] as? String, "DPoP")
+            XCTAssertEqual(try Self.confirmation(rotated.json["access_token"] as? String), made[1].jkt)
+
+            // A clock 15 minutes slow: told by how much, with a nonce; the retry with it passes.
+            let next = try XCTUnwrap(rotated.json["refresh_token"] as? String)
+            let nextRefresh: [(String, String)] = [("grant_type", "refresh_token"), ("client_id", "jwt-app"), ("refresh_token", next)]
+            let stale = try await H.token(client, nextRefresh, headers: Self.headers(made[4].proof))
+            XCTAssertEqual(stale.json["error"] as? String, "use_dpop_nonce", stale.body)
+            XCTAssertTrue((stale.json["error_description"] as? String)?.contains("900 s behind") == true, stale.body)
+            let nonce = try XCTUnwrap(stale.headers[HTTPField.Name("DPoP-Nonce")!])
+            let retried = try proofs([["key_pem": made[1].key, "iat": iat - 900, "nonce": nonce]])[0]
+            let settled = try await H.token(client, nextRefresh, headers: Self.headers(retried.proof))
+            XCTAssertEqual(settled.status, .ok, settled.body)
+        }
+    }
+}
