@@ -15,6 +15,7 @@ struct ClientCommand: AsyncParsableCommand {
         @Option(help: "WebAuthn RP-ID (empty: the realm's primary domain).") var rpID: String?
         @Option(name: .customLong("android-origin"), help: "android:apk-key-hash:… (repeatable).") var androidOrigins: [String] = []
         @Option(help: "Access-token format: reference or jwt.") var format: String?
+        @Option(help: "DPoP at the token endpoint (RFC 9449): off, allowed or required.") var dpop: String?
         @Option(help: "Display name.") var displayName: String?
         @Option(help: "Allow passkey sign-up (true or false; needs the passkey grant).") var passkeySignUp: Bool?
         @Option(name: .customLong("apple-app-id"), help: "An iOS app, TEAMID.bundle.id (repeatable; \"\" clears).") var appleAppIDs: [String] = []
@@ -37,6 +38,10 @@ struct ClientCommand: AsyncParsableCommand {
             if let format {
                 guard let value = AccessTokenFormat(rawValue: format) else { throw ValidationError("--format is reference or jwt") }
                 settings.accessTokenFormat = value
+            }
+            if let dpop {
+                guard let value = DPoPPolicy(rawValue: dpop) else { throw ValidationError("--dpop is off, allowed or required") }
+                settings.dpop = value
             }
             if let displayName { settings.displayName = displayName }
             if let passkeySignUp { settings.passkeySignUp = passkeySignUp }
@@ -171,7 +176,7 @@ struct ClientCommand: AsyncParsableCommand {
         Swift.print("scopes       \(settings.allowedScopes.sorted().joined(separator: " "))")
         Swift.print("audiences    \(settings.audiences.sorted().joined(separator: " "))")
         Swift.print("rp-id        \(settings.rpID ?? "(realm primary domain)")")
-        Swift.print("tokens       \(settings.accessTokenFormat.rawValue)")
+        Swift.print("tokens       \(settings.accessTokenFormat.rawValue), DPoP \(settings.dpop.rawValue)")
         if settings.passkeySignUp { Swift.print("sign-up      passkey") }
         for app in settings.appleAppIDs.sorted() { Swift.print("ios app      \(app)") }
         for app in settings.androidApps {

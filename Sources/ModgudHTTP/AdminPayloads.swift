@@ -117,10 +117,12 @@ enum AdminPayloads {
         var PasskeySignUp: Bool?
         var AppleAppIds: [String]?
         var AndroidApps: [AndroidAppBody]?
+        /// DPoP at the token endpoint: off, allowed (the default) or required (RFC 9449).
+        var Dpop: String?
 
         static let members: Set<String> = [
             "Id", "Type", "DisplayName", "Grants", "Scopes", "Audiences", "RpId", "AndroidOrigins", "AccessTokenFormat", "PasskeySignUp",
-            "AppleAppIds", "AndroidApps",
+            "AppleAppIds", "AndroidApps", "Dpop",
         ]
 
         func apply(to settings: inout ClientSettings) throws(AdminProblem) {
@@ -147,6 +149,10 @@ enum AdminPayloads {
                     throw AdminProblem("Client.InvalidAccessTokenFormat", "AccessTokenFormat is reference or jwt.")
                 }
                 settings.accessTokenFormat = format
+            }
+            if let Dpop {
+                guard let policy = DPoPPolicy(rawValue: Dpop) else { throw AdminProblem("Client.InvalidDpop", "Dpop is off, allowed or required.") }
+                settings.dpop = policy
             }
         }
     }
@@ -230,7 +236,8 @@ enum AdminPayloads {
             Scopes: settings?.allowedScopes.sorted(), Audiences: settings?.audiences.sorted(), RpId: settings?.rpID,
             AndroidOrigins: settings?.androidOrigins.sorted(), AccessTokenFormat: settings?.accessTokenFormat.rawValue,
             PasskeySignUp: settings?.passkeySignUp, AppleAppIds: settings?.appleAppIDs.sorted(),
-            AndroidApps: settings?.androidApps.map { AndroidAppBody(PackageName: $0.packageName, Sha256CertFingerprints: $0.sha256Fingerprints) })
+            AndroidApps: settings?.androidApps.map { AndroidAppBody(PackageName: $0.packageName, Sha256CertFingerprints: $0.sha256Fingerprints) },
+            Dpop: settings?.dpop.rawValue)
     }
 
     /// The answer to `DELETE /admin/api/realms/{r}/users/{u}?erase=true`.

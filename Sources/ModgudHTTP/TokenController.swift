@@ -96,7 +96,7 @@ struct TokenController: Sendable {
         }
         let grantRequest = GrantRequest(
             form: form, client: client, limits: limits, realm: realm, issuer: issuer, source: source, correlationID: context.id,
-            clientIP: context.peerAddress, services: services, dpopKey: try await verifiedDPoPKey(request, issuer: issuer))
+            clientIP: context.peerAddress, services: services, dpopKey: try await verifiedDPoPKey(request, issuer: issuer, client: client))
         guard grant.isNative else { return try await grant.redeem(grantRequest) }
         // A failed proof (`invalid_grant`) of a native grant answers after the jitter, so timing
         // does not tell a wrong code from an unknown user. Successes are not delayed.
@@ -110,9 +110,15 @@ struct TokenController: Sendable {
 
     /// RFC 9449 section 5: a `DPoP` header binds the grant's tokens to its key; the proof is
     /// checked (section 4.3) before the grant redeems anything, so a bad proof spends no code.
-    private func verifiedDPoPKey(_ request: Request, issuer: String) async throws -> String? {
+    /// A client set to `off` is answered as a server without DPoP would (the header ignored);
+    /// one set to `required` gets `invalid_dpop_proof` without a proof.
+    private func verifiedDPoPKey(_ request: Request, issuer: String, client: AuthenticatedClient) async throws -> String? {
+        guard client.settings.dpop != .off else { return nil }
         let proofs = request.headers[values: .dpop]
-        guard !proofs.isEmpty else { return nil }
+        guard !proofs.isEmpty else {
+            if client.settings.dpop == .required { throw DPoPError.invalid("this client must send a DPoP proof") }
+            return nil
+        }
         // Section 4.3, step 1: exactly one header.
         guard proofs.count == 1 else { throw DPoPError.invalid("send exactly one DPoP header") }
         guard let verifier = services.dpop else { throw DPoPError.invalid("this server cannot check DPoP proofs") }

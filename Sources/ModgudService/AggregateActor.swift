@@ -69,7 +69,13 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
         await enter()
         defer { gate.leave() }
         if !loaded { try await catchUp() }
-        for _ in 0..<maxAttempts {
+        for attempt in 0..<maxAttempts {
+            if attempt > 1 {
+                // Two writers that keep colliding would keep colliding in step: after the second
+                // loss, a random pause of up to 2^attempt ms breaks the rhythm (at most about
+                // 0.2 s over all attempts).
+                try await Task.sleep(for: .milliseconds(Int.random(in: 0...(1 << attempt))))
+            }
             let events = try A.decide(command, state: state, now: now)
             if events.isEmpty { return CommandOutcome(events: [], state: state, version: version) }
             let own = StreamWrite(stream: stream, expected: ExpectedVersion(current: version), events: try events.map { try $0.newEvent() })

@@ -69,6 +69,8 @@ final class CommandTests: XCTestCase {
         XCTAssertFalse(rotated.contains(secret), "a new secret")
         XCTAssertEqual(try cli.ok(["client", "list", "acme"]).split(separator: "\n").count, 2)
         XCTAssertTrue(try cli.ok(["client", "update", "acme", "ios", "--rp-id", "ios.acme.test"]).contains("rp-id        ios.acme.test"))
+        XCTAssertTrue(try cli.ok(["client", "update", "acme", "ios", "--dpop", "required"]).contains("tokens       reference, DPoP required"))
+        XCTAssertTrue(try cli.fails(["client", "update", "acme", "ios", "--dpop", "sometimes"]).contains("--dpop is off, allowed or required"))
         XCTAssertTrue(
             try cli.fails(["client", "update", "acme", "ios", "--passkey-sign-up", "true"]).contains("Client.SignUpNeedsPasskeyGrant"))
         let signUp = try cli.ok(["client", "update", "acme", "ios", "--grant", "urn:cocoar:passkey", "--grant", "refresh_token", "--passkey-sign-up", "true"])

@@ -93,4 +93,47 @@ final class DPoPTokenTests: XCTestCase {
             XCTAssertEqual(settled.status, .ok, settled.body)
         }
     }
+
+    /// A client set to `required` needs a proof on every token request; one set to `off`
+    /// ignores the header (bearer tokens); the admin API sets and shows the policy.
+    func testTheClientsDPoPPolicy() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        let admin: HTTPFields = [.authorization: "Bearer \(H.adminToken)", .contentType: "application/json"]
+        let settings = ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "offline_access"])
+        for id in ["strict", "relaxed"] {
+            _ = try await AdminService(core: harness.core).createClient(realm: "dev", id: id, settings: settings, metadata: .init())
+        }
+        try await harness.app.test(.router) { client in
+            for (id, policy) in [("strict", "required"), ("relaxed", "off")] {
+                let patched = try await H.call(client, .patch, "/admin/api/realms/dev/clients/\(id)", #"{"Dpop":"\#(policy)"}"#, headers: admin)
+                XCTAssertEqual(patched.status, .ok, patched.body)
+                XCTAssertEqual((patched.json["Client"] as? [String: Any])?["Dpop"] as? String, policy, patched.body)
+            }
+            let invalid = try await H.call(client, .patch, "/admin/api/realms/dev/clients/strict", #"{"Dpop":"sometimes"}"#, headers: admin)
+            XCTAssertEqual(invalid.json["title"] as? String, "Client.InvalidDpop", invalid.body)
+
+            let discovery = try await H.call(client, .get, "/.well-known/openid-configuration", "", headers: [:])
+            XCTAssertEqual(discovery.json["dpop_signing_alg_values_supported"] as? [String], ["ES256", "EdDSA"])
+            let endpoint = try XCTUnwrap(discovery.json["token_endpoint"] as? String)
+            let made = try DPoPProofMaker.make([[:], [:]], htu: endpoint, iat: Int(harness.clock.now().timeIntervalSince1970))
+            for address in ["strict@example.com", "relaxed@example.com"] {
+                _ = try await H.requestCode(client, address)
+            }
+            let strictCode = try await harness.code(for: "strict@example.com")
+            let strictFields: [(String, String)] = [
+                ("grant_type", "urn:cocoar:otp"), ("client_id", "strict"), ("username", "strict@example.com"), ("otp_code", strictCode),
+            ]
+            let bare = try await H.token(client, strictFields, headers: Self.headers(nil))
+            XCTAssertEqual(bare.json["error"] as? String, "invalid_dpop_proof", bare.body)
+            let proven = try await H.token(client, strictFields, headers: Self.headers(made[0].proof))
+            XCTAssertEqual(proven.json["token_type"] as? String, "DPoP", proven.body)
+
+            let relaxedCode = try await harness.code(for: "relaxed@example.com")
+            let relaxed = try await H.token(
+                client, [("grant_type", "urn:cocoar:otp"), ("client_id", "relaxed"), ("username", "relaxed@example.com"), ("otp_code", relaxedCode)],
+                headers: Self.headers(made[1].proof))
+            XCTAssertEqual(relaxed.json["token_type"] as? String, "Bearer", "a client with DPoP off ignores the header: \(relaxed.body)")
+        }
+    }
 }

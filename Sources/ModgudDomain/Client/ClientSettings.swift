@@ -29,6 +29,16 @@ public enum AccessTokenFormat: String, Codable, Hashable, Sendable {
     case jwt
 }
 
+/// Whether a client's tokens are bound to DPoP keys (RFC 9449).
+public enum DPoPPolicy: String, Codable, Hashable, Sendable, CaseIterable {
+    /// DPoP headers are ignored: bearer tokens only.
+    case off
+    /// A grant with a DPoP proof is bound; one without is bearer (the default).
+    case allowed
+    /// Every token request needs a DPoP proof.
+    case required
+}
+
 /// What an administrator sets on a client.
 public struct ClientSettings: Codable, Hashable, Sendable {
     public var type: ClientType
@@ -50,6 +60,8 @@ public struct ClientSettings: Codable, Hashable, Sendable {
     /// The Android apps that hold passkeys for the client's RP-ID (issue 15): its
     /// assetlinks.json, and the `android:apk-key-hash:` origins derived from the fingerprints.
     public var androidApps: [AndroidApp]
+    /// DPoP at the token endpoint (issue 29).
+    public var dpop: DPoPPolicy = .allowed
 
     public init(
         type: ClientType, displayName: String = "", grants: Set<GrantType>, allowedScopes: Set<String>, audiences: Set<String> = [],
@@ -76,7 +88,8 @@ public struct ClientSettings: Codable, Hashable, Sendable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case type, displayName, grants, allowedScopes, audiences, rpID, androidOrigins, accessTokenFormat, passkeySignUp, appleAppIDs, androidApps
+        case type, displayName, grants, allowedScopes, audiences, rpID, androidOrigins, accessTokenFormat, passkeySignUp, appleAppIDs, androidApps,
+            dpop
     }
 
     /// Settings recorded before a member existed decode with its default.
@@ -93,6 +106,7 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         passkeySignUp = try container.decodeIfPresent(Bool.self, forKey: .passkeySignUp) ?? false
         appleAppIDs = try container.decodeIfPresent(Set<String>.self, forKey: .appleAppIDs) ?? []
         androidApps = try container.decodeIfPresent([AndroidApp].self, forKey: .androidApps) ?? []
+        dpop = try container.decodeIfPresent(DPoPPolicy.self, forKey: .dpop) ?? .allowed
     }
 
     /// Sets are written sorted, so equal settings always encode to equal bytes (events, read
@@ -111,6 +125,7 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         if passkeySignUp { try container.encode(true, forKey: .passkeySignUp) }
         if !appleAppIDs.isEmpty { try container.encode(appleAppIDs.sorted(), forKey: .appleAppIDs) }
         if !androidApps.isEmpty { try container.encode(androidApps, forKey: .androidApps) }
+        if dpop != .allowed { try container.encode(dpop, forKey: .dpop) }
     }
 
     /// Strict grant separation and the other rules of docs/spec.md sections 0 and 1.
