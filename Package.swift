@@ -65,6 +65,7 @@ let package = Package(
                 .embedInCode("0011_no_plaintext_on_disk.sql"),
                 .embedInCode("0012_audit_log.sql"),
                 .embedInCode("0013_dpop_replay.sql"),
+                .embedInCode("0014_access_token_binding.sql"),
             ],
             swiftSettings: strict
         ),

@@ -24,6 +24,7 @@ public enum ModgudSchema {
         Migration(name: "0011_no_plaintext_on_disk.sql", sql: text(PackageResources._011_no_plaintext_on_disk_sql)),
         Migration(name: "0012_audit_log.sql", sql: text(PackageResources._012_audit_log_sql)),
         Migration(name: "0013_dpop_replay.sql", sql: text(PackageResources._013_dpop_replay_sql)),
+        Migration(name: "0014_access_token_binding.sql", sql: text(PackageResources._014_access_token_binding_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

@@ -63,7 +63,7 @@ enum OAuthResponses {
         json(
             IntrospectionBody(
                 active: result.active, scope: result.scope, clientID: result.clientID, sub: result.subject, aud: result.audiences,
-                exp: result.expiresAt, tokenType: result.tokenType))
+                exp: result.expiresAt, tokenType: result.tokenType, cnf: result.dpopKey.map { ["jkt": $0] }))
     }
 
     struct ErrorBody: Encodable {
@@ -100,8 +100,10 @@ enum OAuthResponses {
         var aud: [String]?
         var exp: Int?
         var tokenType: String?
+        /// RFC 9449 section 6.2.
+        var cnf: [String: String]?
         enum CodingKeys: String, CodingKey {
-            case active, scope, sub, aud, exp
+            case active, scope, sub, aud, exp, cnf
             case clientID = "client_id"
             case tokenType = "token_type"
         }

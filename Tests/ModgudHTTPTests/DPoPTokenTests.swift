@@ -128,6 +128,17 @@ final class DPoPTokenTests: XCTestCase {
             XCTAssertEqual(bare.json["error"] as? String, "invalid_dpop_proof", bare.body)
             let proven = try await H.token(client, strictFields, headers: Self.headers(made[0].proof))
             XCTAssertEqual(proven.json["token_type"] as? String, "DPoP", proven.body)
+            // A reference token: introspection tells the app's API the binding (RFC 9449 section 6.2).
+            let basic = "Basic " + Data("conf:\(harness.confidentialSecret)".utf8).base64EncodedString()
+            var introspectionHeaders = H.form
+            introspectionHeaders[.authorization] = basic
+            let token = try XCTUnwrap(proven.json["access_token"] as? String)
+            let introspected = try await H.call(
+                client, .post, "/connect/introspect", "token=\(token.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
+                headers: introspectionHeaders)
+            XCTAssertEqual(introspected.json["active"] as? Bool, true, introspected.body)
+            XCTAssertEqual(introspected.json["token_type"] as? String, "DPoP")
+            XCTAssertEqual((introspected.json["cnf"] as? [String: Any])?["jkt"] as? String, made[0].jkt)
 
             let relaxedCode = try await harness.code(for: "relaxed@example.com")
             let relaxed = try await H.token(

@@ -7,8 +7,11 @@ public struct IssuedAccessToken: Codable, Hashable, Sendable {
     public var hash: String
     public var expiresAt: Date
     public var format: AccessTokenFormat
+    /// The thumbprint of the DPoP key the token is bound to (RFC 9449); absent: bearer.
+    public var dpopKey: String?
 
-    public init(hash: String, expiresAt: Date, format: AccessTokenFormat) {
+    public init(hash: String, expiresAt: Date, format: AccessTokenFormat, dpopKey: String? = nil) {
+        self.dpopKey = dpopKey
         self.hash = hash
         self.expiresAt = expiresAt
         self.format = format

@@ -19,13 +19,16 @@ public struct Introspection: Sendable, Equatable {
     public var audiences: [String]?
     public var expiresAt: Int?
     public var tokenType: String?
+    /// RFC 9449 section 6.2: the thumbprint of the key a DPoP-bound token is bound to (`cnf.jkt`).
+    public var dpopKey: String?
 
     public static let inactive = Introspection(active: false)
 
     public init(
         active: Bool, scope: String? = nil, clientID: String? = nil, subject: String? = nil, audiences: [String]? = nil,
-        expiresAt: Int? = nil, tokenType: String? = nil
+        expiresAt: Int? = nil, tokenType: String? = nil, dpopKey: String? = nil
     ) {
+        self.dpopKey = dpopKey
         self.active = active
         self.scope = scope
         self.clientID = clientID

@@ -15,6 +15,8 @@ public struct TokenTables: Sendable {
         public var scopes: [String]
         public var audiences: [String]
         public var expiresAt: Date
+        /// The DPoP key thumbprint the token is bound to (`cnf.jkt`), nil for a bearer token.
+        public var dpopKey: String?
     }
 
     /// A refresh token's family and whether it was spent.
@@ -39,7 +41,7 @@ public struct TokenTables: Sendable {
         let row = try await retryingTransientConflicts {
             try await pool.query(
                 """
-                SELECT t.family_id, t.client_id, t.user_id, t.scopes, t.audiences, t.expires_at
+                SELECT t.family_id, t.client_id, t.user_id, t.scopes, t.audiences, t.expires_at, t.jkt
                 FROM access_tokens t
                 JOIN token_families f ON f.family_id = t.family_id
                 JOIN clients c ON c.realm_id = t.realm_id AND c.client_id = t.client_id
@@ -54,7 +56,8 @@ public struct TokenTables: Sendable {
         return AccessToken(
             familyID: try row.decode(UUID.self, at: 0), clientID: try row.decode(String.self, at: 1),
             userID: try row.decode(UUID?.self, at: 2), scopes: try PQTextArray.decode(row.decode(String.self, at: 3)),
-            audiences: try PQTextArray.decode(row.decode(String.self, at: 4)), expiresAt: try row.decode(Date.self, at: 5))
+            audiences: try PQTextArray.decode(row.decode(String.self, at: 4)), expiresAt: try row.decode(Date.self, at: 5),
+            dpopKey: try row.decode(String?.self, at: 6))
     }
 
     /// The refresh token with this hash, spent or not.
@@ -130,9 +133,9 @@ extension TokenTables {
                     \(started.securityStamp))
             """,
             """
-            INSERT INTO \(unescaped: tables("access_tokens")) (token_hash, realm_id, family_id, client_id, user_id, scopes, audiences, format, expires_at)
+            INSERT INTO \(unescaped: tables("access_tokens")) (token_hash, realm_id, family_id, client_id, user_id, scopes, audiences, format, expires_at, jkt)
             VALUES (\(started.accessToken.hash), \(realm), \(family), \(started.clientID), \(started.userID), \(started.scopes), \(started.audiences),
-                    \(started.accessToken.format.rawValue), \(started.accessToken.expiresAt))
+                    \(started.accessToken.format.rawValue), \(started.accessToken.expiresAt), \(started.accessToken.dpopKey))
             """,
         ]
         if let hash = started.refreshTokenHash, let expiry = started.refreshExpiresAt {
@@ -151,9 +154,9 @@ extension TokenTables {
             insertRefresh(refreshed.refreshTokenHash, expiresAt: refreshed.refreshExpiresAt, family: family, realm: realm, tables: tables),
             """
             INSERT INTO \(unescaped: tables("access_tokens"))
-                (token_hash, realm_id, family_id, client_id, user_id, scopes, audiences, format, expires_at)
+                (token_hash, realm_id, family_id, client_id, user_id, scopes, audiences, format, expires_at, jkt)
             SELECT \(refreshed.accessToken.hash), realm_id, family_id, client_id, user_id, scopes, audiences,
-                   \(refreshed.accessToken.format.rawValue), \(refreshed.accessToken.expiresAt)
+                   \(refreshed.accessToken.format.rawValue), \(refreshed.accessToken.expiresAt), \(refreshed.accessToken.dpopKey)
             FROM \(unescaped: tables("token_families")) WHERE family_id = \(family)
             """,
         ]

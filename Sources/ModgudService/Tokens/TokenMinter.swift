@@ -95,7 +95,8 @@ public struct TokenMinter: Sendable {
             accessHash = OpaqueToken.hash(jti)
         }
         var minted = Minted(
-            accessToken: access, accessRecord: IssuedAccessToken(hash: accessHash, expiresAt: expiresAt, format: request.format),
+            accessToken: access,
+            accessRecord: IssuedAccessToken(hash: accessHash, expiresAt: expiresAt, format: request.format, dpopKey: request.dpopKey),
             refreshToken: nil, refreshHash: nil, refreshExpiresAt: nil, idToken: nil, expiresIn: Int(request.accessLifetime),
             tokenType: request.dpopKey == nil ? "Bearer" : "DPoP")
         if let lifetime = request.refreshLifetime {
