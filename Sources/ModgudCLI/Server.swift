@@ -1,4 +1,3 @@
-import EventSourcing
 import EventStorePostgres
 import Foundation
 import Hummingbird
@@ -65,21 +64,17 @@ struct ProjectionDaemonService: Service {
     }
 }
 
-/// The audit log's integrator as a lifecycle service: woken by the log's NOTIFY and by
-/// polling each second (a checkpoint falls due with time as well as with leaves). An
-/// unreachable database is retried with backoff, as the projection daemon does.
+/// The audit log's integrator as a lifecycle service (`AuditLogIntegrator.run`).
 struct AuditLogService: Service {
     let integrator: AuditLogIntegrator
 
     func run() async throws {
-        let runner = ProjectionRunner(worker: integrator, projections: [AuditLogIntegrator.name])
         let logger = Logger(label: "modgud.audit-log")
         await cancelWhenGracefulShutdown {
-            await runner.run { error, _ in
+            await integrator.run { error, _ in
                 logger.warning("audit log integrator cannot reach the database; retrying", metadata: ["error": "\(error)"])
             }
         }
-        await integrator.shutdown()
     }
 }
 

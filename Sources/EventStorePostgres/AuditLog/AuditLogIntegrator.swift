@@ -156,12 +156,8 @@ public actor AuditLogIntegrator: ProjectionWorker {
                 trees[realm] = tree
                 continue
             }
-            let pieces = CompactRange.pieces(forSize: size)
-            let stored = try AuditLogReader.hashes(connection.query(AuditLogSQL.nodes(realm: realm, pieces)))
-            trees[realm] = CompactRange(size: size, hashes: try pieces.map { piece in
-                guard let hash = stored[piece] else { throw AuditLogError.missingNode(realm: realm, piece) }
-                return hash
-            })
+            let stored = try AuditLogReader.hashes(connection.query(AuditLogSQL.nodes(realm: realm, CompactRange.pieces(forSize: size))))
+            trees[realm] = try AuditLogReader.tree(realm: realm, size: size, stored: stored)
         }
         return trees
     }
@@ -186,6 +182,19 @@ public actor AuditLogIntegrator: ProjectionWorker {
             _ = try await pool.query(AuditLogSQL.insertCheckpoint(realm: realm, size: size, root: root, note: note))
             checkpointsCounter.increment()
         }
+    }
+}
+
+extension AuditLogIntegrator {
+    /// Runs until cancelled, as `serve` does: woken by the log's NOTIFY and by polling (a
+    /// checkpoint falls due with time as well as with leaves). An unreachable database is
+    /// reported to `onOutage` and retried with backoff (`ProjectionRunner`); it never ends the
+    /// loop, nor through it the process.
+    public nonisolated func run(pollInterval: Duration = .seconds(1), onOutage: @escaping @Sendable (any Error, Duration) -> Void = { _, _ in })
+        async
+    {
+        await ProjectionRunner(worker: self, projections: [Self.name], pollInterval: pollInterval).run(onError: onOutage)
+        await shutdown()
     }
 }
 

@@ -59,12 +59,16 @@ public struct AuditLogReader: Sendable {
 
     /// The root of the realm's tree at `size` leaves.
     public func root(realm: String, size: Int64) async throws -> [UInt8] {
-        let pieces = CompactRange.pieces(forSize: size)
-        let stored = try await nodes(realm: realm, pieces)
-        return CompactRange(size: size, hashes: try pieces.map { piece in
+        try Self.tree(realm: realm, size: size, stored: await nodes(realm: realm, CompactRange.pieces(forSize: size))).root
+    }
+
+    /// The tree of `size` leaves from the stored hashes of its right edge
+    /// (`CompactRange.pieces(forSize:)`).
+    static func tree(realm: String, size: Int64, stored: [TreeNode: [UInt8]]) throws -> CompactRange {
+        CompactRange(size: size, hashes: try CompactRange.pieces(forSize: size).map { piece in
             guard let hash = stored[piece] else { throw AuditLogError.missingNode(realm: realm, piece) }
             return hash
-        }).root
+        })
     }
 
     /// The audit path of leaf `index` in the tree of `size` leaves (RFC 9162 section 2.1.3.1).

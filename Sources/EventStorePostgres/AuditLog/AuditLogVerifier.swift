@@ -143,7 +143,7 @@ public struct AuditLogVerifier: Sendable {
         }
         let leaf = try AuditLeaf(row: row, at: 4)
         let hash = leaf.hash
-        if ConstantTimeBytes.equal(hash, stored) { return nil }
+        if hash == stored { return nil }
         if records.contains(where: { $0.0 == .rewritten && $0.1 == hash }) {
             report.rewritten += 1
             return nil
@@ -167,15 +167,5 @@ public struct AuditLogVerifier: Sendable {
             return Finding(position: position, reason: "the event is not in the log (written below the integrated part)")
         }
         return nil
-    }
-}
-
-/// Byte comparison whose time does not depend on where the bytes differ.
-enum ConstantTimeBytes {
-    static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 }

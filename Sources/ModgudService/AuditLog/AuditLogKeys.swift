@@ -1,5 +1,6 @@
 import Crypto
 import EventStorePostgres
+import Foundation
 import PQ
 import TransparencyLog
 
@@ -39,7 +40,7 @@ public actor AuditLogKeys: CheckpointSigning {
         guard let sealer else { throw MasterKeyMissing() }
         if try await AuditLogKeysTable.find(realm: realm, pool: pool) == nil {
             let fresh = Curve25519.Signing.PrivateKey()
-            let suffix = (0..<4).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.map { $0.count == 1 ? "0" + $0 : $0 }.joined()
+            let suffix = String(format: "%08x", UInt32.random(in: .min ... .max))
             _ = try await pool.query(
                 AuditLogKeysTable.insert(
                     realm: realm,

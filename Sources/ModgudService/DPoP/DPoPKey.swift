@@ -13,7 +13,12 @@ public struct DPoPKey: Sendable, Equatable {
     public let algorithm: Algorithm
     /// The key's canonical JWK members, as RFC 7638 section 3 orders them.
     private let canonical: String
-    private let publicBytes: [UInt8]
+    private let key: PublicKey
+
+    private enum PublicKey: Sendable {
+        case p256(P256.Signing.PublicKey)
+        case ed25519(Curve25519.Signing.PublicKey)
+    }
 
     /// The RFC 7638 thumbprint: base64url SHA-256 of the required members in lexicographic order.
     public var thumbprint: String { Base64URL.encode(Array(SHA256.hash(data: Array(canonical.utf8)))) }
@@ -27,30 +32,27 @@ public struct DPoPKey: Sendable, Equatable {
         case .es256:
             guard jwk["kty"] as? String == "EC", jwk["crv"] as? String == "P-256", let x = jwk["x"] as? String, let y = jwk["y"] as? String,
                 let xBytes = Self.strictBase64URL(x), let yBytes = Self.strictBase64URL(y), xBytes.count == 32, yBytes.count == 32,
-                (try? P256.Signing.PublicKey(rawRepresentation: xBytes + yBytes)) != nil
+                let parsed = try? P256.Signing.PublicKey(rawRepresentation: xBytes + yBytes)
             else { throw .invalid("the jwk is not a P-256 public key") }
             canonical = #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#
-            publicBytes = xBytes + yBytes
+            key = .p256(parsed)
         case .edDSA:
             guard jwk["kty"] as? String == "OKP", jwk["crv"] as? String == "Ed25519", let x = jwk["x"] as? String,
-                let xBytes = Self.strictBase64URL(x), xBytes.count == 32
+                let xBytes = Self.strictBase64URL(x), let parsed = try? Curve25519.Signing.PublicKey(rawRepresentation: xBytes)
             else { throw .invalid("the jwk is not an Ed25519 public key") }
             canonical = #"{"crv":"Ed25519","kty":"OKP","x":"\#(x)"}"#
-            publicBytes = xBytes
+            key = .ed25519(parsed)
         }
     }
 
     /// Whether `signature` is this key's over `message` (JWS: ES256 as r || s, RFC 7518
     /// section 3.4; EdDSA, RFC 8037 section 3.1).
     func verifies(_ signature: [UInt8], over message: [UInt8]) -> Bool {
-        switch algorithm {
-        case .es256:
-            guard let key = try? P256.Signing.PublicKey(rawRepresentation: publicBytes),
-                let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
-            else { return false }
+        switch key {
+        case .p256(let key):
+            guard let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
             return key.isValidSignature(parsed, for: message)
-        case .edDSA:
-            guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: publicBytes) else { return false }
+        case .ed25519(let key):
             return key.isValidSignature(signature, for: message)
         }
     }
