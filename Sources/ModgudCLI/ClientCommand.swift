@@ -16,6 +16,7 @@ struct ClientCommand: AsyncParsableCommand {
         @Option(name: .customLong("android-origin"), help: "android:apk-key-hash:… (repeatable).") var androidOrigins: [String] = []
         @Option(help: "Access-token format: reference or jwt.") var format: String?
         @Option(help: "DPoP at the token endpoint (RFC 9449): off, allowed or required.") var dpop: String?
+        @Option(help: "Every DPoP proof must carry a server nonce (true or false).") var dpopNonce: Bool?
         @Option(help: "Display name.") var displayName: String?
         @Option(help: "Allow passkey sign-up (true or false; needs the passkey grant).") var passkeySignUp: Bool?
         @Option(name: .customLong("apple-app-id"), help: "An iOS app, TEAMID.bundle.id (repeatable; \"\" clears).") var appleAppIDs: [String] = []
@@ -43,6 +44,7 @@ struct ClientCommand: AsyncParsableCommand {
                 guard let value = DPoPPolicy(rawValue: dpop) else { throw ValidationError("--dpop is off, allowed or required") }
                 settings.dpop = value
             }
+            if let dpopNonce { settings.dpopNonce = dpopNonce }
             if let displayName { settings.displayName = displayName }
             if let passkeySignUp { settings.passkeySignUp = passkeySignUp }
             if !appleAppIDs.isEmpty { settings.appleAppIDs = Set(appleAppIDs.filter { !$0.isEmpty }) }
@@ -176,7 +178,7 @@ struct ClientCommand: AsyncParsableCommand {
         Swift.print("scopes       \(settings.allowedScopes.sorted().joined(separator: " "))")
         Swift.print("audiences    \(settings.audiences.sorted().joined(separator: " "))")
         Swift.print("rp-id        \(settings.rpID ?? "(realm primary domain)")")
-        Swift.print("tokens       \(settings.accessTokenFormat.rawValue), DPoP \(settings.dpop.rawValue)")
+        Swift.print("tokens       \(settings.accessTokenFormat.rawValue), DPoP \(settings.dpop.rawValue)\(settings.dpopNonce ? ", nonce always" : "")")
         if settings.passkeySignUp { Swift.print("sign-up      passkey") }
         for app in settings.appleAppIDs.sorted() { Swift.print("ios app      \(app)") }
         for app in settings.androidApps {

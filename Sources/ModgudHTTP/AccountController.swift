@@ -11,6 +11,7 @@ struct AccountController: Sendable {
     let emailSignIn: @Sendable () throws -> EmailSignInService
     let totpEnrollment: @Sendable () throws -> TOTPEnrollment
     let tokens: TokenService
+    let resource: ProtectedResource
     let parsing: RequestParsing
 
     struct CodeRequestBody: Decodable {
@@ -127,7 +128,7 @@ struct AccountController: Sendable {
     func totpBegin(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, issuer) = try await parsing.realm(request)
-            let userID = try await bearer(request, realm: realm.realmID).userID
+            let userID = try await caller(request, realm: realm, issuer: issuer).userID
             do {
                 let provisioning = try await totpEnrollment().begin(
                     realm: realm.realmID, userID: userID, issuer: realm.settings.displayName.isEmpty ? issuer : realm.settings.displayName,
@@ -142,8 +143,8 @@ struct AccountController: Sendable {
     /// POST /api/account/totp/confirm (bearer) `{ "Code" }`: turns TOTP on (204).
     func totpConfirm(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
-            let (realm, _) = try await parsing.realm(request)
-            let userID = try await bearer(request, realm: realm.realmID).userID
+            let (realm, issuer) = try await parsing.realm(request)
+            let userID = try await caller(request, realm: realm, issuer: issuer).userID
             let body = try await parsing.json(TOTPConfirmBody.self, request, allowed: TOTPConfirmBody.members)
             do {
                 try await totpEnrollment().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: metadata(context, actor: userID))
@@ -162,14 +163,15 @@ struct AccountController: Sendable {
     /// (202), or answers 200 `{ "EmailConfirmed": true }` when it is confirmed already.
     func emailConfirmRequest(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
-            let (realm, _) = try await parsing.realm(request)
-            let userID = try await bearer(request, realm: realm.realmID).userID
+            let (realm, issuer) = try await parsing.realm(request)
+            let caller = try await caller(request, realm: realm, issuer: issuer)
+            let userID = caller.userID
             let outcome: EmailSignInService.ConfirmationRequestOutcome
             do {
                 outcome = try await emailSignIn().requestConfirmation(
                     realm: realm, userID: userID, source: parsing.source(request, context: context), metadata: metadata(context, actor: userID))
             } catch is DomainError {
-                return UserInfoController.challenge("invalid_token")  // the account stopped signing in meanwhile
+                return ProtectedResource.challenge("invalid_token", scheme: caller.scheme)  // the account stopped signing in meanwhile
             }
             return OAuthResponses.json(EmailConfirmationBody(EmailConfirmed: outcome == .alreadyConfirmed), status: outcome == .sent ? .accepted : .ok)
         }
@@ -179,8 +181,8 @@ struct AccountController: Sendable {
     /// or 400 `Email.InvalidCode` for a wrong, expired, burned or used code.
     func emailConfirm(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
-            let (realm, _) = try await parsing.realm(request)
-            let userID = try await bearer(request, realm: realm.realmID).userID
+            let (realm, issuer) = try await parsing.realm(request)
+            let userID = try await caller(request, realm: realm, issuer: issuer).userID
             let body = try await parsing.json(TOTPConfirmBody.self, request, allowed: TOTPConfirmBody.members)
             guard try await emailSignIn().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: metadata(context, actor: userID))
             else { return Problem.response("Email.InvalidCode", status: 400, detail: "Invalid or expired code.") }
@@ -190,26 +192,9 @@ struct AccountController: Sendable {
 
     // MARK: Shared
 
-    /// Who a live Bearer access token speaks for.
-    struct Bearer {
-        var userID: UUID
-        var clientID: String
-        /// The sign-in the token belongs to, and what it allows.
-        var familyID: UUID
-        var scopes: [String]
-        var audiences: [String]
-    }
-
-    /// The user (and client) behind a live Bearer access token (RFC 6750), or a 401 challenge.
-    func bearer(_ request: Request, realm: String) async throws -> Bearer {
-        guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") else {
-            throw RequestParsing.Failure.response(UserInfoController.challenge(nil))
-        }
-        let token = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        guard let found = try await tokens.liveAccessToken(realm: realm, token: token), let userID = found.userID else {
-            throw RequestParsing.Failure.response(UserInfoController.challenge("invalid_token"))
-        }
-        return Bearer(userID: userID, clientID: found.clientID, familyID: found.familyID, scopes: found.scopes, audiences: found.audiences)
+    /// The caller behind the request's access token (Bearer or DPoP), or a 401 challenge.
+    func caller(_ request: Request, realm: RealmDirectory.Entry, issuer: String) async throws -> Caller {
+        try await resource.caller(request, realm: realm.realmID, issuer: issuer)
     }
 
     static func disabled() -> Response {

@@ -119,10 +119,12 @@ enum AdminPayloads {
         var AndroidApps: [AndroidAppBody]?
         /// DPoP at the token endpoint: off, allowed (the default) or required (RFC 9449).
         var Dpop: String?
+        /// Every DPoP proof must carry a server nonce (RFC 9449 section 8).
+        var DpopNonce: Bool?
 
         static let members: Set<String> = [
             "Id", "Type", "DisplayName", "Grants", "Scopes", "Audiences", "RpId", "AndroidOrigins", "AccessTokenFormat", "PasskeySignUp",
-            "AppleAppIds", "AndroidApps", "Dpop",
+            "AppleAppIds", "AndroidApps", "Dpop", "DpopNonce",
         ]
 
         func apply(to settings: inout ClientSettings) throws(AdminProblem) {
@@ -154,6 +156,7 @@ enum AdminPayloads {
                 guard let policy = DPoPPolicy(rawValue: Dpop) else { throw AdminProblem("Client.InvalidDpop", "Dpop is off, allowed or required.") }
                 settings.dpop = policy
             }
+            if let DpopNonce { settings.dpopNonce = DpopNonce }
         }
     }
 
@@ -237,7 +240,7 @@ enum AdminPayloads {
             AndroidOrigins: settings?.androidOrigins.sorted(), AccessTokenFormat: settings?.accessTokenFormat.rawValue,
             PasskeySignUp: settings?.passkeySignUp, AppleAppIds: settings?.appleAppIDs.sorted(),
             AndroidApps: settings?.androidApps.map { AndroidAppBody(PackageName: $0.packageName, Sha256CertFingerprints: $0.sha256Fingerprints) },
-            Dpop: settings?.dpop.rawValue)
+            Dpop: settings?.dpop.rawValue, DpopNonce: settings?.dpopNonce)
     }
 
     /// The answer to `DELETE /admin/api/realms/{r}/users/{u}?erase=true`.

@@ -34,7 +34,8 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     let tokens = TokenController(services: grantServices, clients: core.clientAuthenticator, parsing: parsing)
     let introspection = IntrospectionController(clients: core.clientAuthenticator, tokens: core.tokenService, parsing: parsing)
     let discovery = DiscoveryController(keys: core.keys, parsing: parsing)
-    let userinfo = UserInfoController(tokens: core.tokenService, parsing: parsing)
+    let resource = ProtectedResource(tokens: core.tokenService, clients: core.clientAuthenticator, dpop: core.dpop)
+    let userinfo = UserInfoController(tokens: core.tokenService, resource: resource, parsing: parsing)
     router.post("/connect/token", use: tokens.token)
     router.post("/connect/introspect", use: introspection.introspect)
     router.post("/connect/revoke", use: introspection.revoke)
@@ -52,7 +53,8 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     HealthController(readiness: core.readiness, metrics: configuration.metrics).register(on: router)
     OpenAPIDocument.register(on: router)
     let account = AccountController(
-        emailSignIn: { try core.emailSignIn() }, totpEnrollment: { try core.totpEnrollment() }, tokens: core.tokenService, parsing: parsing)
+        emailSignIn: { try core.emailSignIn() }, totpEnrollment: { try core.totpEnrollment() }, tokens: core.tokenService, resource: resource,
+        parsing: parsing)
     account.register(on: router)
     PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, account: account).register(on: router)
     MyAccountController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, account: account).register(on: router)

@@ -171,17 +171,17 @@ struct MyAccountController: Sendable {
     /// The realm (native grants on) and the bearer, whose token must be for the host's My
     /// Account audience (else 401 `invalid_token`) and carry `scope` (else 403
     /// `insufficient_scope`, RFC 6750 section 3.1).
-    private func authorized(_ request: Request, scope: String) async throws -> (RealmDirectory.Entry, AccountController.Bearer) {
+    private func authorized(_ request: Request, scope: String) async throws -> (RealmDirectory.Entry, Caller) {
         let (realm, issuer) = try await parsing.realm(request)
         guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(AccountController.disabled()) }
-        let bearer = try await account.bearer(request, realm: realm.realmID)
-        guard bearer.audiences.contains(Self.audience(issuer: issuer)) else {
-            throw RequestParsing.Failure.response(UserInfoController.challenge("invalid_token"))
+        let caller = try await account.caller(request, realm: realm, issuer: issuer)
+        guard caller.audiences.contains(Self.audience(issuer: issuer)) else {
+            throw RequestParsing.Failure.response(ProtectedResource.challenge("invalid_token", scheme: caller.scheme))
         }
-        guard bearer.scopes.contains(scope) else {
-            throw RequestParsing.Failure.response(UserInfoController.challenge("insufficient_scope", status: .forbidden))
+        guard caller.scopes.contains(scope) else {
+            throw RequestParsing.Failure.response(ProtectedResource.challenge("insufficient_scope", scheme: caller.scheme, status: .forbidden))
         }
-        return (realm, bearer)
+        return (realm, caller)
     }
 
     /// The My Account audience of an issuer: `https://login.example.com/me/`.

@@ -182,11 +182,11 @@ struct PasskeyController: Sendable {
 
     // MARK: Shared
 
-    /// Realm flag first (400 `NativeGrants.Disabled`), then the Bearer token (401).
-    private func authorized(_ request: Request) async throws -> (RealmDirectory.Entry, AccountController.Bearer) {
-        let (realm, _) = try await parsing.realm(request)
+    /// Realm flag first (400 `NativeGrants.Disabled`), then the access token, Bearer or DPoP (401).
+    private func authorized(_ request: Request) async throws -> (RealmDirectory.Entry, Caller) {
+        let (realm, issuer) = try await parsing.realm(request)
         guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(AccountController.disabled()) }
-        return (realm, try await account.bearer(request, realm: realm.realmID))
+        return (realm, try await account.caller(request, realm: realm, issuer: issuer))
     }
 
     static func view(_ summary: PasskeyService.Summary) -> PasskeyBody {

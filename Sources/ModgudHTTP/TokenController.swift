@@ -111,7 +111,8 @@ struct TokenController: Sendable {
     /// RFC 9449 section 5: a `DPoP` header binds the grant's tokens to its key; the proof is
     /// checked (section 4.3) before the grant redeems anything, so a bad proof spends no code.
     /// A client set to `off` is answered as a server without DPoP would (the header ignored);
-    /// one set to `required` gets `invalid_dpop_proof` without a proof.
+    /// one set to `required` gets `invalid_dpop_proof` without a proof. A client with
+    /// `dpopNonce` gets `use_dpop_nonce` for a proof without a server nonce.
     private func verifiedDPoPKey(_ request: Request, issuer: String, client: AuthenticatedClient) async throws -> String? {
         guard client.settings.dpop != .off else { return nil }
         let proofs = request.headers[values: .dpop]
@@ -122,7 +123,8 @@ struct TokenController: Sendable {
         // Section 4.3, step 1: exactly one header.
         guard proofs.count == 1 else { throw DPoPError.invalid("send exactly one DPoP header") }
         guard let verifier = services.dpop else { throw DPoPError.invalid("this server cannot check DPoP proofs") }
-        return try await verifier.verify(proofs[0], method: "POST", url: issuer + request.uri.path).key.thumbprint
+        let url = RequestParsing.base(of: issuer) + request.uri.path
+        return try await verifier.verify(proofs[0], method: "POST", url: url, requireNonce: client.settings.dpopNonce).key.thumbprint
     }
 
     /// Authenticates the client (from the instance's client cache) and prepares the count of

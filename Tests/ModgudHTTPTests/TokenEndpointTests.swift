@@ -193,7 +193,7 @@ final class TokenEndpointTests: XCTestCase {
             XCTAssertNil(claims["given_name"], "no profile scope, no names")
             let missing = try await client.execute(uri: "/connect/userinfo", method: .get)
             XCTAssertEqual(missing.status, .unauthorized)
-            XCTAssertEqual(missing.headers[.wwwAuthenticate], #"Bearer realm="modgud""#)
+            XCTAssertEqual(missing.headers[values: .wwwAuthenticate].first, #"Bearer realm="modgud""#, "RFC 6750, and DPoP beside it")
             let bad = try await client.execute(uri: "/connect/userinfo", method: .post, headers: [.authorization: "Bearer nope"])
             XCTAssertEqual(bad.status, .unauthorized)
             XCTAssertEqual(bad.headers[.wwwAuthenticate], #"Bearer realm="modgud", error="invalid_token""#)

@@ -62,6 +62,9 @@ public struct ClientSettings: Codable, Hashable, Sendable {
     public var androidApps: [AndroidApp]
     /// DPoP at the token endpoint (issue 29).
     public var dpop: DPoPPolicy = .allowed
+    /// Every DPoP proof of the client's must carry a server nonce (RFC 9449 section 8), not
+    /// only those whose `iat` is off: a proof can then not be made ahead of time.
+    public var dpopNonce = false
 
     public init(
         type: ClientType, displayName: String = "", grants: Set<GrantType>, allowedScopes: Set<String>, audiences: Set<String> = [],
@@ -89,7 +92,7 @@ public struct ClientSettings: Codable, Hashable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case type, displayName, grants, allowedScopes, audiences, rpID, androidOrigins, accessTokenFormat, passkeySignUp, appleAppIDs, androidApps,
-            dpop
+            dpop, dpopNonce
     }
 
     /// Settings recorded before a member existed decode with its default.
@@ -107,6 +110,7 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         appleAppIDs = try container.decodeIfPresent(Set<String>.self, forKey: .appleAppIDs) ?? []
         androidApps = try container.decodeIfPresent([AndroidApp].self, forKey: .androidApps) ?? []
         dpop = try container.decodeIfPresent(DPoPPolicy.self, forKey: .dpop) ?? .allowed
+        dpopNonce = try container.decodeIfPresent(Bool.self, forKey: .dpopNonce) ?? false
     }
 
     /// Sets are written sorted, so equal settings always encode to equal bytes (events, read
@@ -126,6 +130,7 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         if !appleAppIDs.isEmpty { try container.encode(appleAppIDs.sorted(), forKey: .appleAppIDs) }
         if !androidApps.isEmpty { try container.encode(androidApps, forKey: .androidApps) }
         if dpop != .allowed { try container.encode(dpop, forKey: .dpop) }
+        if dpopNonce { try container.encode(true, forKey: .dpopNonce) }
     }
 
     /// Strict grant separation and the other rules of docs/spec.md sections 0 and 1.

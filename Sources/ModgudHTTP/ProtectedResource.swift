@@ -1,0 +1,121 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import ModgudDomain
+import ModgudService
+
+/// Who a live access token speaks for, at an endpoint that takes one.
+struct Caller {
+    var userID: UUID
+    var clientID: String
+    /// The sign-in the token belongs to, and what it allows.
+    var familyID: UUID
+    var scopes: [String]
+    var audiences: [String]
+    /// How the token came: a refusal after authentication answers in the same scheme.
+    var scheme: ProtectedResource.Scheme
+}
+
+/// Authenticates the callers of userinfo, the passkey endpoints and the account APIs: an
+/// `Authorization: Bearer` token (RFC 6750), or an `Authorization: DPoP` token with a `DPoP`
+/// proof of its key (RFC 9449 section 7). A DPoP-bound token is refused as Bearer, so a
+/// copied token is useless without the key that signs its proofs.
+struct ProtectedResource: Sendable {
+    let tokens: TokenService
+    let clients: ClientAuthenticator
+    let dpop: DPoPVerifier?
+
+    enum Scheme: Sendable {
+        case bearer, dpop
+    }
+
+    /// The caller behind the request's access token, or a 401 challenge (thrown as a parsing
+    /// response). Tokens without a user (client credentials) are `invalid_token` here.
+    func caller(_ request: Request, realm: String, issuer: String) async throws -> Caller {
+        guard let (scheme, token) = Self.credentials(request) else { throw RequestParsing.Failure.response(Self.challenge(nil, scheme: nil)) }
+        guard let found = try await tokens.liveAccessToken(realm: realm, token: token), let userID = found.userID else {
+            throw RequestParsing.Failure.response(Self.challenge("invalid_token", scheme: scheme))
+        }
+        switch (scheme, found.dpopKey) {
+        case (.bearer, nil):
+            break
+        case (.bearer, .some):
+            // RFC 9449 section 7.2: a bound token presented as a bearer token is refused.
+            throw RequestParsing.Failure.response(
+                Self.challenge("invalid_token", scheme: .dpop, description: "This access token is bound to a DPoP key: send it with the DPoP scheme and a proof."))
+        case (.dpop, nil):
+            // Section 7.1: the DPoP scheme names a bound token; this one is not.
+            throw RequestParsing.Failure.response(Self.challenge("invalid_token", scheme: .dpop, description: "This access token is not DPoP-bound."))
+        case (.dpop, .some(let thumbprint)):
+            try await checkProof(request, token: token, thumbprint: thumbprint, realm: realm, clientID: found.clientID, issuer: issuer)
+        }
+        return Caller(
+            userID: userID, clientID: found.clientID, familyID: found.familyID, scopes: found.scopes, audiences: found.audiences, scheme: scheme)
+    }
+
+    /// RFC 9449 section 7.1: one proof, valid for this request (section 4.3, with `ath` for the
+    /// token, step 12), fresh, unused, and by the token's key (`cnf.jkt`, section 6.1).
+    private func checkProof(_ request: Request, token: String, thumbprint: String, realm: String, clientID: String, issuer: String) async throws {
+        let proofs = request.headers[values: .dpop]
+        do {
+            guard proofs.count == 1 else { throw DPoPError.invalid(proofs.isEmpty ? "send a DPoP proof" : "send exactly one DPoP header") }
+            guard let dpop else { throw DPoPError.invalid("this server cannot check DPoP proofs") }
+            let requireNonce = try await clients.enabledClient(realm: realm, clientID: clientID)?.dpopNonce ?? false
+            let proof = try await dpop.verify(
+                proofs[0], method: request.method.rawValue, url: RequestParsing.base(of: issuer) + request.uri.path, accessToken: token,
+                requireNonce: requireNonce)
+            guard ConstantTime.equal(proof.key.thumbprint, thumbprint) else { throw DPoPError.invalid("the proof is by another key than the token's") }
+        } catch let refusal as DPoPError {
+            throw RequestParsing.Failure.response(refused(refusal))
+        }
+    }
+
+    /// Section 7.1 and 9: a proof's refusal as a DPoP challenge; `use_dpop_nonce` carries a nonce.
+    private func refused(_ refusal: DPoPError) -> Response {
+        switch refusal {
+        case .invalid(let detail):
+            return Self.challenge("invalid_dpop_proof", scheme: .dpop, description: "The DPoP proof is invalid: \(detail).")
+        case .replayed:
+            return Self.challenge("invalid_dpop_proof", scheme: .dpop, description: "The DPoP proof was used before.")
+        case .useNonce(let detail):
+            var response = Self.challenge("use_dpop_nonce", scheme: .dpop, description: detail)
+            if let dpop { response.headers[.dpopNonce] = dpop.currentNonce }
+            return response
+        }
+    }
+
+    /// The scheme and token of the `Authorization` header (schemes are case-insensitive,
+    /// RFC 9110 section 11.1), or nil without one of ours.
+    static func credentials(_ request: Request) -> (Scheme, String)? {
+        guard let authorization = request.headers[.authorization], let space = authorization.firstIndex(of: " ") else { return nil }
+        let token = authorization[space...].trimmingCharacters(in: .whitespaces)
+        guard !token.isEmpty else { return nil }
+        switch authorization[..<space].lowercased() {
+        case "bearer": return (.bearer, token)
+        case "dpop": return (.dpop, token)
+        default: return nil
+        }
+    }
+
+    /// RFC 6750 section 3 and RFC 9449 section 7.1: 401 (403 for insufficient scope) with a
+    /// challenge in the scheme the token came in. Without credentials both schemes are offered,
+    /// the DPoP one with the algorithms it takes.
+    static func challenge(_ error: String?, scheme: Scheme?, status: HTTPResponse.Status = .unauthorized, description: String? = nil) -> Response {
+        var response = Response(status: status)
+        var parameters = [#"realm="modgud""#]
+        if let error { parameters.append(#"error="\#(error)""#) }
+        if let description { parameters.append(#"error_description="\#(description.filter { $0 != "\"" && $0 != "\\" })""#) }
+        let algorithms = #"algs="\#(DPoPKey.Algorithm.allCases.map(\.rawValue).joined(separator: " "))""#
+        switch scheme {
+        case .bearer?:
+            response.headers.append(HTTPField(name: .wwwAuthenticate, value: "Bearer " + parameters.joined(separator: ", ")))
+        case .dpop?:
+            response.headers.append(HTTPField(name: .wwwAuthenticate, value: "DPoP " + (parameters + [algorithms]).joined(separator: ", ")))
+        case nil:
+            response.headers.append(HTTPField(name: .wwwAuthenticate, value: "Bearer " + parameters.joined(separator: ", ")))
+            response.headers.append(HTTPField(name: .wwwAuthenticate, value: "DPoP " + (parameters + [algorithms]).joined(separator: ", ")))
+        }
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+}
