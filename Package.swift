@@ -117,7 +117,11 @@ let package = Package(
         // Strict CTAP2 canonical CBOR: decoder with limits, canonical encoder.
         .target(name: "CBOR", swiftSettings: strict),
         // The app developer kit (issue 15): Foundation only, so apps pull in nothing else.
-        .target(name: "ModgudClient", swiftSettings: strict),
+        // ModgudClient uses CryptoKit on Apple platforms; elsewhere swift-crypto (its DPoP key).
+        .target(
+            name: "ModgudClient",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto", condition: .when(platforms: [.linux, .android, .windows, .openbsd]))],
+            swiftSettings: strict),
         // WebAuthn relying-party verification: no HTTP, storage or OAuth inside.
         .target(
             name: "WebAuthn",

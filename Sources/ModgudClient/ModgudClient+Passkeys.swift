@@ -36,7 +36,7 @@ extension ModgudClient {
     /// `.reauthenticationRequired` says sign in again first.
     @discardableResult
     public func enrollPasskey(name: String? = nil, using authenticator: some PasskeyAuthenticator) async throws -> PasskeyInfo {
-        let begun = try await beginCeremony(try await Self.authorized(Self.json(endpoint("/connect/passkey/enroll/begin"), nil).posting(), accessToken()))
+        let begun = try beginCeremony(answer: try await send(Self.json(endpoint("/connect/passkey/enroll/begin"), nil).posting()))
         let registration = try await authenticator.register(try PasskeyJSON.registration(begun.options))
         guard let attestation = try? JSONSerialization.jsonObject(with: Data(registration.json.utf8)) else {
             throw ModgudError.authenticator("the credential is not JSON")

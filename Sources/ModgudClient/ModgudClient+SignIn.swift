@@ -95,12 +95,16 @@ extension ModgudClient {
     }
 
     func token(_ fields: [(String, String)]) async throws -> ModgudSession {
-        let data = try checked(try await exchange(Self.form(try await discovery().tokenEndpoint, fields)))
+        let data = try checked(try await exchangeAtTokenEndpoint(fields))
         return try await adopt(data)
     }
 
     func beginCeremony(_ request: URLRequest) async throws -> (id: String, options: [String: Any]) {
-        let data = try checked(try await exchange(request))
+        try beginCeremony(answer: try await exchange(request))
+    }
+
+    func beginCeremony(answer: (Data, HTTPURLResponse)) throws -> (id: String, options: [String: Any]) {
+        let data = try checked(answer)
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any], let id = object["ceremonyId"] as? String,
             let options = object["options"] as? [String: Any]
         else { throw ModgudError.invalidResponse(status: 200, body: String(decoding: data.prefix(500), as: UTF8.self)) }

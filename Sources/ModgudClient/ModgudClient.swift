@@ -40,6 +40,8 @@ public actor ModgudClient {
     }
 
     public let configuration: Configuration
+    /// The key tokens are bound to (RFC 9449), nil for bearer tokens.
+    let dpop: (any DPoPSigner)?
     let store: any TokenStore
     let urlSession: URLSession
     let now: @Sendable () -> Date
@@ -47,16 +49,23 @@ public actor ModgudClient {
     private var session: ModgudSession?
     private var loaded = false
     private var refreshing: Task<ModgudSession, any Error>?
+    /// The server's latest DPoP nonce (RFC 9449 section 8), sent in the next proof.
+    var dpopNonce: String?
 
     /// - Parameters:
     ///   - store: where the session lives between launches (`FileTokenStore`,
     ///     `KeychainTokenStore`); in memory by default.
+    ///   - dpop: a key to bind the session's tokens to (DPoP, RFC 9449): every token request
+    ///     and every use of a bound access token carries a proof signed by it. Give the same
+    ///     key on every launch (a `SecureEnclaveDPoPKey` handle in the Keychain, or a
+    ///     `SoftwareDPoPKey` kept as safely as the session): a bound session refreshes only with it.
     ///   - now: the clock expiry is judged by (tests move it).
     public init(
         configuration: Configuration, store: any TokenStore = MemoryTokenStore(), urlSession: URLSession = URLSession(configuration: .ephemeral),
-        now: @escaping @Sendable () -> Date = { Date() }
+        dpop: (any DPoPSigner)? = nil, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.configuration = configuration
+        self.dpop = dpop
         self.store = store
         self.urlSession = urlSession
         self.now = now
@@ -73,9 +82,14 @@ public actor ModgudClient {
     /// - Throws: `.notSignedIn`, `.sessionEnded` (the refresh was refused: sign in again), or
     ///   the transport's or server's error (the session is kept: try again later).
     public func accessToken() async throws -> String {
+        try await liveSession().accessToken
+    }
+
+    /// The session with a live access token (refreshed when it has expired).
+    func liveSession() async throws -> ModgudSession {
         guard let current = try await loadSession() else { throw ModgudError.notSignedIn }
-        if current.expiresAt.timeIntervalSince(now()) > configuration.refreshLeeway { return current.accessToken }
-        return try await refreshed(replacing: current.accessToken).accessToken
+        if current.expiresAt.timeIntervalSince(now()) > configuration.refreshLeeway { return current }
+        return try await refreshed(replacing: current.accessToken)
     }
 
     /// Refreshes now (single-flight, like every refresh).
@@ -84,16 +98,16 @@ public actor ModgudClient {
         try await refreshed(replacing: nil)
     }
 
-    /// Sends a request to an API with the access token. A 401 `invalid_token` (revoked or
-    /// expired early) is retried once after a refresh.
+    /// Sends a request to an API with the access token: `Bearer`, or for a DPoP-bound session
+    /// `DPoP` with a proof (and one retry when the API asks for a nonce). A 401
+    /// `invalid_token` (revoked or expired early) is retried once after a refresh.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        let token = try await accessToken()
-        let (data, response) = try await exchange(Self.authorized(request, token))
+        let session = try await liveSession()
+        let (data, response) = try await exchangeAuthorized(request, session)
         guard response.statusCode == 401, (response.value(forHTTPHeaderField: "WWW-Authenticate") ?? "").contains("invalid_token") else {
             return (data, response)
         }
-        let fresh = try await refreshed(replacing: token)
-        return try await exchange(Self.authorized(request, fresh.accessToken))
+        return try await exchangeAuthorized(request, try await refreshed(replacing: session.accessToken))
     }
 
     /// The userinfo endpoint's claims (OpenID Connect Core section 5.3).
@@ -143,13 +157,13 @@ public actor ModgudClient {
     }
 
     private func performRefresh(refreshToken: String, previous: ModgudSession) async throws -> ModgudSession {
-        let endpoint = try await discovery().tokenEndpoint
         do {
             let data = try checked(
-                try await exchange(
-                    Self.form(endpoint, [("grant_type", "refresh_token"), ("client_id", configuration.clientID), ("refresh_token", refreshToken)])))
+                try await exchangeAtTokenEndpoint([("grant_type", "refresh_token"), ("client_id", configuration.clientID), ("refresh_token", refreshToken)]))
             return try await adopt(data, previous: previous)
         } catch let error as ModgudError {
+            // A refused proof (`invalid_dpop_proof`: another key than the session's) leaves the
+            // session for a retry with the right key.
             if case .oauth(let code, _, _) = error, code == "invalid_grant" || code == "invalid_client" {
                 try await end()
                 throw ModgudError.sessionEnded
@@ -175,6 +189,7 @@ public actor ModgudClient {
             var id_token: String?
             var expires_in: Double?
             var scope: String?
+            var token_type: String?
         }
         guard let token = try? JSONDecoder().decode(TokenResponse.self, from: data) else {
             throw ModgudError.invalidResponse(status: 200, body: String(decoding: data.prefix(500), as: UTF8.self))
@@ -182,7 +197,8 @@ public actor ModgudClient {
         let next = ModgudSession(
             issuer: configuration.issuerText, clientID: configuration.clientID, accessToken: token.access_token,
             refreshToken: token.refresh_token ?? previous?.refreshToken, idToken: token.id_token ?? previous?.idToken,
-            expiresAt: now().addingTimeInterval(token.expires_in ?? 300), scope: token.scope ?? previous?.scope)
+            expiresAt: now().addingTimeInterval(token.expires_in ?? 300), scope: token.scope ?? previous?.scope,
+            tokenType: token.token_type?.caseInsensitiveCompare("DPoP") == .orderedSame ? "DPoP" : nil)
         try await store.save(next)
         session = next
         loaded = true
@@ -234,19 +250,13 @@ public actor ModgudClient {
         return request
     }
 
-    static func json(_ url: URL, method: String = "POST", _ body: [String: Any]?, bearer: String? = nil) -> URLRequest {
+    static func json(_ url: URL, method: String = "POST", _ body: [String: Any]?) -> URLRequest {
         var request = URLRequest(url: url)
         request.httpMethod = method
         if let body {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.httpBody = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
         }
-        return bearer.map { authorized(request, $0) } ?? request
-    }
-
-    static func authorized(_ request: URLRequest, _ token: String) -> URLRequest {
-        var request = request
-        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         return request
     }
 }

@@ -12,9 +12,12 @@ public struct ModgudSession: Codable, Sendable, Equatable {
     /// When the access token stops working (the server's `expires_in` from when it was received).
     public var expiresAt: Date
     public var scope: String?
+    /// `DPoP` when the tokens are bound to the client's DPoP key (RFC 9449), nil for bearer tokens.
+    public var tokenType: String?
 
     public init(
-        issuer: String, clientID: String, accessToken: String, refreshToken: String?, idToken: String?, expiresAt: Date, scope: String?
+        issuer: String, clientID: String, accessToken: String, refreshToken: String?, idToken: String?, expiresAt: Date, scope: String?,
+        tokenType: String? = nil
     ) {
         self.issuer = issuer
         self.clientID = clientID
@@ -23,7 +26,11 @@ public struct ModgudSession: Codable, Sendable, Equatable {
         self.idToken = idToken
         self.expiresAt = expiresAt
         self.scope = scope
+        self.tokenType = tokenType
     }
+
+    /// Whether the access token must be sent with the DPoP scheme and a proof.
+    public var isDPoPBound: Bool { tokenType == "DPoP" }
 
     /// The ID token's claims, decoded without verifying the signature (the token came from the
     /// token endpoint over TLS, which is what OpenID Connect Core section 3.1.3.7 allows a

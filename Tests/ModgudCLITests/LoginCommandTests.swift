@@ -86,6 +86,34 @@ final class LoginCommandTests: XCTestCase {
         XCTAssertNotEqual(refused.status, 0)
         XCTAssertTrue(refused.error.contains("invalid code"), refused.error)
         XCTAssertFalse(FileManager.default.fileExists(atPath: file))
+
+        // `login --dpop` (issue 29): the session is bound to a key kept beside it (0600); the
+        // token alone is refused as Bearer, and `token --header-for` gives the DPoP headers.
+        let bound = try cli.launch(["login", "--issuer", issuer, "--client-id", "cli", "--email", "ada@example.com", "--dpop"], environment: environment)
+        bound.input.fileHandleForWriting.write(Data("\(try await self.code(for: "ada@example.com", number: 3))\n".utf8))
+        let boundLogin = bound.finish()
+        XCTAssertEqual(boundLogin.status, 0, boundLogin.error)
+        XCTAssertTrue(boundLogin.output.contains("bound to the DPoP key"), boundLogin.output)
+        let keyFile = home.appendingPathComponent("modgud/session.dpop-key").path
+        let keyMode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? NSNumber)
+        XCTAssertEqual(keyMode.intValue & 0o777, 0o600, "the key is its owner's only")
+        let boundToken = try cli.run(["token"], environment: environment)
+        XCTAssertTrue(boundToken.error.contains("DPoP-bound"), boundToken.error)
+        let downgraded = try await Self.userinfoStatus(issuer, boundToken.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        XCTAssertEqual(downgraded, 401, "a bound token is no bearer token")
+        let printed = try cli.run(["token", "--header-for", issuer + "/connect/userinfo"], environment: environment)
+        XCTAssertEqual(printed.status, 0, printed.error)
+        var request = URLRequest(url: URL(string: issuer + "/connect/userinfo")!)
+        for line in printed.output.split(separator: "\n") {
+            let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            request.setValue(parts[1], forHTTPHeaderField: parts[0])
+        }
+        XCTAssertTrue(request.value(forHTTPHeaderField: "Authorization")?.hasPrefix("DPoP ") == true, printed.output)
+        let (_, proven) = try await URLSession.shared.data(for: request)
+        XCTAssertEqual((proven as? HTTPURLResponse)?.statusCode, 200, "the printed proof is good for that request")
+        let boundLogout = try cli.run(["logout"], environment: environment)
+        XCTAssertEqual(boundLogout.status, 0, boundLogout.error)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: keyFile), "logout forgets the key")
     }
 
     /// The code in the `number`-th mail to `address`.

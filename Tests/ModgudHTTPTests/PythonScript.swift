@@ -7,9 +7,18 @@ enum PythonScript {
     static func run(_ name: String, input: String) throws -> String {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Support/\(name)")
+        return try python([script.path], input: input)
+    }
+
+    /// A few lines of Python given as text (`python3 -c`).
+    static func inline(_ source: String, input: String) throws -> String {
+        try python(["-c", source], input: input)
+    }
+
+    private static func python(_ arguments: [String], input: String) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path]
+        process.arguments = ["python3"] + arguments
         let stdin = Pipe()
         let output = Pipe()
         process.standardInput = stdin
