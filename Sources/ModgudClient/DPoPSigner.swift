@@ -18,6 +18,26 @@ public protocol DPoPSigner: Sendable {
     func signature(for message: Data) throws -> Data
 }
 
+extension DPoPSigner {
+    /// A proof for one request (RFC 9449 section 4.2), for an app that sends a request to its
+    /// own API itself: `DPoP: <proof>` with `Authorization: DPoP <access token>`.
+    /// - Parameters:
+    ///   - accessToken: the token the request carries (sets `ath`); nil at a token endpoint.
+    ///   - nonce: the server's latest `DPoP-Nonce`, if it sent one.
+    public func proof(method: String, url: URL, accessToken: String? = nil, nonce: String? = nil, now: Date = Date()) throws -> String {
+        try DPoPProofBuilder.proof(signer: self, method: method, url: url, nonce: nonce, accessToken: accessToken, now: now)
+    }
+
+    /// The key's RFC 7638 thumbprint: what a bound token's `cnf.jkt` names.
+    public var thumbprint: String {
+        let jwk = publicJWK
+        let required = jwk["kty"] == "OKP" ? ["crv", "kty", "x"] : jwk["kty"] == "RSA" ? ["e", "kty", "n"] : ["crv", "kty", "x", "y"]
+        // Section 3: the required members in lexicographic order, no whitespace; these values need no escaping.
+        let canonical = "{" + required.map { #""\#($0)":"\#(jwk[$0] ?? "")""# }.joined(separator: ",") + "}"
+        return Base64URL.encode(Data(SHA256.hash(data: Data(canonical.utf8))))
+    }
+}
+
 /// Builds one proof JWT (RFC 9449 section 4.2) for a request.
 enum DPoPProofBuilder {
     /// - Parameters:

@@ -57,6 +57,7 @@ final class ModgudClientDPoPTests: XCTestCase {
             XCTAssertEqual(introspected.json["token_type"] as? String, "DPoP", introspected.body)
             let jkt = try XCTUnwrap((introspected.json["cnf"] as? [String: Any])?["jkt"] as? String)
             XCTAssertEqual(jkt, try Self.thumbprint(key.publicJWK), "cnf.jkt is the RFC 7638 thumbprint of the app's key")
+            XCTAssertEqual(key.thumbprint, jkt, "and the library computes the same")
 
             // Ten callers on an expired token: one refresh, with a proof, and all succeed.
             harness.clock.advance(16 * 60)

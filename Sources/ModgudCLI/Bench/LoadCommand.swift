@@ -72,7 +72,7 @@ struct LoadCommand: AsyncParsableCommand {
     }
 
     private func measure(_ scenario: LoadScenario, fixtures: LoadFixtureSet, environment: LoadEnvironment) async throws -> LoadReport {
-        var workers = try await prepare(scenario, fixtures: fixtures)
+        var workers = try await prepare(scenario, fixtures: fixtures, connection: environment.connection)
         if warmup > 0 {
             (_, workers) = await drive(workers, connection: environment.connection, until: .now + .milliseconds(Int64(warmup * 1000)))
         }
@@ -98,7 +98,7 @@ struct LoadCommand: AsyncParsableCommand {
             before: before, after: after, auditLag: auditLag)
     }
 
-    private func prepare(_ scenario: LoadScenario, fixtures: LoadFixtureSet) async throws -> [LoadWorker] {
+    private func prepare(_ scenario: LoadScenario, fixtures: LoadFixtureSet, connection: LoadHTTPConnection) async throws -> [LoadWorker] {
         let app = LoadFixtureSet.appClient
         let prepared = max(connections, Int((seconds + warmup) * preparedPerSecond))
         switch scenario {
@@ -109,7 +109,12 @@ struct LoadCommand: AsyncParsableCommand {
         case .passkey:
             return try await fixtures.passkeys(connections).map { .passkey(clientID: app, credential: $0, origin: LoadFixtureSet.origin) }
         case .refresh:
-            return try await fixtures.refreshTokens(connections).map { .refresh(clientID: app, token: $0) }
+            return try await fixtures.refreshTokens(connections).map { .refresh(clientID: app, token: $0.token) }
+        case .refreshDPoP:
+            let endpoint = try await RefreshChainsCommand.tokenEndpoint(connection)
+            return try await fixtures.refreshTokens(connections, dpop: true).map {
+                .refreshDPoP(clientID: app, token: $0.token, key: $0.key!, endpoint: endpoint, nonce: nil)
+            }
         case .otp:
             let queue = LoadQueue(try await fixtures.registrationCodes(prepared))
             return Array(repeating: .otp(clientID: app, codes: queue), count: connections)

@@ -1,5 +1,6 @@
 import EventSourcing
 import Foundation
+import ModgudClient
 import ModgudDomain
 import ModgudService
 import WebAuthn
@@ -65,16 +66,18 @@ struct LoadFixtureSet: Sendable {
         return (try await AdminService(core: core).createUser(realm: Self.realmID, email: email.value, metadata: metadata).id, email)
     }
 
-    /// Signed-in sessions of the app client: one refresh token each.
-    func refreshTokens(_ count: Int) async throws -> [String] {
+    /// Signed-in sessions of the app client: one refresh token each, and with `dpop` the
+    /// key each session is bound to.
+    func refreshTokens(_ count: Int, dpop: Bool = false) async throws -> [(token: String, key: SoftwareDPoPKey?)] {
         let client = try await core.clientAuthenticator.authenticate(realm: Self.realmID, clientID: Self.appClient, secret: nil)
         return try await Self.concurrently(count) { _ in
             let (id, _) = try await user("refresh")
             let state = try await core.user(realm: Self.realmID, id: id)
+            let key = dpop ? SoftwareDPoPKey() : nil
             let tokens = try await core.tokenService.signIn(
                 client: client, user: state, grantType: .otp, scope: "openid offline_access", resources: [], amr: ["otp"],
-                issuer: "https://\(Self.host)", metadata: metadata)
-            return tokens.refreshToken!
+                issuer: "https://\(Self.host)", dpopKey: key?.thumbprint, metadata: metadata)
+            return (tokens.refreshToken!, key)
         }
     }
 

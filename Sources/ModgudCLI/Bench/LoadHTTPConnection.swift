@@ -9,6 +9,18 @@ struct LoadHTTPConnection {
     struct Reply: Sendable {
         var status: Int
         var body: [UInt8]
+        var headers = HTTPHeaders()
+    }
+
+    /// Sends one request on the connection and waits for its answer.
+    struct Sender {
+        let send: (_ method: HTTPMethod, _ path: String, _ contentType: String?, _ payload: String, _ headers: [(String, String)]) async throws -> Reply
+
+        func callAsFunction(_ method: HTTPMethod, _ path: String, _ contentType: String?, _ payload: String, headers: [(String, String)] = [])
+            async throws -> Reply
+        {
+            try await send(method, path, contentType, payload, headers)
+        }
     }
 
     /// The connection broke or the server closed it before answering.
@@ -21,8 +33,7 @@ struct LoadHTTPConnection {
 
     /// Opens a connection and runs `body` with a function that sends one request and waits
     /// for its answer; the connection closes when `body` returns or throws.
-    func session<T>(_ body: (_ send: (_ method: HTTPMethod, _ path: String, _ contentType: String?, _ payload: String) async throws -> Reply) async throws -> T)
-        async throws -> T
+    func session<T>(_ body: (_ send: Sender) async throws -> T) async throws -> T
     {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -34,8 +45,9 @@ struct LoadHTTPConnection {
             }
         return try await channel.executeThenClose { inbound, outbound in
             var responses = inbound.makeAsyncIterator()
-            return try await body { method, path, contentType, payload in
+            return try await body(Sender { method, path, contentType, payload, extra in
                 var headers = HTTPHeaders()
+                headers.add(contentsOf: extra)
                 headers.add(name: "Host", value: authority)
                 headers.add(name: "Content-Length", value: String(payload.utf8.count))
                 if let contentType { headers.add(name: "Content-Type", value: contentType) }
@@ -43,16 +55,19 @@ struct LoadHTTPConnection {
                 if !payload.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(string: payload)))) }
                 try await outbound.write(.end(nil))
                 var status = 0
+                var answered = HTTPHeaders()
                 var received: [UInt8] = []
                 while let part = try await responses.next() {
                     switch part {
-                    case .head(let head): status = Int(head.status.code)
+                    case .head(let head):
+                        status = Int(head.status.code)
+                        answered = head.headers
                     case .body(let buffer): received += buffer.readableBytesView
-                    case .end: return Reply(status: status, body: received)
+                    case .end: return Reply(status: status, body: received, headers: answered)
                     }
                 }
                 throw Broken()
-            }
+            })
         }
     }
 }

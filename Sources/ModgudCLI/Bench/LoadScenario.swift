@@ -1,4 +1,5 @@
 import Foundation
+import ModgudClient
 import NIOHTTP1
 import Synchronization
 import WebAuthn
@@ -9,6 +10,8 @@ enum LoadScenario: String, CaseIterable, Sendable {
     case discovery, jwks
     case passkeyBegin = "passkey-begin"
     case passkey, refresh, otp, magic
+    /// Refresh of DPoP-bound sessions (issue 29): a new proof by the session's key each time.
+    case refreshDPoP = "refresh-dpop"
     case clientCredentials = "client-credentials"
     case introspect
     /// Passkey sign-up (issue 14): begin with a new address, attest, redeem.
@@ -26,7 +29,7 @@ enum LoadScenario: String, CaseIterable, Sendable {
 }
 
 /// Sends one request on a kept-alive connection.
-typealias LoadSend = (_ method: HTTPMethod, _ path: String, _ contentType: String?, _ payload: String) async throws -> LoadHTTPConnection.Reply
+typealias LoadSend = LoadHTTPConnection.Sender
 
 /// The outcome of one step of a worker.
 enum LoadStep {
@@ -57,6 +60,7 @@ enum LoadWorker: Sendable {
     case passkeyBegin(clientID: String)
     case passkey(clientID: String, credential: SoftwareCredential, origin: String)
     case refresh(clientID: String, token: String)
+    case refreshDPoP(clientID: String, token: String, key: SoftwareDPoPKey, endpoint: URL, nonce: String?)
     case otp(clientID: String, codes: LoadQueue<(email: String, code: String)>)
     case magic(clientID: String, links: LoadQueue<(userID: String, token: String)>)
     case clientCredentials(clientID: String, secret: String)
@@ -89,6 +93,14 @@ enum LoadWorker: Sendable {
             if reply.status == 200, let tokens = try? JSONDecoder().decode(Tokens.self, from: Data(reply.body)), let next = tokens.refresh_token {
                 self = .refresh(clientID: clientID, token: next)
             }
+            return .answered(status: reply.status, expected: 200)
+        case .refreshDPoP(let clientID, let token, let key, let endpoint, let nonce):
+            let reply = try await send(
+                .POST, "/connect/token", Self.form, Self.encode(["grant_type": "refresh_token", "client_id": clientID, "refresh_token": token]),
+                headers: [("DPoP", try key.proof(method: "POST", url: endpoint, nonce: nonce))])
+            let next = reply.status == 200 ? (try? JSONDecoder().decode(Tokens.self, from: Data(reply.body)))?.refresh_token : nil
+            self = .refreshDPoP(
+                clientID: clientID, token: next ?? token, key: key, endpoint: endpoint, nonce: reply.headers.first(name: "DPoP-Nonce") ?? nonce)
             return .answered(status: reply.status, expected: 200)
         case .otp(let clientID, let codes):
             guard let item = codes.take() else { return .exhausted }

@@ -1,12 +1,17 @@
 import ArgumentParser
 import Crypto
 import Foundation
+import ModgudClient
 import NIOHTTP1
+import WebAuthn
 
 /// `modgud bench chains`: refresh-token chains through a server or load balancer, for
 /// failure tests (`ops/cluster-test`). Each chain presents its token, keeps the new one on
 /// 200, retries the same token after a transport error or a 5xx (as a naive app would), and
-/// ends on 400 (the token was spent, say by an answer the client never saw).
+/// ends on 400 (the token was spent, say by an answer the client never saw). A line with a
+/// DPoP key after the token (`bench sessions --dpop`) makes a bound chain: each refresh
+/// carries a new proof by that key, with the server's latest nonce, and a `use_dpop_nonce`
+/// answer is retried with the nonce it brings.
 struct RefreshChainsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chains",
@@ -31,6 +36,8 @@ struct RefreshChainsCommand: AsyncParsableCommand {
         /// 5xx answers and transport errors (each retried).
         var failed = 0
         var statuses: [String: Int] = [:]
+        /// `use_dpop_nonce` answers (each retried with the nonce; not an end).
+        var nonceRetries = 0
         var okAfterFirstFailure = 0
         /// The longest time in which no chain got a 200: the outage as the clients saw it.
         var longestSecondsWithoutSuccess = 0.0
@@ -43,12 +50,14 @@ struct RefreshChainsCommand: AsyncParsableCommand {
             throw ValidationError("--url must be http://HOST:PORT")
         }
         let chains = try String(contentsOfFile: tokens, encoding: .utf8).split(separator: "\n").map(String.init).filter { !$0.isEmpty }
+            .map(Chain.init(line:))
         let connection = LoadHTTPConnection(host: address, port: port, authority: host)
+        let tokenEndpoint = chains.contains { $0.key != nil } ? try await Self.tokenEndpoint(connection) : nil
         let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
         let clientID = self.clientID
         let outcomes = try await withThrowingTaskGroup(of: ChainOutcome.self) { group in
-            for token in chains {
-                group.addTask { await Self.drive(token, clientID: clientID, connection: connection, until: deadline) }
+            for chain in chains {
+                group.addTask { await Self.drive(chain, clientID: clientID, tokenEndpoint: tokenEndpoint, connection: connection, until: deadline) }
             }
             return try await group.reduce(into: [ChainOutcome]()) { $0.append($1) }
         }
@@ -70,7 +79,8 @@ struct RefreshChainsCommand: AsyncParsableCommand {
         report.requests = report.statuses.values.reduce(0, +)
         report.ok = report.statuses["200"] ?? 0
         report.failed = report.statuses.filter { $0.key == "error" || $0.key.hasPrefix("5") }.values.reduce(0, +)
-        report.ended = report.requests - report.ok - report.failed
+        report.nonceRetries = report.statuses["use_dpop_nonce"] ?? 0
+        report.ended = report.requests - report.ok - report.failed - report.nonceRetries
         let successes = outcomes.flatMap { $0.okTimes.map(\.0) }.sorted()
         for (earlier, later) in zip(successes, successes.dropFirst()) {
             let gap = later - earlier
@@ -98,22 +108,53 @@ struct RefreshChainsCommand: AsyncParsableCommand {
         var okTimes: [(ContinuousClock.Instant, Int)] = []
     }
 
-    static func drive(_ first: String, clientID: String, connection: LoadHTTPConnection, until deadline: ContinuousClock.Instant) async
-        -> ChainOutcome
+    /// A line of `--tokens`: a refresh token, and for a bound session its DPoP key.
+    struct Chain: Sendable {
+        var token: String
+        var key: SoftwareDPoPKey?
+
+        init(line: String) {
+            let parts = line.split(separator: " ")
+            token = String(parts[0])
+            key = parts.count > 1 ? Base64URL.decode(parts[1]).flatMap { try? SoftwareDPoPKey(rawRepresentation: Data($0)) } : nil
+        }
+    }
+
+    /// The token endpoint's URL as the server names it (what a proof's `htu` must match).
+    static func tokenEndpoint(_ connection: LoadHTTPConnection) async throws -> URL {
+        let reply = try await connection.session { send in try await send(.GET, "/.well-known/openid-configuration", nil, "") }
+        guard reply.status == 200, let json = try? JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any],
+            let endpoint = (json["token_endpoint"] as? String).flatMap(URL.init(string:))
+        else { throw ValidationError("no token_endpoint in the server's discovery document (status \(reply.status))") }
+        return endpoint
+    }
+
+    static func drive(_ chain: Chain, clientID: String, tokenEndpoint: URL?, connection: LoadHTTPConnection, until deadline: ContinuousClock.Instant)
+        async -> ChainOutcome
     {
         var outcome = ChainOutcome()
-        var token = first
+        var token = chain.token
+        var nonce: String?
         var ended = false
         while !ended && ContinuousClock.now < deadline {
             do {
                 try await connection.session { send in
                     while !ended && ContinuousClock.now < deadline {
                         let started = ContinuousClock.now
+                        var headers: [(String, String)] = []
+                        if let key = chain.key, let tokenEndpoint {
+                            headers.append(("DPoP", try key.proof(method: "POST", url: tokenEndpoint, nonce: nonce)))
+                        }
                         let reply = try await send(
                             .POST, "/connect/token", "application/x-www-form-urlencoded",
-                            "grant_type=refresh_token&client_id=\(clientID)&refresh_token=\(token)")
+                            "grant_type=refresh_token&client_id=\(clientID)&refresh_token=\(token)", headers: headers)
+                        nonce = reply.headers.first(name: "DPoP-Nonce") ?? nonce
                         let elapsed = ContinuousClock.now - started
                         outcome.latencies.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
+                        if reply.status == 400, chain.key != nil, Self.asksForNonce(reply) {
+                            outcome.statuses["use_dpop_nonce", default: 0] += 1
+                            continue
+                        }
                         outcome.statuses[String(reply.status), default: 0] += 1
                         switch reply.status {
                         case 200:
@@ -137,6 +178,10 @@ struct RefreshChainsCommand: AsyncParsableCommand {
             }
         }
         return outcome
+    }
+
+    static func asksForNonce(_ reply: LoadHTTPConnection.Reply) -> Bool {
+        ((try? JSONSerialization.jsonObject(with: Data(reply.body))) as? [String: Any])?["error"] as? String == "use_dpop_nonce"
     }
 
     /// base64url(SHA-256(token)), unpadded: how the server stores a refresh token.

@@ -1,10 +1,14 @@
 import ArgumentParser
 import Foundation
+import ModgudClient
 import ModgudDomain
 import ModgudService
+import WebAuthn
 
 /// `modgud bench sessions`: users signed in directly through the token service (no mail),
 /// one refresh token per line on standard output, to start load and failure tests from.
+/// With `--dpop` each session is bound to a new P-256 key, printed after its token
+/// (`TOKEN KEY`, the key's private scalar in base64url) for `bench chains` to sign with.
 struct SessionsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sessions",
@@ -15,6 +19,7 @@ struct SessionsCommand: AsyncParsableCommand {
     @Argument var client: String
     @Option(help: "How many users.") var count = 16
     @Option(help: "Scope to grant (must include offline_access).") var scope = "offline_access"
+    @Flag(help: "Bind each session to a new DPoP key (RFC 9449), printed after its token.") var dpop = false
 
     func run() async throws {
         try await AdminContext.run(database) { context in
@@ -24,11 +29,12 @@ struct SessionsCommand: AsyncParsableCommand {
                 let email = "load-\(index)-\(UUID().uuidString.prefix(8).lowercased())@example.com"
                 let created = try await context.admin.createUser(realm: realm, email: email, metadata: context.metadata)
                 let user = try await core.user(realm: realm, id: created.id)
+                let key = dpop ? SoftwareDPoPKey() : nil
                 let tokens = try await core.tokenService.signIn(
                     client: client, user: user, grantType: .otp, scope: scope, resources: [], amr: ["otp"], issuer: "https://\(realm)",
-                    metadata: context.metadata)
+                    dpopKey: key?.thumbprint, metadata: context.metadata)
                 guard let refresh = tokens.refreshToken else { throw CommandError("no refresh token: grant \(scope) to a client with refresh_token") }
-                print(refresh)
+                print(refresh + (key.map { " " + Base64URL.encode($0.rawRepresentation) } ?? ""))
             }
         }
     }
