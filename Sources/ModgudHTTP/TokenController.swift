@@ -94,9 +94,18 @@ struct TokenController: Sendable {
         if let permission = grant.permission, !client.settings.grants.contains(permission) {
             throw OAuthError.unauthorizedClient("The client is not allowed to use this grant type.")
         }
+        let dpopKey: String?
+        do {
+            dpopKey = try await verifiedDPoPKey(request, issuer: issuer, client: client)
+        } catch {
+            // A grant that counts itself (refresh) has not counted yet: a refused proof is
+            // counted here, so proofs cannot be tried without limit.
+            if grant.countsItself { try await rateLimiter.run(limits) }
+            throw error
+        }
         let grantRequest = GrantRequest(
             form: form, client: client, limits: limits, realm: realm, issuer: issuer, source: source, correlationID: context.id,
-            clientIP: context.peerAddress, services: services, dpopKey: try await verifiedDPoPKey(request, issuer: issuer, client: client))
+            clientIP: context.peerAddress, services: services, dpopKey: dpopKey)
         guard grant.isNative else { return try await grant.redeem(grantRequest) }
         // A failed proof (`invalid_grant`) of a native grant answers after the jitter, so timing
         // does not tell a wrong code from an unknown user. Successes are not delayed.

@@ -147,4 +147,27 @@ final class DPoPTokenTests: XCTestCase {
             XCTAssertEqual(relaxed.json["token_type"] as? String, "Bearer", "a client with DPoP off ignores the header: \(relaxed.body)")
         }
     }
+
+    /// A refused proof on a refresh is counted against the rate limits like any other try
+    /// (the refresh grant counts itself in its lookup, which a refused proof never reaches).
+    func testRefusedProofsAreRateLimited() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        let admin: HTTPFields = [.authorization: "Bearer \(H.adminToken)", .contentType: "application/json"]
+        try await harness.app.test(.router) { client in
+            let limited = try await H.call(
+                client, .patch, "/admin/api/realms/dev", #"{"RateLimits":{"token.ip":{"Limit":3,"WindowSeconds":3600,"Burst":3}}}"#, headers: admin)
+            XCTAssertEqual(limited.status, .ok, limited.body)
+            let made = try DPoPProofMaker.make(
+                Array(repeating: ["htu": "https://elsewhere.example/connect/token"], count: 6), htu: "", iat: Int(harness.clock.now().timeIntervalSince1970))
+            var errors: [String] = []
+            for proof in made {
+                let answer = try await H.token(
+                    client, [("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", "made-up")], headers: Self.headers(proof.proof))
+                errors.append(answer.status == .tooManyRequests ? "429" : (answer.json["error"] as? String ?? answer.body))
+            }
+            XCTAssertEqual(errors.first, "invalid_dpop_proof")
+            XCTAssertEqual(errors.last, "429", "refused proofs count: \(errors)")
+        }
+    }
 }
