@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
@@ -158,7 +159,7 @@ final class Auth0PasswordlessTests: XCTestCase {
 
 extension Auth0PasswordlessTests {
     /// The realm's `issuerTrailingSlash`: Auth0's issuer form in discovery and in the ID token,
-    /// and endpoint URLs without a doubled slash.
+    /// and endpoint URLs without a doubled slash (DPoP's `htu` among them).
     func testTheIssuerTakesAuth0sTrailingSlashWhenTheRealmAsks() async throws {
         harness = try await EmailSignInHarness { $0.issuerTrailingSlash = true }
         let harness = harness!
@@ -171,10 +172,23 @@ extension Auth0PasswordlessTests {
                 client, .post, "/passwordless/start", #"{"client_id":"app","connection":"email","email":"ida@example.com","send":"code"}"#,
                 headers: Self.sdkHeaders)
             let code = try await harness.code(for: "ida@example.com")
+            // With a DPoP proof (issue 29): Auth0's grant is bound like Modgud's, and htu is the
+            // endpoint without a doubled slash.
+            let iat = Int(harness.clock.now().timeIntervalSince1970)
+            let proof = try DPoPProofMaker.make([["key": 1]], htu: "https://localhost/oauth/token", iat: iat)[0]
+            var headers = Self.sdkHeaders
+            headers[HTTPField.Name("DPoP")!] = proof.proof
             let login = try await H.call(
                 client, .post, "/oauth/token",
                 #"{"client_id":"app","username":"ida@example.com","otp":"\#(code)","realm":"email","scope":"openid","grant_type":"http://auth0.com/oauth/grant-type/passwordless/otp"}"#,
-                headers: Self.sdkHeaders)
+                headers: headers)
+            XCTAssertEqual(login.json["token_type"] as? String, "DPoP", login.body)
+            let access = try XCTUnwrap(login.json["access_token"] as? String)
+            let use = try DPoPProofMaker.make(
+                [["key_pem": proof.key, "htm": "GET", "access_token": access]], htu: "https://localhost/userinfo", iat: iat)[0]
+            let userinfo = try await H.call(
+                client, .get, "/userinfo", "", headers: [.authorization: "DPoP \(access)", HTTPField.Name("DPoP")!: use.proof])
+            XCTAssertEqual(userinfo.status, .ok, "\(userinfo.headers)")
             let idToken = try XCTUnwrap(login.json["id_token"] as? String, login.body)
             let payload = try XCTUnwrap(idToken.split(separator: ".").dropFirst().first.flatMap { Base64URLText.decode(String($0)) })
             let claims = try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]

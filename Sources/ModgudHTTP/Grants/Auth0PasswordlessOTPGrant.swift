@@ -15,10 +15,9 @@ struct Auth0PasswordlessOTPGrant: TokenGrant {
         guard let username = request.form["username"], let code = request.form["otp"] else {
             throw OAuthError.invalidRequest("username and otp are required.")
         }
-        let grant = EmailSignInService.GrantRequest(
-            client: request.client, scope: Auth0Compatibility.scope(request.form["scope"], client: request.client.settings),
-            resources: try Auth0Compatibility.resources(request.form, realm: request.realm), totpCode: request.form["totp_code"],
-            issuer: request.issuer, metadata: request.metadata(actorIsClient: true))
+        let grant = request.signIn(
+            scope: Auth0Compatibility.scope(request.form["scope"], client: request.client.settings),
+            resources: try Auth0Compatibility.resources(request.form, realm: request.realm))
         return try await request.services.emailSignIn().redeemCode(email: username, code: code, grant)
     }
 }

@@ -12,10 +12,9 @@ struct Auth0WebAuthnGrant: TokenGrant {
 
     func redeem(_ request: GrantRequest) async throws -> TokenResponse {
         let settings = request.client.settings
-        let grant = EmailSignInService.GrantRequest(
-            client: request.client, scope: Auth0Compatibility.scope(request.form["scope"], client: settings),
-            resources: try Auth0Compatibility.resources(request.form, realm: request.realm), totpCode: request.form["totp_code"],
-            issuer: request.issuer, metadata: request.metadata(actorIsClient: true))
+        let grant = request.signIn(
+            scope: Auth0Compatibility.scope(request.form["scope"], client: settings),
+            resources: try Auth0Compatibility.resources(request.form, realm: request.realm))
         guard let session = request.form["auth_session"], let response = request.form["authn_response"] else {
             throw OAuthError.invalidRequest("auth_session and authn_response are required.")
         }
