@@ -102,6 +102,46 @@ final class ModgudClientDPoPTests: XCTestCase {
         }
     }
 
+    /// The guide's API server (`Tests/Support/dpop_resource_server.py`, PyJWT and
+    /// introspection) takes the app's bound token with its proof, and refuses a replay, the
+    /// bearer downgrade, another key's proof and a proof for another token.
+    func testAnAPIServerChecksTheBindingThroughIntrospection() async throws {
+        harness = try await EmailSignInHarness(issuerScheme: "http")
+        let harness = self.harness!
+        let key = SoftwareDPoPKey()
+        try await harness.app.test(.live) { server in
+            let port = try XCTUnwrap(server.port)
+            let app = Self.client(port, harness: harness, store: MemoryTokenStore(), key: key)
+            try await app.requestCode(email: "api@example.com")
+            let session = try await app.signIn(email: "api@example.com", code: try await harness.code(for: "api@example.com"))
+            let token = session.accessToken
+            let url = URL(string: "https://api.acme.test/orders?page=2")!
+            let good = try key.proof(method: "GET", url: url, accessToken: token)
+            func request(_ authorization: String, _ proof: String?) -> [String: String] {
+                var fields = ["method": "GET", "url": url.absoluteString, "authorization": authorization]
+                fields["dpop"] = proof
+                return fields
+            }
+            let input: [String: Any] = [
+                "introspect": "http://localhost:\(port)/connect/introspect", "client_id": "conf", "client_secret": harness.confidentialSecret,
+                "requests": [
+                    request("DPoP \(token)", good), request("DPoP \(token)", good), request("Bearer \(token)", nil),
+                    request("DPoP \(token)", try SoftwareDPoPKey().proof(method: "GET", url: url, accessToken: token)),
+                    request("DPoP \(token)", try key.proof(method: "GET", url: url, accessToken: "another token")),
+                    request("DPoP \(token)", try key.proof(method: "POST", url: url, accessToken: token)),
+                ],
+            ]
+            let output = try PythonScript.run(
+                "dpop_resource_server.py", input: String(decoding: try JSONSerialization.data(withJSONObject: input), as: UTF8.self))
+            let verdicts = try XCTUnwrap((try? JSONSerialization.jsonObject(with: Data(output.utf8))) as? [[String: Any]], output)
+            let seen = verdicts.map { ($0["ok"] as? Bool == true) ? "ok" : ($0["error"] as? String ?? "?") }
+            XCTAssertEqual(
+                seen, ["ok", "invalid_dpop_proof", "invalid_token", "invalid_dpop_proof", "invalid_dpop_proof", "invalid_dpop_proof"],
+                "good, replayed, bearer downgrade, another key, another token's ath, another method")
+            XCTAssertEqual(verdicts.first?["sub"] as? String, session.subject)
+        }
+    }
+
     /// RFC 7638 for a P-256 JWK, by Python's hashlib (not our code).
     static func thumbprint(_ jwk: [String: String]) throws -> String {
         let script = """
