@@ -94,9 +94,9 @@ struct TokenController: Sendable {
         if let permission = grant.permission, !client.settings.grants.contains(permission) {
             throw OAuthError.unauthorizedClient("The client is not allowed to use this grant type.")
         }
-        let dpopKey: String?
+        let dpop: (key: String, claim: DPoPClaim?)?
         do {
-            dpopKey = try await verifiedDPoPKey(request, issuer: issuer, client: client)
+            dpop = try await verifiedDPoPKey(request, issuer: issuer, client: client, claimed: !grant.countsItself)
         } catch {
             // A grant that counts itself (refresh) has not counted yet: a refused proof is
             // counted here, so proofs cannot be tried without limit.
@@ -105,7 +105,7 @@ struct TokenController: Sendable {
         }
         let grantRequest = GrantRequest(
             form: form, client: client, limits: limits, realm: realm, issuer: issuer, source: source, correlationID: context.id,
-            clientIP: context.peerAddress, services: services, dpopKey: dpopKey)
+            clientIP: context.peerAddress, services: services, dpopKey: dpop?.key, dpopClaim: dpop?.claim)
         guard grant.isNative else { return try await grant.redeem(grantRequest) }
         // A failed proof (`invalid_grant`) of a native grant answers after the jitter, so timing
         // does not tell a wrong code from an unknown user. Successes are not delayed.
@@ -122,7 +122,11 @@ struct TokenController: Sendable {
     /// A client set to `off` is answered as a server without DPoP would (the header ignored);
     /// one set to `required` gets `invalid_dpop_proof` without a proof. A client with
     /// `dpopNonce` gets `use_dpop_nonce` for a proof without a server nonce.
-    private func verifiedDPoPKey(_ request: Request, issuer: String, client: AuthenticatedClient) async throws -> String? {
+    /// - Parameter claimed: claim the proof's jti now; otherwise the claim is returned for the
+    ///   grant to send in its own pipeline.
+    private func verifiedDPoPKey(_ request: Request, issuer: String, client: AuthenticatedClient, claimed: Bool) async throws
+        -> (key: String, claim: DPoPClaim?)?
+    {
         guard client.settings.dpop != .off else { return nil }
         let proofs = request.headers[values: .dpop]
         guard !proofs.isEmpty else {
@@ -133,7 +137,10 @@ struct TokenController: Sendable {
         guard proofs.count == 1 else { throw DPoPError.invalid("send exactly one DPoP header") }
         guard let verifier = services.dpop else { throw DPoPError.invalid("this server cannot check DPoP proofs") }
         let url = RequestParsing.base(of: issuer) + request.uri.path
-        return try await verifier.verify(proofs[0], method: "POST", url: url, requireNonce: client.settings.dpopNonce).key.thumbprint
+        let checked = try verifier.check(proofs[0], method: "POST", url: url, requireNonce: client.settings.dpopNonce)
+        guard claimed else { return (checked.proof.key.thumbprint, checked.claim) }
+        try checked.claim.verdict(try await verifier.pool.query(checked.claim.query))
+        return (checked.proof.key.thumbprint, nil)
     }
 
     /// Authenticates the client (from the instance's client cache) and prepares the count of

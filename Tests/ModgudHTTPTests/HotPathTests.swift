@@ -1,6 +1,7 @@
 import AsyncTestSupport
 import Foundation
 import Logging
+import ModgudClient
 import ModgudDomain
 import ModgudService
 import PQ
@@ -35,6 +36,49 @@ final class HotPathTests: XCTestCase {
         // 2 for the grant; 1 for the NOTIFY after the commit that wakes projection daemons
         // (one per append when idle, folded into one for many appends under load).
         XCTAssertEqual(PQRoundTrips.total - before, 3)
+        await database.drop()
+    }
+
+    /// A warm DPoP-bound refresh costs the same two round trips: the proof's jti claim rides
+    /// in the pipeline with the count and the lookup (issue 29), and a replayed proof is
+    /// refused there, before anything is spent.
+    func testAWarmBoundRefreshIsTwoRoundTripsToo() async throws {
+        let database = try await TestDatabase.create(maxConnections: 10)
+        let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
+        let user = try await TestRealm.seed(core)
+        let app = try await core.clientAuthenticator.authenticate(realm: "dev", clientID: "app", secret: nil)
+        let entry = try await core.realmDirectory.realm(forHost: "localhost")
+        let settings = try XCTUnwrap(entry).settings
+        let verifier = try XCTUnwrap(core.dpop)
+        let key = SoftwareDPoPKey()
+        let endpoint = URL(string: "https://localhost/connect/token")!
+        func refresh(_ token: String, proof: String) async throws -> TokenResponse {
+            let count = core.rateLimiter.prepare([RateLimitBucket(.tokenPerIP, key: "10.0.0.1")], realm: "dev", settings: settings)
+            let checked = try verifier.check(proof, method: "POST", url: endpoint.absoluteString)
+            return try await core.tokenService.refresh(
+                client: app, refreshToken: token, resources: [], issuer: "https://localhost", metadata: .init(), rateLimit: count,
+                dpopKey: checked.proof.key.thumbprint, dpopClaim: checked.claim)
+        }
+        let signedIn = try await core.tokenService.signIn(
+            client: app, user: user, grantType: .otp, scope: "openid offline_access", resources: [], amr: ["otp"], issuer: "https://localhost",
+            dpopKey: key.thumbprint, metadata: .init())
+        let first = try await refresh(try XCTUnwrap(signedIn.refreshToken), proof: try key.proof(method: "POST", url: endpoint))
+        XCTAssertEqual(first.tokenType, "DPoP")
+        await core.store.notificationsSent()
+        let before = PQRoundTrips.total
+        let proof = try key.proof(method: "POST", url: endpoint)
+        let second = try await refresh(try XCTUnwrap(first.refreshToken), proof: proof)
+        XCTAssertNotNil(second.refreshToken)
+        await core.store.notificationsSent()
+        XCTAssertEqual(PQRoundTrips.total - before, 3, "as a bearer refresh: the claim added no round trip")
+        do {
+            _ = try await refresh(try XCTUnwrap(second.refreshToken), proof: proof)
+            XCTFail("a replayed proof")
+        } catch let error as DPoPError {
+            XCTAssertEqual(error, .replayed)
+        }
+        let third = try await refresh(try XCTUnwrap(second.refreshToken), proof: try key.proof(method: "POST", url: endpoint))
+        XCTAssertNotNil(third.refreshToken, "the replay spent nothing: the same token refreshes with a new proof")
         await database.drop()
     }
 

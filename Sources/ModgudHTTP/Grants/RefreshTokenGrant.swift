@@ -7,7 +7,8 @@ struct RefreshTokenGrant: TokenGrant {
     /// `TokenService.refresh` checks the client's permission itself.
     let permission: GrantType? = nil
     let isNative = false
-    /// The count rides in the same pipeline as the refresh token's lookup (one round trip).
+    /// The count and the DPoP proof's jti claim ride in the same pipeline as the refresh
+    /// token's lookup (one round trip).
     let countsItself = true
 
     func redeem(_ request: GrantRequest) async throws -> TokenResponse {
@@ -17,6 +18,6 @@ struct RefreshTokenGrant: TokenGrant {
         }
         return try await request.services.tokens.refresh(
             client: request.client, refreshToken: refreshToken, resources: request.form.all("resource"), issuer: request.issuer,
-            metadata: request.metadata(actorIsClient: false), rateLimit: request.limits, dpopKey: request.dpopKey)
+            metadata: request.metadata(actorIsClient: false), rateLimit: request.limits, dpopKey: request.dpopKey, dpopClaim: request.dpopClaim)
     }
 }

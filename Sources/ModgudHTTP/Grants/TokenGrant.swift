@@ -16,8 +16,8 @@ protocol TokenGrant: Sendable {
     var permission: GrantType? { get }
     /// Whether the realm's native-grant switch gates it (and discovery lists it only then).
     var isNative: Bool { get }
-    /// Whether it sends the request's rate-limit count itself (in one pipeline with its own
-    /// lookup); otherwise the endpoint counts before redeeming.
+    /// Whether it sends the request's rate-limit count and its DPoP proof's jti claim itself
+    /// (in one pipeline with its own lookup); otherwise the endpoint sends them before redeeming.
     var countsItself: Bool { get }
     /// Redeems the grant. Failures are `OAuthError`s (or `RateLimited`).
     func redeem(_ request: GrantRequest) async throws -> TokenResponse
@@ -45,6 +45,9 @@ struct GrantRequest: Sendable {
     let services: GrantServices
     /// The thumbprint of the request's verified DPoP proof key (RFC 9449): the tokens are bound to it.
     let dpopKey: String?
+    /// The proof's jti claim, still to send, for a grant that `countsItself` (nil otherwise:
+    /// the endpoint claimed it).
+    let dpopClaim: DPoPClaim?
 
     /// Metadata of the events the grant appends, `actor` unset (a refresh) or the client.
     func metadata(actorIsClient: Bool) -> EventMetadata {

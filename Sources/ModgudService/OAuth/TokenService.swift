@@ -88,16 +88,18 @@ public struct TokenService: Sendable {
     /// - Parameter dpopKey: the request's verified DPoP key. A bound family refreshes only with
     ///   its own key; another key, or none, is refused before anything is spent, so a stolen
     ///   token without its key cannot revoke the session either.
+    /// - Parameter dpopClaim: the proof's jti claim, sent with the lookup (a replay throws
+    ///   `DPoPError.replayed` before anything is read).
     public func refresh(
         client: AuthenticatedClient, refreshToken: String, resources: [String], issuer: String, metadata: EventMetadata,
-        rateLimit: RateLimitCheck? = nil, dpopKey: String? = nil
+        rateLimit: RateLimitCheck? = nil, dpopKey: String? = nil, dpopClaim: DPoPClaim? = nil
     ) async throws -> TokenResponse {
         guard client.settings.grants.contains(.refreshToken) else {
             try await rateLimit?.run(on: pool)
             throw OAuthError.unauthorizedClient("The client may not use grant_type refresh_token.")
         }
         let presented = OpaqueToken.hash(refreshToken)
-        guard let found = try await lookUpRefreshToken(presented, realm: client.realm, rateLimit: rateLimit) else {
+        guard let found = try await lookUpRefreshToken(presented, realm: client.realm, rateLimit: rateLimit, dpopClaim: dpopClaim) else {
             throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
         }
         let family = await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: found.familyID))
@@ -136,22 +138,30 @@ public struct TokenService: Sendable {
     }
 
     /// The presented token's lookup (`TokenTables.refreshLookupQuery`), pipelined with the
-    /// request's rate-limit count (one round trip). nil for an unknown token.
-    private func lookUpRefreshToken(_ presented: String, realm: String, rateLimit: RateLimitCheck?) async throws -> TokenTables.RefreshLookup? {
+    /// request's rate-limit count and its DPoP jti claim (one round trip, one transaction).
+    /// The verdicts come in that order: a 429, then a replay, then the lookup. nil for an
+    /// unknown token.
+    private func lookUpRefreshToken(_ presented: String, realm: String, rateLimit: RateLimitCheck?, dpopClaim: DPoPClaim?) async throws
+        -> TokenTables.RefreshLookup?
+    {
         let lookup = TokenTables.refreshLookupQuery(presentedHash: presented, realm: realm)
+        let count = rateLimit?.query
         // The lookup joins two tables a rebuild of the token projection swaps: a deadlock with
-        // the swap rolls back this (read-only but for the count) transaction, which then runs
-        // again.
+        // the swap rolls back this (read-only but for the count and the claim) transaction,
+        // which then runs again.
         let found: PQResult = try await retryingTransientConflicts {
-            guard let rateLimit, let count = rateLimit.query else { return try await pool.query(lookup) }
+            guard count != nil || dpopClaim != nil else { return try await pool.query(lookup) }
             let results: [PQResult]
             do {
-                results = try await pool.withConnection { connection in try await connection.pipeline([count, lookup]) }
+                results = try await pool.withConnection { connection in
+                    try await connection.pipeline([count, dpopClaim?.query].compactMap { $0 } + [lookup])
+                }
             } catch let failure as PQPipelineError {
                 throw failure.error
             }
-            try rateLimit.verdict(results[0])
-            return results[1]
+            if let rateLimit, count != nil { try rateLimit.verdict(results[0]) }
+            if let dpopClaim { try dpopClaim.verdict(results[count == nil ? 0 : 1]) }
+            return results[results.count - 1]
         }
         return try TokenTables.refreshLookup(found)
     }
