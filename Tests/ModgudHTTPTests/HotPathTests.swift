@@ -12,14 +12,19 @@ import XCTest
 /// Issue 12: what a grant costs in round trips, and that per-instance caches still see every
 /// change (here at once, on another instance within milliseconds by NOTIFY).
 final class HotPathTests: XCTestCase {
-    /// A warm refresh: the rate-limit count and the lookup in one pipeline, then the append.
-    func testAWarmRefreshIsTwoRoundTrips() async throws {
+    /// A core on a new database with realm `dev`, a user, its public client and the realm's settings.
+    static func seeded() async throws -> (TestDatabase, ModgudCore, User.State, AuthenticatedClient, RealmSettings) {
         let database = try await TestDatabase.create(maxConnections: 10)
         let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
         let user = try await TestRealm.seed(core)
         let app = try await core.clientAuthenticator.authenticate(realm: "dev", clientID: "app", secret: nil)
         let entry = try await core.realmDirectory.realm(forHost: "localhost")
-        let settings = try XCTUnwrap(entry).settings
+        return (database, core, user, app, try XCTUnwrap(entry).settings)
+    }
+
+    /// A warm refresh: the rate-limit count and the lookup in one pipeline, then the append.
+    func testAWarmRefreshIsTwoRoundTrips() async throws {
+        let (database, core, user, app, settings) = try await Self.seeded()
         func refresh(_ token: String) async throws -> TokenResponse {
             let count = core.rateLimiter.prepare(
                 [RateLimitBucket(.tokenPerIP, key: "10.0.0.1"), RateLimitBucket(.tokenPerClient, key: "app")], realm: "dev", settings: settings)
@@ -43,12 +48,7 @@ final class HotPathTests: XCTestCase {
     /// in the pipeline with the count and the lookup (issue 29), and a replayed proof is
     /// refused there, before anything is spent.
     func testAWarmBoundRefreshIsTwoRoundTripsToo() async throws {
-        let database = try await TestDatabase.create(maxConnections: 10)
-        let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
-        let user = try await TestRealm.seed(core)
-        let app = try await core.clientAuthenticator.authenticate(realm: "dev", clientID: "app", secret: nil)
-        let entry = try await core.realmDirectory.realm(forHost: "localhost")
-        let settings = try XCTUnwrap(entry).settings
+        let (database, core, user, app, settings) = try await Self.seeded()
         let verifier = try XCTUnwrap(core.dpop)
         let key = SoftwareDPoPKey()
         let endpoint = URL(string: "https://localhost/connect/token")!
