@@ -59,7 +59,10 @@ public final class SMTPSink: @unchecked Sendable {
         certificateFile = ready["ca"] as? String
     }
 
-    deinit { stop() }
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
 
     /// Stops the server (idempotent).
     public func stop() {
