@@ -66,6 +66,7 @@ let package = Package(
                 .embedInCode("0012_audit_log.sql"),
                 .embedInCode("0013_dpop_replay.sql"),
                 .embedInCode("0014_access_token_binding.sql"),
+                .embedInCode("0015_shared_signals.sql"),
             ],
             swiftSettings: strict
         ),

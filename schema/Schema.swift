@@ -25,6 +25,7 @@ public enum ModgudSchema {
         Migration(name: "0012_audit_log.sql", sql: text(PackageResources._012_audit_log_sql)),
         Migration(name: "0013_dpop_replay.sql", sql: text(PackageResources._013_dpop_replay_sql)),
         Migration(name: "0014_access_token_binding.sql", sql: text(PackageResources._014_access_token_binding_sql)),
+        Migration(name: "0015_shared_signals.sql", sql: text(PackageResources._015_shared_signals_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

@@ -8,9 +8,9 @@ import PQ
 
 /// Every statement the event store runs against `streams`, `events`, `checkpoints` and
 /// `projection_failures`: the one place their SQL lives (docs/architecture.md, "House habits").
-enum EventStoreSQL {
+public enum EventStoreSQL {
     /// The NOTIFY channel that wakes projection daemons.
-    static let channel = "modgud_events"
+    public static let channel = "modgud_events"
 
     /// The columns `RecordedEvent.init(row:)` decodes, in order.
     static let eventColumns = """
@@ -84,7 +84,7 @@ enum EventStoreSQL {
 
     // MARK: Projections
 
-    static func tryLockProjectionForTransaction(_ name: String) -> PQQuery {
+    public static func tryLockProjectionForTransaction(_ name: String) -> PQQuery {
         "SELECT pg_try_advisory_xact_lock(hashtextextended(\("modgud.projection/" + name), 0))"
     }
 
@@ -96,7 +96,7 @@ enum EventStoreSQL {
         "SELECT pg_advisory_unlock(hashtextextended(\("modgud.projection/" + name), 0))"
     }
 
-    static func checkpoint(_ name: String) -> PQQuery {
+    public static func checkpoint(_ name: String) -> PQQuery {
         "SELECT tx_id, position, applied, updated_at FROM checkpoints WHERE projection = \(name)"
     }
 
@@ -113,7 +113,7 @@ enum EventStoreSQL {
         """
     }
 
-    static func saveCheckpoint(_ name: String, cursor: LogCursor, applied: Int) -> PQQuery {
+    public static func saveCheckpoint(_ name: String, cursor: LogCursor, applied: Int) -> PQQuery {
         """
         INSERT INTO checkpoints (projection, tx_id, position, applied, updated_at)
         VALUES (\(name), \(PQTransactionID(cursor.transactionID)), \(cursor.position), \(applied), now())

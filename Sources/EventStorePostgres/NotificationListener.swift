@@ -6,12 +6,12 @@ import PQ
 /// effect sent their NOTIFY to nobody, so the daemon drains once more instead of sleeping
 /// through them. After that, every commit wakes it. A notification lost any other way costs at
 /// most one poll interval, because the daemon also polls.
-actor NotificationListener {
+public actor NotificationListener {
     private let configuration: PQConfiguration
     private let channel: String
     private var connection: PQConnection?
 
-    init(configuration: PQConfiguration, channel: String) {
+    public init(configuration: PQConfiguration, channel: String) {
         self.configuration = configuration
         self.channel = channel
     }
@@ -20,7 +20,7 @@ actor NotificationListener {
     private let slice: Duration = .milliseconds(200)
 
     /// Returns after a notification, after `timeout`, or soon after the task is cancelled.
-    func wait(timeout: Duration) async {
+    public func wait(timeout: Duration) async {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while !Task.isCancelled {
@@ -40,7 +40,7 @@ actor NotificationListener {
         }
     }
 
-    func close() async {
+    public func close() async {
         await connection?.close()
         connection = nil
     }

@@ -3,7 +3,7 @@ import PQ
 
 extension RecordedEvent {
     /// Decodes a row selected with `EventStoreSQL.eventColumns`.
-    init(row: PQRow) throws {
+    public init(row: PQRow) throws {
         let envelope = EventEnvelope(
             stream: StreamRef(
                 id: try row.decode(String.self, at: 2),
@@ -33,7 +33,7 @@ extension EventMetadata {
 
 extension LogCursor {
     /// Decodes a `checkpoints` row's (tx_id, position), as `EventStoreSQL.checkpoint` selects them.
-    init(checkpointRow row: PQRow) throws {
+    public init(checkpointRow row: PQRow) throws {
         self.init(transactionID: try row.decode(PQTransactionID.self, at: 0).rawValue, position: try row.decode(Int64.self, at: 1))
     }
 }

@@ -117,7 +117,7 @@ public struct SinkError: Error, CustomStringConvertible {
 
 extension FileHandle {
     /// Reads up to a newline (blocking), or nil at end of file.
-    func readLine() -> String? {
+    public func readLine() -> String? {
         var bytes: [UInt8] = []
         while true {
             let chunk = readData(ofLength: 1)

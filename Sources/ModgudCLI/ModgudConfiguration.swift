@@ -37,6 +37,8 @@ struct ModgudConfiguration {
     var groupCommit: AppendBatcher.Options?
     /// When the audit log signs checkpoints (`MODGUD_AUDIT_CHECKPOINT_SECONDS`, `MODGUD_AUDIT_CHECKPOINT_LEAVES`).
     var auditLog: AuditLogIntegrator.Settings
+    /// Shared Signals push delivery (`MODGUD_SSF_PUSH_MAX_ATTEMPTS`, `MODGUD_SSF_PUSH_MAX_BACKOFF_SECONDS`).
+    var signalPush: SignalPusher.Settings
 
     /// The transport `serve` uses: SMTP when configured; the console only when asked for
     /// (it prints codes and links, so it is never a silent production default).
@@ -105,7 +107,10 @@ struct ModgudConfiguration {
             groupCommit: try number("MODGUD_COMMIT_LANES", 2, 0...64).nonZero.map { AppendBatcher.Options(lanes: $0) },
             auditLog: AuditLogIntegrator.Settings(
                 checkpointInterval: .seconds(try number("MODGUD_AUDIT_CHECKPOINT_SECONDS", 60, 1...86_400)),
-                checkpointLeaves: Int64(try number("MODGUD_AUDIT_CHECKPOINT_LEAVES", 10_000, 1...10_000_000))))
+                checkpointLeaves: Int64(try number("MODGUD_AUDIT_CHECKPOINT_LEAVES", 10_000, 1...10_000_000))),
+            signalPush: SignalPusher.Settings(
+                maxAttempts: try number("MODGUD_SSF_PUSH_MAX_ATTEMPTS", 20, 1...1000),
+                maxBackoff: TimeInterval(try number("MODGUD_SSF_PUSH_MAX_BACKOFF_SECONDS", 300, 1...86_400))))
     }
 }
 

@@ -30,6 +30,7 @@ enum Server {
         logger.logLevel = .info
         let daemon = ProjectionDaemonService(daemon: ProjectionDaemon(pool: core.pool, projections: ProjectionCatalog.asynchronous))
         let auditLog = AuditLogService(integrator: AuditLogIntegrator(pool: core.pool, signer: core.auditKeys, settings: configuration.auditLog))
+        let signals = SharedSignalsService(core: core, settings: configuration.signalPush)
         let dispatcher = try core.makeMailDispatcher(transport: mail, settings: configuration.mailDispatcher)
         let app = buildApplication(
             core: core,
@@ -43,7 +44,8 @@ enum Server {
         let listener = SettingsListenerService(listener: SettingsChangeListener(configuration: core.pool.configuration, core: core, logger: logger))
         var group = ServiceGroupConfiguration(
             services: [
-                .init(service: listener), .init(service: daemon), .init(service: auditLog), .init(service: MailDispatcherService(dispatcher: dispatcher)), .init(service: maintenance),
+                .init(service: listener), .init(service: daemon), .init(service: auditLog), .init(service: MailDispatcherService(dispatcher: dispatcher)),
+                .init(service: signals), .init(service: maintenance),
                 .init(service: app), .init(service: DrainService(readiness: core.readiness, delay: settings.drain, logger: logger)),
             ], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         // A request that never finishes must not hold the shutdown forever: after the drain
@@ -73,6 +75,32 @@ struct AuditLogService: Service {
         await cancelWhenGracefulShutdown {
             await integrator.run { error, _ in
                 logger.warning("audit log integrator cannot reach the database; retrying", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+}
+
+/// The Shared Signals transmitter of this instance (issue 30): the log follower that enqueues
+/// SETs (one instance at a time, by its advisory lock), the push deliverer, and the relay of
+/// other instances' enqueue notifications to this instance's long polls.
+struct SharedSignalsService: Service {
+    let core: ModgudCore
+    let settings: SignalPusher.Settings
+
+    func run() async throws {
+        let logger = Logger(label: "modgud.ssf")
+        let transmitter = core.makeSignalTransmitter()
+        let pusher = core.makeSignalPusher(settings: settings)
+        let core = self.core
+        await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    await transmitter.run { error, _ in
+                        logger.warning("shared signals transmitter cannot reach the database; retrying", metadata: ["error": "\(error)"])
+                    }
+                }
+                group.addTask { await pusher.run() }
+                group.addTask { await core.relaySignalNotifications() }
             }
         }
     }

@@ -11,6 +11,7 @@ public enum ModgudEvents {
         EmailChallengeEvent.register(in: &registry)
         PasskeyCeremonyEvent.register(in: &registry)
         PasskeyEvent.register(in: &registry)
+        SignalStreamEvent.register(in: &registry)
         return registry
     }()
 }

@@ -62,6 +62,8 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     Auth0PasswordlessController(clients: core.clientAuthenticator, emailSignIn: { try core.emailSignIn() }, parsing: parsing, account: account)
         .register(on: router)
     MagicLoginController(parsing: parsing).register(on: router)
+    SharedSignalsController(streams: core.signalStreams, resource: resource, parsing: parsing, longPoll: configuration.signalLongPoll,
+        readiness: core.readiness).register(on: router)
     AppAssociationController(apps: { try await core.appAssociations(realm: $0, host: $1) }, parsing: parsing).register(on: router)
     AdminController(tokens: core.tokenService, admin: AdminService(core: core), configuration: configuration).register(on: router)
     return router

@@ -17,6 +17,9 @@ public struct HTTPConfiguration: Sendable {
     public var limits: ServerLimits
     /// The registry `GET /metrics` renders (the one bootstrapped into swift-metrics); nil: no `/metrics`.
     public var metrics: PrometheusCollectorRegistry?
+    /// How long an empty Shared Signals poll without `returnImmediately` waits (RFC 8936
+    /// section 2.4.3). A drain ends the wait early.
+    public var signalLongPoll: Duration = .seconds(20)
 
     public init(
         issuerScheme: String = "https", maxBodyBytes: Int = 64 * 1024, adminToken: String? = nil, trustedProxies: Set<String> = [],

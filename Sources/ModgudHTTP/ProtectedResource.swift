@@ -32,8 +32,27 @@ struct ProtectedResource: Sendable {
     /// The caller behind the request's access token, or a 401 challenge (thrown as a parsing
     /// response). Tokens without a user (client credentials) are `invalid_token` here.
     func caller(_ request: Request, realm: String, issuer: String) async throws -> Caller {
+        let (found, scheme) = try await authenticate(request, realm: realm, issuer: issuer)
+        guard let userID = found.userID else { throw RequestParsing.Failure.response(Self.challenge("invalid_token", scheme: scheme)) }
+        return Caller(
+            userID: userID, clientID: found.clientID, familyID: found.familyID, scopes: found.scopes, audiences: found.audiences, scheme: scheme)
+    }
+
+    /// The client behind a client-credentials access token (a service such as a Shared
+    /// Signals receiver): tokens issued to a user are `invalid_token` here.
+    func service(_ request: Request, realm: String, issuer: String) async throws -> (clientID: String, scopes: [String], scheme: Scheme) {
+        let (found, scheme) = try await authenticate(request, realm: realm, issuer: issuer)
+        guard found.userID == nil else {
+            throw RequestParsing.Failure.response(
+                Self.challenge("invalid_token", scheme: scheme, description: "This endpoint takes a client's own token (client_credentials)."))
+        }
+        return (found.clientID, found.scopes, scheme)
+    }
+
+    /// A live token in the scheme its binding requires, with a valid proof for DPoP.
+    private func authenticate(_ request: Request, realm: String, issuer: String) async throws -> (TokenTables.AccessToken, Scheme) {
         guard let (scheme, token) = Self.credentials(request) else { throw RequestParsing.Failure.response(Self.challenge(nil, scheme: nil)) }
-        guard let found = try await tokens.liveAccessToken(realm: realm, token: token), let userID = found.userID else {
+        guard let found = try await tokens.liveAccessToken(realm: realm, token: token) else {
             throw RequestParsing.Failure.response(Self.challenge("invalid_token", scheme: scheme))
         }
         switch (scheme, found.dpopKey) {
@@ -49,8 +68,7 @@ struct ProtectedResource: Sendable {
         case (.dpop, .some(let thumbprint)):
             try await checkProof(request, token: token, thumbprint: thumbprint, realm: realm, clientID: found.clientID, issuer: issuer)
         }
-        return Caller(
-            userID: userID, clientID: found.clientID, familyID: found.familyID, scopes: found.scopes, audiences: found.audiences, scheme: scheme)
+        return (found, scheme)
     }
 
     /// RFC 9449 section 7.1: one proof, valid for this request (section 4.3, with `ath` for the

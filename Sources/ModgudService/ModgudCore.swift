@@ -37,6 +37,10 @@ public struct ModgudCore: Sendable {
     /// The clock every service of this instance reads (tests inject one).
     public let now: @Sendable () -> Date
     private let mailDoorbell = Doorbell()
+    /// Receivers' Shared Signals streams (issue 30).
+    public let signalStreamActors: AggregateRegistry<SignalStream>
+    /// Wakes this instance's push loop and long polls when SETs are enqueued.
+    public let signalWakeups = SignalWakeups()
 
     /// - Parameters:
     ///   - masterKey: 32 bytes sealing the realms' private signing keys (nil: a tool that never signs).
@@ -77,7 +81,44 @@ public struct ModgudCore: Sendable {
         rateLimiter = RateLimiter(pool: pool, masterKey: masterKey, now: now)
         readiness = ReadinessProbe(pool: pool)
         secrets = try masterKey.map { try ServerSecrets(masterKey: $0) }
+        signalStreamActors = AggregateRegistry(store: store)
         self.now = now
+    }
+
+    /// Signs SETs at delivery (push and poll alike).
+    var signalIssuer: SignalSETIssuer {
+        SignalSETIssuer(keys: keys, users: userActors, vault: vault, clients: clientAuthenticator)
+    }
+
+    /// The Shared Signals Stream Management API and the poll endpoint (issue 30).
+    public var signalStreams: SignalStreamService {
+        SignalStreamService(
+            pool: pool, streams: signalStreamActors, users: userActors, vault: vault, sealer: secrets?.sealer, issuer: signalIssuer,
+            wakeups: signalWakeups, now: now)
+    }
+
+    /// The log follower that enqueues SETs; it rings this instance's wakeups after each batch.
+    public func makeSignalTransmitter() -> SignalTransmitter {
+        let wakeups = signalWakeups
+        return SignalTransmitter(pool: pool, enqueued: { wakeups.ring() })
+    }
+
+    /// Rings this instance's SET wakeups whenever another instance enqueues (NOTIFY
+    /// `modgud_ssf`), and at least every second, until cancelled.
+    public func relaySignalNotifications() async {
+        let listener = NotificationListener(configuration: pool.configuration, channel: SignalTables.channel)
+        while !Task.isCancelled {
+            await listener.wait(timeout: .seconds(1))
+            signalWakeups.ring()
+        }
+        await listener.close()
+    }
+
+    /// This instance's push deliverer.
+    public func makeSignalPusher(
+        transport: any SignalPushTransport = URLSessionSignalPushTransport(), settings: SignalPusher.Settings = SignalPusher.Settings()
+    ) -> SignalPusher {
+        SignalPusher(pool: pool, issuer: signalIssuer, transport: transport, settings: settings, wakeups: signalWakeups, sealer: secrets?.sealer)
     }
 
     /// Email codes and magic links. Needs the master key.

@@ -49,6 +49,11 @@ public enum StreamNames {
         StreamRef(type: Passkey.streamType, key: passkeyID.uuidString.lowercased(), realm: realm)
     }
 
+    /// A receiver client's Shared Signals stream (one per client), keyed like the client.
+    public static func signalStream(realm: String, clientID: String) -> StreamRef {
+        StreamRef(type: SignalStream.streamType, key: "\(realm)/\(clientID)", realm: realm)
+    }
+
     /// The key part of a stream id (`user-<key>` → `<key>`).
     static func key(of stream: StreamRef) -> String {
         String(stream.id.dropFirst(stream.type.count + 1))

@@ -56,6 +56,30 @@ public struct PQQuery: Sendable, Hashable, ExpressibleByStringInterpolation {
             sql += "$\(binds.count)"
         }
 
+        /// Inserts another statement's text and binds: its `$n` placeholders are renumbered
+        /// after the binds so far. For fragments built in code (subqueries chosen by a case).
+        public mutating func appendInterpolation(fragment: PQQuery) {
+            let offset = binds.count
+            var text = ""
+            var characters = fragment.sql.makeIterator()
+            var pending = characters.next()
+            while let character = pending {
+                pending = characters.next()
+                guard character == "$", let first = pending, first.isASCII, first.isNumber else {
+                    text.append(character)
+                    continue
+                }
+                var digits = ""
+                while let digit = pending, digit.isASCII, digit.isNumber {
+                    digits.append(digit)
+                    pending = characters.next()
+                }
+                text += "$\(Int(digits)! + offset)"
+            }
+            sql += text
+            binds += fragment.binds
+        }
+
         /// Inserts a double-quoted identifier (table, column, index name).
         public mutating func appendInterpolation(identifier: String) {
             sql += PQQuery.quoteIdentifier(identifier)

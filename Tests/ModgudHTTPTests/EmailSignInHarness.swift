@@ -72,7 +72,7 @@ final class EmailSignInHarness: @unchecked Sendable {
     ///   - database: run on this database (default: a fresh one on the shared test cluster).
     init(
         settings: (inout RealmSettings) -> Void = { _ in }, smtpPort: Int? = nil, jitter: ResponseJitter = ResponseJitter(milliseconds: 1...3),
-        maxConnections: Int = 30, issuerScheme: String = "https", database: (any DisposableDatabase)? = nil
+        maxConnections: Int = 30, issuerScheme: String = "https", database: (any DisposableDatabase)? = nil, signalLongPoll: Duration = .seconds(20)
     ) async throws {
         if let database {
             self.database = database
@@ -99,7 +99,9 @@ final class EmailSignInHarness: @unchecked Sendable {
         confidentialSecret = secret!
         _ = try await admin.createClient(
             realm: "dev", id: "plain", settings: ClientSettings(type: .public, grants: [.passkey, .refreshToken], allowedScopes: scopes), metadata: .init())
-        configuration = HTTPConfiguration(issuerScheme: issuerScheme, adminToken: Self.adminToken, jitter: jitter)
+        var configuration = HTTPConfiguration(issuerScheme: issuerScheme, adminToken: Self.adminToken, jitter: jitter)
+        configuration.signalLongPoll = signalLongPoll
+        self.configuration = configuration
         let port: Int
         if let smtpPort {
             sink = nil

@@ -9,6 +9,7 @@ import PQ
 ///   `modgud_projection_parked_events{projection}`;
 /// - `modgud_audit_log_lag_events`: events committed and not yet leaves of the audit log;
 /// - `modgud_mail_outbox_messages{state="pending"|"dead"}`;
+/// - `modgud_ssf_outbox_sets{state="pending"|"dead"}`: SETs waiting for delivery or acknowledgement, and given up;
 /// - `modgud_db_pool_connections{state="open"|"idle"|"in_use"}`, `modgud_db_pool_waiting`.
 public struct MetricsSampler: Sendable {
     public let pool: PQPool
@@ -36,6 +37,9 @@ public struct MetricsSampler: Sendable {
             Gauge(label: "modgud_projection_parked_events", dimensions: dimensions).record(status.parked)
         }
         Gauge(label: "modgud_audit_log_lag_events").record(try await AuditLogReader(pool: pool).lag())
+        var sets = ["pending": 0, "dead": 0]
+        for row in try await pool.query(SignalOutboxTable.counts).rows { sets[try row.decode(String.self, at: 0)] = try row.decode(Int.self, at: 1) }
+        for (state, count) in sets { Gauge(label: "modgud_ssf_outbox_sets", dimensions: [("state", state)]).record(count) }
         if let outbox {
             let counts = try await outbox.counts()
             Gauge(label: "modgud_mail_outbox_messages", dimensions: [("state", "pending")]).record(counts.pending)

@@ -57,6 +57,15 @@ public actor SigningKeyRing {
         return try await loaded.collection.sign(payload, kid: JWKIdentifier(string: loaded.activeKid))
     }
 
+    /// Signs a Security Event Token with the realm's active key, explicitly typed
+    /// `secevent+jwt` (RFC 8417 section 2.3; SSF 1.0 section 4.1.1).
+    public func signSecurityEvent(_ payload: some JWTPayload, realm: String) async throws -> String {
+        let loaded = try await load(realm)
+        var header = JWTHeader()
+        header.typ = "secevent+jwt"
+        return try await loaded.collection.sign(payload, kid: JWKIdentifier(string: loaded.activeKid), header: header)
+    }
+
     /// The realm's JWKS document: every key it ever signed with (RFC 7517 section 5).
     public nonisolated func jwks(realm: String) async throws -> String {
         try await published.value(for: realm) {

@@ -1,0 +1,120 @@
+import EventSourcing
+import EventStorePostgres
+import Foundation
+import Logging
+import Metrics
+import ModgudDomain
+import PQ
+
+/// Turns the log into SETs waiting per stream (issue 30): a log follower with the projection
+/// daemon's shape. Each batch is one transaction that takes the transmitter's advisory lock
+/// (another instance holding it means "busy"), reads the next SET-worthy events gap-safely
+/// after its cursor, applies stream events to `ssf_streams`, fans every other fact out into
+/// `ssf_outbox`, moves the cursor and commits, with a NOTIFY for the deliverers. So each event
+/// is enqueued once per stream, in log order, however many instances run and whenever one is
+/// killed: a batch that did not commit is read again.
+public actor SignalTransmitter: ProjectionWorker {
+    /// The name the runner knows it by (and its cursor's row in `checkpoints`).
+    public static let name = SignalTables.cursorName
+
+    private let pool: PQPool
+    private let batchSize: Int
+    private let listener: NotificationListener
+    private let enqueued: @Sendable () -> Void
+    private let logger = Logger(label: "modgud.ssf")
+
+    /// - Parameter enqueued: told after a batch that enqueued SETs committed (this instance's
+    ///   deliverers look at once; the others hear the NOTIFY).
+    public init(pool: PQPool, batchSize: Int = 500, enqueued: @escaping @Sendable () -> Void = {}) {
+        self.pool = pool
+        self.batchSize = max(1, batchSize)
+        self.listener = NotificationListener(configuration: pool.configuration, channel: EventStoreSQL.channel)
+        self.enqueued = enqueued
+    }
+
+    public func waitForEvents(timeout: Duration) async throws {
+        await listener.wait(timeout: timeout)
+    }
+
+    public func shutdown() async {
+        await listener.close()
+    }
+
+    public func step(_ name: String) async throws -> ProjectionStep {
+        let limit = batchSize
+        let logger = self.logger
+        let outcome = try await pool.transaction { connection in
+            try Self.transmitBatch(on: connection, limit: limit, logger: logger)
+        }
+        guard let (applied, sets) = outcome else { return .busy }
+        if sets > 0 {
+            Counter(label: "modgud_ssf_sets_enqueued_total").increment(by: sets)
+            enqueued()
+        }
+        return applied == 0 ? .caughtUp : .applied(applied)
+    }
+
+    /// Runs until cancelled (the lifecycle service), backing off while the database is away.
+    public nonisolated func run(pollInterval: Duration = .seconds(1), onOutage: @escaping @Sendable (any Error, Duration) -> Void = { _, _ in })
+        async
+    {
+        await ProjectionRunner(worker: self, projections: [Self.name], pollInterval: pollInterval).run(onError: onOutage)
+        await shutdown()
+    }
+
+    /// One batch: nil when another instance holds the lock; else the events applied and the
+    /// SETs enqueued.
+    static func transmitBatch(on connection: isolated PQConnection, limit: Int, logger: Logger) throws -> (Int, Int)? {
+        guard try connection.query(EventStoreSQL.tryLockProjectionForTransaction(name)).first?.decode(Bool.self, at: 0) == true else { return nil }
+        let cursor = try connection.query(EventStoreSQL.checkpoint(name)).first.map(LogCursor.init(checkpointRow:)) ?? .start
+        let rows = try connection.query(SignalTables.events(after: cursor, types: SignalCatalog.eventTypes, limit: limit)).rows
+        var next = cursor
+        var applied = 0
+        var sets = 0
+        for row in rows {
+            guard try row.decode(String?.self, at: 6) != nil else {
+                // The newest admitted event: everything up to it that was not picked is of no
+                // use here, unless the batch was full (then the rest comes next batch).
+                let tail = LogCursor(transactionID: try row.decode(PQTransactionID.self, at: 1).rawValue, position: try row.decode(Int64.self, at: 0))
+                if applied < limit, tail > next { next = tail }
+                continue
+            }
+            let event = try RecordedEvent(row: row)
+            do {
+                for statement in try statements(for: event) { sets += try connection.query(statement).affectedRows }
+            } catch let error as PQError {
+                throw error
+            } catch {
+                // An event this build cannot read must not stop every stream: it is skipped, loudly.
+                Counter(label: "modgud_ssf_events_skipped_total").increment()
+                logger.error("shared signals: event skipped", metadata: ["position": "\(event.position)", "error": "\(error)"])
+            }
+            next = event.cursor
+            applied += 1
+        }
+        guard next != cursor else { return (0, 0) }
+        _ = try connection.query(EventStoreSQL.saveCheckpoint(name, cursor: next, applied: applied))
+        if sets > 0 { _ = try connection.query("SELECT pg_notify(\(SignalTables.channel), '')") }
+        return (applied, sets)
+    }
+
+    /// What one event does to the transmitter's tables.
+    static func statements(for event: RecordedEvent) throws -> [PQQuery] {
+        let realm = event.envelope.stream.realm
+        guard event.envelope.stream.type == SignalStream.streamType else {
+            guard let fact = try SignalCatalog.fact(for: event.envelope) else { return [] }
+            return [try SignalTables.fanOut(fact, realm: realm, position: event.position, at: event.recordedAt)]
+        }
+        let clientID = StreamNames.clientID(of: event.envelope.stream)
+        switch try SignalStreamEvent(decoding: event.envelope, registry: ModgudEvents.registry) {
+        case .created(let created): return [SignalTables.create(realm: realm, created: created)]
+        case .configured(let configured): return [SignalTables.configure(realm: realm, clientID: clientID, configured.configuration)]
+        case .statusChanged(let changed): return SignalTables.setStatus(realm: realm, clientID: clientID, changed.status)
+        case .subjectRemoved(let removed): return [SignalTables.removeSubject(realm: realm, clientID: clientID, userID: removed.userID)]
+        case .subjectAdded(let added): return [SignalTables.addSubject(realm: realm, clientID: clientID, userID: added.userID)]
+        case .verificationRequested(let requested):
+            return [try SignalTables.verification(realm: realm, clientID: clientID, state: requested.state, position: event.position, at: event.recordedAt)]
+        case .deleted: return SignalTables.delete(realm: realm, clientID: clientID)
+        }
+    }
+}
