@@ -94,7 +94,7 @@ public actor SignalTransmitter: ProjectionWorker {
         }
         guard next != cursor else { return (0, 0) }
         _ = try connection.query(EventStoreSQL.saveCheckpoint(name, cursor: next, applied: applied))
-        if sets > 0 { _ = try connection.query("SELECT pg_notify(\(SignalTables.channel), '')") }
+        if sets > 0 { _ = try connection.query(SignalTables.notify) }
         return (applied, sets)
     }
 

@@ -11,6 +11,8 @@ enum SignalTables {
     static let cursorName = "ssf_transmitter"
     /// NOTIFY channel: SETs were enqueued (payload: nothing; every instance looks).
     static let channel = "modgud_ssf"
+    /// Sent in the batch's transaction: delivered at commit, to every instance's relay.
+    static let notify: PQQuery = "SELECT pg_notify(\(channel), '')"
 
     // MARK: The transmitter's read of the log
 
