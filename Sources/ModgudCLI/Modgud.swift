@@ -15,6 +15,7 @@ struct Modgud: AsyncParsableCommand {
             AuditCommand.self,
             PrivacyCommand.self,
             MailCommand.self,
+            SignalsCommand.self,
             MigrateCommand.self,
             EventsCommand.self,
             ProjectionsCommand.self,

@@ -150,9 +150,7 @@ final class SharedSignalsManagementTests: XCTestCase {
                 let sets = try await Self.poll(client, manager, stream)
                 _ = try await Self.poll(client, manager, stream, ack: Array(sets.keys))
                 return try sets.values.map { token in
-                    var text = token.split(separator: ".")[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-                    while text.count % 4 != 0 { text += "=" }
-                    let claims = try XCTUnwrap(try JSONSerialization.jsonObject(with: XCTUnwrap(Data(base64Encoded: text))) as? [String: Any])
+                    let claims = try Self.claims(token)
                     let uri = try XCTUnwrap((claims["events"] as? [String: Any])?.keys.first)
                     let subject = try XCTUnwrap(claims["sub_id"] as? [String: Any])
                     return (String(uri.split(separator: "/").last!), (subject["sub"] ?? subject["id"]) as? String ?? "")
@@ -189,5 +187,50 @@ final class SharedSignalsManagementTests: XCTestCase {
             XCTAssertEqual(Set(received.map(\.subject)), [ada.uuidString.lowercased()], "nothing about bob: \(received)")
             XCTAssertEqual(Set(received.map(\.event)), ["account-disabled", "session-revoked"])
         }
+    }
+
+    /// A passkey enrolled, renamed and deleted: credential-change create, update and delete,
+    /// each naming the user and a FIDO2 credential type.
+    func testPasskeyChangesAreCredentialChanges() async throws {
+        harness = try await EmailSignInHarness(settings: { $0.primaryDomain = "acme.test" })
+        let harness = self.harness!
+        _ = try await AdminService(core: harness.core).createClient(
+            realm: "dev", id: "ios",
+            settings: ClientSettings(type: .public, grants: [.otp, .passkey, .refreshToken], allowedScopes: ["openid", "offline_access"], rpID: "ios.acme.test"),
+            metadata: .init())
+        let secret = try await client("poller", scopes: ["ssf.manage"])
+        let ada = try await harness.registerUser("ada@example.com")
+        let steps = PasskeySteps(harness: harness)
+        try await harness.app.test(.router) { client in
+            let manager = try await Self.token(client, "poller", secret, scope: "ssf.manage")
+            let body = #"{"events_requested":["https://schemas.openid.net/secevent/caep/event-type/credential-change"]}"#
+            let created = try await H.call(client, .post, "/ssf/stream", body, headers: Self.headers(manager))
+            let stream = try XCTUnwrap(created.json["stream_id"] as? String, created.body)
+            let token = try await steps.signInWithCode(client, "ada@example.com", clientID: "ios")
+            let (_, passkey) = try await steps.enroll(client, token: token, origin: "https://ios.acme.test")
+            let renamed = try await H.call(client, .patch, "/connect/passkey/\(passkey)", #"{"DisplayName":"Work phone"}"#, headers: PasskeySteps.bearer(token, json: true))
+            XCTAssertEqual(renamed.status, .ok, renamed.body)
+            let deleted = try await H.call(client, .delete, "/connect/passkey/\(passkey)", "", headers: PasskeySteps.bearer(token))
+            XCTAssertEqual(deleted.status, .noContent, deleted.body)
+            try await Self.transmit(harness)
+            let sets = try await Self.poll(client, manager, stream)
+            func position(_ claims: [String: Any]) -> Int { Int(claims["txn"] as? String ?? "") ?? 0 }
+            let events = try sets.values.map { try Self.claims($0) }.sorted { position($0) < position($1) }
+            let changes = events.compactMap { ($0["events"] as? [String: Any])?["https://schemas.openid.net/secevent/caep/event-type/credential-change"] as? [String: Any] }
+            XCTAssertEqual(changes.map { $0["change_type"] as? String }, ["create", "update", "delete"], "only the requested type, in log order")
+            XCTAssertEqual(Set(changes.compactMap { $0["credential_type"] as? String }).count, 1)
+            XCTAssertTrue(["fido2-platform", "fido2-roaming"].contains(changes.first?["credential_type"] as? String ?? ""))
+            XCTAssertEqual(changes.map { $0["initiating_entity"] as? String }, ["user", "user", "user"])
+            for event in events {
+                XCTAssertEqual((event["sub_id"] as? [String: Any])?["sub"] as? String, ada.uuidString.lowercased())
+                XCTAssertFalse("\(event)".contains("Work phone"), "no passkey name (it may name a person)")
+            }
+        }
+    }
+
+    static func claims(_ token: String) throws -> [String: Any] {
+        var text = token.split(separator: ".")[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while text.count % 4 != 0 { text += "=" }
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: XCTUnwrap(Data(base64Encoded: text))) as? [String: Any])
     }
 }

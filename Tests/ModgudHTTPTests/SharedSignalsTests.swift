@@ -112,4 +112,71 @@ final class SharedSignalsTests: XCTestCase {
             XCTAssertEqual(try receiver.refusals(), [])
         }
     }
+
+    /// A receiver that is down gets every SET afterwards, in log order, each once retried; a
+    /// SET the receiver refuses (400) is dead at once, listed for the operator, and goes out
+    /// with the same jti once retried.
+    func testADownReceiverGetsEverythingInOrderAndARefusedSETIsDeadUntilRetried() async throws {
+        harness = try await EmailSignInHarness(issuerScheme: "http")
+        let harness = self.harness!
+        let secret = try await receiverClient("receiver")
+        let ada = try await harness.registerUser("ada@example.com")
+        background = SignalBackground.start(harness.core)
+        let admin = AdminService(core: harness.core)
+        try await harness.app.test(.live) { server in
+            let port = try XCTUnwrap(server.port)
+            let receiver = try SSFReceiver(issuer: "http://localhost:\(port)", clientID: "receiver", secret: secret, mode: "push")
+            _ = try await receiver.waitFor("the verification SET") { $0.event == "verification" }
+            try receiver.setDown(true)
+            for action in [AdminService.UserAction.disable, .enable, .logoutEverywhere, .disable, .enable] {
+                _ = try await admin.apply(action, realm: "dev", userID: ada, metadata: .init())
+            }
+            _ = try await Eventually.value("the first SET retried while the receiver is down") {
+                let attempts = try await harness.core.pool.query("SELECT coalesce(max(attempts), 0) FROM ssf_outbox").first?.decode(Int.self, at: 0) ?? 0
+                return attempts >= 2 ? true : nil
+            }
+            try receiver.setDown(false)
+            let expected = ["account-disabled", "session-revoked", "account-enabled", "session-revoked", "account-disabled", "session-revoked", "account-enabled"]
+            _ = try await Eventually.value("all seven SETs after the outage") { try receiver.received().count >= 1 + expected.count ? true : nil }
+            let received = try receiver.received().dropFirst()
+            XCTAssertEqual(received.map(\.event), expected, "in log order")
+            let positions = received.compactMap { Int($0.claims["txn"] as? String ?? "") }
+            XCTAssertEqual(positions, positions.sorted(), "txn (the log position) rises")
+            XCTAssertEqual(Set(received.map(\.jti)).count, expected.count)
+
+            // The receiver refuses SETs sent with the wrong credential (400): dead at once.
+            let token = try await Self.receiverToken(server, secret: secret)
+            let headers: HTTPFields = [.authorization: "Bearer \(token)", .contentType: "application/json"]
+            let current = try await H.call(server, .get, "/ssf/stream?stream_id=\(receiver.streamID)", "", headers: headers)
+            let endpoint = try XCTUnwrap((current.json["delivery"] as? [String: Any])?["endpoint_url"] as? String, current.body)
+            func credential(_ value: String) async throws {
+                let patch = #"{"stream_id":"\#(receiver.streamID)","delivery":{"method":"urn:ietf:rfc:8935","endpoint_url":"\#(endpoint)","authorization_header":"\#(value)"}}"#
+                let patched = try await H.call(server, .patch, "/ssf/stream", patch, headers: headers)
+                XCTAssertEqual(patched.status, .ok, patched.body)
+            }
+            try await credential("Bearer wrong")
+            _ = try await admin.apply(.disable, realm: "dev", userID: ada, metadata: .init())
+            let outbox = SignalOutbox(pool: harness.core.pool)
+            let dead = try await Eventually.value("two dead SETs") { () async throws -> [SignalOutbox.DeadSET]? in
+                let dead = try await outbox.dead()
+                return dead.count == 2 ? dead : nil
+            }
+            XCTAssertEqual(Set(dead.map(\.event)), ["account-disabled", "session-revoked"])
+            XCTAssertTrue(dead.allSatisfy { $0.attempts == 1 && ($0.lastError ?? "").hasPrefix("400") }, "\(dead)")
+            try await credential("Bearer receiver-secret")
+            let retried = try await outbox.retryDead(streamID: receiver.streamID)
+            XCTAssertEqual(retried, 2)
+            for set in dead {
+                _ = try await receiver.waitFor("the retried \(set.event)") { $0.jti == set.jti }
+            }
+            XCTAssertEqual(try receiver.refusals(), [], "every SET it checked was valid")
+        }
+    }
+
+    static func receiverToken(_ client: some TestClientProtocol, secret: String) async throws -> String {
+        var headers = H.form
+        headers[.authorization] = "Basic " + Data("receiver:\(secret)".utf8).base64EncodedString()
+        let reply = try await H.call(client, .post, "/connect/token", "grant_type=client_credentials&scope=ssf.manage", headers: headers)
+        return try XCTUnwrap(reply.json["access_token"] as? String, reply.body)
+    }
 }
