@@ -63,7 +63,7 @@ enum OAuthResponses {
         json(
             IntrospectionBody(
                 active: result.active, scope: result.scope, clientID: result.clientID, sub: result.subject, aud: result.audiences,
-                exp: result.expiresAt, tokenType: result.tokenType, cnf: result.dpopKey.map { ["jkt": $0] }))
+                exp: result.expiresAt, tokenType: result.tokenType, cnf: result.dpopKey.map { ["jkt": $0] }, sid: result.sessionID))
     }
 
     struct ErrorBody: Encodable {
@@ -102,8 +102,10 @@ enum OAuthResponses {
         var tokenType: String?
         /// RFC 9449 section 6.2.
         var cnf: [String: String]?
+        /// The session (token family): what a Shared Signals session-revoked SET names.
+        var sid: String?
         enum CodingKeys: String, CodingKey {
-            case active, scope, sub, aud, exp, cnf
+            case active, scope, sub, aud, exp, cnf, sid
             case clientID = "client_id"
             case tokenType = "token_type"
         }

@@ -21,13 +21,17 @@ public struct Introspection: Sendable, Equatable {
     public var tokenType: String?
     /// RFC 9449 section 6.2: the thumbprint of the key a DPoP-bound token is bound to (`cnf.jkt`).
     public var dpopKey: String?
+    /// The sign-in (token family) the token belongs to: the `session` a Shared Signals
+    /// session-revoked SET names (OpenID Connect's `sid`), for user tokens only.
+    public var sessionID: String?
 
     public static let inactive = Introspection(active: false)
 
     public init(
         active: Bool, scope: String? = nil, clientID: String? = nil, subject: String? = nil, audiences: [String]? = nil,
-        expiresAt: Int? = nil, tokenType: String? = nil, dpopKey: String? = nil
+        expiresAt: Int? = nil, tokenType: String? = nil, dpopKey: String? = nil, sessionID: String? = nil
     ) {
+        self.sessionID = sessionID
         self.dpopKey = dpopKey
         self.active = active
         self.scope = scope

@@ -229,7 +229,8 @@ public struct TokenService: Sendable {
         return Introspection(
             active: true, scope: found.scopes.joined(separator: " "), clientID: found.clientID,
             subject: found.userID?.uuidString.lowercased() ?? found.clientID, audiences: found.audiences,
-            expiresAt: Int(found.expiresAt.timeIntervalSince1970), tokenType: found.dpopKey == nil ? "Bearer" : "DPoP", dpopKey: found.dpopKey)
+            expiresAt: Int(found.expiresAt.timeIntervalSince1970), tokenType: found.dpopKey == nil ? "Bearer" : "DPoP", dpopKey: found.dpopKey,
+            sessionID: found.userID == nil ? nil : found.familyID.uuidString.lowercased())
     }
 
     /// RFC 7009: revokes the family of a refresh or access token the client owns. Unknown
