@@ -24,7 +24,7 @@ final class SSFReceiver: @unchecked Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Support/ssf_receiver.py")
         var arguments = [
-            "python3", script.path, "--issuer", issuer, "--client-id", clientID, "--secret", secret, "--out", directory.path, "--mode", mode,
+            "python3", script.path, "--issuer", issuer, "--client-id", clientID, "--secret=\(secret)", "--out", directory.path, "--mode", mode,
             "--port", String(try SMTPSink.freePort()),
         ]
         if let format { arguments += ["--format", format] }

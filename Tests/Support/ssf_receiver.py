@@ -7,10 +7,11 @@ It discovers the transmitter, gets a client_credentials token, creates its strea
 a verification event, and then receives: every SET is checked (signature against the
 transmitter's JWKS, typ, iss, aud, no sub and no exp, one event of a known type with its
 schema) and written to --out as set-<n>.json; a refused SET is error-<n>.json and answered
-400. Push: while the file <out>/down exists it answers 503 (a receiver that is down). It
+400. Push: while the file <out>/down exists it answers 503 (a receiver that is down); while
+<out>/slow exists it waits the seconds the file holds before answering. It
 prints one JSON line when ready and runs until its standard input closes.
 """
-import argparse, base64, json, os, sys, threading, time, urllib.error, urllib.request, uuid
+import argparse, base64, json, os, sys, threading, time, urllib.error, urllib.parse, urllib.request, uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jwt
@@ -24,8 +25,14 @@ CREDENTIAL_TYPES = {"password", "pin", "x509", "fido2-platform", "fido2-roaming"
                     "verifiable-credential", "phone-voice", "phone-sms", "app"}
 
 
+CONNECT = None  # (issuer prefix, URL to connect to instead): a balancer with a Host header
+
+
 def http(method, url, body=None, token=None, basic=None, form=None):
     headers = {"Accept": "application/json"}
+    if CONNECT and url.startswith(CONNECT[0]):
+        headers["Host"] = urllib.parse.urlsplit(CONNECT[0]).netloc
+        url = CONNECT[1] + url[len(CONNECT[0]):]
     data = None
     if body is not None:
         data = json.dumps(body).encode()
@@ -192,6 +199,9 @@ class Receiver:
                     self.send_response(503)
                     self.end_headers()
                     return
+                slow = os.path.join(receiver.args.out, "slow")
+                if os.path.exists(slow):  # a receiver that takes its time: leases are held
+                    time.sleep(float(open(slow).read() or "0.05"))
                 length = int(self.headers.get("Content-Length", "0"))
                 token = self.rfile.read(length).decode()
                 ok = (self.path == "/events" and self.headers.get("Authorization") == "Bearer receiver-secret"
@@ -238,7 +248,11 @@ def main():
         parser.add_argument(name, required=True)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--format")
+    parser.add_argument("--connect", help="send requests for the issuer's URLs here (with the issuer's Host)")
     args = parser.parse_args()
+    global CONNECT
+    if args.connect:
+        CONNECT = (args.issuer.rstrip("/"), args.connect.rstrip("/"))
     receiver = Receiver(args)
     if args.mode == "push":
         receiver.serve()
