@@ -1,5 +1,6 @@
 import Foundation
 import JWTKit
+import ModgudDomain
 import PQ
 
 /// One stream as the deliverers need it.
@@ -15,6 +16,16 @@ struct SignalStreamRow: Sendable {
     var status: String
 
     static let columns = "stream_id, realm, client_id, issuer, method, endpoint_url, push_authorization, format, status"
+
+    init(streamID: String, realm: String, clientID: String, issuer: String, method: String = SignalDeliveryMethod.poll.rawValue, format: String = "iss_sub") {
+        self.streamID = streamID
+        self.realm = realm
+        self.clientID = clientID
+        self.issuer = issuer
+        self.method = method
+        self.format = format
+        status = SignalStreamStatus.enabled.rawValue
+    }
 
     init(row: PQRow) throws {
         streamID = try row.decode(String.self, at: 0)
@@ -44,6 +55,19 @@ struct SignalOutboxRow: Sendable {
     var due: Bool
 
     static let columns = "seq, jti, event, user_id, session_id, occurred_at, enqueued_at, detail, attempts, next_attempt_at <= now()"
+
+    init(seq: Int64, jti: String, event: SignalEvent, userID: UUID?, sessionID: UUID? = nil, at: Date, detail: [String: JWTHeaderField]) {
+        self.seq = seq
+        self.jti = jti
+        self.event = event.rawValue
+        self.userID = userID
+        self.sessionID = sessionID
+        occurredAt = at
+        enqueuedAt = at
+        self.detail = detail
+        attempts = 0
+        due = true
+    }
 
     init(row: PQRow) throws {
         seq = try row.decode(Int64.self, at: 0)
