@@ -1,12 +1,13 @@
 import ArgumentParser
 import Foundation
+import ModgudDomain
 import ModgudService
 
 /// `modgud ssf`: the Shared Signals transmitter's streams and dead letters (issue 30).
 struct SignalsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ssf", abstract: "Shared Signals: receivers' streams, dead SETs, and retrying them.",
-        subcommands: [Streams.self, Dead.self, Retry.self])
+        subcommands: [Streams.self, Status.self, Dead.self, Retry.self])
 
     struct Streams: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Every receiver's stream: delivery, status, SETs pending and dead.")
@@ -19,6 +20,25 @@ struct SignalsCommand: AsyncParsableCommand {
                 let delivery = stream.method.hasSuffix("8935") ? "push" : "poll"
                 print("\(stream.realm)\t\(stream.clientID)\t\(stream.streamID)\t\(delivery)\t\(stream.status)\t\(stream.pending)\t\(stream.dead)")
             }
+        }
+    }
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Enable, pause (SETs held) or disable (dropped) a receiver's stream; the receiver is told with a stream-updated SET.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var realm: String
+        @Argument(help: "The receiver's client id.") var client: String
+        @Argument(help: "enabled, paused or disabled.") var status: String
+        @Option(help: "Why, for the receiver (at most 256 characters).") var reason: String?
+
+        func run() async throws {
+            guard let status = SignalStreamStatus(rawValue: status) else { throw ValidationError("the status is enabled, paused or disabled") }
+            let state = try await AdminContext.run(database) {
+                try await $0.admin.core.signalStreams.setStatus(
+                    realm: realm, clientID: client, status: status, reason: reason, byOperator: true, metadata: $0.metadata)
+            }
+            print("stream \(state.streamID ?? "-") of \(client): \(state.status.rawValue)")
         }
     }
 

@@ -228,6 +228,48 @@ final class SharedSignalsManagementTests: XCTestCase {
         }
     }
 
+    /// An operator pauses a receiver's stream: the receiver gets a stream-updated SET at once
+    /// (SSF 1.0 section 8.1.5) while everything else is held; enabling sends another, then
+    /// what was held.
+    func testAnOperatorsStatusChangeIsAnnouncedWithStreamUpdated() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        let secret = try await client("poller", scopes: ["ssf.manage"])
+        let ada = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            let manager = try await Self.token(client, "poller", secret, scope: "ssf.manage")
+            let created = try await H.call(client, .post, "/ssf/stream", "{}", headers: Self.headers(manager))
+            let stream = try XCTUnwrap(created.json["stream_id"] as? String)
+            func receive() async throws -> [[String: Any]] {
+                let sets = try await Self.poll(client, manager, stream)
+                _ = try await Self.poll(client, manager, stream, ack: Array(sets.keys))
+                return try sets.values.map { try Self.claims($0) }.sorted { Int($0["txn"] as? String ?? "") ?? 0 < Int($1["txn"] as? String ?? "") ?? 0 }
+            }
+            func event(_ claims: [String: Any], _ type: SignalEvent) -> [String: Any]? { (claims["events"] as? [String: Any])?[type.uri] as? [String: Any] }
+            let signals = harness.core.signalStreams
+            _ = try await signals.setStatus(realm: "dev", clientID: "poller", status: .paused, reason: "maintenance", byOperator: true, metadata: .init(actor: "admin:cli"))
+            _ = try await AdminService(core: harness.core).apply(.disable, realm: "dev", userID: ada, metadata: .init())
+            try await Self.transmit(harness)
+            let paused = try await receive()
+            XCTAssertEqual(paused.count, 1, "only the stream-updated SET while paused: \(paused)")
+            let update = try XCTUnwrap(paused.first.flatMap { event($0, .streamUpdated) })
+            XCTAssertEqual(update["status"] as? String, "paused")
+            XCTAssertEqual(update["reason"] as? String, "maintenance")
+            XCTAssertEqual(paused.first?["sub_id"] as? [String: String], ["format": "opaque", "id": stream])
+
+            _ = try await signals.setStatus(realm: "dev", clientID: "poller", status: .enabled, reason: nil, byOperator: true, metadata: .init(actor: "admin:cli"))
+            try await Self.transmit(harness)
+            let resumed = try await receive()
+            XCTAssertEqual(Set(resumed.compactMap { ($0["events"] as? [String: Any])?.keys.first?.split(separator: "/").last.map(String.init) }),
+                ["account-disabled", "session-revoked", "stream-updated"], "the held SETs and the announcement")
+            let receiverPause = try await H.call(client, .post, "/ssf/status", #"{"stream_id":"\#(stream)","status":"paused"}"#, headers: Self.headers(manager))
+            XCTAssertEqual(receiverPause.status, .ok)
+            try await Self.transmit(harness)
+            let quiet = try await receive()
+            XCTAssertEqual(quiet.count, 0, "a receiver's own change is not announced to it")
+        }
+    }
+
     static func claims(_ token: String) throws -> [String: Any] {
         var text = token.split(separator: ".")[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while text.count % 4 != 0 { text += "=" }

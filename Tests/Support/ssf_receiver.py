@@ -20,7 +20,7 @@ CAEP = "https://schemas.openid.net/secevent/caep/event-type/"
 RISC = "https://schemas.openid.net/secevent/risc/event-type/"
 SSF = "https://schemas.openid.net/secevent/ssf/event-type/"
 KNOWN = {CAEP + "session-revoked", CAEP + "credential-change", CAEP + "token-claims-change",
-         RISC + "account-disabled", RISC + "account-enabled", RISC + "account-purged", SSF + "verification"}
+         RISC + "account-disabled", RISC + "account-enabled", RISC + "account-purged", SSF + "verification", SSF + "stream-updated"}
 CREDENTIAL_TYPES = {"password", "pin", "x509", "fido2-platform", "fido2-roaming", "fido-u2f",
                     "verifiable-credential", "phone-voice", "phone-sms", "app"}
 
@@ -167,6 +167,9 @@ class Receiver:
                 uuid.UUID(event["fido2_aaguid"])
         if name == "token-claims-change" and not isinstance(event.get("claims"), dict):
             raise ValueError("token-claims-change claims")
+        if name == "stream-updated":
+            if claims["sub_id"] != {"format": "opaque", "id": self.stream_id} or event.get("status") not in ("enabled", "paused", "disabled"):
+                raise ValueError("stream-updated subject or status")
         if name == "verification":
             if claims["sub_id"] != {"format": "opaque", "id": self.stream_id} or event.get("state") != self.state:
                 raise ValueError("verification subject or state")

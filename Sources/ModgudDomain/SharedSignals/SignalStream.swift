@@ -6,6 +6,10 @@ import Foundation
 public enum SignalStream: Aggregate {
     public static let streamType = "ssf-stream"
 
+    /// Who changed a stream's status when it was not the receiver: it then hears of it with a
+    /// stream-updated SET (SSF 1.0 section 8.1.5).
+    public static let operatorActor = "operator"
+
     /// The least time between two verification requests (`min_verification_interval`).
     public static let minVerificationInterval: TimeInterval = 5
 

@@ -35,8 +35,8 @@ enum SecurityEventToken {
         var body = row.detail
         let subject: JWTHeaderField
         switch event {
-        case .verification:
-            // SSF 1.0 section 8.1.4.1: the stream itself, as an opaque subject.
+        case .verification, .streamUpdated:
+            // SSF 1.0 sections 8.1.4.1 and 8.1.5: the stream itself, as an opaque subject.
             subject = .object(["format": .string("opaque"), "id": .string(stream.streamID)])
         default:
             guard let user else { return nil }

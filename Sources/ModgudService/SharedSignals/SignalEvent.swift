@@ -15,6 +15,9 @@ public enum SignalEvent: String, CaseIterable, Sendable {
     case accountPurged = "account-purged"
     /// SSF 1.0 section 8.1.4.1: sent on request, whatever the stream asked for.
     case verification
+    /// SSF 1.0 section 8.1.5: the transmitter (an operator) changed the stream's status; sent
+    /// whatever the stream asked for, and even when the new status holds everything else.
+    case streamUpdated = "stream-updated"
 
     /// The event-type URI, the key of the SET's `events` claim.
     public var uri: String {
@@ -23,8 +26,8 @@ public enum SignalEvent: String, CaseIterable, Sendable {
             return "https://schemas.openid.net/secevent/caep/event-type/" + rawValue
         case .accountDisabled, .accountEnabled, .accountPurged:
             return "https://schemas.openid.net/secevent/risc/event-type/" + rawValue
-        case .verification:
-            return "https://schemas.openid.net/secevent/ssf/event-type/verification"
+        case .verification, .streamUpdated:
+            return "https://schemas.openid.net/secevent/ssf/event-type/" + rawValue
         }
     }
 

@@ -2,6 +2,7 @@ import EventStorePostgres
 import Foundation
 import Logging
 import Metrics
+import ModgudDomain
 import PQ
 
 /// Push delivery (RFC 8935) from every instance: leases one stream at a time (so a stream's
@@ -81,7 +82,7 @@ public final class SignalPusher: Sendable {
     /// The leased stream's due SETs, in order, until one fails.
     private func deliver(_ stream: SignalStreamRow) async throws {
         let authorization = try stream.sealedAuthorization.map { try SignalSecrets.openAuthorization($0, sealer: sealer, realm: stream.realm, streamID: stream.streamID) }
-        for item in try await pool.query(SignalOutboxTable.pending(streamID: stream.streamID, limit: 100)).rows.map(SignalOutboxRow.init(row:)) {
+        for item in try await pool.query(SignalOutboxTable.pending(streamID: stream.streamID, enabled: stream.status == SignalStreamStatus.enabled.rawValue, limit: 100)).rows.map(SignalOutboxRow.init(row:)) {
             guard item.due, !Task.isCancelled else { return }
             guard let token = try await issuer.token(for: item, stream: stream) else {
                 _ = try await pool.query(SignalOutboxTable.delivered(streamID: stream.streamID, seq: item.seq))

@@ -39,14 +39,16 @@ extension SignalStreamService {
         }
     }
 
-    /// Up to `limit` signed SETs of an enabled stream (a paused one holds them: none).
+    /// Up to `limit` signed SETs of an enabled stream (a paused one holds them, a disabled one
+    /// dropped them: only their stream-updated SETs come).
     private func pending(streamID: String, realm: String, clientID: String, limit: Int) async throws -> SignalPollResult {
         guard let row = try await pool.query(SignalOutboxTable.stream(realm: realm, clientID: clientID)).first else {
             return SignalPollResult(sets: [], moreAvailable: false)  // created, not applied yet
         }
         let stream = try SignalStreamRow(row: row)
-        guard stream.status == SignalStreamStatus.enabled.rawValue, stream.streamID == streamID else { return SignalPollResult(sets: [], moreAvailable: false) }
-        let rows = try await pool.query(SignalOutboxTable.pending(streamID: streamID, limit: limit + 1)).rows.map(SignalOutboxRow.init(row:))
+        guard stream.streamID == streamID else { return SignalPollResult(sets: [], moreAvailable: false) }
+        let enabled = stream.status == SignalStreamStatus.enabled.rawValue
+        let rows = try await pool.query(SignalOutboxTable.pending(streamID: streamID, enabled: enabled, limit: limit + 1)).rows.map(SignalOutboxRow.init(row:))
         var sets: [(jti: String, token: String)] = []
         for item in rows.prefix(limit) {
             if let token = try await issuer.token(for: item, stream: stream) {

@@ -94,11 +94,13 @@ public struct SignalStreamService: Sendable {
         _ = try await actor(realm, clientID).execute(.delete, now: now(), metadata: metadata)
     }
 
-    /// Section 8.1.2.2.
-    public func setStatus(realm: String, clientID: String, status: SignalStreamStatus, reason: String?, metadata: EventMetadata) async throws
-        -> SignalStream.State
-    {
-        try await actor(realm, clientID).execute(.setStatus(status, reason: reason, by: "receiver"), now: now(), metadata: metadata).state
+    /// Section 8.1.2.2, asked by the receiver; or by an operator (`byOperator`), which the
+    /// receiver then hears of with a stream-updated SET (section 8.1.5).
+    public func setStatus(
+        realm: String, clientID: String, status: SignalStreamStatus, reason: String?, byOperator: Bool = false, metadata: EventMetadata
+    ) async throws -> SignalStream.State {
+        let by = byOperator ? SignalStream.operatorActor : "receiver"
+        return try await actor(realm, clientID).execute(.setStatus(status, reason: reason, by: by), now: now(), metadata: metadata).state
     }
 
     /// Sections 8.1.3.2 and 8.1.3.3. An unknown subject changes nothing and says nothing (the

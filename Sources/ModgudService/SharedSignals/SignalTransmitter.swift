@@ -109,7 +109,14 @@ public actor SignalTransmitter: ProjectionWorker {
         switch try SignalStreamEvent(decoding: event.envelope, registry: ModgudEvents.registry) {
         case .created(let created): return [SignalTables.create(realm: realm, created: created)]
         case .configured(let configured): return [SignalTables.configure(realm: realm, clientID: clientID, configured.configuration)]
-        case .statusChanged(let changed): return SignalTables.setStatus(realm: realm, clientID: clientID, changed.status)
+        case .statusChanged(let changed):
+            var statements = SignalTables.setStatus(realm: realm, clientID: clientID, changed.status)
+            if changed.by == SignalStream.operatorActor {
+                statements.append(
+                    try SignalTables.streamUpdated(
+                        realm: realm, clientID: clientID, status: changed.status, reason: changed.reason, position: event.position, at: event.recordedAt))
+            }
+            return statements
         case .subjectRemoved(let removed): return [SignalTables.removeSubject(realm: realm, clientID: clientID, userID: removed.userID)]
         case .subjectAdded(let added): return [SignalTables.addSubject(realm: realm, clientID: clientID, userID: added.userID)]
         case .verificationRequested(let requested):

@@ -92,8 +92,9 @@ enum SignalOutboxTable {
         UPDATE ssf_streams SET lease_until = now() + make_interval(secs => \(lease)), leased_by = \(instance)
         WHERE stream_id = (
             SELECT s.stream_id FROM ssf_streams s
-            WHERE s.method = 'urn:ietf:rfc:8935' AND s.status = 'enabled' AND (s.lease_until IS NULL OR s.lease_until < now())
-              AND EXISTS (SELECT 1 FROM ssf_outbox o WHERE o.stream_id = s.stream_id AND o.status = 'pending' AND o.next_attempt_at <= now())
+            WHERE s.method = 'urn:ietf:rfc:8935' AND (s.lease_until IS NULL OR s.lease_until < now())
+              AND EXISTS (SELECT 1 FROM ssf_outbox o WHERE o.stream_id = s.stream_id AND o.status = 'pending' AND o.next_attempt_at <= now()
+                          AND (s.status = 'enabled' OR o.event = 'stream-updated'))
             LIMIT 1 FOR UPDATE SKIP LOCKED)
         RETURNING \(unescaped: SignalStreamRow.columns)
         """
@@ -107,11 +108,12 @@ enum SignalOutboxTable {
         "SELECT \(unescaped: SignalStreamRow.columns) FROM ssf_streams WHERE realm = \(realm) AND client_id = \(clientID)"
     }
 
-    /// The stream's pending SETs in log order.
-    static func pending(streamID: String, limit: Int) -> PQQuery {
+    /// The stream's pending SETs in log order; of a stream that is not enabled, only its
+    /// stream-updated SETs (the rest are held, or were dropped).
+    static func pending(streamID: String, enabled: Bool, limit: Int) -> PQQuery {
         """
         SELECT \(unescaped: SignalOutboxRow.columns) FROM ssf_outbox
-        WHERE stream_id = \(streamID) AND status = 'pending' ORDER BY seq LIMIT \(limit)
+        WHERE stream_id = \(streamID) AND status = 'pending' AND (\(enabled) OR event = 'stream-updated') ORDER BY seq LIMIT \(limit)
         """
     }
 

@@ -80,6 +80,21 @@ enum SignalTables {
             """
     }
 
+    /// The stream-updated SET of an operator's status change (SSF 1.0 section 8.1.5), for any
+    /// status: a receiver hears that its stream stopped even though nothing else goes out.
+    static func streamUpdated(realm: String, clientID: String, status: SignalStreamStatus, reason: String?, position: Int64, at: Date) throws
+        -> PQQuery
+    {
+        var detail: [String: JWTHeaderField] = ["status": .string(status.rawValue)]
+        if let reason { detail["reason"] = .string(reason) }
+        return """
+            INSERT INTO ssf_outbox (stream_id, seq, jti, event, occurred_at, detail)
+            SELECT s.stream_id, \(position), \(unescaped: jti(position: position)), \(SignalEvent.streamUpdated.rawValue), \(at), \(PQJSON(try encode(detail)))
+            FROM ssf_streams s WHERE s.realm = \(realm) AND s.client_id = \(clientID)
+            ON CONFLICT DO NOTHING
+            """
+    }
+
     /// 32 hex digits of SHA-256 over `stream_id/position` (SQL, over the row's `s.stream_id`).
     private static func jti(position: Int64) -> String {
         "left(encode(sha256(convert_to(s.stream_id || '/' || \(position), 'UTF8')), 'hex'), 32)"
