@@ -21,12 +21,16 @@ public actor SignalTransmitter: ProjectionWorker {
     private let batchSize: Int
     private let listener: NotificationListener
     private let enqueued: @Sendable () -> Void
+    /// How long the transmitter lets events gather after a wake-up before it reads them: under
+    /// load, one batch per gather rather than one per commit. It bounds the latency it adds.
+    private let gather: Duration
     private let logger = Logger(label: "modgud.ssf")
 
     /// - Parameter enqueued: told after a batch that enqueued SETs committed (this instance's
     ///   deliverers look at once; the others hear the NOTIFY).
-    public init(pool: PQPool, batchSize: Int = 500, enqueued: @escaping @Sendable () -> Void = {}) {
+    public init(pool: PQPool, batchSize: Int = 500, gather: Duration = .milliseconds(50), enqueued: @escaping @Sendable () -> Void = {}) {
         self.pool = pool
+        self.gather = gather
         self.batchSize = max(1, batchSize)
         self.listener = NotificationListener(configuration: pool.configuration, channel: EventStoreSQL.channel)
         self.enqueued = enqueued
@@ -34,6 +38,7 @@ public actor SignalTransmitter: ProjectionWorker {
 
     public func waitForEvents(timeout: Duration) async throws {
         await listener.wait(timeout: timeout)
+        if gather > .zero { try await Task.sleep(for: gather) }
     }
 
     public func shutdown() async {
