@@ -24,6 +24,9 @@ public actor SignalTransmitter: ProjectionWorker {
     /// How long the transmitter lets events gather after a wake-up before it reads them: under
     /// load, one batch per gather rather than one per commit. It bounds the latency it adds.
     private let gather: Duration
+    /// No receiver has a stream (as of the last batch): nobody waits for a SET, so the
+    /// transmitter gathers a whole second and costs a busy server nothing it can measure.
+    private var idle = false
     private let logger = Logger(label: "modgud.ssf")
 
     /// - Parameter enqueued: told after a batch that enqueued SETs committed (this instance's
@@ -38,7 +41,8 @@ public actor SignalTransmitter: ProjectionWorker {
 
     public func waitForEvents(timeout: Duration) async throws {
         await listener.wait(timeout: timeout)
-        if gather > .zero { try await Task.sleep(for: gather) }
+        let pause = idle ? max(gather, .seconds(1)) : gather
+        if pause > .zero { try await Task.sleep(for: pause) }
     }
 
     public func shutdown() async {
@@ -51,7 +55,8 @@ public actor SignalTransmitter: ProjectionWorker {
         let outcome = try await pool.transaction { connection in
             try Self.transmitBatch(on: connection, limit: limit, logger: logger)
         }
-        guard let (applied, sets) = outcome else { return .busy }
+        guard let (applied, sets, streams) = outcome else { return .busy }
+        idle = !streams
         if sets > 0 {
             Counter(label: "modgud_ssf_sets_enqueued_total").increment(by: sets)
             enqueued()
@@ -67,9 +72,9 @@ public actor SignalTransmitter: ProjectionWorker {
         await shutdown()
     }
 
-    /// One batch: nil when another instance holds the lock; else the events applied and the
-    /// SETs enqueued.
-    static func transmitBatch(on connection: isolated PQConnection, limit: Int, logger: Logger) throws -> (Int, Int)? {
+    /// One batch: nil when another instance holds the lock; else the events applied, the SETs
+    /// enqueued, and whether any stream exists after it.
+    static func transmitBatch(on connection: isolated PQConnection, limit: Int, logger: Logger) throws -> (Int, Int, Bool)? {
         guard try connection.query(EventStoreSQL.tryLockProjectionForTransaction(name)).first?.decode(Bool.self, at: 0) == true else { return nil }
         let cursor = try connection.query(EventStoreSQL.checkpoint(name)).first.map(LogCursor.init(checkpointRow:)) ?? .start
         let rows = try connection.query(SignalTables.events(after: cursor, types: SignalCatalog.eventTypes, limit: limit)).rows
@@ -97,10 +102,11 @@ public actor SignalTransmitter: ProjectionWorker {
             next = event.cursor
             applied += 1
         }
-        guard next != cursor else { return (0, 0) }
+        let streams = try connection.query(SignalTables.anyStream).first?.decode(Bool.self, at: 0) ?? false
+        guard next != cursor else { return (0, 0, streams) }
         _ = try connection.query(EventStoreSQL.saveCheckpoint(name, cursor: next, applied: applied))
         if sets > 0 { _ = try connection.query(SignalTables.notify) }
-        return (applied, sets)
+        return (applied, sets, streams)
     }
 
     /// What one event does to the transmitter's tables.

@@ -11,6 +11,8 @@ enum SignalTables {
     static let cursorName = "ssf_transmitter"
     /// NOTIFY channel: SETs were enqueued (payload: nothing; every instance looks).
     static let channel = "modgud_ssf"
+    /// Whether any receiver has a stream (with none, the transmitter only keeps its cursor up).
+    static let anyStream: PQQuery = "SELECT EXISTS (SELECT 1 FROM ssf_streams)"
     /// Sent in the batch's transaction: delivered at commit, to every instance's relay.
     static let notify: PQQuery = "SELECT pg_notify(\(channel), '')"
 
