@@ -270,6 +270,30 @@ final class SharedSignalsManagementTests: XCTestCase {
         }
     }
 
+    /// A push stream whose first SET backs off is not leased again until that SET is due,
+    /// though the SETs behind it were never tried: no delivery loop spins through an outage.
+    func testABackingOffStreamIsNotLeasedUntilItsFirstSETIsDue() async throws {
+        harness = try await EmailSignInHarness(issuerScheme: "http")
+        let harness = self.harness!
+        let secret = try await client("receiver", scopes: ["ssf.manage"])
+        let ada = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            let manager = try await Self.token(client, "receiver", secret, scope: "ssf.manage")
+            let nobody = #"{"delivery":{"method":"urn:ietf:rfc:8935","endpoint_url":"http://127.0.0.1:1/events"}}"#
+            let created = try await H.call(client, .post, "/ssf/stream", nobody, headers: Self.headers(manager))
+            XCTAssertEqual(created.status, .created, created.body)
+            _ = try await AdminService(core: harness.core).apply(.disable, realm: "dev", userID: ada, metadata: .init())
+            try await Self.transmit(harness)
+            let pusher = harness.core.makeSignalPusher(settings: SignalPusher.Settings(initialBackoff: 3600))
+            let first = try await pusher.deliverOneStream()
+            XCTAssertTrue(first, "the first SET was due: the stream was leased and tried")
+            let attempts = try await harness.core.pool.query("SELECT attempts FROM ssf_outbox ORDER BY seq").rows.map { try $0.decode(Int.self, at: 0) }
+            XCTAssertEqual(attempts, [1, 0], "the first SET failed; the one behind it waits untried")
+            let again = try await pusher.deliverOneStream()
+            XCTAssertFalse(again, "nothing is due while the first SET backs off")
+        }
+    }
+
     static func claims(_ token: String) throws -> [String: Any] {
         var text = token.split(separator: ".")[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while text.count % 4 != 0 { text += "=" }

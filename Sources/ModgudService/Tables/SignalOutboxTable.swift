@@ -85,16 +85,19 @@ struct SignalOutboxRow: Sendable {
 
 /// The deliverers' SQL over `ssf_streams` and `ssf_outbox` (push: RFC 8935; poll: RFC 8936).
 enum SignalOutboxTable {
-    /// Leases one enabled push stream with a due SET to this instance (`FOR UPDATE SKIP
-    /// LOCKED`: two instances never deliver one stream at once, which keeps its order).
+    /// Leases one push stream whose first waiting SET is due to this instance (`FOR UPDATE SKIP
+    /// LOCKED`: two instances never deliver one stream at once, which keeps its order). The
+    /// first one, not any: while it backs off, the SETs behind it wait, and so does the stream.
+    /// Of a stream that is not enabled, only stream-updated SETs wait to go.
     static func leasePushStream(instance: String, lease: TimeInterval) -> PQQuery {
         """
         UPDATE ssf_streams SET lease_until = now() + make_interval(secs => \(lease)), leased_by = \(instance)
         WHERE stream_id = (
             SELECT s.stream_id FROM ssf_streams s
             WHERE s.method = 'urn:ietf:rfc:8935' AND (s.lease_until IS NULL OR s.lease_until < now())
-              AND EXISTS (SELECT 1 FROM ssf_outbox o WHERE o.stream_id = s.stream_id AND o.status = 'pending' AND o.next_attempt_at <= now()
-                          AND (s.status = 'enabled' OR o.event = 'stream-updated'))
+              AND (SELECT o.next_attempt_at <= now() FROM ssf_outbox o
+                   WHERE o.stream_id = s.stream_id AND o.status = 'pending' AND (s.status = 'enabled' OR o.event = 'stream-updated')
+                   ORDER BY o.seq LIMIT 1)
             LIMIT 1 FOR UPDATE SKIP LOCKED)
         RETURNING \(unescaped: SignalStreamRow.columns)
         """
