@@ -291,6 +291,13 @@ final class SharedSignalsManagementTests: XCTestCase {
             XCTAssertEqual(attempts, [1, 0], "the first SET failed; the one behind it waits untried")
             let again = try await pusher.deliverOneStream()
             XCTAssertFalse(again, "nothing is due while the first SET backs off")
+
+            // A disabled receiver client gets nothing: what waits for it is dropped, not sent.
+            _ = try await AdminService(core: harness.core).setClientEnabled(realm: "dev", id: "receiver", enabled: false, metadata: .init())
+            _ = try await harness.core.pool.query("UPDATE ssf_outbox SET next_attempt_at = now()")
+            _ = try await pusher.deliverOneStream()
+            let left = try await harness.core.pool.query("SELECT count(*) FROM ssf_outbox").first?.decode(Int.self, at: 0)
+            XCTAssertEqual(left, 0)
         }
     }
 

@@ -11,9 +11,10 @@ struct SignalSETIssuer: Sendable {
     let vault: PersonalDataVault?
     let clients: ClientAuthenticator
 
-    /// The signed SET, or nil when it is not for this receiver (it is then dropped).
+    /// The signed SET, or nil when it is not for this receiver (it is then dropped): a
+    /// receiver client that is disabled or deleted gets nothing.
     func token(for row: SignalOutboxRow, stream: SignalStreamRow) async throws -> String? {
-        let settings = try await clients.enabledClient(realm: stream.realm, clientID: stream.clientID)
+        guard let settings = try await clients.enabledClient(realm: stream.realm, clientID: stream.clientID) else { return nil }
         var user: JWTHeaderField?
         var profileClaims: [String: JWTHeaderField]?
         if let userID = row.userID {
@@ -21,8 +22,8 @@ struct SignalSETIssuer: Sendable {
                 "format": .string("iss_sub"), "iss": .string(stream.issuer), "sub": .string(userID.uuidString.lowercased()),
             ])
             user = issSub
-            let wantsEmail = stream.format == SignalSubjectFormat.email.rawValue && settings?.allowedScopes.contains("email") == true
-            let wantsProfile = row.event == SignalEvent.tokenClaimsChange.rawValue && settings?.allowedScopes.contains("profile") == true
+            let wantsEmail = stream.format == SignalSubjectFormat.email.rawValue && settings.allowedScopes.contains("email")
+            let wantsProfile = row.event == SignalEvent.tokenClaimsChange.rawValue && settings.allowedScopes.contains("profile")
             if wantsEmail || wantsProfile {
                 let state = try await users.actor(for: StreamNames.user(realm: stream.realm, userID: userID)).current().state
                 let profile = state.status == .erased ? nil : try await vault.profile(of: state)
