@@ -48,7 +48,7 @@ final class SharedSignalsManagementTests: XCTestCase {
         return reply.json["sets"] as? [String: String] ?? [:]
     }
 
-    func testTheManagementAPIsAnswersAndRefusals() async throws {
+    func testWhoMayManageAStreamAndWhatACreateRefuses() async throws {
         harness = try await EmailSignInHarness()
         let harness = self.harness!
         let secret = try await client("receiver", scopes: ["ssf.manage", "ssf.read"])
@@ -77,7 +77,7 @@ final class SharedSignalsManagementTests: XCTestCase {
             let created = try await H.call(client, .post, "/ssf/stream", push, headers: Self.headers(manager))
             XCTAssertEqual(created.status, .created, created.body)
             XCTAssertFalse(created.body.contains("s3cret"), "the push credential is never returned")
-            let streamID = try XCTUnwrap(created.json["stream_id"] as? String)
+            XCTAssertNotNil(created.json["stream_id"] as? String)
             XCTAssertEqual(created.json["events_delivered"] as? [String], ["https://schemas.openid.net/secevent/caep/event-type/session-revoked"], "unknown URIs ignored")
             XCTAssertEqual(created.json["aud"] as? String, "receiver")
             let reply5 = try await H.call(client, .post, "/ssf/stream", push, headers: Self.headers(manager))
@@ -86,7 +86,22 @@ final class SharedSignalsManagementTests: XCTestCase {
             XCTAssertTrue(sealed.isEmpty, "not applied before the transmitter runs")
             let log = try await harness.core.pool.query("SELECT payload::text FROM events WHERE type = 'ssf_stream.created'").first?.decode(String.self, at: 0)
             XCTAssertFalse(try XCTUnwrap(log).contains("s3cret"), "the credential reaches the log sealed")
+            try await Self.transmit(harness)
+            let applied = try await harness.core.pool.query("SELECT push_authorization FROM ssf_streams").first?.decode(String?.self, at: 0)
+            XCTAssertFalse(try XCTUnwrap(applied).contains("s3cret"), "and the transmitter's table holds it sealed")
+        }
+    }
 
+    /// Read, update, replace, status, verification, subjects and delete of one stream.
+    func testAStreamsLifeThroughTheManagementAPI() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        let secret = try await client("receiver", scopes: ["ssf.manage", "ssf.read"])
+        try await harness.app.test(.router) { client in
+            let manager = try await Self.token(client, "receiver", secret, scope: "ssf.manage")
+            let push = #"{"delivery":{"method":"urn:ietf:rfc:8935","endpoint_url":"https://receiver.example.com/events","authorization_header":"Bearer s3cret"},"events_requested":["https://schemas.openid.net/secevent/caep/event-type/session-revoked","urn:example:unknown"],"description":"one"}"#
+            let created = try await H.call(client, .post, "/ssf/stream", push, headers: Self.headers(manager))
+            let streamID = try XCTUnwrap(created.json["stream_id"] as? String, created.body)
             let wrong = try await H.call(client, .get, "/ssf/stream?stream_id=nope", "", headers: Self.headers(manager))
             XCTAssertEqual(wrong.status, .notFound)
             let patch = #"{"stream_id":"\#(streamID)","description":"two"}"#

@@ -58,7 +58,7 @@ public final class SignalPusher: Sendable {
             do {
                 while try await deliverOneStream(), !Task.isCancelled {}
             } catch {
-                logger.warning("shared signals: push delivery cannot reach the database; retrying", metadata: ["error": "\(error)"])
+                logger.warning("shared signals: push delivery failed (the database, or signing); retrying", metadata: ["error": "\(error)"])
             }
             await wakeups.wait(since: generation, upTo: .seconds(1))
         }
