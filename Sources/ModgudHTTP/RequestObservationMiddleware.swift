@@ -103,10 +103,3 @@ private final class MetricHandles: Sendable {
         timer.record(elapsed)
     }
 }
-
-extension Timer {
-    /// Records a duration (swift-metrics takes nanoseconds).
-    func record(_ duration: Duration) {
-        recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
-    }
-}

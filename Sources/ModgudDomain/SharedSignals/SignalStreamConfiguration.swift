@@ -1,3 +1,5 @@
+import Foundation
+
 /// How a stream's SETs reach the receiver (OpenID SSF 1.0 section 6, "Event Delivery").
 public enum SignalDeliveryMethod: String, Codable, Hashable, Sendable {
     /// Push-based delivery (RFC 8935): the transmitter POSTs each SET to the receiver.
@@ -74,34 +76,13 @@ public struct SignalStreamConfiguration: Codable, Hashable, Sendable {
     /// https anywhere; plain http only to the loopback interface (a receiver beside us in
     /// development and tests). No credentials or fragment in the URL.
     static func acceptablePushURL(_ text: String) -> Bool {
-        guard text.count <= 2048, let components = URLParts(text) else { return false }
-        switch components.scheme {
+        guard text.count <= 2048, let url = URLComponents(string: text), let host = url.host?.lowercased(), !host.isEmpty,
+            url.user == nil, url.password == nil, url.fragment == nil
+        else { return false }
+        switch url.scheme?.lowercased() {
         case "https": return true
-        case "http": return ["127.0.0.1", "localhost", "[::1]"].contains(components.host)
+        case "http": return ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host)
         default: return false
         }
-    }
-}
-
-/// Just enough of a URL to judge a push endpoint, without Foundation in the domain.
-struct URLParts {
-    var scheme: String
-    var host: String
-
-    init?(_ text: String) {
-        guard let schemeEnd = text.range(of: "://") else { return nil }
-        scheme = text[..<schemeEnd.lowerBound].lowercased()
-        let rest = text[schemeEnd.upperBound...]
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard !authority.isEmpty, !authority.contains("@"), !text.contains("#"), !text.contains(where: { $0 == " " || $0.isNewline }) else {
-            return nil
-        }
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return nil }
-            host = String(authority[...close]).lowercased()
-        } else {
-            host = String(authority.prefix { $0 != ":" }).lowercased()
-        }
-        guard !host.isEmpty else { return nil }
     }
 }

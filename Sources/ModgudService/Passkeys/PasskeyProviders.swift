@@ -33,10 +33,16 @@ public enum PasskeyProviders {
 
     /// The provider of a passkey whose AAGUID is stored as base64url (as `passkey.enrolled` records it).
     public static func provider(aaguid stored: String?) -> Provider {
-        guard let stored, let bytes = Base64URLText.decode(stored), bytes.count == 16, bytes.contains(where: { $0 != 0 }) else { return generic }
-        let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10],
-            bytes[11], bytes[12], bytes[13], bytes[14], bytes[15])).uuidString.lowercased()
+        guard let uuid = guid(aaguid: stored) else { return generic }
         guard let entry = catalog[uuid] else { return Provider(name: generic.name, iconLight: nil, iconDark: nil, aaguid: uuid) }
         return Provider(name: entry.name, iconLight: entry.icon_light, iconDark: entry.icon_dark, aaguid: uuid)
+    }
+
+    /// A stored (base64url) AAGUID as a lowercase GUID; nil for none, a malformed one, and the
+    /// all-zero AAGUID of authenticators that name no model.
+    public static func guid(aaguid stored: String?) -> String? {
+        guard let stored, let bytes = Base64URLText.decode(stored), bytes.count == 16, bytes.contains(where: { $0 != 0 }) else { return nil }
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10],
+            bytes[11], bytes[12], bytes[13], bytes[14], bytes[15])).uuidString.lowercased()
     }
 }

@@ -79,15 +79,8 @@ enum SecurityEventToken {
     }
 
     /// A 16-byte AAGUID (base64url) as `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`; nil for the
-    /// all-zero AAGUID of authenticators that name no model.
+    /// all-zero AAGUID of authenticators that name no model (`PasskeyProviders.guid`).
     static func guid(base64URL: String) -> String? {
-        var text = base64URL.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while text.count % 4 != 0 { text += "=" }
-        guard let bytes = Data(base64Encoded: text), bytes.count == 16, bytes.contains(where: { $0 != 0 }) else { return nil }
-        let bytesArray = Array(bytes)
-        return UUID(uuid: (
-            bytesArray[0], bytesArray[1], bytesArray[2], bytesArray[3], bytesArray[4], bytesArray[5], bytesArray[6], bytesArray[7],
-            bytesArray[8], bytesArray[9], bytesArray[10], bytesArray[11], bytesArray[12], bytesArray[13], bytesArray[14], bytesArray[15]
-        )).uuidString.lowercased()
+        PasskeyProviders.guid(aaguid: base64URL)
     }
 }

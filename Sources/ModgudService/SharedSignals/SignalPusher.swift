@@ -1,3 +1,4 @@
+import EventSourcing
 import EventStorePostgres
 import Foundation
 import Logging
@@ -51,14 +52,23 @@ public final class SignalPusher: Sendable {
         self.sealer = sealer
     }
 
-    /// Delivers until cancelled; woken by `wakeups` and at least every second.
+    /// Delivers until cancelled; woken by `wakeups` and at least every second. A failure (the
+    /// database away, a realm without a signing key) is logged and retried with the projection
+    /// runner's backoff (250 ms doubling to 5 s); it never ends the loop.
     public func run() async {
+        var backoff = RetryBackoff()
         while !Task.isCancelled {
             let generation = wakeups.generation
             do {
                 while try await deliverOneStream(), !Task.isCancelled {}
+                backoff.reset()
             } catch {
-                logger.warning("shared signals: push delivery failed (the database, or signing); retrying", metadata: ["error": "\(error)"])
+                let delay = backoff.nextDelay()
+                logger.warning(
+                    "shared signals: push delivery failed (the database, or signing); retrying",
+                    metadata: ["error": "\(error)", "retry_in_ms": "\(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)"])
+                try? await Task.sleep(for: delay)
+                continue
             }
             await wakeups.wait(since: generation, upTo: .seconds(1))
         }
@@ -90,13 +100,9 @@ public final class SignalPusher: Sendable {
             }
             let started = ContinuousClock.now
             let outcome = await transport.push(token, to: stream.endpointURL ?? "", authorization: authorization)
-            Timer(label: "modgud_ssf_push_duration_seconds").recordNanoseconds(Self.nanoseconds(ContinuousClock.now - started))
+            Timer(label: "modgud_ssf_push_duration_seconds").record(ContinuousClock.now - started)
             guard try await record(outcome, item: item, stream: stream) else { return }
         }
-    }
-
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
     }
 
     /// Records one attempt; true when the stream may go on to its next SET.
@@ -105,7 +111,7 @@ public final class SignalPusher: Sendable {
         case .accepted:
             _ = try await pool.query(SignalOutboxTable.delivered(streamID: stream.streamID, seq: item.seq))
             Counter(label: "modgud_ssf_sets_delivered_total", dimensions: [("method", "push")]).increment()
-            Timer(label: "modgud_ssf_delivery_lag_seconds").recordNanoseconds(Int64(max(0, Date().timeIntervalSince(item.occurredAt)) * 1e9))
+            Timer(label: "modgud_ssf_delivery_lag_seconds").recordSeconds(max(0, Date().timeIntervalSince(item.occurredAt)))
             return true
         case .rejected(let reason), .failed(let reason):
             let attempt = item.attempts + 1

@@ -58,10 +58,10 @@ public struct SignalStreamService: Sendable {
     public func create(realm: String, clientID: String, issuer: String, request: SignalStreamRequest, metadata: EventMetadata) async throws
         -> SignalStream.State
     {
-        let streamID = OpaqueToken.generate().hash.replacingOccurrences(of: "-", with: "").replacingOccurrences(of: "_", with: "").prefix(32)
-        let configuration = try configuration(request, realm: realm, streamID: String(streamID))
+        let streamID = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")  // 32 hex digits (RFC 3986 unreserved)
+        let configuration = try configuration(request, realm: realm, streamID: streamID)
         return try await actor(realm, clientID).execute(
-            .create(streamID: String(streamID), clientID: clientID, issuer: issuer, configuration: configuration), now: now(), metadata: metadata
+            .create(streamID: streamID, clientID: clientID, issuer: issuer, configuration: configuration), now: now(), metadata: metadata
         ).state
     }
 
