@@ -35,6 +35,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         // traits: [] keeps full Foundation and ICU out of the binary (SWIFT-NOTES.md).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        // The operator console's HTML templates (issue 31): Hummingbird's own Mustache renderer, one
+        // small module with no dependencies (docs/decisions.md, "Why Mustache for the console").
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     ],
     targets: [
         // libpq, found through pkg-config (Debian/Ubuntu: libpq-dev; macOS: brew libpq).
@@ -67,6 +70,7 @@ let package = Package(
                 .embedInCode("0013_dpop_replay.sql"),
                 .embedInCode("0014_access_token_binding.sql"),
                 .embedInCode("0015_shared_signals.sql"),
+                .embedInCode("0016_operator_console.sql"),
             ],
             swiftSettings: strict
         ),
@@ -111,8 +115,33 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Mustache", package: "swift-mustache"),
             ],
-            resources: [.embedInCode("openapi.json")],
+            exclude: ["Console/Static/htmx.LICENSE"],
+            resources: [
+                .embedInCode("openapi.json"),
+                .embedInCode("Console/Templates/audit.mustache"),
+                .embedInCode("Console/Templates/client-form.mustache"),
+                .embedInCode("Console/Templates/client-new.mustache"),
+                .embedInCode("Console/Templates/client.mustache"),
+                .embedInCode("Console/Templates/clients.mustache"),
+                .embedInCode("Console/Templates/health.mustache"),
+                .embedInCode("Console/Templates/layout.mustache"),
+                .embedInCode("Console/Templates/mail.mustache"),
+                .embedInCode("Console/Templates/message.mustache"),
+                .embedInCode("Console/Templates/projections-table.mustache"),
+                .embedInCode("Console/Templates/projections.mustache"),
+                .embedInCode("Console/Templates/realm.mustache"),
+                .embedInCode("Console/Templates/realms.mustache"),
+                .embedInCode("Console/Templates/sign-in-code.mustache"),
+                .embedInCode("Console/Templates/sign-in.mustache"),
+                .embedInCode("Console/Templates/signals.mustache"),
+                .embedInCode("Console/Templates/user-erase.mustache"),
+                .embedInCode("Console/Templates/user.mustache"),
+                .embedInCode("Console/Templates/users.mustache"),
+                .embedInCode("Console/Static/console.css"),
+                .embedInCode("Console/Static/htmx.min.js"),
+            ],
             swiftSettings: strict
         ),
         // Strict CTAP2 canonical CBOR: decoder with limits, canonical encoder.

@@ -35,7 +35,8 @@ struct DevCommand: AsyncParsableCommand {
                 core: core,
                 settings: .init(
                     host: "127.0.0.1", port: port, issuerScheme: "http", drain: .zero, limits: environment.limits,
-                    retention: environment.retention, addressRetention: environment.addressRetention),
+                    retention: environment.retention, addressRetention: environment.addressRetention, consoleSecureCookie: false,
+                    consoleOnPublicPort: true),
                 configuration: environment, mail: try environment.mailTransport(allowConsoleByDefault: true))
         } catch {
             await pool.close()
@@ -55,6 +56,7 @@ struct DevCommand: AsyncParsableCommand {
             """
             Modgud dev is running.
               http         \(base)  (realm "\(DevSeed.realmID)", public client "\(DevSeed.clientID)")
+              console      \(base)/console  (operator \(DevSeed.operatorEmail); the sign-in code arrives like any mail)
               mail         \(environment.smtp.map { "SMTP \($0.host):\($0.port)" } ?? "printed here (console sink)")
               database     \(cluster.url)
               data folder  \(folder)\(cluster.relocated ? "\n  cluster      \(cluster.dataDirectory)  (the postgres user cannot reach \(folder), so the cluster lives here)" : "")

@@ -7,6 +7,8 @@ import ModgudService
 enum DevSeed {
     static let realmID = "dev"
     static let clientID = "demo-app"
+    /// The operator `modgud dev` makes for its console (issue 31).
+    static let operatorEmail = "operator@example.com"
 
     static func seed(_ core: ModgudCore, port: Int) async throws {
         let metadata = EventMetadata(actor: "system:dev-seed")
@@ -27,6 +29,9 @@ enum DevSeed {
                 type: .public, displayName: "Demo app", grants: [.otp, .magic, .passkey, .refreshToken],
                 allowedScopes: ["openid", "email", "profile", "offline_access"], rpID: "localhost")
             _ = try await client.execute(.register(id: clientID, settings: settings, secretHash: nil), now: Date(), metadata: metadata)
+        }
+        if try await !core.realmActors.actor(for: StreamNames.realm(OperatorConsole.Settings().realm)).current().state.exists {
+            _ = try await OperatorConsole(core: core, settings: .init()).addOperator(email: operatorEmail, metadata: metadata)
         }
     }
 }

@@ -17,6 +17,8 @@ struct MaintenanceService: Service {
     /// How long client IPs in event metadata stay readable (their day keys are shredded after).
     let addressRetention: Duration
     let logger: Logger
+    /// Whose idle timeout ends console sessions (their rows are removed here).
+    var consoleSettings = OperatorConsole.Settings()
     var sampleInterval: Duration = .seconds(15)
     var pruneInterval: Duration = .seconds(600)
 
@@ -43,8 +45,9 @@ struct MaintenanceService: Service {
         do {
             try await core.rateLimiter.prune()
             try await core.dpop?.prune(now: core.now())
+            _ = try await OperatorConsole(core: core, settings: consoleSettings).pruneSessions()
         } catch {
-            logger.warning("rate-limit or DPoP jti pruning failed", metadata: ["error": "\(error)"])
+            logger.warning("rate-limit, DPoP jti or console session pruning failed", metadata: ["error": "\(error)"])
         }
         do {
             let report = try await retention.prune()

@@ -16,6 +16,7 @@ struct Modgud: AsyncParsableCommand {
             PrivacyCommand.self,
             MailCommand.self,
             SignalsCommand.self,
+            ConsoleCommand.self,
             MigrateCommand.self,
             EventsCommand.self,
             ProjectionsCommand.self,

@@ -39,6 +39,17 @@ struct ModgudConfiguration {
     var auditLog: AuditLogIntegrator.Settings
     /// Shared Signals push delivery (`MODGUD_SSF_PUSH_MAX_ATTEMPTS`, `MODGUD_SSF_PUSH_MAX_BACKOFF_SECONDS`).
     var signalPush: SignalPusher.Settings
+    /// The operator console (issue 31; docs/operations/console.md).
+    var console = ConsoleListener()
+
+    /// Where the operator console is served: its own listener (`MODGUD_CONSOLE_PORT`, on
+    /// `MODGUD_CONSOLE_HOST`), and/or the public port when `MODGUD_CONSOLE_ON_PUBLIC_PORT=true`.
+    struct ConsoleListener {
+        var port: Int?
+        var host = "127.0.0.1"
+        var onPublicPort = false
+        var settings = OperatorConsole.Settings()
+    }
 
     /// The transport `serve` uses: SMTP when configured; the console only when asked for
     /// (it prints codes and links, so it is never a silent production default).
@@ -94,6 +105,16 @@ struct ModgudConfiguration {
             bodyTimeout: .seconds(try number("MODGUD_HTTP_BODY_TIMEOUT_SECONDS", 30, 1...3600)),
             idleTimeout: .seconds(try number("MODGUD_HTTP_IDLE_TIMEOUT_SECONDS", 60, 1...3600)),
             maxConnections: try number("MODGUD_HTTP_MAX_CONNECTIONS", 4096, 1...1_000_000))
+        var console = ConsoleListener(
+            port: try number("MODGUD_CONSOLE_PORT", 0, 0...65535).nonZero, host: environment["MODGUD_CONSOLE_HOST"] ?? "127.0.0.1",
+            settings: OperatorConsole.Settings(
+                realm: environment["MODGUD_CONSOLE_REALM"] ?? "operators",
+                idleTimeout: TimeInterval(60 * (try number("MODGUD_CONSOLE_IDLE_MINUTES", 15, 1...720)))))
+        switch environment["MODGUD_CONSOLE_ON_PUBLIC_PORT"] ?? "false" {
+        case "true": console.onPublicPort = true
+        case "false", "": break
+        default: throw CommandError("MODGUD_CONSOLE_ON_PUBLIC_PORT must be true or false")
+        }
         let proxies = (environment["MODGUD_TRUSTED_PROXIES"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         return ModgudConfiguration(
             database: .fromEnvironment(), masterKey: masterKey, host: environment["MODGUD_HOST"] ?? "127.0.0.1", port: port,
@@ -110,7 +131,7 @@ struct ModgudConfiguration {
                 checkpointLeaves: Int64(try number("MODGUD_AUDIT_CHECKPOINT_LEAVES", 10_000, 1...10_000_000))),
             signalPush: SignalPusher.Settings(
                 maxAttempts: try number("MODGUD_SSF_PUSH_MAX_ATTEMPTS", 20, 1...1000),
-                maxBackoff: TimeInterval(try number("MODGUD_SSF_PUSH_MAX_BACKOFF_SECONDS", 300, 1...86_400))))
+                maxBackoff: TimeInterval(try number("MODGUD_SSF_PUSH_MAX_BACKOFF_SECONDS", 300, 1...86_400))), console: console)
     }
 }
 

@@ -23,6 +23,10 @@ enum Server {
         var limits: ServerLimits
         var retention: Duration
         var addressRetention: Duration = .seconds(30 * 86_400)
+        /// The console cookie's `Secure` attribute: off only in `modgud dev` (plain HTTP on loopback).
+        var consoleSecureCookie = true
+        /// Serve the console on the public port too (`modgud dev` always does; it is loopback).
+        var consoleOnPublicPort = false
     }
 
     static func run(core: ModgudCore, settings: Settings, configuration: ModgudConfiguration, mail: any MailTransport) async throws {
@@ -32,22 +36,35 @@ enum Server {
         let auditLog = AuditLogService(integrator: AuditLogIntegrator(pool: core.pool, signer: core.auditKeys, settings: configuration.auditLog))
         let signals = SharedSignalsService(core: core, settings: configuration.signalPush)
         let dispatcher = try core.makeMailDispatcher(transport: mail, settings: configuration.mailDispatcher)
+        let http = HTTPConfiguration(
+            issuerScheme: settings.issuerScheme, adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies,
+            limits: settings.limits, metrics: MetricsExposition.registry)
+        let console = ConsoleConfiguration(
+            settings: configuration.console.settings, secureCookie: settings.consoleSecureCookie, trustedProxies: configuration.trustedProxies)
         let app = buildApplication(
-            core: core,
-            configuration: HTTPConfiguration(
-                issuerScheme: settings.issuerScheme, adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies,
-                limits: settings.limits, metrics: MetricsExposition.registry),
-            server: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: "modgud"), logger: logger)
+            core: core, configuration: http,
+            server: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: "modgud"),
+            console: settings.consoleOnPublicPort || configuration.console.onPublicPort ? console : nil, logger: logger)
         let maintenance = MaintenanceService(
             core: core, sampler: MetricsSampler(pool: core.pool, outbox: dispatcher.outbox),
-            retention: .oneShotStreams(pool: core.pool, maxAge: settings.retention), addressRetention: settings.addressRetention, logger: logger)
+            retention: .oneShotStreams(pool: core.pool, maxAge: settings.retention), addressRetention: settings.addressRetention, logger: logger,
+            consoleSettings: configuration.console.settings)
         let listener = SettingsListenerService(listener: SettingsChangeListener(configuration: core.pool.configuration, core: core, logger: logger))
-        var group = ServiceGroupConfiguration(
-            services: [
-                .init(service: listener), .init(service: daemon), .init(service: auditLog), .init(service: MailDispatcherService(dispatcher: dispatcher)),
-                .init(service: signals), .init(service: maintenance),
-                .init(service: app), .init(service: DrainService(readiness: core.readiness, delay: settings.drain, logger: logger)),
-            ], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: listener), .init(service: daemon), .init(service: auditLog), .init(service: MailDispatcherService(dispatcher: dispatcher)),
+            .init(service: signals), .init(service: maintenance), .init(service: app),
+        ]
+        if let port = configuration.console.port {
+            // The console's own listener (docs/operations/console.md): loopback by default.
+            services.append(
+                .init(
+                    service: buildConsoleApplication(
+                        core: core, configuration: http, console: console,
+                        server: ApplicationConfiguration(address: .hostname(configuration.console.host, port: port), serverName: "modgud-console"),
+                        logger: logger)))
+        }
+        services.append(.init(service: DrainService(readiness: core.readiness, delay: settings.drain, logger: logger)))
+        var group = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         // A request that never finishes must not hold the shutdown forever: after the drain
         // and 30 s more, whatever still runs is cancelled.
         group.maximumGracefulShutdownDuration = settings.drain + .seconds(30)

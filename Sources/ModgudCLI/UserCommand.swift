@@ -6,7 +6,7 @@ import ModgudService
 struct UserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user", abstract: "Inspect users and end their sessions.",
-        subcommands: [Create.self, List.self, Show.self, Disable.self, Enable.self, LogoutEverywhere.self, Delete.self, Erase.self, TOTPEnable.self, TOTPDisable.self, Passkeys.self, RevokePasskey.self])
+        subcommands: [Create.self, List.self, Show.self, Disable.self, Enable.self, LogoutEverywhere.self, Delete.self, Erase.self, TOTPEnable.self, TOTPDisable.self, Passkeys.self, RevokePasskey.self, GrantRole.self, RevokeRole.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -55,6 +55,7 @@ struct UserCommand: AsyncParsableCommand {
             print("email        \(profile.email ?? (state.status == .erased ? "[erased]" : "-")) (\(state.emailConfirmed ? "confirmed" : "unconfirmed"))")
             print("name         \(profile.displayName)")
             print("status       \(state.status.rawValue)")
+            print("roles        \(state.roles.isEmpty ? "-" : state.roles.joined(separator: ", "))")
             print("two-factor   \(state.encryptedTOTPSecret == nil ? "off" : "on")")
         }
     }

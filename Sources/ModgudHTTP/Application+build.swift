@@ -11,9 +11,9 @@ import ModgudService
 /// connection (`RequestDeadlineHandler`) and a cap on open connections.
 public func buildApplication(
     core: ModgudCore, configuration: HTTPConfiguration = HTTPConfiguration(), server: ApplicationConfiguration = ApplicationConfiguration(),
-    logger: Logger = Logger(label: "modgud.http")
+    console: ConsoleConfiguration? = nil, logger: Logger = Logger(label: "modgud.http")
 ) -> some ApplicationProtocol {
-    let router = buildRouter(core: core, configuration: configuration)
+    let router = buildRouter(core: core, configuration: configuration, console: console)
     let limits = configuration.limits
     var server = server
     server.availableConnectionsDelegate = MaximumAvailableConnections(limits.maxConnections, logger: logger)
@@ -22,8 +22,34 @@ public func buildApplication(
         logger: logger)
 }
 
-/// The routes, for in-process tests.
-public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTTPConfiguration()) -> Router<ModgudRequestContext> {
+/// The operator console alone (issue 31), for its own listener (`MODGUD_CONSOLE_PORT`): the
+/// console's routes and the health endpoints, under the same connection limits.
+public func buildConsoleApplication(
+    core: ModgudCore, configuration: HTTPConfiguration, console: ConsoleConfiguration, server: ApplicationConfiguration,
+    logger: Logger = Logger(label: "modgud.console")
+) -> some ApplicationProtocol {
+    let router = Router(context: ModgudRequestContext.self)
+    router.add(middleware: RequestObservationMiddleware())
+    HealthController(readiness: core.readiness, metrics: nil).register(on: router)
+    consoleController(core: core, console: console).register(on: router)
+    var server = server
+    server.availableConnectionsDelegate = MaximumAvailableConnections(configuration.limits.maxConnections, logger: logger)
+    return Application(
+        router: router, server: .http1(configuration: .init(additionalChannelHandlers: [RequestDeadlineHandler(limits: configuration.limits)])),
+        configuration: server, logger: logger)
+}
+
+func consoleController(core: ModgudCore, console: ConsoleConfiguration) -> ConsoleController {
+    ConsoleController(
+        console: OperatorConsole(core: core, settings: console.settings), admin: AdminService(core: core), configuration: console,
+        rebuilds: RebuildTracker())
+}
+
+/// The routes, for in-process tests. `console`: the operator console on the same routes (off
+/// unless asked for: docs/operations/console.md).
+public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTTPConfiguration(), console: ConsoleConfiguration? = nil)
+    -> Router<ModgudRequestContext>
+{
     let parsing = RequestParsing(realms: core.realmDirectory, configuration: configuration)
     let router = Router(context: ModgudRequestContext.self)
     router.add(middleware: RequestObservationMiddleware())
@@ -66,5 +92,6 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
         readiness: core.readiness).register(on: router)
     AppAssociationController(apps: { try await core.appAssociations(realm: $0, host: $1) }, parsing: parsing).register(on: router)
     AdminController(tokens: core.tokenService, admin: AdminService(core: core), configuration: configuration).register(on: router)
+    if let console { consoleController(core: core, console: console).register(on: router) }
     return router
 }

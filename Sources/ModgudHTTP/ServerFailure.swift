@@ -44,7 +44,7 @@ enum ServerFailure {
         return response
     }
 
-    private static func log(_ error: any Error, context: ModgudRequestContext, endpoint: String, unavailable: Bool) {
+    static func log(_ error: any Error, context: ModgudRequestContext, endpoint: String, unavailable: Bool) {
         if unavailable {
             context.logger.warning("database unavailable", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
         } else {

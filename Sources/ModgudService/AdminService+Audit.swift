@@ -9,6 +9,8 @@ extension AdminService {
 
     /// One line of a user's history.
     public struct AuditEntry: Sendable {
+        /// The event's position in the log.
+        public var position: Int64 = 0
         public var recordedAt: Date
         public var event: String
         public var detail: String
@@ -56,10 +58,19 @@ extension AdminService {
                 : try await core.vault?.openAddress(stored) ?? stored.map { SealedText(stored: $0) == nil ? $0 : "[sealed]" }
             entries.append(
                 AuditEntry(
-                    recordedAt: event.recordedAt, event: event.type, detail: details.joined(separator: " "), actor: metadata["actor"],
+                    position: event.position, recordedAt: event.recordedAt, event: event.type, detail: details.joined(separator: " "), actor: metadata["actor"],
                     client: clientOfStream[event.streamID], clientIP: address))
         }
         return entries
+    }
+
+    /// The history of some streams of a realm (a client's, a realm's): type, actor and reason.
+    public func history(realm: String, streams: [String]) async throws -> [AuditEntry] {
+        try await EventLogMaintenance(pool: core.pool).events(realm: realm, streams: streams).map { event in
+            let reason = Self.fields(event.payload)["reason"].map { "reason=\($0)" } ?? ""
+            return AuditEntry(
+                position: event.position, recordedAt: event.recordedAt, event: event.type, detail: reason, actor: Self.fields(event.metadata)["actor"])
+        }
     }
 
     /// A JSON object's top-level scalar members as text (what `->>` would give).

@@ -27,6 +27,16 @@ extension AdminService {
             publicKey: key.publicKey)
     }
 
+    /// What the realm's latest signed checkpoint covers: its size, when it was signed, and the
+    /// log position of its last leaf (events of the realm at or before it are in it). Nil
+    /// before the first checkpoint.
+    public func auditCoverage(realm: String) async throws -> (size: Int64, signedAt: Date, lastPosition: Int64)? {
+        guard let latest = try await auditCheckpoint(realm: realm), latest.checkpoint.size > 0,
+            let position = try await AuditLogReader(pool: core.pool).position(realm: realm, index: latest.checkpoint.size - 1)
+        else { return nil }
+        return (latest.checkpoint.size, Date(timeIntervalSince1970: TimeInterval(latest.checkpoint.timestamp)), position)
+    }
+
     /// An inclusion proof of the event at `position` in the realm's tree of `size` leaves
     /// (default: the latest checkpoint's size).
     public func auditInclusionProof(realm: String, position: Int64, size: Int64?) async throws

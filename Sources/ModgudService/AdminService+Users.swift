@@ -51,9 +51,9 @@ extension AdminService {
     }
 
     /// The realm's users, oldest first, addresses opened (each user's key comes with the row).
-    public func users(realm: String, limit: Int = 1000) async throws -> [UserSummary] {
+    public func users(realm: String, limit: Int = 1000, offset: Int = 0) async throws -> [UserSummary] {
         var users: [UserSummary] = []
-        for row in try await UsersTable.list(realm: realm, limit: limit, pool: core.pool) {
+        for row in try await UsersTable.list(realm: realm, limit: limit, offset: offset, pool: core.pool) {
             if let sealedKey = row.sealedKey {
                 try core.vault?.adopt(sealedKey: sealedKey, subject: PersonalDataVault.userSubject(row.userID))
             }
@@ -65,6 +65,11 @@ extension AdminService {
     }
 
     /// A user's personal fields, opened.
+    /// How many users a realm has (every status).
+    public func userCount(realm: String) async throws -> Int {
+        try await UsersTable.count(realm: realm, pool: core.pool)
+    }
+
     public func profile(realm: String, userID: UUID) async throws -> (state: User.State, profile: UserProfile) {
         let state = try await core.user(realm: realm, id: userID)
         return (state, try await core.vault.profile(of: state))

@@ -52,6 +52,25 @@ final class UserTests: XCTestCase {
         XCTAssertRefused("User.Deleted") { _ = try User.decide(.enable, state: state, now: now) }
     }
 
+    /// Issue 31: roles are granted and taken away one at a time; nothing changes, nothing is written.
+    func testRolesAreGrantedAndTakenAwayAndCheckedByName() throws {
+        var state = try registered()
+        let granted = try User.decide(.setRole("operator", granted: true), state: state, now: now)
+        XCTAssertEqual(granted, [.rolesChanged(UserRolesChanged(roles: ["operator"]))])
+        state = granted.reduce(state, User.evolve)
+        XCTAssertEqual(try User.decide(.setRole("operator", granted: true), state: state, now: now), [])
+        state = try User.decide(.setRole("auditor", granted: true), state: state, now: now).reduce(state, User.evolve)
+        XCTAssertEqual(state.roles, ["auditor", "operator"], "kept sorted")
+        state = try User.decide(.setRole("operator", granted: false), state: state, now: now).reduce(state, User.evolve)
+        XCTAssertEqual(state.roles, ["auditor"])
+        XCTAssertEqual(try User.decide(.setRole("operator", granted: false), state: state, now: now), [])
+        for bad in ["", "Operator", "a b", String(repeating: "x", count: 65), "op<"] {
+            XCTAssertRefused("User.InvalidRole") { _ = try User.decide(.setRole(bad, granted: true), state: state, now: now) }
+        }
+        state = try User.decide(.delete(newStamp: "s9"), state: state, now: now).reduce(state, User.evolve)
+        XCTAssertRefused("User.Deleted") { _ = try User.decide(.setRole("operator", granted: true), state: state, now: now) }
+    }
+
     /// Issue 14: only an unconfirmed passkey sign-up can be retired by another's proof of the
     /// mailbox; the retirement deletes it and kills its tokens.
     func testOnlyAnUnprovenPasskeySignUpCanBeRetired() throws {

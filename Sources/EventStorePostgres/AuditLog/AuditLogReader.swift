@@ -50,6 +50,12 @@ public struct AuditLogReader: Sendable {
         return try await pool.query(EventStoreSQL.lag(after: cursor)).first?.decode(Int.self, at: 0) ?? 0
     }
 
+    /// The log position of the realm's leaf `index`, if integrated (leaves follow log order, so
+    /// every event of the realm at or before it is in a tree of `index + 1` leaves).
+    public func position(realm: String, index: Int64) async throws -> Int64? {
+        try await pool.query(AuditLogSQL.position(realm: realm, index: index)).first?.decode(Int64.self, at: 0)
+    }
+
     /// The leaf made of the event at `position`, if integrated.
     public func leaf(position: Int64) async throws -> Leaf? {
         try await pool.query(AuditLogSQL.leaf(position: position)).first.map {

@@ -91,6 +91,10 @@ enum AuditLogSQL {
         "SELECT tree_size, note FROM audit_checkpoints WHERE realm = \(realm) ORDER BY tree_size"
     }
 
+    static func position(realm: String, index: Int64) -> PQQuery {
+        "SELECT position FROM audit_leaves WHERE realm = \(realm) AND leaf_index = \(index)"
+    }
+
     static func leaf(position: Int64) -> PQQuery {
         "SELECT realm, leaf_index, hash FROM audit_leaves WHERE position = \(position)"
     }

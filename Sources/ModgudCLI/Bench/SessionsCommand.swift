@@ -20,19 +20,27 @@ struct SessionsCommand: AsyncParsableCommand {
     @Option(help: "How many users.") var count = 16
     @Option(help: "Scope to grant (must include offline_access).") var scope = "offline_access"
     @Flag(help: "Bind each session to a new DPoP key (RFC 9449), printed after its token.") var dpop = false
+    @Option(help: "The address of the first user (the others get generated ones).") var email: String?
+    @Flag(help: "Enroll a software passkey for each user through the enrollment service (the client needs the passkey grant).")
+    var passkey = false
 
     func run() async throws {
         try await AdminContext.run(database) { context in
             let core = context.admin.core
             let client = try await core.clientAuthenticator.authenticate(realm: realm, clientID: self.client, secret: nil)
             for index in 0..<count {
-                let email = "load-\(index)-\(UUID().uuidString.prefix(8).lowercased())@example.com"
+                let email = index == 0 && self.email != nil ? self.email! : "load-\(index)-\(UUID().uuidString.prefix(8).lowercased())@example.com"
                 let created = try await context.admin.createUser(realm: realm, email: email, metadata: context.metadata)
                 let user = try await core.user(realm: realm, id: created.id)
                 let key = dpop ? SoftwareDPoPKey() : nil
                 let tokens = try await core.tokenService.signIn(
                     client: client, user: user, grantType: .otp, scope: scope, resources: [], amr: ["otp"], issuer: "https://\(realm)",
                     dpopKey: key?.thumbprint, metadata: context.metadata)
+                if passkey, let settings = try await core.realmDirectory.settings(realm: realm) {
+                    try await SoftwarePasskeyEnrollment.enroll(
+                        core: core, realm: RealmDirectory.Entry(realmID: realm, settings: settings), userID: created.id, clientID: self.client,
+                        name: "Pixel of \(email)")
+                }
                 guard let refresh = tokens.refreshToken else { throw CommandError("no refresh token: grant \(scope) to a client with refresh_token") }
                 print(refresh + (key.map { " " + Base64URL.encode($0.rawRepresentation) } ?? ""))
             }

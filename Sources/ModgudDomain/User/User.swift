@@ -23,6 +23,8 @@ public enum User: Aggregate {
         public var lastTOTPStep: UInt64?
         public var securityStamp = ""
         public var status = Status.active
+        /// The roles the server gives meaning to, sorted (issue 31: `operator`).
+        public var roles: [String] = []
         /// The grant (or tool) that created the account (`user.registered`'s `via`).
         public var registeredVia: String?
 
@@ -65,6 +67,14 @@ public enum User: Aggregate {
         /// Erasure (issue 13): records that the data key is being deleted and kills every token.
         /// Allowed for deleted users too; a second erasure writes nothing.
         case erase(newStamp: String)
+        /// Grants (`true`) or takes away (`false`) a role; no event when nothing changes.
+        case setRole(String, granted: Bool)
+    }
+
+    /// A role name: 1 to 64 of a-z, 0-9, `-`, `_`, `.` and `:`.
+    public static func isRoleName(_ name: String) -> Bool {
+        (1...64).contains(name.utf8.count)
+            && name.utf8.allSatisfy { (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || [0x2d, 0x5f, 0x2e, 0x3a].contains($0) }
     }
 
     public static let initialState = State()
@@ -104,6 +114,11 @@ public enum User: Aggregate {
             return state.status == .disabled ? [.enabled(UserEnabled())] : []
         case .delete(let stamp):
             return [.deleted(UserDeleted()), .securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: .deleted))]
+        case .setRole(let role, let granted):
+            guard isRoleName(role) else { throw DomainError("User.InvalidRole", "A role is 1 to 64 of a-z, 0-9, -, _, . and :.") }
+            guard state.roles.contains(role) != granted else { return [] }
+            let roles = granted ? (state.roles + [role]).sorted() : state.roles.filter { $0 != role }
+            return [.rolesChanged(UserRolesChanged(roles: roles))]
         case .retireUnproven(let stamp):
             guard state.isUnprovenPasskeySignUp else { throw DomainError("User.Proven", "The account's address is proven.") }
             return [
@@ -180,6 +195,7 @@ public enum User: Aggregate {
         case .disabled: next.status = .disabled
         case .enabled: next.status = .active
         case .deleted: next.status = .deleted
+        case .rolesChanged(let changed): next.roles = changed.roles
         case .erased:
             next.status = .erased
             next.email = nil

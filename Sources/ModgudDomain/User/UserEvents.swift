@@ -150,6 +150,15 @@ public struct UserErased: DomainEvent, Equatable {
     public init() {}
 }
 
+/// user.roles_changed: the user's roles after the change (issue 31). Roles are names the server
+/// gives meaning to (`operator`: may sign in to the operator console); they hold no personal data.
+public struct UserRolesChanged: DomainEvent, Equatable {
+    public static let eventType = "user.roles_changed"
+    public var roles: [String]
+
+    public init(roles: [String]) { self.roles = roles }
+}
+
 /// The events of a user.
 public enum UserEvent: AggregateEvent, Equatable {
     case registered(UserRegistered)
@@ -164,6 +173,7 @@ public enum UserEvent: AggregateEvent, Equatable {
     case enabled(UserEnabled)
     case deleted(UserDeleted)
     case erased(UserErased)
+    case rolesChanged(UserRolesChanged)
 
     public func newEvent() throws -> NewEvent {
         switch self {
@@ -179,6 +189,7 @@ public enum UserEvent: AggregateEvent, Equatable {
         case .enabled(let event): return try NewEvent(event)
         case .deleted(let event): return try NewEvent(event)
         case .erased(let event): return try NewEvent(event)
+        case .rolesChanged(let event): return try NewEvent(event)
         }
     }
 
@@ -196,6 +207,7 @@ public enum UserEvent: AggregateEvent, Equatable {
         case let event as UserEnabled: self = .enabled(event)
         case let event as UserDeleted: self = .deleted(event)
         case let event as UserErased: self = .erased(event)
+        case let event as UserRolesChanged: self = .rolesChanged(event)
         default: throw ForeignEventError(type: envelope.type, aggregate: "user")
         }
     }
@@ -213,5 +225,6 @@ public enum UserEvent: AggregateEvent, Equatable {
         registry.register(UserEnabled.self)
         registry.register(UserDeleted.self)
         registry.register(UserErased.self)
+        registry.register(UserRolesChanged.self)
     }
 }

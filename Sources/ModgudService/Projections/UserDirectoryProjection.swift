@@ -17,7 +17,7 @@ public struct UserDirectoryProjection: SQLProjection, InlineProjection {
     public let eventTypes: Set<String>? = [
         UserRegistered.eventType, UserProfileChanged.eventType, UserEmailConfirmed.eventType, UserTOTPEnabled.eventType,
         UserTOTPDisabled.eventType, UserSecurityStampRotated.eventType, UserDisabled.eventType, UserEnabled.eventType,
-        UserDeleted.eventType, UserErased.eventType,
+        UserDeleted.eventType, UserErased.eventType, UserRolesChanged.eventType,
     ]
     public let tables = ["users"]
 
@@ -53,6 +53,8 @@ public struct UserDirectoryProjection: SQLProjection, InlineProjection {
             return [set("status = 'active'")]
         case .deleted:
             return [set("status = 'deleted'")]
+        case .rolesChanged(let changed):
+            return [set("roles = $3", changed.roles)]
         case .erased:
             return [set("status = 'erased', email = NULL, email_key = NULL, username = NULL, first_name = NULL, last_name = NULL")]
         }

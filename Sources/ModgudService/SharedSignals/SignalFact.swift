@@ -85,7 +85,7 @@ enum SignalCatalog {
             return fact(.accountEnabled, [:])
         case .deleted, .erased:
             return fact(.accountPurged, [:])
-        case .registered, .totpEnrollmentStarted, .totpStepAccepted:
+        case .registered, .totpEnrollmentStarted, .totpStepAccepted, .rolesChanged:
             return nil
         }
     }

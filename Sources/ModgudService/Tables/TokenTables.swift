@@ -83,6 +83,39 @@ public struct TokenTables: Sendable {
         return families
     }
 
+    /// One of a user's sessions as operators see it (issue 31).
+    public struct Session: Sendable {
+        public var familyID: UUID
+        public var clientID: String
+        public var scopes: [String]
+        public var startedAt: Date
+        /// Not revoked, and started under the user's current security stamp.
+        public var live: Bool
+        /// Why it ended: a revocation reason, or `stamp` when the user's stamp moved on.
+        public var endedBecause: String?
+    }
+
+    /// A user's sessions, live ones first, then newest first; at most `limit`.
+    func sessions(realm: String, userID: UUID, limit: Int = 50) async throws -> [Session] {
+        try await pool.query(
+            """
+            SELECT f.family_id, f.client_id, f.scopes, f.started_at, f.revoked_reason,
+                   f.security_stamp IS NOT DISTINCT FROM u.security_stamp
+            FROM token_families f LEFT JOIN users u ON u.user_id = f.user_id AND u.realm_id = f.realm_id
+            WHERE f.realm_id = \(realm) AND f.user_id = \(userID)
+            ORDER BY (f.revoked_reason IS NULL AND f.security_stamp IS NOT DISTINCT FROM u.security_stamp) DESC, f.started_at DESC
+            LIMIT \(limit)
+            """
+        ).rows.map { row in
+            let reason = try row.decode(String?.self, at: 4)
+            let current = try row.decode(Bool?.self, at: 5) ?? false
+            return Session(
+                familyID: try row.decode(UUID.self, at: 0), clientID: try row.decode(String.self, at: 1),
+                scopes: try PQTextArray.decode(row.decode(String.self, at: 2)), startedAt: try row.decode(Date.self, at: 3),
+                live: reason == nil && current, endedBecause: reason ?? (current ? nil : "stamp"))
+        }
+    }
+
     /// The user's families not yet revoked.
     func liveFamilies(realm: String, userID: UUID) async throws -> [UUID] {
         try await pool.query(

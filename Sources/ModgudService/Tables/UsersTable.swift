@@ -66,16 +66,21 @@ enum UsersTable {
     }
 
     /// The realm's users, oldest first.
-    static func list(realm: String, limit: Int, pool: PQPool) async throws -> [Listed] {
+    static func list(realm: String, limit: Int, offset: Int = 0, pool: PQPool) async throws -> [Listed] {
         try await pool.query(
             """
             SELECT u.user_id, u.email, u.status, \(unescaped: SubjectKeysTable.sealedKeyOfUserSQL(idColumn: "u.user_id")) FROM users u
-            WHERE u.realm_id = \(realm) ORDER BY u.registered_at, u.user_id LIMIT \(limit)
+            WHERE u.realm_id = \(realm) ORDER BY u.registered_at, u.user_id LIMIT \(limit) OFFSET \(offset)
             """
         ).rows.map {
             Listed(
                 userID: try $0.decode(UUID.self, at: 0), storedEmail: try $0.decode(String?.self, at: 1), status: try $0.decode(String.self, at: 2),
                 sealedKey: try $0.decode(PQBytes?.self, at: 3)?.bytes)
         }
+    }
+
+    /// How many users the realm has (every status).
+    static func count(realm: String, pool: PQPool) async throws -> Int {
+        try await pool.query("SELECT count(*) FROM users WHERE realm_id = \(realm)").first?.decode(Int.self, at: 0) ?? 0
     }
 }

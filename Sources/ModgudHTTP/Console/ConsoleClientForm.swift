@@ -1,0 +1,55 @@
+import ModgudDomain
+
+/// The client form of the console (issue 31): settings to form values and back. The client's
+/// own validation (the domain's) runs on save and its message is shown.
+enum ConsoleClientForm {
+    static let grantLabels: [GrantType: String] = [
+        .otp: "Email code", .magic: "Magic link", .passkey: "Passkey", .refreshToken: "Refresh token", .clientCredentials: "Client credentials",
+    ]
+
+    /// What the form shows for `settings` (nil: a new client's defaults).
+    static func values(_ settings: ClientSettings?, id: String = "") -> [String: Any] {
+        let grants = settings?.grants ?? [.otp, .magic, .passkey, .refreshToken]
+        return [
+            "id": id, "public": settings.map { $0.type == .public } ?? true, "displayName": settings?.displayName ?? "",
+            "grants": GrantType.allCases.sorted().map { ["value": $0.rawValue, "label": grantLabels[$0] ?? $0.rawValue, "checked": grants.contains($0)] as [String: Any] },
+            "scopes": (settings?.allowedScopes ?? ["openid", "email", "profile", "offline_access"]).sorted().joined(separator: " "),
+            "audiences": (settings?.audiences ?? []).sorted().joined(separator: " "),
+            "rpID": settings?.rpID ?? "",
+            "appleAppIDs": (settings?.appleAppIDs ?? []).sorted().joined(separator: "\n"),
+            "androidApps": (settings?.androidApps ?? []).map { ([$0.packageName] + $0.sha256Fingerprints).joined(separator: " ") }.joined(separator: "\n"),
+            "formats": [AccessTokenFormat.reference, .jwt].map { ["value": $0.rawValue, "selected": (settings?.accessTokenFormat ?? .reference) == $0] as [String: Any] },
+        ]
+    }
+
+    /// The posted fields onto `settings` (the type is set only at creation).
+    static func apply(_ form: FormBody, to settings: inout ClientSettings) throws {
+        settings.displayName = String((form["display_name"] ?? "").prefix(200))
+        settings.grants = Set(GrantType.allCases.filter { form["grant_\($0.rawValue)"] == "on" })
+        settings.allowedScopes = words(form["scopes"])
+        settings.audiences = words(form["audiences"])
+        settings.rpID = form["rp_id"]?.trimmingCharacters(in: .whitespaces).nilWhenEmpty
+        settings.appleAppIDs = words(form["apple_app_ids"])
+        settings.androidApps = try lines(form["android_apps"]).map { line in
+            let parts = line.split(whereSeparator: \.isWhitespace).map(String.init)
+            guard parts.count >= 2 else { throw ConsoleRefusal.badForm("An Android app is its package name, then one or more SHA-256 fingerprints.") }
+            return AndroidApp(packageName: parts[0], sha256Fingerprints: Array(parts.dropFirst()))
+        }
+        guard let format = AccessTokenFormat(rawValue: form["access_token_format"] ?? "reference") else {
+            throw ConsoleRefusal.badForm("Choose reference or jwt tokens.")
+        }
+        settings.accessTokenFormat = format
+    }
+
+    static func words(_ text: String?) -> Set<String> {
+        Set((text ?? "").split(whereSeparator: \.isWhitespace).map(String.init))
+    }
+
+    static func lines(_ text: String?) -> [String] {
+        (text ?? "").split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+}
+
+extension String {
+    fileprivate var nilWhenEmpty: String? { isEmpty ? nil : self }
+}

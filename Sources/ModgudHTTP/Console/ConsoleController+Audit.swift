@@ -1,0 +1,27 @@
+import Foundation
+import ModgudService
+
+/// The history page of an entity (issue 31): its events with their actors, `[erased]` where
+/// the person's data was shredded, and whether the tamper-evident log's latest signed
+/// checkpoint covers each event.
+extension ConsoleController {
+    func auditPage(realm: String, streams: [String], title: String, crumbs: [(String, String)]) async throws -> ConsolePage {
+        try await auditPage(realm: realm, entries: try await admin.history(realm: realm, streams: streams), title: title, crumbs: crumbs)
+    }
+
+    func auditPage(realm: String, entries: [AdminService.AuditEntry], title: String, crumbs: [(String, String)]) async throws -> ConsolePage {
+        let coverage = try await admin.auditCoverage(realm: realm)
+        let rows = entries.reversed().map { entry -> [String: Any] in
+            var detail = entry.detail
+            if let client = entry.client { detail += (detail.isEmpty ? "" : " ") + "client=\(client)" }
+            if let address = entry.clientIP { detail += (detail.isEmpty ? "" : " ") + "ip=\(address)" }
+            return [
+                "time": ConsoleFormat.time(entry.recordedAt), "event": entry.event, "actor": entry.actor ?? "-", "detail": detail,
+                "checkpointed": coverage.map { entry.position <= $0.lastPosition } ?? false,
+            ]
+        }
+        var values: [String: Any] = ["entries": rows]
+        if let coverage { values["checkpoint"] = ["size": ConsoleFormat.count(Int(coverage.size)), "signedAt": ConsoleFormat.time(coverage.signedAt)] }
+        return ConsolePage(template: "audit", title: title, values: values, section: "realms", crumbs: crumbs)
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Hummingbird
+import ModgudDomain
+import ModgudService
+
+/// Clients: list, create, edit, rotate the secret, enable and disable, with a preview of the
+/// app-association files the realm serves (issue 31).
+extension ConsoleController {
+    func registerClients(on router: Router<ModgudRequestContext>) {
+        router.get("console/realms/:realm/clients") { request, context in
+            await page(request, context) { _ in
+                let realm = context.parameters.get("realm") ?? ""
+                guard try await admin.realm(realm).exists else { throw ConsoleRefusal.notFound("realm") }
+                let clients = try await admin.clients(realm: realm).map { ["id": $0.id, "type": $0.type, "enabled": $0.enabled] as [String: Any] }
+                return ConsolePage(
+                    template: "clients", title: "Clients of \(realm)", values: ["realm": realm, "clients": clients], section: "realms",
+                    crumbs: [("Realms", "/console/realms"), (realm, "/console/realms/\(realm)")])
+            }
+        }
+        router.get("console/realms/:realm/clients/new") { request, context in
+            await page(request, context) { _ in newClientPage(context.parameters.get("realm") ?? "", form: ConsoleClientForm.values(nil)) }
+        }
+        router.post("console/realms/:realm/clients/new") { request, context in
+            await action(request, context) { session, form in
+                let realm = context.parameters.get("realm") ?? ""
+                let id = (form["client_id"] ?? "").trimmingCharacters(in: .whitespaces)
+                var settings = ClientSettings(type: form["type"] == "confidential" ? .confidential : .public, grants: [], allowedScopes: [])
+                do {
+                    try ConsoleClientForm.apply(form, to: &settings)
+                    let (_, secret) = try await admin.createClient(realm: realm, id: id, settings: settings, metadata: metadata(session, context))
+                    var page = try await clientPage(realm: realm, id: id)
+                    page.values["secret"] = secret
+                    page.notice = "Client \(id) created."
+                    return try await render(page, session: session, started: .now)
+                } catch let refused as DomainError {
+                    var page = newClientPage(realm, form: ConsoleClientForm.values(settings, id: id))
+                    page.error = refused.message
+                    page.status = .badRequest
+                    return try await render(page, session: session, started: .now)
+                }
+            }
+        }
+        router.get("console/realms/:realm/clients/:client") { request, context in
+            await page(request, context) { _ in try await clientPage(realm: context.parameters.get("realm") ?? "", id: context.parameters.get("client") ?? "") }
+        }
+        router.post("console/realms/:realm/clients/:client") { request, context in
+            await action(request, context) { session, form in
+                let (realm, id) = (context.parameters.get("realm") ?? "", context.parameters.get("client") ?? "")
+                let (_, warning) = try await admin.updateClient(realm: realm, id: id, metadata: metadata(session, context)) {
+                    try ConsoleClientForm.apply(form, to: &$0)
+                }
+                var page = try await clientPage(realm: realm, id: id)
+                page.notice = "Saved."
+                if let warning { page.values["warning"] = warning }
+                return try await render(page, session: session, started: .now)
+            }
+        }
+        router.post("console/realms/:realm/clients/:client/rotate-secret") { request, context in
+            await action(request, context) { session, _ in
+                let (realm, id) = (context.parameters.get("realm") ?? "", context.parameters.get("client") ?? "")
+                guard try await admin.client(realm: realm, id: id).settings?.type == .confidential else {
+                    throw ConsoleRefusal.badForm("Only a confidential client has a secret.")
+                }
+                let secret = try await admin.rotateClientSecret(realm: realm, id: id, metadata: metadata(session, context))
+                var page = try await clientPage(realm: realm, id: id)
+                page.values["secret"] = secret
+                return try await render(page, session: session, started: .now)
+            }
+        }
+        for (verb, enabled) in [("enable", true), ("disable", false)] {
+            router.post("console/realms/:realm/clients/:client/\(verb)") { request, context in
+                await action(request, context) { session, _ in
+                    let (realm, id) = (context.parameters.get("realm") ?? "", context.parameters.get("client") ?? "")
+                    _ = try await admin.setClientEnabled(realm: realm, id: id, enabled: enabled, metadata: metadata(session, context))
+                    return ConsoleResponse.redirect("/console/realms/\(realm)/clients/\(id)")
+                }
+            }
+        }
+        router.get("console/realms/:realm/clients/:client/audit") { request, context in
+            await page(request, context) { _ in
+                let (realm, id) = (context.parameters.get("realm") ?? "", context.parameters.get("client") ?? "")
+                guard try await admin.client(realm: realm, id: id).exists else { throw ConsoleRefusal.notFound("client") }
+                return try await auditPage(
+                    realm: realm, streams: [StreamNames.client(realm: realm, clientID: id).id], title: "History of client \(id)",
+                    crumbs: [("Realms", "/console/realms"), (realm, "/console/realms/\(realm)"), ("Clients", "/console/realms/\(realm)/clients"),
+                             (id, "/console/realms/\(realm)/clients/\(id)")])
+            }
+        }
+    }
+
+    private func newClientPage(_ realm: String, form: [String: Any]) -> ConsolePage {
+        ConsolePage(
+            template: "client-new", title: "New client in \(realm)", values: ["realm": realm, "form": form], section: "realms",
+            crumbs: [("Realms", "/console/realms"), (realm, "/console/realms/\(realm)"), ("Clients", "/console/realms/\(realm)/clients")])
+    }
+
+    private func clientPage(realm: String, id: String) async throws -> ConsolePage {
+        let state = try await admin.client(realm: realm, id: id)
+        guard let settings = state.settings, let realmSettings = try await admin.realm(realm).settings else { throw ConsoleRefusal.notFound("client") }
+        // The files as the realm's host serves them (every client's apps for the host).
+        let host = PasskeyService.rpID(client: settings, realm: realmSettings) ?? realmSettings.hosts.first ?? ""
+        let apps = try await admin.core.appAssociations(realm: RealmDirectory.Entry(realmID: realm, settings: realmSettings), host: host)
+        var values: [String: Any] = [
+            "realm": realm, "id": id, "type": settings.type.rawValue, "confidential": settings.type == .confidential, "enabled": state.enabled,
+            "form": ConsoleClientForm.values(settings, id: id), "associationHost": host,
+        ]
+        if apps.hasApple { values["aasa"] = Self.prettyJSON(AppAssociations.appleAppSiteAssociation(apps)) }
+        if apps.hasAndroid { values["assetlinks"] = Self.prettyJSON(AppAssociations.assetLinks(apps)) }
+        return ConsolePage(
+            template: "client", title: "Client \(id)", values: values, section: "realms",
+            crumbs: [("Realms", "/console/realms"), (realm, "/console/realms/\(realm)"), ("Clients", "/console/realms/\(realm)/clients")])
+    }
+
+    static func prettyJSON(_ bytes: [UInt8]) -> String {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)),
+            let pretty = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        else { return String(decoding: bytes, as: UTF8.self) }
+        return String(decoding: pretty, as: UTF8.self)
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import Hummingbird
+import ModgudDomain
+import ModgudService
+
+/// Realms: the list, one realm's settings, its effective rate limits and signing keys (issue 31).
+extension ConsoleController {
+    func registerRealms(on router: Router<ModgudRequestContext>) {
+        router.get("console/realms") { request, context in
+            await page(request, context) { _ in
+                let realms = try await admin.realms().map { ["id": $0.id, "hosts": $0.hosts.joined(separator: ", "), "native": $0.nativeGrants] as [String: Any] }
+                return ConsolePage(template: "realms", title: "Realms", values: ["realms": realms], section: "realms")
+            }
+        }
+        router.get("console/realms/:realm") { request, context in
+            await page(request, context) { _ in try await realmPage(context.parameters.get("realm") ?? "") }
+        }
+        router.get("console/realms/:realm/audit") { request, context in
+            await page(request, context) { _ in
+                let realm = context.parameters.get("realm") ?? ""
+                guard try await admin.realm(realm).exists else { throw ConsoleRefusal.notFound("realm") }
+                return try await auditPage(
+                    realm: realm, streams: [StreamNames.realm(realm).id], title: "History of realm \(realm)",
+                    crumbs: [("Realms", "/console/realms"), (realm, "/console/realms/\(realm)")])
+            }
+        }
+        router.post("console/realms/:realm/settings") { request, context in
+            await action(request, context) { session, form in
+                let realm = context.parameters.get("realm") ?? ""
+                let (_, warning) = try await admin.updateRealm(realm, metadata: metadata(session, context)) { settings in
+                    try Self.applyRealmForm(form, to: &settings)
+                }
+                guard let warning else { return ConsoleResponse.redirect("/console/realms/\(realm)") }
+                var page = try await realmPage(realm)
+                page.error = warning
+                page.notice = "Saved."
+                return try await render(page, session: session, started: .now)
+            }
+        }
+        router.post("console/realms/:realm/rotate-key") { request, context in
+            await action(request, context) { session, form in
+                let realm = context.parameters.get("realm") ?? ""
+                guard try await admin.realm(realm).exists else { throw ConsoleRefusal.notFound("realm") }
+                guard let algorithm = SigningKeyMaterial.Algorithm(rawValue: form["algorithm"] ?? "ES256") else {
+                    throw ConsoleRefusal.badForm("Choose ES256 or RS256.")
+                }
+                _ = try await admin.core.keys.rotate(realm: realm, algorithm: algorithm, now: admin.core.now(), metadata: metadata(session, context))
+                return ConsoleResponse.redirect("/console/realms/\(realm)")
+            }
+        }
+    }
+
+    func realmPage(_ id: String) async throws -> ConsolePage {
+        let state = try await admin.realm(id)
+        guard let settings = state.settings else { throw ConsoleRefusal.notFound("realm") }
+        let facts: [[String: String]] = [
+            ["label": "Display name", "value": settings.displayName],
+            ["label": "Hosts", "value": settings.hosts.joined(separator: ", ")],
+            ["label": "Primary domain (RP-ID)", "value": settings.primaryDomain ?? "-"],
+            ["label": "Public base URL", "value": settings.publicBaseURL ?? "-"],
+            ["label": "Issuer trailing slash", "value": settings.issuerTrailingSlash ? "yes" : "no"],
+            ["label": "Web fallback for links", "value": settings.webFallbackURL ?? "-"],
+            ["label": "Connections", "value": settings.connections.isEmpty ? "-" : settings.connections.joined(separator: ", ")],
+            ["label": "Enrollment freshness", "value": "\(settings.sessionLimits.enrollmentFreshnessMinutes) min"],
+        ]
+        let fields = [("username", settings.registrationFields.username), ("firstname", settings.registrationFields.firstname),
+                      ("lastname", settings.registrationFields.lastname)].map { ["name": $0.0, "requirement": $0.1.rawValue] }
+        let limits = RateLimitPolicy.all.map { policy -> [String: Any] in
+            let setting = policy.setting(in: settings)
+            return [
+                "name": policy.name, "limit": ConsoleFormat.count(setting.limit), "window": ConsoleFormat.seconds(setting.windowSeconds),
+                "burst": ConsoleFormat.count(setting.burst), "mode": setting.logOnly == true ? "log only" : "enforced",
+                "source": settings.rateLimitOverrides[policy.name] == nil ? "default" : "realm override",
+            ]
+        }
+        let active = state.activeKey?.kid
+        let keys = state.signingKeys.reversed().map {
+            ["kid": $0.kid, "algorithm": $0.algorithm, "rotatedAt": ConsoleFormat.time($0.rotatedAt), "active": $0.kid == active] as [String: Any]
+        }
+        let postures = RegistrationPosture.allCases.map { ["value": $0.rawValue, "label": $0.rawValue, "selected": $0 == settings.registrationPosture] as [String: Any] }
+        let values: [String: Any] = [
+            "realm": id, "facts": facts, "fields": fields, "limits": limits, "keys": keys, "postures": postures,
+            "magicLinks": settings.magicLinksOn, "nativeGrants": settings.nativeGrants.enabled,
+            "accessMinutes": settings.nativeGrants.accessTokenLifetimeMinutes, "refreshDays": settings.nativeGrants.refreshTokenLifetimeDays,
+            "absoluteDays": settings.sessionLimits.absoluteLifetimeDays, "reuseGrace": settings.sessionLimits.refreshReuseGraceSeconds,
+        ]
+        return ConsolePage(template: "realm", title: "Realm \(id)", values: values, section: "realms", crumbs: [("Realms", "/console/realms")])
+    }
+
+    /// The realm form's fields onto the settings; the realm's own validation runs on save.
+    static func applyRealmForm(_ form: FormBody, to settings: inout RealmSettings) throws {
+        guard let posture = RegistrationPosture(rawValue: form["registration_posture"] ?? "") else { throw ConsoleRefusal.badForm("Choose a registration posture.") }
+        func number(_ name: String, _ range: ClosedRange<Int>) throws -> Int {
+            guard let value = Int(form[name] ?? ""), range.contains(value) else {
+                throw ConsoleRefusal.badForm("\(name.replacingOccurrences(of: "_", with: " ")) must be a number from \(range.lowerBound) to \(range.upperBound).")
+            }
+            return value
+        }
+        settings.registrationPosture = posture
+        settings.magicLinkEnabled = form["magic_links"] == "on"
+        settings.nativeGrants.enabled = form["native_grants"] == "on"
+        settings.nativeGrants.accessTokenLifetimeMinutes = try number("access_minutes", 1...1440)
+        settings.nativeGrants.refreshTokenLifetimeDays = try number("refresh_days", 1...365)
+        settings.sessionLimits.absoluteLifetimeDays = try number("absolute_days", 1...3650)
+        settings.sessionLimits.refreshReuseGraceSeconds = try number("reuse_grace", 0...60)
+    }
+}

@@ -1,0 +1,161 @@
+import EventSourcing
+import Foundation
+import Hummingbird
+import ModgudDomain
+import ModgudService
+
+/// Users (issue 31): find by address or id, one user's profile, passkeys and sessions, and the
+/// operator's actions on them, each an event with the operator as actor.
+extension ConsoleController {
+    static let usersPerPage = 50
+
+    func registerUsers(on router: Router<ModgudRequestContext>) {
+        router.get("console/realms/:realm/users") { request, context in
+            let realm = context.parameters.get("realm") ?? ""
+            let query = request.uri.queryParameters.get("q")?.trimmingCharacters(in: .whitespaces) ?? ""
+            if !query.isEmpty, let id = try? await admin.findUser(realm: realm, query), (try? await admin.core.user(realm: realm, id: id).exists) == true,
+                (try? await console.authenticate(token: Self.cookie(request) ?? "")) != nil
+            {
+                return ConsoleResponse.redirect("/console/realms/\(realm)/users/\(id.uuidString.lowercased())")
+            }
+            return await page(request, context) { _ in
+                let pageNumber = max(0, min(1_000_000, request.uri.queryParameters.get("page").flatMap { Int($0) } ?? 0))
+                return try await usersPage(realm: realm, query: query, page: pageNumber)
+            }
+        }
+        router.get("console/realms/:realm/users/:user") { request, context in
+            await page(request, context) { _ in try await userPage(context) }
+        }
+        router.get("console/realms/:realm/users/:user/erase") { request, context in
+            await page(request, context) { _ in try await erasePage(context) }
+        }
+        router.get("console/realms/:realm/users/:user/audit") { request, context in
+            await page(request, context) { _ in
+                let (realm, id) = try await target(context)
+                let crumbs = userCrumbs(realm) + [(id.uuidString.lowercased(), "/console/realms/\(realm)/users/\(id.uuidString.lowercased())")]
+                return try await auditPage(realm: realm, entries: try await admin.audit(realm: realm, userID: id), title: "History of a user", crumbs: crumbs)
+            }
+        }
+        registerUserActions(on: router)
+    }
+
+    private func registerUserActions(on router: Router<ModgudRequestContext>) {
+        let actions: [(String, AdminService.UserAction)] = [("disable", .disable), ("enable", .enable), ("sessions/revoke-all", .logoutEverywhere)]
+        for (path, verb) in actions {
+            router.post("console/realms/:realm/users/:user/\(path)") { request, context in
+                await action(request, context) { session, _ in
+                    let (realm, id) = try await target(context)
+                    _ = try await admin.apply(verb, realm: realm, userID: id, metadata: metadata(session, context))
+                    return ConsoleResponse.redirect(userPath(realm, id))
+                }
+            }
+        }
+        // One of the user's sessions or passkeys, by id: false from the service means not theirs.
+        let removals: [(String, String, @Sendable (AdminService, String, UUID, UUID, EventMetadata) async throws -> Bool)] = [
+            ("sessions/:item/revoke", "session", { try await $0.revokeSession(realm: $1, userID: $2, familyID: $3, metadata: $4) }),
+            ("passkeys/:item/delete", "passkey", { try await $0.revokePasskey(realm: $1, userID: $2, passkeyID: $3, metadata: $4) }),
+        ]
+        for (path, what, remove) in removals {
+            router.post("console/realms/:realm/users/:user/\(path)") { request, context in
+                await action(request, context) { session, _ in
+                    let (realm, id) = try await target(context)
+                    guard let item = UUID(uuidString: context.parameters.get("item") ?? ""),
+                        try await remove(admin, realm, id, item, metadata(session, context))
+                    else { throw ConsoleRefusal.notFound(what) }
+                    return ConsoleResponse.redirect(userPath(realm, id))
+                }
+            }
+        }
+        router.post("console/realms/:realm/users/:user/erase") { request, context in
+            await action(request, context) { session, form in
+                let (realm, id) = try await target(context)
+                guard form["confirm"]?.trimmingCharacters(in: .whitespaces).lowercased() == "erase" else {
+                    var page = try await erasePage(context)
+                    page.error = "Type erase to confirm; nothing was done."
+                    page.status = .badRequest
+                    return try await render(page, session: session, started: .now)
+                }
+                _ = try await admin.eraseUser(realm: realm, id.uuidString, metadata: metadata(session, context))
+                return ConsoleResponse.redirect(userPath(realm, id))
+            }
+        }
+    }
+
+    private func usersPage(realm: String, query: String, page: Int) async throws -> ConsolePage {
+        guard try await admin.realm(realm).exists else { throw ConsoleRefusal.notFound("realm") }
+        let total = try await admin.userCount(realm: realm)
+        let users = query.isEmpty ? try await admin.users(realm: realm, limit: Self.usersPerPage, offset: page * Self.usersPerPage) : []
+        var values: [String: Any] = [
+            "realm": realm, "query": query, "searched": !query.isEmpty, "total": ConsoleFormat.count(total),
+            "users": users.map { ["id": $0.id.uuidString.lowercased(), "email": $0.email ?? "[erased]", "status": $0.status] },
+        ]
+        if page > 0 { values["previous"] = String(page - 1) }
+        if query.isEmpty, (page + 1) * Self.usersPerPage < total { values["next"] = String(page + 1) }
+        return ConsolePage(template: "users", title: "Users of \(realm)", values: values, section: "realms", crumbs: Array(userCrumbs(realm).dropLast()))
+    }
+
+    private func userPage(_ context: ModgudRequestContext) async throws -> ConsolePage {
+        let (realm, id) = try await target(context)
+        let (state, profile) = try await admin.profile(realm: realm, userID: id)
+        let erased = state.status == .erased
+        let name = [profile.firstName, profile.lastName].compactMap { $0 }.joined(separator: " ")
+        let facts: [[String: String]] = [
+            ["label": "User id", "value": id.uuidString.lowercased()],
+            ["label": "Email", "value": erased ? "[erased]" : "\(profile.email ?? "-")\(profile.emailConfirmed ? " (confirmed)" : " (unconfirmed)")"],
+            ["label": "Name", "value": erased ? "[erased]" : (name.isEmpty ? "-" : name)],
+            ["label": "Username", "value": erased ? "[erased]" : profile.username ?? "-"],
+            ["label": "Status", "value": state.status.rawValue],
+            ["label": "Two-factor", "value": state.encryptedTOTPSecret == nil ? "off" : "on"],
+            ["label": "Roles", "value": state.roles.isEmpty ? "-" : state.roles.joined(separator: ", ")],
+            ["label": "Registered via", "value": state.registeredVia ?? "-"],
+        ]
+        let passkeys = try await admin.passkeys(realm: realm, userID: id).map { passkey -> [String: Any] in
+            var row: [String: Any] = [
+                "id": passkey.id.uuidString.lowercased(), "name": passkey.displayName, "provider": passkey.provider.name, "rpID": passkey.rpID,
+                "created": ConsoleFormat.time(passkey.createdAt), "lastUsed": ConsoleFormat.time(passkey.lastUsedAt),
+            ]
+            if let icon = passkey.provider.iconLight, icon.hasPrefix("data:image/") { row["icon"] = icon }
+            return row
+        }
+        let sessions = try await admin.sessions(realm: realm, userID: id).map { session -> [String: Any] in
+            [
+                "id": session.familyID.uuidString.lowercased(), "client": session.clientID, "scopes": session.scopes.joined(separator: " "),
+                "started": ConsoleFormat.time(session.startedAt), "live": session.live, "ended": session.endedBecause ?? "",
+            ]
+        }
+        let live = state.status == .active || state.status == .disabled
+        return ConsolePage(
+            template: "user", title: erased ? "[erased]" : (profile.email ?? id.uuidString.lowercased()),
+            values: [
+                "realm": realm, "id": id.uuidString.lowercased(), "userID": id.uuidString.lowercased(), "facts": facts, "passkeys": passkeys,
+                "sessions": sessions, "live": live, "active": state.status == .active, "tombstone": erased,
+            ], section: "realms", crumbs: userCrumbs(realm))
+    }
+
+    private func erasePage(_ context: ModgudRequestContext) async throws -> ConsolePage {
+        let (realm, id) = try await target(context)
+        let (state, profile) = try await admin.profile(realm: realm, userID: id)
+        guard state.status != .erased else { throw ConsoleRefusal.badForm("This user is erased already.") }
+        let liveSessions = try await admin.sessions(realm: realm, userID: id).filter(\.live).count
+        let passkeys = try await admin.passkeys(realm: realm, userID: id).count
+        return ConsolePage(
+            template: "user-erase", title: "Erase a user",
+            values: ["realm": realm, "id": id.uuidString.lowercased(), "email": profile.email ?? "-", "liveSessions": liveSessions, "passkeyCount": passkeys],
+            section: "realms", crumbs: userCrumbs(realm) + [(profile.email ?? "user", userPath(realm, id))])
+    }
+
+    /// The realm and user named in the path; 404 for a user the realm does not have.
+    private func target(_ context: ModgudRequestContext) async throws -> (String, UUID) {
+        let realm = context.parameters.get("realm") ?? ""
+        guard let id = UUID(uuidString: context.parameters.get("user") ?? ""), try await admin.core.user(realm: realm, id: id).exists else {
+            throw ConsoleRefusal.notFound("user")
+        }
+        return (realm, id)
+    }
+
+    private func userPath(_ realm: String, _ id: UUID) -> String { "/console/realms/\(realm)/users/\(id.uuidString.lowercased())" }
+
+    private func userCrumbs(_ realm: String) -> [(String, String)] {
+        [("Realms", "/console/realms"), (realm, "/console/realms/\(realm)"), ("Users", "/console/realms/\(realm)/users")]
+    }
+}

@@ -1,0 +1,189 @@
+import EventSourcing
+import Foundation
+import HTTPTypes
+import Hummingbird
+import ModgudDomain
+import ModgudService
+import PQ
+
+/// The operator console under /console (issue 31): server-rendered pages over the same
+/// services as the admin API. Every page needs a console session; every POST also needs the
+/// session's CSRF token and, when the browser names one, the console's own origin.
+struct ConsoleController: Sendable {
+    let console: OperatorConsole
+    let admin: AdminService
+    let configuration: ConsoleConfiguration
+    let rebuilds: RebuildTracker
+    static let cookieName = "modgud_console"
+
+    func register(on router: Router<ModgudRequestContext>) {
+        router.get("console/static/console.css") { _, _ in ConsoleResponse.file(ConsoleTemplates.stylesheet, contentType: "text/css; charset=utf-8") }
+        router.get("console/static/htmx.min.js") { _, _ in
+            ConsoleResponse.file(ConsoleTemplates.htmx, contentType: "text/javascript; charset=utf-8")
+        }
+        registerSignIn(on: router)
+        registerOperations(on: router)
+        registerRealms(on: router)
+        registerClients(on: router)
+        registerUsers(on: router)
+    }
+
+    // MARK: Plumbing
+
+    /// A read page: the operator's session or a redirect to sign-in.
+    func page(_ request: Request, _ context: ModgudRequestContext, _ build: (OperatorConsole.Operator) async throws -> ConsolePage) async
+        -> Response
+    {
+        let started = ContinuousClock.now
+        let session: OperatorConsole.Operator?
+        do {
+            session = try await console.authenticate(token: Self.cookie(request) ?? "")
+        } catch {
+            return failure(error, context: context, started: started, session: nil)
+        }
+        guard let session else { return ConsoleResponse.redirect("/console/sign-in") }
+        do {
+            return try await render(build(session), session: session, started: started)
+        } catch {
+            return failure(error, context: context, started: started, session: session)
+        }
+    }
+
+    /// A form post: same origin, a live session and its CSRF token, or 403 and nothing done.
+    func action(
+        _ request: Request, _ context: ModgudRequestContext, _ perform: (OperatorConsole.Operator, FormBody) async throws -> Response
+    ) async -> Response {
+        let started = ContinuousClock.now
+        guard Self.sameOrigin(request) else { return refusal(.forbidden, "Refused: the form did not come from this console.", started) }
+        do {
+            let form = try await self.form(request)
+            guard let session = try await console.authenticate(token: Self.cookie(request) ?? "") else {
+                return refusal(.forbidden, "Refused: sign in to the console first.", started)
+            }
+            guard let presented = form["_csrf"], ConstantTime.equal(presented, session.csrfToken) else {
+                return refusal(.forbidden, "Refused: the form's CSRF token is missing or wrong. Reload the page and try again.", started)
+            }
+            do {
+                return try await perform(session, form)
+            } catch {
+                return failure(error, context: context, started: started, session: session)
+            }
+        } catch {
+            return failure(error, context: context, started: started, session: nil)
+        }
+    }
+
+    /// What events written for this operator carry: the operator as actor.
+    func metadata(_ session: OperatorConsole.Operator, _ context: ModgudRequestContext) -> EventMetadata {
+        EventMetadata(correlationID: context.id, actor: session.actor)
+    }
+
+    func render(_ page: ConsolePage, session: OperatorConsole.Operator?, started: ContinuousClock.Instant, cookie: String? = nil) async throws
+        -> Response
+    {
+        var values = page.values
+        values["title"] = page.title
+        values["notice"] = page.notice
+        values["error"] = page.error
+        values["crumbs"] = page.crumbs.map { ["label": $0.0, "href": $0.1] }
+        if let session {
+            values["operator"] = true
+            values["csrf"] = session.csrfToken
+            values["email"] = try await admin.profile(realm: session.realm, userID: session.userID).profile.email ?? session.userID.uuidString
+            if let section = page.section { values["current"] = [section: true] }
+        }
+        values["serverTime"] = ConsoleFormat.time(admin.core.now())
+        Self.addEmptinessFlags(&values)
+        return ConsoleResponse.page(ConsoleTemplates.render(page.template, values), status: page.status, started: started, cookie: cookie)
+    }
+
+    /// `hasUsers` beside `users`: Mustache cannot ask whether a list is empty, so templates ask
+    /// these flags (top-level lists only).
+    static func addEmptinessFlags(_ values: inout [String: Any]) {
+        for (key, value) in values {
+            guard let list = value as? [Any], let first = key.first else { continue }
+            values["has" + first.uppercased() + key.dropFirst()] = !list.isEmpty
+        }
+    }
+
+    private func refusal(_ status: HTTPResponse.Status, _ message: String, _ started: ContinuousClock.Instant) -> Response {
+        let html = ConsoleTemplates.render("message", ["title": "Refused", "message": message, "link": ["href": "/console", "label": "Back to the console"]])
+        return ConsoleResponse.page(html, status: status, started: started)
+    }
+
+    private func failure(_ error: any Error, context: ModgudRequestContext, started: ContinuousClock.Instant, session: OperatorConsole.Operator?)
+        -> Response
+    {
+        let status: HTTPResponse.Status
+        let message: String
+        switch error {
+        case let refused as ConsoleRefusal:
+            (status, message) = (refused.status, refused.message)
+        case let refused as DomainError:
+            status = refused.code.hasSuffix(".NotFound") ? .notFound : .badRequest
+            message = refused.message
+        case let limited as RateLimited:
+            (status, message) = (.tooManyRequests, "Too many attempts; try again in \(limited.retryAfterSeconds) s.")
+        case let failure where PQError.meansDatabaseUnavailable(failure):
+            ServerFailure.log(error, context: context, endpoint: "console", unavailable: true)
+            (status, message) = (.serviceUnavailable, "The database is unavailable; retry shortly.")
+        default:
+            ServerFailure.log(error, context: context, endpoint: "console", unavailable: false)
+            (status, message) = (.internalServerError, "Something failed on the server (request \(context.id)); see its log.")
+        }
+        let values: [String: Any] = [
+            "title": status == .notFound ? "Not found" : "Could not do that", "message": message, "operator": session != nil,
+            "csrf": session?.csrfToken ?? "", "link": ["href": "/console", "label": "Back to the console"],
+        ]
+        return ConsoleResponse.page(ConsoleTemplates.render("message", values), status: status, started: started)
+    }
+
+    /// The posted form (64 KiB at most, no repeated fields).
+    func form(_ request: Request) async throws -> FormBody {
+        guard request.headers[.contentType]?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true else {
+            throw ConsoleRefusal(status: .unsupportedMediaType, message: "Send a form.")
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: configuration.maxBodyBytes)
+        } catch {
+            throw ConsoleRefusal(status: .contentTooLarge, message: "The form is larger than \(configuration.maxBodyBytes) bytes.")
+        }
+        do {
+            return try FormBody(Array(buffer.readableBytesView))
+        } catch {
+            throw ConsoleRefusal.badForm("The form could not be read.")
+        }
+    }
+
+    // MARK: Cookies and origins
+
+    static func cookie(_ request: Request) -> String? {
+        guard let header = request.headers[.cookie] else { return nil }
+        for part in header.split(separator: ";") {
+            let pair = part.trimmingCharacters(in: .whitespaces)
+            if pair.hasPrefix(cookieName + "=") { return String(pair.dropFirst(cookieName.count + 1)) }
+        }
+        return nil
+    }
+
+    /// The session cookie (docs/operations/console.md): HttpOnly, SameSite=Strict, Secure unless
+    /// the console runs on plain HTTP on loopback; a session cookie, ended by the server's limits.
+    func sessionCookie(_ token: String) -> String {
+        "\(Self.cookieName)=\(token); Path=/console; HttpOnly; SameSite=Strict" + (configuration.secureCookie ? "; Secure" : "")
+    }
+
+    func clearedCookie() -> String {
+        "\(Self.cookieName)=; Path=/console; Max-Age=0; HttpOnly; SameSite=Strict" + (configuration.secureCookie ? "; Secure" : "")
+    }
+
+    /// True unless the browser says the request came from elsewhere (Fetch Metadata, then the
+    /// Origin header against the Host the request was sent to).
+    static func sameOrigin(_ request: Request) -> Bool {
+        if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!], site != "same-origin", site != "none" { return false }
+        guard let origin = request.headers[.origin] else { return true }
+        guard let authority = request.head.authority?.lowercased() else { return false }
+        let lowered = origin.lowercased()
+        return lowered == "http://" + authority || lowered == "https://" + authority
+    }
+}

@@ -1,0 +1,25 @@
+import HTTPTypes
+
+/// What a console handler answers with: a template, its title and its values. The layout adds
+/// the navigation, the operator and the CSRF token.
+struct ConsolePage {
+    var template: String
+    var title: String
+    var values: [String: Any] = [:]
+    /// The navigation entry to mark current.
+    var section: String?
+    /// Links above the title: (label, path).
+    var crumbs: [(String, String)] = []
+    var status: HTTPResponse.Status = .ok
+    var notice: String?
+    var error: String?
+}
+
+/// A refusal shown as a page: a status and one sentence.
+struct ConsoleRefusal: Error {
+    var status: HTTPResponse.Status
+    var message: String
+
+    static func notFound(_ what: String) -> ConsoleRefusal { ConsoleRefusal(status: .notFound, message: "No such \(what).") }
+    static func badForm(_ message: String) -> ConsoleRefusal { ConsoleRefusal(status: .badRequest, message: message) }
+}

@@ -1,0 +1,130 @@
+import Crypto
+import EventSourcing
+import Foundation
+import ModgudDomain
+
+/// Who may use the operator console, and their sessions (issue 31).
+///
+/// Operators are users of one realm (the operator realm, `operators` by default) holding the
+/// `operator` role. They sign in with an email code through the same service an app uses, as
+/// the realm's console client (`modgud-console`), so each sign-in is a token family in the log
+/// with the operator as actor. The browser holds a random session token in a cookie; the
+/// server keeps its hash beside the family. The session ends on sign-out, after the idle
+/// timeout, at the absolute lifetime, or at once when the family is revoked, the operator's
+/// security stamp moves on, the account is disabled or the role is taken away.
+public struct OperatorConsole: Sendable {
+    public struct Settings: Sendable {
+        /// The operator realm.
+        public var realm: String
+        /// A session unused this long ends (15 minutes).
+        public var idleTimeout: TimeInterval
+        /// A session ends this long after sign-in, used or not (12 hours).
+        public var absoluteLifetime: TimeInterval
+
+        public init(realm: String = "operators", idleTimeout: TimeInterval = 900, absoluteLifetime: TimeInterval = 43_200) {
+            self.realm = realm
+            self.idleTimeout = idleTimeout
+            self.absoluteLifetime = absoluteLifetime
+        }
+    }
+
+    /// The role that admits a user of the operator realm.
+    public static let role = "operator"
+    /// The operator realm's client the console signs in as.
+    public static let clientID = "modgud-console"
+
+    /// A signed-in operator, for one request.
+    public struct Operator: Sendable {
+        public var realm: String
+        public var userID: UUID
+        public var familyID: UUID
+        /// The token hidden in every form of this session (see `csrfToken(for:)`).
+        public var csrfToken: String
+        /// How events written for this operator name the actor.
+        public var actor: String { "operator:\(realm)/\(userID.uuidString.lowercased())" }
+    }
+
+    /// The code was right but the account may not use the console (its family is revoked).
+    public struct NotAnOperator: Error, Sendable {}
+
+    public let core: ModgudCore
+    public let settings: Settings
+
+    public init(core: ModgudCore, settings: Settings) {
+        self.core = core
+        self.settings = settings
+    }
+
+    // MARK: Sign-in
+
+    /// Sends a sign-in code when the address belongs to an operator-realm user; answers the
+    /// same either way. Rate limited like the app endpoint (throws `RateLimited`).
+    public func requestCode(email: String, source: String, metadata: EventMetadata) async throws {
+        guard let realm = try await operatorRealm() else { return }
+        do {
+            try await core.emailSignIn().requestCode(
+                EmailSignInService.CodeRequest(email: email, source: source), endpoint: .otpRequest, realm: realm, metadata: metadata)
+        } catch is EmailSignInService.InvalidEmailAddress {
+            return  // the same answer as any address
+        }
+    }
+
+    /// Redeems a code; on success returns the new session's token (the cookie's value).
+    /// Throws `OAuthError` for a wrong code and `NotAnOperator` for a user without the role.
+    public func signIn(email: String, code: String, metadata: EventMetadata) async throws -> (token: String, session: Operator) {
+        guard let realm = try await operatorRealm() else { throw EmailSignInService.invalidCode }
+        let client = try await core.clientAuthenticator.authenticate(realm: realm.realmID, clientID: Self.clientID, secret: nil)
+        let issuer = realm.settings.publicBaseURL ?? "urn:modgud:console"
+        let grant = EmailSignInService.GrantRequest(client: client, scope: "openid", resources: [], totpCode: nil, issuer: issuer, metadata: metadata)
+        let response = try await core.emailSignIn().redeemCode(email: email, code: code, grant)
+        let introspection = try await core.tokenService.introspect(realm: realm.realmID, token: response.accessToken)
+        guard let subject = introspection.subject, let userID = UUID(uuidString: subject), let sid = introspection.sessionID,
+            let familyID = UUID(uuidString: sid)
+        else { throw EmailSignInService.invalidCode }
+        let user = try await core.user(realm: realm.realmID, id: userID)
+        guard user.roles.contains(Self.role) else {
+            _ = try await core.familyActors.actor(for: StreamNames.tokenFamily(realm: realm.realmID, familyID: familyID))
+                .execute(.revoke(.admin), now: core.now(), metadata: metadata)
+            throw NotAnOperator()
+        }
+        let token = OpaqueToken.generate()
+        try await ConsoleSessionsTable.insert(hash: token.hash, realm: realm.realmID, userID: userID, familyID: familyID, now: core.now(), pool: core.pool)
+        return (token.token, Operator(realm: realm.realmID, userID: userID, familyID: familyID, csrfToken: Self.csrfToken(for: token.token)))
+    }
+
+    /// The operator of a live session, its idle clock restarted; nil for anything else.
+    public func authenticate(token: String) async throws -> Operator? {
+        guard !token.isEmpty, token.utf8.count <= 200 else { return nil }
+        guard
+            let row = try await ConsoleSessionsTable.touch(
+                hash: OpaqueToken.hash(token), role: Self.role, now: core.now(), idle: settings.idleTimeout, absolute: settings.absoluteLifetime,
+                pool: core.pool)
+        else { return nil }
+        return Operator(realm: row.realm, userID: row.userID, familyID: row.familyID, csrfToken: Self.csrfToken(for: token))
+    }
+
+    /// Ends a session and revokes its token family.
+    public func signOut(token: String, metadata: EventMetadata) async throws {
+        guard let (realm, familyID) = try await ConsoleSessionsTable.delete(hash: OpaqueToken.hash(token), pool: core.pool) else { return }
+        _ = try await core.familyActors.actor(for: StreamNames.tokenFamily(realm: realm, familyID: familyID))
+            .execute(.revoke(.logout), now: core.now(), metadata: metadata)
+    }
+
+    /// Removes sessions idle past the timeout (the maintenance loop).
+    public func pruneSessions() async throws -> Int {
+        try await ConsoleSessionsTable.prune(before: core.now().addingTimeInterval(-settings.idleTimeout), pool: core.pool)
+    }
+
+    /// The synchronizer token of a session (OWASP CSRF cheat sheet): an HMAC of a fixed label
+    /// under the session token, so it is stored nowhere and useless without the cookie.
+    public static func csrfToken(for sessionToken: String) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: Array("modgud console csrf".utf8), using: SymmetricKey(data: Array(sessionToken.utf8)))
+        return Data(mac).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    private func operatorRealm() async throws -> RealmDirectory.Entry? {
+        guard let settings = try await core.realmDirectory.settings(realm: settings.realm) else { return nil }
+        return RealmDirectory.Entry(realmID: self.settings.realm, settings: settings)
+    }
+}

@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""The operator console in a real headless browser (issue 31): Debian's chromium through
+chromedriver, driven by selenium, against `modgud dev` (ops/console-browser-test starts it and
+the fixtures). Scenarios, in one browser session:
+
+- a non-operator (a user of the operator realm without the role) is refused after the code;
+- an operator signs in with an email code (read from the dev server's console mail sink);
+- creates a client and sees its app-association preview;
+- finds a user by email, sees their passkey and session, revokes the session, and the user's
+  refresh token is then refused by /connect/token;
+- erases the user, and the user page shows the tombstone;
+- rebuilds a projection and sees it finish;
+- a form posted from another origin (same site, another port) and from another site is refused
+  and changes nothing;
+- no page breaks the Content-Security-Policy, and every page works with JavaScript off.
+
+With --screenshots DIR, each page is saved there as PNG (docs/operations/console/). Exits
+non-zero naming the failed check.
+"""
+import argparse
+import http.server
+import json
+import os
+import re
+import socketserver
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
+
+
+def fail(check, detail):
+    print(f"console-browser: FAILED {check}: {detail}", file=sys.stderr)
+    sys.exit(1)
+
+
+def check(condition, name, detail=""):
+    if not condition:
+        fail(name, detail)
+    print("ok:", name)
+
+
+class Mailbox:
+    """The codes `modgud dev` prints (its console mail sink), read from its log."""
+
+    def __init__(self, log):
+        self.log = log
+        self.seen = 0
+
+    def code(self, address, timeout=60):
+        deadline = time.monotonic() + timeout
+        pattern = re.compile(r"── mail to " + re.escape(address) + r" ─.*?Your verification code is (\d{6})", re.S)
+        while time.monotonic() < deadline:
+            with open(self.log, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+            for match in pattern.finditer(text, self.seen):
+                self.seen = match.end()
+                return match.group(1)
+            time.sleep(0.1)  # polling a file another process writes, bounded by the deadline
+        fail("mail", f"no code for {address} within {timeout} s")
+
+
+class Console:
+    def __init__(self, driver, base, shots):
+        self.driver, self.base, self.shots = driver, base, shots
+        self.wait = WebDriverWait(driver, 30)
+
+    def open(self, path):
+        self.driver.get(self.base + path)
+
+    def text(self):
+        return self.driver.find_element(By.TAG_NAME, "body").text
+
+    def h1(self):
+        return self.driver.find_element(By.TAG_NAME, "h1").text
+
+    def shot(self, name):
+        self.csp_clean(name)
+        if self.shots:
+            # The whole page: the window as tall as the document.
+            height, chrome = self.driver.execute_script(
+                "return [document.documentElement.scrollHeight, window.outerHeight - window.innerHeight]")
+            self.driver.set_window_size(1280, min(height, 4000) + chrome)
+            self.driver.save_screenshot(os.path.join(self.shots, name + ".png"))
+            self.driver.set_window_size(1280, 1000)
+
+
+    def csp_clean(self, page):
+        problems = [e["message"] for e in self.driver.get_log("browser") if "Content Security Policy" in e["message"] or e["level"] == "SEVERE"]
+        problems = [p for p in problems if "favicon.ico" not in p]
+        if problems:
+            fail(f"no console errors or CSP violations on {page}", problems)
+
+    def submit(self, form_action_fragment=None, button_text=None):
+        """Clicks the submit button of the form whose action contains the fragment."""
+        forms = self.driver.find_elements(By.TAG_NAME, "form")
+        for form in forms:
+            action = form.get_attribute("action") or ""
+            if form_action_fragment and form_action_fragment not in action:
+                continue
+            for button in form.find_elements(By.CSS_SELECTOR, "button[type=submit]"):
+                if button_text is None or button_text in button.text:
+                    button.click()
+                    return
+        fail("form", f"no form with action containing {form_action_fragment!r} and button {button_text!r} on {self.driver.current_url}")
+
+    def sign_in(self, mailbox, email):
+        self.open("/console/sign-in")
+        self.driver.find_element(By.ID, "email").send_keys(email)
+        self.submit("/console/sign-in")
+        self.wait.until(EC.presence_of_element_located((By.ID, "code")))
+        self.driver.find_element(By.ID, "code").send_keys(mailbox.code(email))
+        self.submit("/console/sign-in/code")
+
+
+def refresh(base, client, token):
+    data = urllib.parse.urlencode({"grant_type": "refresh_token", "client_id": client, "refresh_token": token}).encode()
+    request = urllib.request.Request(base + "/connect/token", data=data, headers={"Content-Type": "application/x-www-form-urlencoded"})
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def attacker_site(port, target):
+    """A page on another origin whose form posts to `target` by itself."""
+    page = f"""<!doctype html><html><body><form id="f" method="post" action="{target}">
+<input type="hidden" name="confirm" value="erase"></form>
+<script>document.getElementById('f').submit()</script></body></html>""".encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args):
+            pass
+
+    server = socketserver.TCPServer(("127.0.0.1", port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--base", required=True, help="http://localhost:PORT")
+    parser.add_argument("--log", required=True, help="the dev server's log (its mail sink)")
+    parser.add_argument("--operator", required=True)
+    parser.add_argument("--non-operator", required=True)
+    parser.add_argument("--user", required=True, help="a dev-realm user with a passkey and a session")
+    parser.add_argument("--refresh-token", required=True, help="that user's refresh token (demo-app)")
+    parser.add_argument("--attacker-port", type=int, required=True)
+    parser.add_argument("--screenshots", help="folder for page screenshots")
+    args = parser.parse_args()
+    if args.screenshots:
+        os.makedirs(args.screenshots, exist_ok=True)
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run", "--window-size=1280,1000",
+                 "--hide-scrollbars", "--force-device-scale-factor=1"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    mailbox = Mailbox(args.log)
+    console = Console(driver, args.base, args.screenshots)
+    try:
+        run(console, mailbox, args)
+    finally:
+        driver.quit()
+    print("console-browser: every scenario passed")
+
+
+def run(console, mailbox, args):
+    driver = console.driver
+    # Nothing without a session: the console sends the browser to sign in.
+    console.open("/console/realms")
+    check(driver.current_url.endswith("/console/sign-in"), "unauthenticated pages redirect to sign-in", driver.current_url)
+    console.shot("sign-in")
+
+    # A user of the operator realm without the operator role: the code works, the console does not.
+    console.sign_in(mailbox, args.non_operator)
+    console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Not an operator"))
+    check(driver.get_cookie("modgud_console") is None, "a non-operator gets no session cookie")
+    driver.get_log("browser")  # the refusal's 403 is expected
+    console.open("/console")
+    check(driver.current_url.endswith("/console/sign-in"), "a non-operator stays signed out", driver.current_url)
+
+    # The operator signs in with an email code.
+    console.sign_in(mailbox, args.operator)
+    console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Health"))
+    cookie = driver.get_cookie("modgud_console")
+    check(cookie and cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/console", "session cookie is HttpOnly, SameSite=Strict", cookie)
+    check(args.operator in console.text() and "Ready" in console.text(), "health page shows the operator and readiness", console.text()[:300])
+    console.shot("health")
+
+    console.open("/console/realms")
+    check("dev" in console.text() and "operators" in console.text(), "realms listed", console.text()[:300])
+    console.shot("realms")
+    console.open("/console/realms/dev")
+    check("otp-request.mailbox" in console.text() and "ES256" in console.text(), "realm page shows rate limits and signing keys")
+    console.shot("realm")
+
+    # Creates a client and sees the app-association preview.
+    console.open("/console/realms/dev/clients/new")
+    console.shot("client-new")
+    driver.find_element(By.ID, "id").send_keys("ios-app")
+    driver.find_element(By.ID, "display").send_keys("Acme for iOS")
+    driver.find_element(By.ID, "apple").send_keys("ABCDE12345.com.acme.app")
+    fingerprint = ":".join(["AB"] * 32)
+    driver.find_element(By.ID, "android").send_keys("com.acme.app " + fingerprint)
+    console.submit("/clients/new")
+    console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Client ios-app"))
+    previews = [p.text for p in driver.find_elements(By.CSS_SELECTOR, "pre.json")]
+    check(any('"ABCDE12345.com.acme.app"' in p for p in previews), "AASA preview names the new app", previews)
+    check(any('"com.acme.app"' in p and fingerprint in p for p in previews), "assetlinks preview names the new app", previews)
+    console.shot("client")
+    console.open("/console/realms/dev/clients")
+    check("ios-app" in console.text(), "the client is listed")
+    console.shot("clients")
+
+    # Finds a user by email: passkey with its provider, and the live session.
+    console.open("/console/realms/dev/users")
+    console.shot("users")
+    search = driver.find_element(By.NAME, "q")
+    search.send_keys(args.user)
+    console.submit("/users", "Find")
+    console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), args.user))
+    text = console.text()
+    check("Google Password Manager" in text, "the passkey shows its provider", text[:600])
+    check(driver.find_elements(By.CSS_SELECTOR, "td.provider img"), "the provider's icon is shown")
+    check("live" in text and "demo-app" in text, "the live session is shown", text[:600])
+    console.shot("user")
+    status, _ = refresh(args.base, "demo-app", args.refresh_token)
+    check(status == 200, "the user's refresh works before the revocation", status)
+    console.submit("/sessions/", "Revoke")
+    console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "body"), "ended (admin)"))
+    status, body = refresh(args.base, "demo-app", args.refresh_token)
+    check(status == 400 and body.get("error") == "invalid_grant", "after the revocation the refresh is refused", (status, body))
+    user_url = driver.current_url
+
+    console.open(urllib.parse.urlparse(user_url).path + "/audit")
+    check("token_family.revoked" in console.text() and "operator:operators/" in console.text(), "the revocation is in the history with the operator as actor")
+    console.shot("audit")
+
+    # The cross-origin attempts: the operator's browser visits pages of others that post to the console.
+    target = urllib.parse.urlparse(user_url).path + "/erase"
+    server = attacker_site(args.attacker_port, args.base + target)
+    try:
+        for origin in (f"http://localhost:{args.attacker_port}/", f"http://127.0.0.1:{args.attacker_port}/"):
+            driver.get(origin)
+            console.wait.until(lambda d: d.current_url.startswith(args.base))
+            check("Refused" in console.text(), f"a form posted from {origin} is refused", console.text()[:300])
+            console.open(urllib.parse.urlparse(user_url).path)
+            check("[erased]" not in console.text(), f"the post from {origin} changed nothing")
+            driver.get_log("browser")  # the refused page's 403 is expected
+    finally:
+        server.shutdown()
+
+    # Erases the user after a confirmation that names what will happen; the page shows the tombstone.
+    console.open(urllib.parse.urlparse(user_url).path + "/erase")
+    text = console.text()
+    check("cannot be undone" in text and "passkey(s) are deleted" in text, "the erase page names what will happen", text[:500])
+    console.shot("user-erase")
+    driver.find_element(By.ID, "confirm").send_keys("erase")
+    console.submit("/erase", "Erase this user")
+    console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "[erased]"))
+    check("This user was erased" in console.text() and args.user not in console.text(), "the user page shows the tombstone and no address")
+    console.shot("user-erased")
+
+    # Rebuilds a projection and sees it finish.
+    console.open("/console/projections")
+    row = lambda: driver.find_element(By.XPATH, "//tr[td[1][text()='log_statistics']]")
+    row().find_element(By.CSS_SELECTOR, "button").click()
+    console.wait.until(lambda d: d.current_url.endswith("/console/projections"))
+    console.wait.until(lambda d: row().find_elements(By.CSS_SELECTOR, "button"))
+    check("log_statistics" in console.text(), "the rebuilt projection is listed again with its button")
+    console.shot("projections")
+
+    console.open("/console/mail")
+    check("waiting to send" in console.text(), "mail page")
+    console.shot("mail")
+    console.open("/console/signals")
+    check("Shared Signals" in console.h1(), "signals page")
+    console.shot("signals")
+
+    # Every read page works without JavaScript (htmx only refines).
+    driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})
+    for path, marker in (("/console", "Readiness checks"), ("/console/realms/dev", "Rate limits"), ("/console/projections", "log_statistics"),
+                         (urllib.parse.urlparse(user_url).path, "erased")):
+        console.open(path)
+        check(marker in console.text(), f"{path} reads without JavaScript")
+    driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
+
+    # Signing out ends the session.
+    console.open("/console")
+    console.submit("/console/sign-out")
+    console.wait.until(lambda d: d.current_url.endswith("/console/sign-in"))
+    console.open("/console")
+    check(driver.current_url.endswith("/console/sign-in"), "after sign-out the console asks to sign in again")
+
+
+if __name__ == "__main__":
+    main()
