@@ -44,9 +44,10 @@ final class SQLHomeTests: XCTestCase {
     func testEachTableIsNamedOnlyByItsHomeAndTheHomesThatJoinIt() throws {
         let tables = "ModgudService/Tables/"
         let homes: [String: Set<String>] = [
-            "users": ["UsersTable.swift", "TokenTables.swift", "SubjectKeysTable.swift"],
+            "users": ["UsersTable.swift", "TokenTables.swift", "SubjectKeysTable.swift", "ConsoleSessionsTable.swift"],
             "passkeys": ["PasskeysTable.swift"],
-            "token_families": ["TokenTables.swift"],
+            "token_families": ["TokenTables.swift", "ConsoleSessionsTable.swift"],
+            "console_sessions": ["ConsoleSessionsTable.swift"],
             "access_tokens": ["TokenTables.swift"],
             "refresh_tokens": ["TokenTables.swift"],
             "subject_keys": ["SubjectKeysTable.swift"],
