@@ -128,6 +128,7 @@ let package = Package(
                 .embedInCode("Console/Templates/health.mustache"),
                 .embedInCode("Console/Templates/layout.mustache"),
                 .embedInCode("Console/Templates/mail.mustache"),
+                .embedInCode("Console/Templates/me.mustache"),
                 .embedInCode("Console/Templates/message.mustache"),
                 .embedInCode("Console/Templates/projections-table.mustache"),
                 .embedInCode("Console/Templates/projections.mustache"),
@@ -141,6 +142,7 @@ let package = Package(
                 .embedInCode("Console/Templates/users.mustache"),
                 .embedInCode("Console/Static/console.css"),
                 .embedInCode("Console/Static/htmx.min.js"),
+                .embedInCode("Console/Static/console.js"),
             ],
             swiftSettings: strict
         ),

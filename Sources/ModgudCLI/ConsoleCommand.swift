@@ -14,11 +14,12 @@ struct ConsoleCommand: AsyncParsableCommand {
             discussion: "Needs MODGUD_MASTER_KEY. Safe to run again. Take the role away with `modgud user revoke-role REALM EMAIL operator`.")
         @OptionGroup var database: DatabaseOptions
         @Argument(help: "The operator's email address (codes are sent there).") var email: String
+        @Option(help: "The console's host name, the RP-ID of operators' passkeys (console.example.com).") var rpID: String?
         @Option(help: "The operator realm (MODGUD_CONSOLE_REALM of the servers).") var realm = ProcessInfo.processInfo.environment["MODGUD_CONSOLE_REALM"] ?? "operators"
 
         func run() async throws {
             let done = try await AdminContext.run(database) { context in
-                try await OperatorConsole(core: context.admin.core, settings: .init(realm: realm)).addOperator(email: email, metadata: context.metadata)
+                try await OperatorConsole(core: context.admin.core, settings: .init(realm: realm)).addOperator(email: email, rpID: rpID, metadata: context.metadata)
             }
             if done.realmCreated { print("realm        \(realm) created") }
             if done.clientCreated { print("client       \(OperatorConsole.clientID) created") }

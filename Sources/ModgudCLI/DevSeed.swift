@@ -31,7 +31,7 @@ enum DevSeed {
             _ = try await client.execute(.register(id: clientID, settings: settings, secretHash: nil), now: Date(), metadata: metadata)
         }
         if try await !core.realmActors.actor(for: StreamNames.realm(OperatorConsole.Settings().realm)).current().state.exists {
-            _ = try await OperatorConsole(core: core, settings: .init()).addOperator(email: operatorEmail, metadata: metadata)
+            _ = try await OperatorConsole(core: core, settings: .init()).addOperator(email: operatorEmail, rpID: "localhost", metadata: metadata)
         }
     }
 }

@@ -23,6 +23,12 @@ public struct OriginPolicy: Sendable, Hashable {
     /// Whether the policy accepts `origin`.
     public func allows(_ origin: String) -> Bool {
         if exact.contains(origin) { return true }
+        // RP-ID `localhost`: browsers run WebAuthn on http://localhost (a secure context, W3C
+        // Secure Contexts section 3.1), on any port. Development only: no public RP-ID is it.
+        if httpsDomainAndSubdomains?.lowercased() == "localhost", origin.hasPrefix("http://localhost") {
+            let port = origin.dropFirst("http://localhost".count)
+            return port.isEmpty || (port.first == ":" && (2...6).contains(port.count) && port.dropFirst().allSatisfy(\.isASCII) && port.dropFirst().allSatisfy(\.isNumber))
+        }
         guard let domain = httpsDomainAndSubdomains?.lowercased(), origin.hasPrefix("https://") else { return false }
         let host = origin.dropFirst("https://".count).lowercased()
         // No path, port, user info or trailing dot: an origin is scheme://host[:port] only.

@@ -10,6 +10,8 @@ the fixtures). Scenarios, in one browser session:
   refresh token is then refused by /connect/token;
 - erases the user, and the user page shows the tombstone;
 - rebuilds a projection and sees it finish;
+- adds a passkey to their account (Chrome's virtual authenticator answers the dialog), signs
+  out, and signs in again with it;
 - a form posted from another origin (same site, another port) and from another site is refused
   and changes nothing;
 - no page breaks the Content-Security-Policy, and every page works with JavaScript off.
@@ -34,6 +36,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.common.virtual_authenticator import VirtualAuthenticatorOptions
 from selenium.webdriver.support.ui import WebDriverWait
 
 
@@ -303,12 +306,33 @@ def run(console, mailbox, args):
         check(marker in console.text(), f"{path} reads without JavaScript")
     driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
 
+    # The operator adds a passkey (the virtual authenticator answers the browser's dialog).
+    options = VirtualAuthenticatorOptions()
+    options.protocol = VirtualAuthenticatorOptions.Protocol.CTAP2
+    options.transport = VirtualAuthenticatorOptions.Transport.INTERNAL
+    options.has_resident_key = True
+    options.has_user_verification = True
+    options.is_user_verified = True
+    driver.add_virtual_authenticator(options)
+    console.open("/console/me")
+    driver.find_element(By.ID, "passkey-name").send_keys("Operator laptop")
+    driver.find_element(By.CSS_SELECTOR, "button[data-passkey=enroll]").click()
+    console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "body"), "Operator laptop"))
+    check("localhost" in console.text(), "the operator's passkey is listed under the console's RP-ID")
+    console.shot("me")
+
     # Signing out ends the session.
     console.open("/console")
     console.submit("/console/sign-out")
     console.wait.until(lambda d: d.current_url.endswith("/console/sign-in"))
     console.open("/console")
     check(driver.current_url.endswith("/console/sign-in"), "after sign-out the console asks to sign in again")
+
+    # And the passkey signs the operator in again, no code.
+    driver.find_element(By.CSS_SELECTOR, "button[data-passkey=sign-in]").click()
+    console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Health"))
+    check(args.operator in console.text(), "the operator signed in with the passkey")
+    console.csp_clean("health after passkey sign-in")
 
 
 if __name__ == "__main__":

@@ -124,6 +124,17 @@ final class ClientDataAndOriginTests: XCTestCase {
             XCTAssertFalse(policy.allows(bad), bad)
         }
     }
+
+    /// `localhost` (development): http on any port, as browsers allow; nothing else over http.
+    func testOriginPolicyAcceptsPlainHTTPOnlyForLocalhost() {
+        let local = OriginPolicy.rpID("localhost")
+        for good in ["http://localhost", "http://localhost:8080", "https://localhost", "https://localhost"] { XCTAssertTrue(local.allows(good), good) }
+        for bad in ["http://localhost.evil.io", "http://localhost:", "http://localhost:80a", "http://localhost:8080/", "http://localhost@evil.io",
+                    "http://127.0.0.1:8080", "http://localhost:1234567"] {
+            XCTAssertFalse(local.allows(bad), bad)
+        }
+        XCTAssertFalse(OriginPolicy.rpID("example.com").allows("http://localhost:8080"))
+    }
 }
 
 final class COSEKeyTests: XCTestCase {

@@ -109,14 +109,7 @@ extension ConsoleController {
             ["label": "Roles", "value": state.roles.isEmpty ? "-" : state.roles.joined(separator: ", ")],
             ["label": "Registered via", "value": state.registeredVia ?? "-"],
         ]
-        let passkeys = try await admin.passkeys(realm: realm, userID: id).map { passkey -> [String: Any] in
-            var row: [String: Any] = [
-                "id": passkey.id.uuidString.lowercased(), "name": passkey.displayName, "provider": passkey.provider.name, "rpID": passkey.rpID,
-                "created": ConsoleFormat.time(passkey.createdAt), "lastUsed": ConsoleFormat.time(passkey.lastUsedAt),
-            ]
-            if let icon = passkey.provider.iconLight, icon.hasPrefix("data:image/") { row["icon"] = icon }
-            return row
-        }
+        let passkeys = Self.passkeyRows(try await admin.passkeys(realm: realm, userID: id))
         let sessions = try await admin.sessions(realm: realm, userID: id).map { session -> [String: Any] in
             [
                 "id": session.familyID.uuidString.lowercased(), "client": session.clientID, "scopes": session.scopes.joined(separator: " "),
@@ -142,6 +135,18 @@ extension ConsoleController {
             template: "user-erase", title: "Erase a user",
             values: ["realm": realm, "id": id.uuidString.lowercased(), "email": profile.email ?? "-", "liveSessions": liveSessions, "passkeyCount": passkeys],
             section: "realms", crumbs: userCrumbs(realm) + [(profile.email ?? "user", userPath(realm, id))])
+    }
+
+    /// Passkeys as the tables show them: provider name and icon (the AAGUID data ships icons as data: URLs).
+    static func passkeyRows(_ passkeys: [PasskeyService.Summary]) -> [[String: Any]] {
+        passkeys.map { passkey in
+            var row: [String: Any] = [
+                "id": passkey.id.uuidString.lowercased(), "name": passkey.displayName, "provider": passkey.provider.name, "rpID": passkey.rpID,
+                "created": ConsoleFormat.time(passkey.createdAt), "lastUsed": ConsoleFormat.time(passkey.lastUsedAt),
+            ]
+            if let icon = passkey.provider.iconLight, icon.hasPrefix("data:image/") { row["icon"] = icon }
+            return row
+        }
     }
 
     /// The realm and user named in the path; 404 for a user the realm does not have.

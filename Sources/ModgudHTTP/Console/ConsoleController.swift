@@ -21,7 +21,11 @@ struct ConsoleController: Sendable {
         router.get("console/static/htmx.min.js") { _, _ in
             ConsoleResponse.file(ConsoleTemplates.htmx, contentType: "text/javascript; charset=utf-8")
         }
+        router.get("console/static/console.js") { _, _ in
+            ConsoleResponse.file(ConsoleTemplates.script, contentType: "text/javascript; charset=utf-8")
+        }
         registerSignIn(on: router)
+        registerPasskeys(on: router)
         registerOperations(on: router)
         registerRealms(on: router)
         registerClients(on: router)

@@ -27,6 +27,7 @@ enum ConsoleTemplates {
             "projections-table": PackageResources.projections_table_mustache,
             "mail": PackageResources.mail_mustache,
             "signals": PackageResources.signals_mustache,
+            "me": PackageResources.me_mustache,
         ]
         var library = MustacheLibrary()
         for (name, bytes) in sources {
@@ -42,6 +43,7 @@ enum ConsoleTemplates {
 
     static let stylesheet: [UInt8] = PackageResources.console_css
     static let htmx: [UInt8] = PackageResources.htmx_min_js
+    static let script: [UInt8] = PackageResources.console_js
 
     /// Renders a registered template; an unknown name is a programming error caught by tests.
     static func render(_ name: String, _ values: [String: Any]) -> String {

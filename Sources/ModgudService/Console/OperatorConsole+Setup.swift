@@ -15,7 +15,8 @@ extension OperatorConsole {
     /// Makes `email` an operator: creates the operator realm (no self-registration; its one host,
     /// under `.invalid`, serves no app) with a signing key and the console client when missing, the user when
     /// missing, and grants the role. Safe to run again; every step is an event with `metadata`.
-    public func addOperator(email: String, metadata: EventMetadata) async throws -> SetUp {
+    /// - Parameter rpID: the console's host, for operators' passkeys (the console client's RP-ID).
+    public func addOperator(email: String, rpID: String? = nil, metadata: EventMetadata) async throws -> SetUp {
         let admin = AdminService(core: core)
         let realmID = settings.realm
         let realmActor = await core.realmActors.actor(for: StreamNames.realm(realmID))
@@ -30,9 +31,11 @@ extension OperatorConsole {
         }
         var clientCreated = false
         if try await !admin.client(realm: realmID, id: Self.clientID).exists {
-            let client = ClientSettings(type: .public, displayName: "Operator console", grants: [.otp, .passkey], allowedScopes: ["openid"])
+            let client = ClientSettings(type: .public, displayName: "Operator console", grants: [.otp, .passkey], allowedScopes: ["openid"], rpID: rpID)
             _ = try await admin.createClient(realm: realmID, id: Self.clientID, settings: client, metadata: metadata)
             clientCreated = true
+        } else if let rpID, try await admin.client(realm: realmID, id: Self.clientID).settings?.rpID != rpID {
+            _ = try await admin.updateClient(realm: realmID, id: Self.clientID, metadata: metadata) { $0.rpID = rpID }
         }
         var userCreated = false
         let userID: UUID

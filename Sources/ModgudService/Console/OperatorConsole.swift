@@ -74,22 +74,32 @@ public struct OperatorConsole: Sendable {
     public func signIn(email: String, code: String, metadata: EventMetadata) async throws -> (token: String, session: Operator) {
         guard let realm = try await operatorRealm() else { throw EmailSignInService.invalidCode }
         let client = try await core.clientAuthenticator.authenticate(realm: realm.realmID, clientID: Self.clientID, secret: nil)
-        let issuer = realm.settings.publicBaseURL ?? "urn:modgud:console"
-        let grant = EmailSignInService.GrantRequest(client: client, scope: "openid", resources: [], totpCode: nil, issuer: issuer, metadata: metadata)
+        let grant = Self.grant(client: client, realm: realm, metadata: metadata)
         let response = try await core.emailSignIn().redeemCode(email: email, code: code, grant)
-        let introspection = try await core.tokenService.introspect(realm: realm.realmID, token: response.accessToken)
+        return try await establish(response, realm: realm.realmID, metadata: metadata)
+    }
+
+    /// The session of a sign-in the services granted: the user must hold the role, or the
+    /// sign-in's family is revoked at once and `NotAnOperator` thrown.
+    func establish(_ response: TokenResponse, realm: String, metadata: EventMetadata) async throws -> (token: String, session: Operator) {
+        let introspection = try await core.tokenService.introspect(realm: realm, token: response.accessToken)
         guard let subject = introspection.subject, let userID = UUID(uuidString: subject), let sid = introspection.sessionID,
             let familyID = UUID(uuidString: sid)
         else { throw EmailSignInService.invalidCode }
-        let user = try await core.user(realm: realm.realmID, id: userID)
+        let user = try await core.user(realm: realm, id: userID)
         guard user.roles.contains(Self.role) else {
-            _ = try await core.familyActors.actor(for: StreamNames.tokenFamily(realm: realm.realmID, familyID: familyID))
+            _ = try await core.familyActors.actor(for: StreamNames.tokenFamily(realm: realm, familyID: familyID))
                 .execute(.revoke(.admin), now: core.now(), metadata: metadata)
             throw NotAnOperator()
         }
         let token = OpaqueToken.generate()
-        try await ConsoleSessionsTable.insert(hash: token.hash, realm: realm.realmID, userID: userID, familyID: familyID, now: core.now(), pool: core.pool)
-        return (token.token, Operator(realm: realm.realmID, userID: userID, familyID: familyID, csrfToken: Self.csrfToken(for: token.token)))
+        try await ConsoleSessionsTable.insert(hash: token.hash, realm: realm, userID: userID, familyID: familyID, now: core.now(), pool: core.pool)
+        return (token.token, Operator(realm: realm, userID: userID, familyID: familyID, csrfToken: Self.csrfToken(for: token.token)))
+    }
+
+    static func grant(client: AuthenticatedClient, realm: RealmDirectory.Entry, metadata: EventMetadata) -> EmailSignInService.GrantRequest {
+        EmailSignInService.GrantRequest(
+            client: client, scope: "openid", resources: [], totpCode: nil, issuer: realm.settings.publicBaseURL ?? "urn:modgud:console", metadata: metadata)
     }
 
     /// The operator of a live session, its idle clock restarted; nil for anything else.
@@ -123,7 +133,7 @@ public struct OperatorConsole: Sendable {
             .replacingOccurrences(of: "=", with: "")
     }
 
-    private func operatorRealm() async throws -> RealmDirectory.Entry? {
+    func operatorRealm() async throws -> RealmDirectory.Entry? {
         guard let settings = try await core.realmDirectory.settings(realm: settings.realm) else { return nil }
         return RealmDirectory.Entry(realmID: self.settings.realm, settings: settings)
     }
