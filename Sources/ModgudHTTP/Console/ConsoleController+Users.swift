@@ -11,14 +11,13 @@ extension ConsoleController {
 
     func registerUsers(on router: Router<ModgudRequestContext>) {
         router.get("console/realms/:realm/users") { request, context in
-            let realm = context.parameters.get("realm") ?? ""
-            let query = request.uri.queryParameters.get("q")?.trimmingCharacters(in: .whitespaces) ?? ""
-            if !query.isEmpty, let id = try? await admin.findUser(realm: realm, query), (try? await admin.core.user(realm: realm, id: id).exists) == true,
-                (try? await console.authenticate(token: Self.cookie(request) ?? "")) != nil
-            {
-                return ConsoleResponse.redirect("/console/realms/\(realm)/users/\(id.uuidString.lowercased())")
-            }
-            return await page(request, context) { _ in
+            await page(request, context) { _ in
+                let realm = context.parameters.get("realm") ?? ""
+                let query = request.uri.queryParameters.get("q")?.trimmingCharacters(in: .whitespaces) ?? ""
+                // Found by address (its blind index) or id: straight to the user.
+                if !query.isEmpty, let id = try await admin.findUser(realm: realm, query), try await admin.core.user(realm: realm, id: id).exists {
+                    return .redirect(userPath(realm, id))
+                }
                 let pageNumber = max(0, min(1_000_000, request.uri.queryParameters.get("page").flatMap { Int($0) } ?? 0))
                 return try await usersPage(realm: realm, query: query, page: pageNumber)
             }

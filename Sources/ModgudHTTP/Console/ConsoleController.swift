@@ -85,6 +85,7 @@ struct ConsoleController: Sendable {
     func render(_ page: ConsolePage, session: OperatorConsole.Operator?, started: ContinuousClock.Instant, cookie: String? = nil) async throws
         -> Response
     {
+        if let path = page.redirect { return ConsoleResponse.redirect(path, cookie: cookie) }
         var values = page.values
         values["title"] = page.title
         values["notice"] = page.notice

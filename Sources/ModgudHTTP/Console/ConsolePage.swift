@@ -13,6 +13,12 @@ struct ConsolePage {
     var status: HTTPResponse.Status = .ok
     var notice: String?
     var error: String?
+    /// Answer with a redirect to this console path instead of the page.
+    var redirect: String?
+
+    static func redirect(_ path: String) -> ConsolePage {
+        ConsolePage(template: "message", title: "", redirect: path)
+    }
 }
 
 /// A refusal shown as a page: a status and one sentence.
