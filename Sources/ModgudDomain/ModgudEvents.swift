@@ -12,6 +12,7 @@ public enum ModgudEvents {
         PasskeyCeremonyEvent.register(in: &registry)
         PasskeyEvent.register(in: &registry)
         SignalStreamEvent.register(in: &registry)
+        OperatorLogEvent.register(in: &registry)
         return registry
     }()
 }

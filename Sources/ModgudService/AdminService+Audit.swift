@@ -30,7 +30,8 @@ extension AdminService {
         let log = EventLogMaintenance(pool: core.pool)
         let passkeyStreams = try await log.streams(
             realm: realm, withEventOfType: PasskeyEnrolled.eventType, payloadKey: "userID", equalTo: userID.uuidString.lowercased())
-        let streams = [StreamNames.user(realm: realm, userID: userID).id] + clientOfStream.keys.sorted() + passkeyStreams
+        let streams = [StreamNames.user(realm: realm, userID: userID).id, StreamNames.operatorLog(realm: realm, userID: userID).id]
+            + clientOfStream.keys.sorted() + passkeyStreams
         let events = try await log.events(realm: realm, streams: streams)
         // An erased person's data reads `[erased]`: their address in the registration, and
         // their client IPs (whose day keys outlive them: the audit does not).
@@ -43,6 +44,7 @@ extension AdminService {
             if let grant = payload["grantType"] { details.append("grant=\(grant)") }
             if let generation = payload["generation"] { details.append("generation=\(generation)") }
             if let reason = payload["reason"] { details.append("reason=\(reason)") }
+            if let action = payload["action"], let target = payload["target"] { details.append("\(action) \(target)") }
             if let stored = payload["storedSignCount"], let received = payload["receivedSignCount"] {
                 details.append("sign_count stored=\(stored) received=\(received)")
             }

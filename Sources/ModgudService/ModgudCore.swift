@@ -39,6 +39,8 @@ public struct ModgudCore: Sendable {
     private let mailDoorbell = Doorbell()
     /// Receivers' Shared Signals streams (issue 30).
     public let signalStreamActors: AggregateRegistry<SignalStream>
+    /// Operators' console actions that change no aggregate of their own (issue 31).
+    public let operatorLogActors: AggregateRegistry<OperatorLog>
     /// Wakes this instance's push loop and long polls when SETs are enqueued.
     public let signalWakeups = SignalWakeups()
 
@@ -82,6 +84,7 @@ public struct ModgudCore: Sendable {
         readiness = ReadinessProbe(pool: pool)
         secrets = try masterKey.map { try ServerSecrets(masterKey: $0) }
         signalStreamActors = AggregateRegistry(store: store)
+        operatorLogActors = AggregateRegistry(store: store)
         self.now = now
     }
 

@@ -54,6 +54,11 @@ public enum StreamNames {
         StreamRef(type: SignalStream.streamType, key: "\(realm)/\(clientID)", realm: realm)
     }
 
+    /// An operator's console actions (issue 31), in the operator realm.
+    public static func operatorLog(realm: String, userID: UUID) -> StreamRef {
+        StreamRef(type: OperatorLog.streamType, key: userID.uuidString.lowercased(), realm: realm)
+    }
+
     /// The key part of a stream id (`user-<key>` → `<key>`).
     static func key(of stream: StreamRef) -> String {
         String(stream.id.dropFirst(stream.type.count + 1))

@@ -323,3 +323,15 @@ final class PersonalTextTests: XCTestCase {
         XCTAssertEqual(try JSONDecoder().decode([String: PersonalText].self, from: encoded)["email"], .sealed(sealed))
     }
 }
+
+/// Issue 31: an operator's console actions that change no aggregate of their own.
+final class OperatorLogTests: XCTestCase {
+    func testActionsAreRecordedByNameAndBadNamesAreRefused() throws {
+        let events = try OperatorLog.decide(.record(action: "projection.rebuild", target: "log_statistics"), state: OperatorLog.initialState, now: Date())
+        XCTAssertEqual(events, [.recorded(OperatorActionRecorded(action: "projection.rebuild", target: "log_statistics"))])
+        XCTAssertEqual(OperatorLog.replay(events + events).actions, 2)
+        for (action, target) in [("", "x"), ("Projection", "x"), ("a b", "x"), ("ok", String(repeating: "t", count: 201)), ("ok", "nul\u{0}")] {
+            XCTAssertThrowsError(try OperatorLog.decide(.record(action: action, target: target), state: OperatorLog.initialState, now: Date()), action)
+        }
+    }
+}

@@ -289,6 +289,11 @@ def run(console, mailbox, args):
     console.wait.until(lambda d: d.current_url.endswith("/console/projections"))
     console.wait.until(lambda d: row().find_elements(By.CSS_SELECTOR, "button"))
     check("log_statistics" in console.text(), "the rebuilt projection is listed again with its button")
+    console.open("/console/me")
+    driver.find_element(By.LINK_TEXT, "Your history").click()
+    console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "History"))
+    check("operator.action_recorded" in console.text() and "projection.rebuild log_statistics" in console.text(),
+          "the rebuild is an event in the operator's own history", console.text()[:600])
     console.shot("projections")
 
     console.open("/console/mail")

@@ -55,6 +55,11 @@ extension ConsoleController {
                 return try await render(page, session: session, started: .now)
             }
         }
+        registerClientActions(on: router)
+    }
+
+    /// Rotating a secret, enabling and disabling, and a client's history.
+    private func registerClientActions(on router: Router<ModgudRequestContext>) {
         router.post("console/realms/:realm/clients/:client/rotate-secret") { request, context in
             await action(request, context) { session, _ in
                 let (realm, id) = (context.parameters.get("realm") ?? "", context.parameters.get("client") ?? "")

@@ -28,6 +28,7 @@ extension ConsoleController {
                 let pool = admin.core.pool
                 let logger = context.logger
                 let actor = session.actor
+                try await console.record("projection.rebuild", target: name, by: session, metadata: metadata(session, context))
                 let started = rebuilds.start(name) { report in
                     logger.info("console rebuild started", metadata: ["projection": "\(name)", "operator": "\(actor)"])
                     _ = try await ProjectionRebuilder(pool: pool).rebuild(projection) { report($0.applied, $0.total) }
@@ -37,7 +38,8 @@ extension ConsoleController {
         }
         router.get("console/mail") { request, context in await page(request, context) { _ in try await mail() } }
         router.post("console/mail/retry") { request, context in
-            await action(request, context) { _, _ in
+            await action(request, context) { session, _ in
+                try await console.record("mail.retry-dead", target: "outbox", by: session, metadata: metadata(session, context))
                 _ = try await mailOutbox().retryDead()
                 return ConsoleResponse.redirect("/console/mail")
             }
@@ -54,8 +56,10 @@ extension ConsoleController {
             }
         }
         router.post("console/signals/:stream/retry") { request, context in
-            await action(request, context) { _, _ in
-                _ = try await SignalOutbox(pool: admin.core.pool).retryDead(streamID: context.parameters.get("stream") ?? "")
+            await action(request, context) { session, _ in
+                let stream = context.parameters.get("stream") ?? ""
+                try await console.record("ssf.retry-dead", target: stream, by: session, metadata: metadata(session, context))
+                _ = try await SignalOutbox(pool: admin.core.pool).retryDead(streamID: stream)
                 return ConsoleResponse.redirect("/console/signals")
             }
         }

@@ -120,6 +120,13 @@ public struct OperatorConsole: Sendable {
             .execute(.revoke(.logout), now: core.now(), metadata: metadata)
     }
 
+    /// Records an action that changes no aggregate of its own (a rebuild, a retry) as an event
+    /// in the operator's log, with the operator as actor.
+    public func record(_ action: String, target: String, by session: Operator, metadata: EventMetadata) async throws {
+        _ = try await core.operatorLogActors.actor(for: StreamNames.operatorLog(realm: session.realm, userID: session.userID))
+            .execute(.record(action: action, target: target), now: core.now(), metadata: metadata)
+    }
+
     /// Removes sessions idle past the timeout (the maintenance loop).
     public func pruneSessions() async throws -> Int {
         try await ConsoleSessionsTable.prune(before: core.now().addingTimeInterval(-settings.idleTimeout), pool: core.pool)

@@ -125,7 +125,7 @@ enum SignalCatalog {
     static func initiatingEntity(_ actor: String?) -> String {
         guard let actor else { return "system" }
         if actor.hasPrefix("user:") { return "user" }
-        if actor.hasPrefix("admin") { return "admin" }
+        if actor.hasPrefix("admin") || actor.hasPrefix("operator:") { return "admin" }  // the CLI, the admin API, the console
         return "system"
     }
 
