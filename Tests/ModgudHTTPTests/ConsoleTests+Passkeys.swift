@@ -77,4 +77,30 @@ extension ConsoleTests {
         object["credential"] = try JSONSerialization.jsonObject(with: JSONEncoder().encode(credential))
         return String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
     }
+
+    /// An operator with two-factor on is asked for the authenticator code beside the email code.
+    func testAnOperatorWithTwoFactorGivesTheAuthenticatorCode() async throws {
+        let app = try await start()
+        let harness = harness!
+        let admin = AdminService(core: harness.core)
+        let found = try await admin.findUser(realm: "operators", Self.operatorEmail)
+        let operatorID = try XCTUnwrap(found)
+        let provisioning = try await admin.enableTOTP(realm: "operators", userID: operatorID, metadata: .init(actor: "test"))
+        let totp = TOTP(secret: try XCTUnwrap(Base32Test.decode(provisioning.secret)))
+        try await app.test(.router) { client in
+            let without = try await Self.signIn(client, harness, Self.operatorEmail)
+            XCTAssertEqual(without.status, .badRequest)
+            XCTAssertNil(without.headers[.setCookie])
+            XCTAssertTrue(without.body.contains("Authenticator code"), "the form asks again, with the field")
+            // A new code: the refused attempt did not spend the first, but take a fresh one.
+            harness.clock.advance(EmailSignInService.resendCooldown + 1)
+            _ = try await H.call(client, .post, "/console/sign-in", "email=\(Self.operatorEmail)", headers: Self.form)
+            let code = try await harness.code(for: Self.operatorEmail, number: 2)
+            let second = totp.code(counter: totp.counter(at: harness.clock.now()))
+            let with = try await H.call(
+                client, .post, "/console/sign-in/code", "email=\(Self.operatorEmail)&code=\(code)&totp=\(second)", headers: Self.form)
+            XCTAssertEqual(with.status, .seeOther, with.body)
+            XCTAssertNotNil(with.headers[.setCookie])
+        }
+    }
 }

@@ -52,7 +52,7 @@ extension ConsoleController {
             email = String((form["email"] ?? "").prefix(320))
             let code = form["code"] ?? ""
             let metadata = EventMetadata(correlationID: context.id, actor: "console:sign-in")
-            let (token, _) = try await console.signIn(email: email, code: code, metadata: metadata)
+            let (token, _) = try await console.signIn(email: email, code: code, totp: form["totp"], metadata: metadata)
             return ConsoleResponse.redirect("/console", cookie: sessionCookie(token))
         } catch let refused as OAuthError {
             return signInPage("sign-in-code", ["email": email], error: refused.description, status: .badRequest, started)

@@ -71,10 +71,12 @@ public struct OperatorConsole: Sendable {
 
     /// Redeems a code; on success returns the new session's token (the cookie's value).
     /// Throws `OAuthError` for a wrong code and `NotAnOperator` for a user without the role.
-    public func signIn(email: String, code: String, metadata: EventMetadata) async throws -> (token: String, session: Operator) {
+    /// - Parameter totp: the authenticator code of an operator with two-factor on.
+    public func signIn(email: String, code: String, totp: String? = nil, metadata: EventMetadata) async throws -> (token: String, session: Operator) {
         guard let realm = try await operatorRealm() else { throw EmailSignInService.invalidCode }
         let client = try await core.clientAuthenticator.authenticate(realm: realm.realmID, clientID: Self.clientID, secret: nil)
-        let grant = Self.grant(client: client, realm: realm, metadata: metadata)
+        var grant = Self.grant(client: client, realm: realm, metadata: metadata)
+        grant.totpCode = totp
         let response = try await core.emailSignIn().redeemCode(email: email, code: code, grant)
         return try await establish(response, realm: realm.realmID, metadata: metadata)
     }
