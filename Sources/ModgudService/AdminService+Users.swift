@@ -51,9 +51,16 @@ extension AdminService {
     }
 
     /// The realm's users, oldest first, addresses opened (each user's key comes with the row).
-    public func users(realm: String, limit: Int = 1000, offset: Int = 0) async throws -> [UserSummary] {
+    /// Where a page of the user list starts: at the beginning, after a user, or ending before one.
+    public enum UserPage: Sendable, Equatable {
+        case first
+        case after(UUID)
+        case before(UUID)
+    }
+
+    public func users(realm: String, limit: Int = 1000, page: UserPage = .first) async throws -> [UserSummary] {
         var users: [UserSummary] = []
-        for row in try await UsersTable.list(realm: realm, limit: limit, offset: offset, pool: core.pool) {
+        for row in try await UsersTable.list(realm: realm, limit: limit, page: page, pool: core.pool) {
             if let sealedKey = row.sealedKey {
                 try core.vault?.adopt(sealedKey: sealedKey, subject: PersonalDataVault.userSubject(row.userID))
             }
@@ -64,12 +71,12 @@ extension AdminService {
         return users
     }
 
-    /// A user's personal fields, opened.
     /// How many users a realm has (every status).
     public func userCount(realm: String) async throws -> Int {
         try await UsersTable.count(realm: realm, pool: core.pool)
     }
 
+    /// A user's personal fields, opened.
     public func profile(realm: String, userID: UUID) async throws -> (state: User.State, profile: UserProfile) {
         let state = try await core.user(realm: realm, id: userID)
         return (state, try await core.vault.profile(of: state))

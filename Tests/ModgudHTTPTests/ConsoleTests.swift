@@ -238,4 +238,43 @@ final class ConsoleTests: XCTestCase {
         XCTAssertEqual(realm.settings?.nativeGrants.accessTokenLifetimeMinutes, 15, "no refused form changed the realm")
         XCTAssertEqual(realm.settings?.registrationPosture, .jitOnOtp)
     }
+
+    /// The user list pages by keyset: forward through every user once, in registration order,
+    /// and back again to the same pages.
+    func testTheUserListPagesForwardAndBackInRegistrationOrder() async throws {
+        let app = try await start()
+        let harness = harness!
+        var created: [String] = []
+        for index in 0..<120 {
+            harness.clock.advance(1)
+            created.append(try await AdminService(core: harness.core).createUser(realm: "dev", email: "u\(index)@example.com", metadata: .init()).id.uuidString.lowercased())
+        }
+        let expected = created
+        try await app.test(.router) { client in
+            let session = try await Self.session(client, harness)
+            func page(_ query: String) async throws -> (ids: [String], previous: String?, next: String?) {
+                let reply = try await H.call(client, .get, "/console/realms/dev/users" + query, "", headers: session.headers)
+                XCTAssertEqual(reply.status, .ok)
+                let ids = reply.body.matches(of: /users\/([0-9a-f-]{36})"><code>/).map { String($0.1) }
+                return (ids, reply.body.firstMatch(of: /users\?before=([0-9a-f-]{36})/).map { String($0.1) },
+                        reply.body.firstMatch(of: /users\?after=([0-9a-f-]{36})/).map { String($0.1) })
+            }
+            var pages: [[String]] = []
+            var current = try await page("")
+            XCTAssertNil(current.previous)
+            pages.append(current.ids)
+            while let next = current.next {
+                current = try await page("?after=\(next)")
+                XCTAssertNotNil(current.previous)
+                pages.append(current.ids)
+            }
+            XCTAssertEqual(pages.map(\.count), [50, 50, 20])
+            XCTAssertEqual(pages.flatMap { $0 }, expected, "every user once, in registration order")
+            let back = try await page("?before=\(try XCTUnwrap(current.previous))")
+            XCTAssertEqual(back.ids, pages[1])
+            let first = try await page("?before=\(try XCTUnwrap(back.previous))")
+            XCTAssertEqual(first.ids, pages[0])
+            XCTAssertNil(first.previous, "the first page again, with nothing before it")
+        }
+    }
 }

@@ -18,8 +18,12 @@ extension ConsoleController {
                 if !query.isEmpty, let id = try await admin.findUser(realm: realm, query), try await admin.core.user(realm: realm, id: id).exists {
                     return .redirect(userPath(realm, id))
                 }
-                let pageNumber = max(0, min(1_000_000, request.uri.queryParameters.get("page").flatMap { Int($0) } ?? 0))
-                return try await usersPage(realm: realm, query: query, page: pageNumber)
+                let parameters = request.uri.queryParameters
+                let page: AdminService.UserPage =
+                    if let after = parameters.get("after").flatMap(UUID.init(uuidString:)) { .after(after) }
+                    else if let before = parameters.get("before").flatMap(UUID.init(uuidString:)) { .before(before) }
+                    else { .first }
+                return try await usersPage(realm: realm, query: query, page: page)
             }
         }
         router.get("console/realms/:realm/users/:user") { request, context in
@@ -80,16 +84,26 @@ extension ConsoleController {
         }
     }
 
-    private func usersPage(realm: String, query: String, page: Int) async throws -> ConsolePage {
+    /// A page of 50 in registration order, by keyset; one more is read to know whether the
+    /// list goes on in the direction of travel.
+    private func usersPage(realm: String, query: String, page: AdminService.UserPage) async throws -> ConsolePage {
         guard try await admin.realm(realm).exists else { throw ConsoleRefusal.notFound("realm") }
         let total = try await admin.userCount(realm: realm)
-        let users = query.isEmpty ? try await admin.users(realm: realm, limit: Self.usersPerPage, offset: page * Self.usersPerPage) : []
+        var users = query.isEmpty ? try await admin.users(realm: realm, limit: Self.usersPerPage + 1, page: page) : []
+        let more = users.count > Self.usersPerPage
+        var (hasPrevious, hasNext) = (false, false)
+        switch page {
+        case .first: hasNext = more
+        case .after: (hasPrevious, hasNext) = (true, more)
+        case .before: (hasPrevious, hasNext) = (more, true)
+        }
+        if more, case .before = page { users.removeFirst() } else if more { users.removeLast() }
         var values: [String: Any] = [
             "realm": realm, "query": query, "searched": !query.isEmpty, "total": ConsoleFormat.count(total),
             "users": users.map { ["id": $0.id.uuidString.lowercased(), "email": $0.email ?? "[erased]", "status": $0.status] },
         ]
-        if page > 0 { values["previous"] = String(page - 1) }
-        if query.isEmpty, (page + 1) * Self.usersPerPage < total { values["next"] = String(page + 1) }
+        if hasPrevious, let first = users.first { values["previous"] = first.id.uuidString.lowercased() }
+        if hasNext, let last = users.last { values["next"] = last.id.uuidString.lowercased() }
         return ConsolePage(template: "users", title: "Users of \(realm)", values: values, section: "realms", crumbs: Array(userCrumbs(realm).dropLast()))
     }
 

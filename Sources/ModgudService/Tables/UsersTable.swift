@@ -65,18 +65,40 @@ enum UsersTable {
         var sealedKey: [UInt8]?
     }
 
-    /// The realm's users, oldest first.
-    static func list(realm: String, limit: Int, offset: Int = 0, pool: PQPool) async throws -> [Listed] {
-        try await pool.query(
-            """
-            SELECT u.user_id, u.email, u.status, \(unescaped: SubjectKeysTable.sealedKeyOfUserSQL(idColumn: "u.user_id")) FROM users u
-            WHERE u.realm_id = \(realm) ORDER BY u.registered_at, u.user_id LIMIT \(limit) OFFSET \(offset)
-            """
-        ).rows.map {
+    /// The realm's users in registration order, a page at a time by keyset (the page starts
+    /// after or ends before a user: an index range scan of `users_by_registration` whatever
+    /// the page, where an OFFSET would walk every row before it).
+    static func list(realm: String, limit: Int, page: AdminService.UserPage = .first, pool: PQPool) async throws -> [Listed] {
+        let columns = "u.user_id, u.email, u.status, " + SubjectKeysTable.sealedKeyOfUserSQL(idColumn: "u.user_id")
+        let query: PQQuery
+        switch page {
+        case .first:
+            query = """
+                SELECT \(unescaped: columns) FROM users u
+                WHERE u.realm_id = \(realm) ORDER BY u.registered_at, u.user_id LIMIT \(limit)
+                """
+        case .after(let user):
+            query = """
+                SELECT \(unescaped: columns) FROM users u
+                WHERE u.realm_id = \(realm)
+                  AND (u.registered_at, u.user_id) > (SELECT registered_at, user_id FROM users WHERE user_id = \(user))
+                ORDER BY u.registered_at, u.user_id LIMIT \(limit)
+                """
+        case .before(let user):
+            query = """
+                SELECT \(unescaped: columns) FROM users u
+                WHERE u.realm_id = \(realm)
+                  AND (u.registered_at, u.user_id) < (SELECT registered_at, user_id FROM users WHERE user_id = \(user))
+                ORDER BY u.registered_at DESC, u.user_id DESC LIMIT \(limit)
+                """
+        }
+        let rows = try await pool.query(query).rows.map {
             Listed(
                 userID: try $0.decode(UUID.self, at: 0), storedEmail: try $0.decode(String?.self, at: 1), status: try $0.decode(String.self, at: 2),
                 sealedKey: try $0.decode(PQBytes?.self, at: 3)?.bytes)
         }
+        if case .before = page { return rows.reversed() }
+        return rows
     }
 
     /// How many users the realm has (every status).
