@@ -43,7 +43,7 @@ struct RequestObservationMiddleware: RouterMiddleware {
             staticDocuments.count(document, logger: context.logger)
             return
         }
-        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        let milliseconds = elapsed.milliseconds
         context.logger.info(
             "request",
             metadata: [

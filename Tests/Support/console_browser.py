@@ -34,6 +34,7 @@ import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.common.virtual_authenticator import VirtualAuthenticatorOptions
@@ -115,12 +116,14 @@ class Console:
                     return
         fail("form", f"no form with action containing {form_action_fragment!r} and button {button_text!r} on {self.driver.current_url}")
 
-    def sign_in(self, mailbox, email):
+    def sign_in(self, mailbox, email, shot=None):
         self.open("/console/sign-in")
         self.driver.find_element(By.ID, "email").send_keys(email)
         self.submit("/console/sign-in")
         self.wait.until(EC.presence_of_element_located((By.ID, "code")))
         self.driver.find_element(By.ID, "code").send_keys(mailbox.code(email))
+        if shot:
+            self.shot(shot)
         self.submit("/console/sign-in/code")
 
 
@@ -197,11 +200,12 @@ def run(console, mailbox, args):
     console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Not an operator"))
     check(driver.get_cookie("modgud_console") is None, "a non-operator gets no session cookie")
     driver.get_log("browser")  # the refusal's 403 is expected
+    console.shot("not-an-operator")
     console.open("/console")
     check(driver.current_url.endswith("/console/sign-in"), "a non-operator stays signed out", driver.current_url)
 
     # The operator signs in with an email code.
-    console.sign_in(mailbox, args.operator)
+    console.sign_in(mailbox, args.operator, shot="sign-in-code")
     console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Health"))
     cookie = driver.get_cookie("modgud_console")
     check(cookie and cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/console", "session cookie is HttpOnly, SameSite=Strict", cookie)
@@ -287,7 +291,10 @@ def run(console, mailbox, args):
     row = lambda: driver.find_element(By.XPATH, "//tr[td[1][text()='log_statistics']]")
     row().find_element(By.CSS_SELECTOR, "button").click()
     console.wait.until(lambda d: d.current_url.endswith("/console/projections"))
-    console.wait.until(lambda d: row().find_elements(By.CSS_SELECTOR, "button"))
+    # htmx replaces the table every second while the rebuild runs: a row found may be gone a
+    # moment later, so the wait looks again instead of failing on the stale element.
+    WebDriverWait(driver, 30, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: row().find_elements(By.CSS_SELECTOR, "button"))
     check("log_statistics" in console.text(), "the rebuilt projection is listed again with its button")
     console.open("/console/me")
     driver.find_element(By.LINK_TEXT, "Your history").click()

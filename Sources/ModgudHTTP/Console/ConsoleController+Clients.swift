@@ -109,17 +109,11 @@ extension ConsoleController {
             "realm": realm, "id": id, "type": settings.type.rawValue, "confidential": settings.type == .confidential, "enabled": state.enabled,
             "form": ConsoleClientForm.values(settings, id: id), "associationHost": host,
         ]
-        if apps.hasApple { values["aasa"] = Self.prettyJSON(AppAssociations.appleAppSiteAssociation(apps)) }
-        if apps.hasAndroid { values["assetlinks"] = Self.prettyJSON(AppAssociations.assetLinks(apps)) }
+        // Exactly the bytes the host serves (AppAssociations prints them indented already).
+        if apps.hasApple { values["aasa"] = String(decoding: AppAssociations.appleAppSiteAssociation(apps), as: UTF8.self) }
+        if apps.hasAndroid { values["assetlinks"] = String(decoding: AppAssociations.assetLinks(apps), as: UTF8.self) }
         return ConsolePage(
             template: "client", title: "Client \(id)", values: values, section: "realms",
             crumbs: [("Realms", "/console/realms"), (realm, "/console/realms/\(realm)"), ("Clients", "/console/realms/\(realm)/clients")])
-    }
-
-    static func prettyJSON(_ bytes: [UInt8]) -> String {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)),
-            let pretty = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        else { return String(decoding: bytes, as: UTF8.self) }
-        return String(decoding: pretty, as: UTF8.self)
     }
 }

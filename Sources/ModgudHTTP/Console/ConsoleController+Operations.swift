@@ -92,12 +92,13 @@ extension ConsoleController {
                 "applied": ConsoleFormat.count(status.applied), "lag": ConsoleFormat.count(status.lag), "failing": ConsoleFormat.count(status.failing),
                 "isFailing": status.failing > 0, "parked": ConsoleFormat.count(status.parked),
             ]
-            if let progress = rebuilds.progress(status.name), !progress.finished {
-                let label = progress.total > 0 ? "\(ConsoleFormat.count(progress.done)) of \(ConsoleFormat.count(progress.total))" : "starting"
-                row["progress"] = ["done": progress.done, "total": max(progress.total, 1), "label": label]
-            } else if let progress = rebuilds.progress(status.name), let failure = progress.failure {
-                row["progress"] = nil
-                row["failing"] = "rebuild failed: \(failure)"
+            if let progress = rebuilds.progress(status.name) {
+                if !progress.finished {
+                    let label = progress.total > 0 ? "\(ConsoleFormat.count(progress.done)) of \(ConsoleFormat.count(progress.total))" : "starting"
+                    row["progress"] = ["done": progress.done, "total": max(progress.total, 1), "label": label]
+                } else if let failure = progress.failure {
+                    row["failing"] = "rebuild failed: \(failure)"
+                }
             }
             rows.append(row)
         }

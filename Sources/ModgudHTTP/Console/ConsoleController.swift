@@ -98,17 +98,7 @@ struct ConsoleController: Sendable {
             if let section = page.section { values["current"] = [section: true] }
         }
         values["serverTime"] = ConsoleFormat.time(admin.core.now())
-        Self.addEmptinessFlags(&values)
         return ConsoleResponse.page(ConsoleTemplates.render(page.template, values), status: page.status, started: started, cookie: cookie)
-    }
-
-    /// `hasUsers` beside `users`: Mustache cannot ask whether a list is empty, so templates ask
-    /// these flags (top-level lists only).
-    static func addEmptinessFlags(_ values: inout [String: Any]) {
-        for (key, value) in values {
-            guard let list = value as? [Any], let first = key.first else { continue }
-            values["has" + first.uppercased() + key.dropFirst()] = !list.isEmpty
-        }
     }
 
     private func refusal(_ status: HTTPResponse.Status, _ message: String, _ started: ContinuousClock.Instant) -> Response {
@@ -164,22 +154,19 @@ struct ConsoleController: Sendable {
     // MARK: Cookies and origins
 
     static func cookie(_ request: Request) -> String? {
-        guard let header = request.headers[.cookie] else { return nil }
-        for part in header.split(separator: ";") {
-            let pair = part.trimmingCharacters(in: .whitespaces)
-            if pair.hasPrefix(cookieName + "=") { return String(pair.dropFirst(cookieName.count + 1)) }
-        }
-        return nil
+        request.cookies[cookieName]?.value
     }
 
     /// The session cookie (docs/operations/console.md): HttpOnly, SameSite=Strict, Secure unless
     /// the console runs on plain HTTP on loopback; a session cookie, ended by the server's limits.
     func sessionCookie(_ token: String) -> String {
-        "\(Self.cookieName)=\(token); Path=/console; HttpOnly; SameSite=Strict" + (configuration.secureCookie ? "; Secure" : "")
+        Cookie(name: Self.cookieName, value: token, path: "/console", secure: configuration.secureCookie, httpOnly: true, sameSite: .strict)
+            .description
     }
 
     func clearedCookie() -> String {
-        "\(Self.cookieName)=; Path=/console; Max-Age=0; HttpOnly; SameSite=Strict" + (configuration.secureCookie ? "; Secure" : "")
+        Cookie(name: Self.cookieName, value: "", maxAge: 0, path: "/console", secure: configuration.secureCookie, httpOnly: true, sameSite: .strict)
+            .description
     }
 
     /// True unless the browser says the request came from elsewhere (Fetch Metadata, then the

@@ -48,8 +48,11 @@ enum ConsoleResponse {
 
     /// `app;dur=1.23`: milliseconds, for the browser's network panel and the console benchmark.
     static func serverTiming(since started: ContinuousClock.Instant) -> String {
-        let elapsed = started.duration(to: .now)
-        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        return "app;dur=" + String(format: "%.2f", milliseconds)
+        "app;dur=" + String(format: "%.2f", started.duration(to: .now).milliseconds)
     }
+}
+
+extension Duration {
+    /// The duration in milliseconds (the access log's and Server-Timing's unit).
+    var milliseconds: Double { Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 }
 }

@@ -46,7 +46,11 @@ enum ConsoleTemplates {
     static let script: [UInt8] = PackageResources.console_js
 
     /// Renders a registered template; an unknown name is a programming error caught by tests.
+    /// Lists are tested with Mustache's `empty(list)` transform; the layout's `crumbs` is given a
+    /// default so that pages without any test empty, not missing.
     static func render(_ name: String, _ values: [String: Any]) -> String {
-        library.render(values, withTemplate: name) ?? "template \(name) missing"
+        var values = values
+        if values["crumbs"] == nil { values["crumbs"] = [[String: String]]() }
+        return library.render(values, withTemplate: name) ?? "template \(name) missing"
     }
 }

@@ -138,8 +138,7 @@ public struct OperatorConsole: Sendable {
     /// under the session token, so it is stored nowhere and useless without the cookie.
     public static func csrfToken(for sessionToken: String) -> String {
         let mac = HMAC<SHA256>.authenticationCode(for: Array("modgud console csrf".utf8), using: SymmetricKey(data: Array(sessionToken.utf8)))
-        return Data(mac).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        return Base64URLText.encode(Array(mac))
     }
 
     func operatorRealm() async throws -> RealmDirectory.Entry? {
