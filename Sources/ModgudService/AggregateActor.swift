@@ -14,9 +14,15 @@ public struct CommandOutcome<A: Aggregate>: Sendable where A.State: Sendable, A.
 /// The one owner of an aggregate in this instance (docs/architecture.md, "Event sourcing").
 ///
 /// A command runs alone (`SerialGate`): decide on the cached state, append with exactly the
-/// version that state came from, evolve. The cache is never the authority: if another
-/// instance appended meanwhile, the store refuses the append, the actor reads the newer
-/// events and decides again (bounded retries).
+/// version that state came from, evolve. The cache is never the authority
+/// (docs/decisions.md, "Decisions on the latest state"):
+/// - a decision that writes events is checked by the append: if another instance appended
+///   meanwhile, the store refuses it, the actor reads the newer events and decides again
+///   (bounded retries);
+/// - a decision that writes nothing, or refuses, is confirmed against the store before it
+///   answers: the actor reads the stream after its cached version (one query) and, when
+///   another instance wrote, decides again on the newer state. Only a decision that writes
+///   pays no read (the refresh path's rotation, a passkey's use).
 public actor AggregateActor<A: Aggregate> where A.State: Sendable {
     public nonisolated let stream: StreamRef
     private let store: PostgresEventStore
@@ -68,7 +74,13 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
     ) async throws -> CommandOutcome<A> {
         await enter()
         defer { gate.leave() }
-        if !loaded { try await catchUp() }
+        // Whether the cached state was read from the store during this command: a decision
+        // that writes nothing or refuses stands only on such a state.
+        var confirmed = false
+        if !loaded {
+            try await catchUp()
+            confirmed = true
+        }
         for attempt in 0..<maxAttempts {
             if attempt > 1 {
                 // Two writers that keep colliding would keep colliding in step: after the second
@@ -76,8 +88,24 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
                 // 0.2 s over all attempts).
                 try await Task.sleep(for: .milliseconds(Int.random(in: 0...(1 << attempt))))
             }
-            let events = try A.decide(command, state: state, now: now)
-            if events.isEmpty { return CommandOutcome(events: [], state: state, version: version) }
+            var events: [A.Event] = []
+            var refusal: (any Error)?
+            do { events = try A.decide(command, state: state, now: now) } catch { refusal = error }
+            if let refusal {
+                // A refusal on the cache may be stale: another instance may have written since.
+                if confirmed { throw refusal }
+                confirmed = true
+                if try await catchUp() == 0 { throw refusal }
+                continue
+            }
+            if events.isEmpty {
+                // "Nothing to do" on the cache may be stale in the same way (issue 40: disable,
+                // enable elsewhere, disable again answered "disabled" and wrote nothing).
+                if confirmed { return CommandOutcome(events: [], state: state, version: version) }
+                confirmed = true
+                if try await catchUp() == 0 { return CommandOutcome(events: [], state: state, version: version) }
+                continue
+            }
             let own = StreamWrite(stream: stream, expected: ExpectedVersion(current: version), events: try events.map { try $0.newEvent() })
             do {
                 _ = try await store.append([own] + alsoAppending(events), metadata: metadata, alsoExecuting: extra(events))
@@ -89,6 +117,7 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
                     version = 0
                 }
                 try await catchUp()  // another instance wrote: decide again on the newer state
+                confirmed = true
                 continue
             }
             state = events.reduce(state, A.evolve)
@@ -103,14 +132,16 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
         await withCheckedContinuation { gate.enqueue($0) }
     }
 
-    /// Reads and applies the events after the cached version.
-    private func catchUp() async throws {
+    /// Reads and applies the events after the cached version; returns how many there were.
+    @discardableResult
+    private func catchUp() async throws -> Int {
         let newer = try await store.readStream(stream.id, after: version)
         for recorded in newer {
             state = A.evolve(state, try A.Event(decoding: recorded.envelope, registry: registry))
             version = recorded.streamVersion
         }
         loaded = true
+        return newer.count
     }
 
     var isIdle: Bool { gate.isIdle }
