@@ -6,7 +6,10 @@ import Synchronization
 /// What the server records of every request, in one middleware (three async frames were
 /// measurable per request: issue 27):
 ///
-/// - the request id: `X-Request-Id` echoed, or assigned;
+/// - the request id: the caller's `X-Request-Id` when it is a plain token (1 to 128 of
+///   `A-Z a-z 0-9 . _ : -`), else one assigned; it is the events' correlation id and the log
+///   lines' `hb.request.id`, and it is answered in `X-Request-Id`, so that an operator or a
+///   test can find what one request wrote;
 /// - metrics: `modgud_http_requests_total{method,route,status}` and
 ///   `modgud_http_request_duration_seconds{method,route,status}` (a histogram), by route
 ///   template, never the raw path (ids would make unbounded label values);
@@ -23,6 +26,10 @@ struct RequestObservationMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
+        var context = context
+        if let given = request.headers[.requestID], Self.isPlainRequestID(given) {
+            context.logger[metadataKey: "hb.request.id"] = .string(given)
+        }
         var response: Response
         do {
             response = try await next(request, context)
@@ -30,7 +37,7 @@ struct RequestObservationMiddleware: RouterMiddleware {
             observe(request, context, status: (error as? any HTTPResponseError)?.status.code ?? 500, started: started)
             throw error
         }
-        response.headers[.requestID] = request.headers[.requestID] ?? context.id
+        response.headers[.requestID] = context.id
         observe(request, context, status: response.status.code, started: started)
         return response
     }
@@ -50,6 +57,20 @@ struct RequestObservationMiddleware: RouterMiddleware {
                 "method": .string(method), "path": .string(Self.loggedPath(request.uri.path)), "status": .string(String(status)),
                 "duration_ms": .string(String((milliseconds * 100).rounded() / 100)),
             ])
+    }
+
+    /// Whether a caller's request id may stand in logs and events as it is: a short token,
+    /// nothing that could forge a log line or carry personal data in bulk.
+    static func isPlainRequestID(_ id: String) -> Bool {
+        (1...128).contains(id.utf8.count)
+            && id.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                    UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"):
+                    true
+                default: false
+                }
+            }
     }
 
     /// The path as logged: a segment holding an address (the admin API takes one for a user)

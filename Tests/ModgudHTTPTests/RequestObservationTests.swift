@@ -34,6 +34,37 @@ final class RequestObservationTests: XCTestCase {
         await database.drop()
     }
 
+    /// Issue 40: the caller's request id is the events' correlation id, so that an operator (or
+    /// the model test of several instances) finds what one request wrote; an id that is not a
+    /// plain token is replaced by one of ours, which is answered.
+    func testTheCallersRequestIdIsTheEventsCorrelationId() async throws {
+        let harness = try await EmailSignInHarness()
+        do {
+            try await harness.app.test(.router) { client in
+                typealias H = EmailSignInHarness
+                var headers: HTTPFields = [.contentType: "application/json", .authorization: "Bearer \(H.adminToken)"]
+                headers[.requestID] = "model-test:42"
+                let path = "/admin/api/realms/dev/users"
+                let given = try await H.call(client, .post, path, H.jsonBody(["Email": "correlated@example.com"]), headers: headers)
+                XCTAssertEqual(given.status, .created, given.body)
+                XCTAssertEqual(given.headers[.requestID], "model-test:42")
+                headers[.requestID] = "two words; forged=line"
+                let forged = try await H.call(client, .post, path, H.jsonBody(["Email": "other@example.com"]), headers: headers)
+                XCTAssertEqual(forged.status, .created, forged.body)
+                let assigned = try XCTUnwrap(forged.headers[.requestID])
+                XCTAssertNotEqual(assigned, "two words; forged=line", "an id that is not a plain token is replaced")
+                let ids = try await harness.database.pool.query("SELECT metadata->>'correlationID' FROM events WHERE type = 'user.registered'")
+                    .rows.map { try $0.decode(String.self, at: 0) }
+                XCTAssertTrue(ids.contains("model-test:42"), "\(ids)")
+                XCTAssertTrue(ids.contains(assigned), "the answered id is the one recorded: \(ids)")
+            }
+        } catch {
+            await harness.close()
+            throw error
+        }
+        await harness.close()
+    }
+
     func testTheSummaryCountsEachDocumentOverAWindowThenStartsAgain() {
         let summary = StaticDocumentLog()
         let logs = LogCapture()
