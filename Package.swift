@@ -71,6 +71,7 @@ let package = Package(
                 .embedInCode("0014_access_token_binding.sql"),
                 .embedInCode("0015_shared_signals.sql"),
                 .embedInCode("0016_operator_console.sql"),
+                .embedInCode("0017_dpop_replay_logged.sql"),
             ],
             swiftSettings: strict
         ),
@@ -225,7 +226,7 @@ let package = Package(
         .testTarget(
             name: "ModgudServiceTests",
             dependencies: [
-                "ModgudService", "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ", "PostgresTestSupport",
+                "ModgudService", "ModgudDomain", "EventSourcing", "EventStorePostgres", "PQ", "PostgresTestSupport", "AsyncTestSupport",
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict

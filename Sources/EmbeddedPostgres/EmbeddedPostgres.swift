@@ -123,6 +123,12 @@ public final class EmbeddedPostgres: Sendable {
         try Self.run(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "stop"], asPostgres: runAsPostgresUser)
     }
 
+    /// Ends the server as a crash would (immediate shutdown: no checkpoint), so that the next
+    /// start runs crash recovery, which empties UNLOGGED tables.
+    public func crash() throws {
+        try Self.run(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", "immediate", "-w", "stop"], asPostgres: runAsPostgresUser)
+    }
+
     /// Stops the server and deletes the data folder.
     public func destroy() throws {
         try? stop()

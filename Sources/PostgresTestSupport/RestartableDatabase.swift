@@ -15,9 +15,11 @@ public final class RestartableDatabase: Sendable {
     public let url: String
     public let pool: PQPool
 
-    public init(maxConnections: Int = 20) async throws {
+    /// - Parameter durable: commits wait for their WAL (a test that crashes the server and
+    ///   expects a commit to survive); the default trades that for speed.
+    public init(maxConnections: Int = 20, durable: Bool = false) async throws {
         let folder = "/tmp/modgud-restartable-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        cluster = try EmbeddedPostgres(.init(dataDirectory: folder, database: "modgud", durable: false))
+        cluster = try EmbeddedPostgres(.init(dataDirectory: folder, database: "modgud", durable: durable))
         url = cluster.url
         pool = PQPool(configuration: PQConfiguration(connectionString: url), options: .init(maxConnections: maxConnections, acquireTimeout: .seconds(2)))
         _ = try await Migrator(pool: pool, migrations: ModgudSchema.migrations.map { .init(name: $0.name, sql: $0.sql) }).migrate()
@@ -26,6 +28,11 @@ public final class RestartableDatabase: Sendable {
     /// Stops the server (fast shutdown: open sessions are ended, as in a restart).
     public func stop() throws {
         try cluster.stop()
+    }
+
+    /// Ends the server as a crash would: the next start runs crash recovery.
+    public func crash() throws {
+        try cluster.crash()
     }
 
     /// Starts it again on the same port.
