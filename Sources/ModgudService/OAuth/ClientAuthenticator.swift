@@ -9,6 +9,9 @@ public struct AuthenticatedClient: Sendable, Equatable {
     public var realm: String
     public var id: String
     public var settings: ClientSettings
+    /// The secret hash the client was authenticated against (nil: a public client), so that a
+    /// grant that reads the client from the store can tell a secret rotated meanwhile.
+    public var secretHash: String? = nil
 }
 
 /// Client authentication for the token, introspection and revocation endpoints: none for
@@ -72,7 +75,7 @@ public struct ClientAuthenticator: Sendable {
             guard secret == nil else { throw OAuthError.invalidClient(attempted: true) }
         }
         guard row.enabled else { throw OAuthError.invalidGrant("The OAuth client is disabled.") }
-        return AuthenticatedClient(realm: realm, id: clientID, settings: settings)
+        return AuthenticatedClient(realm: realm, id: clientID, settings: settings, secretHash: settings.type == .confidential ? storedHash : nil)
     }
 
     /// An enabled client's settings without authentication (anonymous endpoints that only

@@ -107,6 +107,15 @@ public struct TokenService: Sendable {
         guard let started = familyState.started, started.clientID == client.id, let userID = started.userID else {
             throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
         }
+        // The client as the store has it now: this instance's copy may predate a disable, a
+        // deletion or a secret rotation made on another instance (docs/architecture.md, "Caches").
+        guard let enabled = found.clientEnabled else { throw OAuthError.invalidClient(attempted: client.secretHash != nil) }
+        if client.settings.type == .confidential {
+            guard let stored = found.clientSecretHash, let used = client.secretHash, ConstantTime.equal(stored, used) else {
+                throw OAuthError.invalidClient(attempted: true)
+            }
+        }
+        guard enabled else { throw OAuthError.invalidGrant("The OAuth client is disabled.") }
         // RFC 9449 section 5: a bound refresh token needs a proof by its key.
         if let bound = started.dpopKey, bound != dpopKey {
             throw OAuthError(

@@ -131,18 +131,26 @@ public struct TokenTables: Sendable {
         var userVersion: Int64
         /// The user's sealed data key, so the claims open without a round trip of their own.
         var sealedUserKey: [UInt8]?
+        /// The family's client as the store has it now (nil: deleted), whatever this
+        /// instance's client cache says (issue 40: a disabled client or a rotated secret is
+        /// refused on the next refresh on every instance).
+        var clientEnabled: Bool?
+        var clientSecretHash: String?
     }
 
     /// The refresh grant's lookup, to pipeline with the request's rate-limit count: the
     /// presented token's family, the current versions of the family's and the user's streams,
-    /// and the user's sealed data key. Decode its answer with `refreshLookup(_:)`.
+    /// the user's sealed data key, and the family's client's `enabled` and secret hash.
+    /// Decode its answer with `refreshLookup(_:)`.
     static func refreshLookupQuery(presentedHash: String, realm: String) -> PQQuery {
         """
         SELECT r.family_id, f.user_id,
                \(unescaped: PostgresEventStore.streamVersionSQL(streamType: TokenFamily.streamType, idColumn: "r.family_id")),
                \(unescaped: PostgresEventStore.streamVersionSQL(streamType: User.streamType, idColumn: "f.user_id")),
-               \(unescaped: SubjectKeysTable.sealedKeyOfUserSQL(idColumn: "f.user_id"))
+               \(unescaped: SubjectKeysTable.sealedKeyOfUserSQL(idColumn: "f.user_id")),
+               c.enabled, c.secret_hash
         FROM refresh_tokens r JOIN token_families f ON f.family_id = r.family_id
+        LEFT JOIN clients c ON c.realm_id = f.realm_id AND c.client_id = f.client_id
         WHERE r.token_hash = \(presentedHash) AND r.realm_id = \(realm)
         """
     }
@@ -151,7 +159,8 @@ public struct TokenTables: Sendable {
         guard let row = result.first else { return nil }
         return RefreshLookup(
             familyID: try row.decode(UUID.self, at: 0), familyVersion: try row.decode(Int64.self, at: 2),
-            userVersion: try row.decode(Int64.self, at: 3), sealedUserKey: try row.decode(PQBytes?.self, at: 4)?.bytes)
+            userVersion: try row.decode(Int64.self, at: 3), sealedUserKey: try row.decode(PQBytes?.self, at: 4)?.bytes,
+            clientEnabled: try row.decode(Bool?.self, at: 5), clientSecretHash: try row.decode(String?.self, at: 6))
     }
 }
 

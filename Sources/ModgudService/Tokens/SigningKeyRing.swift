@@ -7,21 +7,21 @@ import PQ
 /// The signing keys of each realm: rotation (event with the public key, sealed private key in
 /// the same transaction), signing with the active key, and the JWKS with every key.
 public actor SigningKeyRing {
-    private struct Loaded {
+    private struct Loaded: Sendable {
         var collection: JWTKeyCollection
         var activeKid: String
-        var loadedAt: ContinuousClock.Instant
     }
 
     private let pool: PQPool
     private let sealer: KeySealer?
     private let realms: AggregateRegistry<Realm>
-    private var cache: [String: Loaded] = [:]
+    /// Each realm's private keys and active kid: dropped on rotation here, by the settings
+    /// listener when another instance rotates (issue 40: a key rotated because it is suspect
+    /// stops signing everywhere within the notification's delivery), and after `maxAge`.
+    private nonisolated let cache = SettingsCache<String, Loaded>(maxAge: .seconds(30))
     /// Each realm's JWKS document as served: dropped on rotation here, and by the settings
     /// listener when another instance rotates (a rotation notifies `realm <id>`).
     private nonisolated let published = SettingsCache<String, String>(maxAge: .seconds(5))
-    /// How long a realm's keys are trusted before re-reading (another instance may have rotated).
-    private let maxAge: Duration = .seconds(30)
 
     /// - Parameter sealer: nil for tools that never sign (admin commands): signing and rotation then fail clearly.
     public init(pool: PQPool, sealer: KeySealer?, realms: AggregateRegistry<Realm>) {
@@ -44,7 +44,7 @@ public actor SigningKeyRing {
             extra: { _ in
                 [RealmTables.storeSecret(realm: realm, kid: key.kid, sealed: sealed)]
             })
-        cache[realm] = nil
+        cache.invalidate(realm)
         published.invalidate(realm)
         await SettingsChangeListener.announce(.realm(realm), pool: pool)
         return key.kid
@@ -74,14 +74,24 @@ public actor SigningKeyRing {
         }
     }
 
-    /// Drops the published JWKS of a realm (`nil`: of every realm).
+    /// Drops a realm's keys, private and published (`nil`: every realm's), after a change
+    /// another instance announced.
     public nonisolated func invalidatePublished(realm: String?) {
-        if let realm { published.invalidate(realm) } else { published.invalidateAll() }
+        if let realm {
+            published.invalidate(realm)
+            cache.invalidate(realm)
+        } else {
+            published.invalidateAll()
+            cache.invalidateAll()
+        }
     }
 
     private func load(_ realm: String) async throws -> Loaded {
         guard let sealer else { throw SigningKeyRingError.noMasterKey }
-        if let loaded = cache[realm], ContinuousClock.now - loaded.loadedAt < maxAge { return loaded }
+        return try await cache.value(for: realm) { @Sendable in try await self.read(realm, sealer: sealer) }
+    }
+
+    private nonisolated func read(_ realm: String, sealer: KeySealer) async throws -> Loaded {
         let rows = try await RealmTables.sealedKeys(realm: realm, pool: pool)
         // The realm's own history says which key is newest (timestamps can tie).
         guard !rows.isEmpty, let active = try await realms.actor(for: StreamNames.realm(realm)).current().state.activeKey?.kid else {
@@ -94,9 +104,7 @@ public actor SigningKeyRing {
             let privateBytes = try sealer.open(row.sealed, realm: realm, kid: kid)
             try await SigningKeyMaterial(kid: kid, algorithm: algorithm, privateBytes: privateBytes).add(to: collection)
         }
-        let loaded = Loaded(collection: collection, activeKid: active, loadedAt: .now)
-        cache[realm] = loaded
-        return loaded
+        return Loaded(collection: collection, activeKid: active)
     }
 }
 
