@@ -35,7 +35,8 @@ extension ModgudClient {
     }
 
     /// Redeems a magic link (`urn:cocoar:magic`) as the app received it
-    /// (`…/magic-login?userId=…&token=…`).
+    /// (`…/magic-login?userId=…&token=…`); with TOTP on, `.twoFactorRequired` asks for
+    /// `totpCode` (the link stays usable: call again with the same link and the code).
     @discardableResult
     public func signIn(magicLink: URL, totpCode: String? = nil) async throws -> ModgudSession {
         let items = URLComponents(url: magicLink, resolvingAgainstBaseURL: false)?.queryItems ?? []

@@ -59,6 +59,28 @@ final class EmailChallengeTests: XCTestCase {
         XCTAssertRefused("Challenge.Invalid") { _ = try EmailChallenge.decide(.redeem(presentedHash: "h"), state: current, now: now + 2) }
     }
 
+    /// Issue 40: a right link whose account owes a second factor is not spent. A missing one
+    /// writes nothing; wrong ones count, and the limit burns the link.
+    func testAMagicLinkOwingASecondFactorIsNotSpent() throws {
+        let link = ChallengeIssued(
+            challengeID: UUID(), purpose: .magicLink, userID: UUID(), secretHash: "t", issuedAt: now, expiresAt: now + 900)
+        var state = try run(.issue(link, cooldown: 120), EmailChallenge.initialState, at: now)
+        XCTAssertRefused("TOTP.Required") { _ = try EmailChallenge.decide(.redeem(presentedHash: "t", gate: .secondFactorMissing), state: state, now: now + 1) }
+        for attempt in 1..<EmailChallenge.maxAttempts {
+            let events = try EmailChallenge.decide(.redeem(presentedHash: "t", gate: .secondFactorWrong), state: state, now: now + 1)
+            XCTAssertEqual(events.count, 1)
+            guard case .attemptFailed(let failed) = events.first else { return XCTFail("\(events)") }
+            XCTAssertEqual(failed.attempts, attempt)
+            XCTAssertEqual(failed.reason, .wrongSecondFactor)
+            state = events.reduce(state, EmailChallenge.evolve)
+        }
+        XCTAssertTrue(state.isLive(at: now + 2), "within the limit the link stays live")
+        XCTAssertTrue(try EmailChallenge.decide(.redeem(presentedHash: "t"), state: state, now: now + 2).consumeChallenge, "the complete sign-in spends it")
+        state = try run(.redeem(presentedHash: "t", gate: .secondFactorWrong), state, at: now + 2)
+        XCTAssertTrue(state.burned, "the limit burns it")
+        XCTAssertRefused("Challenge.Invalid") { _ = try EmailChallenge.decide(.redeem(presentedHash: "t"), state: state, now: now + 3) }
+    }
+
     func testAWrongMagicTokenWritesNothing() throws {
         let link = ChallengeIssued(
             challengeID: UUID(), purpose: .magicLink, userID: UUID(), secretHash: "t", issuedAt: now, expiresAt: now + 900)

@@ -278,7 +278,8 @@ final class EmailSignInTests: XCTestCase {
             let ok = try await H.redeemCode(client, "ada@example.com", code, extra: [("totp_code", fresh)])
             XCTAssertEqual(ok.status, .ok, "the code survived the missing-TOTP answer: \(ok.body)")
 
-            // Magic link: the link is consumed even when TOTP is still owed.
+            // Magic link: the second factor does not burn the first (issue 40). The link survives
+            // the missing-TOTP answer, the retry signs in, and that sign-in spends it.
             _ = try await H.call(client, .post, "/api/account/magic-link/request", #"{"Email":"ada@example.com"}"#, headers: H.json)
             let link = try await harness.magicLink(for: "ada@example.com")
             let magic = [("grant_type", "urn:cocoar:magic"), ("client_id", "app"), ("user_id", link.userID), ("magic_token", link.token)]
@@ -286,8 +287,12 @@ final class EmailSignInTests: XCTestCase {
             XCTAssertEqual(owed.json["error_description"] as? String, "Two-factor authentication is required; supply totp_code.")
             harness.clock.advance(30)
             let next = totp.code(counter: totp.counter(at: harness.clock.now()))
-            let consumed = try await H.token(client, magic + [("scope", "openid"), ("totp_code", next)])
-            XCTAssertEqual(consumed.json["error_description"] as? String, "Invalid or expired link.")
+            let signedIn = try await H.token(client, magic + [("scope", "openid"), ("totp_code", next)])
+            XCTAssertEqual(signedIn.status, .ok, "the link survived the missing-TOTP answer: \(signedIn.body)")
+            harness.clock.advance(30)
+            let later = totp.code(counter: totp.counter(at: harness.clock.now()))
+            let spent = try await H.token(client, magic + [("scope", "openid"), ("totp_code", later)])
+            XCTAssertEqual(spent.json["error_description"] as? String, "Invalid or expired link.", "spent by the sign-in")
         }
     }
 

@@ -47,7 +47,8 @@ public enum EmailChallenge: Aggregate {
 
     /// A right secret for an account that cannot sign in (disabled or deleted).
     public static let accountCannotSignIn = DomainError("Account.CannotSignIn", "The account cannot sign in.")
-    /// A right secret for an account with TOTP, and no TOTP code came: the challenge stays live.
+    /// A right secret for an account with TOTP, and no TOTP code came: the challenge stays live
+    /// and nothing is written (no guess at the second factor was made).
     public static let secondFactorRequired = DomainError("TOTP.Required", "Two-factor authentication is required; supply totp_code.")
 
     public static func decide(_ command: Command, state: State, now: Date) throws(DomainError) -> [EmailChallengeEvent] {
@@ -77,7 +78,8 @@ public enum EmailChallenge: Aggregate {
                 // The code stays live: the app asks for the TOTP code and sends both again.
                 throw secondFactorRequired
             case .secondFactorWrong:
-                // Counts against the code, so the code bounds guesses at the second factor too.
+                // Counts against the code or link, so it bounds guesses at the second factor too
+                // (a stolen link or code gives `maxAttempts` TOTP guesses, then is burned).
                 return failedAttempt(state: state, current: current, reason: .wrongSecondFactor)
             }
         }

@@ -52,19 +52,21 @@ extension EmailSignInService {
 
     static let invalidCode = OAuthError.invalidGrant("Invalid or expired code.")
 
-    /// What a failed consumption answers; nothing was written in any of these cases.
-    static func refusal(for error: any Error, registration: Bool) -> any Error {
+    /// What a failed consumption of a code or a link answers; nothing was written in any of
+    /// these cases, so the code or link stays as it was.
+    /// - Parameter invalid: the answer for a wrong, spent or expired code or link.
+    static func refusal(for error: any Error, registration: Bool, invalid: OAuthError = invalidCode) -> any Error {
         switch error {
         case let refused as DomainError where refused == EmailChallenge.accountCannotSignIn:
             return OAuthError.invalidGrant("The account cannot sign in.")
         case let refused as DomainError where refused == EmailChallenge.secondFactorRequired:
             return SecondFactor.refusal
         case is DomainError:
-            return invalidCode
+            return invalid
         case EventStoreError.wrongExpectedVersion:
             // A retired account changed meanwhile (the code can be tried again), or the user's
-            // TOTP step was taken meanwhile.
-            return registration ? invalidCode : SecondFactor.refusal
+            // TOTP step was taken meanwhile (the code or link is unspent).
+            return registration ? invalid : SecondFactor.refusal
         case EventStoreError.inlineProjectionFailed:
             return invalidCode  // the address got an account meanwhile (unique email)
         case let failure as PQError where failure.meansSubjectKeyMissing:
@@ -80,16 +82,33 @@ extension EmailSignInService {
         var gate = EmailChallenge.RedeemGate.open
         var user: User.State?
         var userVersion: Int64 = 0
-        /// An accepted TOTP step, spent in the code's transaction.
+        /// An accepted TOTP step, spent in the code's (or link's) transaction.
         var totpStep: UInt64?
+
+        /// The accepted TOTP step, as a write to the user's stream at the version the gate was
+        /// found at: a replay of the same TOTP code (or a concurrent one, or any change to the
+        /// user meanwhile) loses there, and the whole transaction with it. nil without a step.
+        func spentStep(realm: String) throws -> StreamWrite? {
+            guard let step = totpStep, let userID = user?.id else { return nil }
+            return StreamWrite(
+                stream: StreamNames.user(realm: realm, userID: userID), expected: ExpectedVersion(current: userVersion),
+                events: [try NewEvent(UserTOTPStepAccepted(step: step))])
+        }
     }
 
     private func accountGate(_ issued: ChallengeIssued, grant: GrantRequest) async throws -> AccountGate {
         guard issued.purpose == .loginCode, let userID = issued.userID else { return AccountGate() }
         let realm = grant.client.realm
         let loaded = try await userActors.actor(for: StreamNames.user(realm: realm, userID: userID)).current()
-        var account = AccountGate(user: loaded.state, userVersion: loaded.version)
-        switch loaded.state.canSignIn ? try secondFactor.check(grant.totpCode, user: loaded.state, realm: realm) : nil {
+        return try accountGate(user: loaded.state, version: loaded.version, grant: grant)
+    }
+
+    /// The gate of a known user as loaded (state and stream version): a login code's and a
+    /// magic link's alike. Only a complete sign-in opens it; a missing or wrong second factor
+    /// closes it, so the challenge is not spent (issue 40).
+    func accountGate(user: User.State, version: Int64, grant: GrantRequest) throws -> AccountGate {
+        var account = AccountGate(user: user, userVersion: version)
+        switch user.canSignIn ? try secondFactor.check(grant.totpCode, user: user, realm: grant.client.realm) : nil {
         case nil: account.gate = .accountCannotSignIn
         case .notRequired: account.gate = .open
         case .missing: account.gate = .secondFactorMissing
@@ -185,14 +204,9 @@ struct CodeRedemption: Sendable {
                 events: [try NewEvent(registration.event)])
             return retirement + [user] + family
         }
-        if let step = account.totpStep, let userID = issued.userID {
-            // The TOTP step is spent in the same transaction: a replay of the same TOTP code (or
-            // a concurrent one) loses on the user's stream version.
-            let spent = StreamWrite(
-                stream: StreamNames.user(realm: realm, userID: userID), expected: ExpectedVersion(current: account.userVersion),
-                events: [try NewEvent(UserTOTPStepAccepted(step: step))])
-            return [spent] + family
-        }
+        // The TOTP step is spent in the same transaction: a replay of the same TOTP code (or a
+        // concurrent one) loses on the user's stream version.
+        if let spent = try account.spentStep(realm: realm) { return [spent] + family }
         return family
     }
 }

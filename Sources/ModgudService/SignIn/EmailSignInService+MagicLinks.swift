@@ -1,9 +1,10 @@
 import EventSourcing
+import EventStorePostgres
 import Foundation
 import ModgudDomain
 
 /// Magic links (docs/spec.md section 3): issued to a known, active, confirmed user when the realm
-/// allows them, redeemed once by `urn:cocoar:magic`.
+/// allows them, spent once by a complete `urn:cocoar:magic` sign-in.
 extension EmailSignInService {
     /// Issues a magic link for a known, active, confirmed user when the realm allows them.
     public func requestMagicLink(email rawEmail: String, source: String, realm: RealmDirectory.Entry, issuer: String, metadata: EventMetadata)
@@ -32,55 +33,52 @@ extension EmailSignInService {
         if !outcome.events.isEmpty { mailEnqueued() }
     }
 
-    /// grant_type=urn:cocoar:magic (docs/spec.md section 3). The link is consumed even when the
-    /// TOTP code is still owed.
+    /// grant_type=urn:cocoar:magic (docs/spec.md section 3). The account and its second factor
+    /// are checked before the link is tried, and the link is spent only by a complete sign-in
+    /// (issue 40): a missing `totp_code` writes nothing and a wrong one counts as a failed
+    /// attempt (`EmailChallenge.maxAttempts` burn the link), so the retry with the right code
+    /// signs in with the same link.
     public func redeemMagicLink(userID rawUserID: String, token: String, _ grant: GrantRequest) async throws -> TokenResponse {
-        let invalid = OAuthError.invalidGrant("Invalid or expired link.")
         let realm = grant.client.realm
-        guard let userID = UUID(uuidString: rawUserID), token.count <= 128 else { throw invalid }
+        guard let userID = UUID(uuidString: rawUserID), token.count <= 128 else { throw Self.invalidLink }
         _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
         _ = try ScopePolicy.audiences(resources: grant.resources, allowed: grant.client.settings.audiences, clientID: grant.client.id)
-        let userActor = await userActors.actor(for: StreamNames.user(realm: realm, userID: userID))
-        let user = try await userActor.current().state
-        // The common case (an active user without TOTP): the tokens are minted first and their
-        // family commits with the consumed link, one transaction. Otherwise the link is
-        // consumed first and the account and second factor are checked after.
-        let direct =
-            user.canSignIn && (try? secondFactor.check(grant.totpCode, user: user, realm: realm)) == .notRequired
+        let loaded = try await userActors.actor(for: StreamNames.user(realm: realm, userID: userID)).current()
+        // What the account owes besides the link, found before the command (the account's status
+        // and second factor live in another stream); the challenge decides, after the link
+        // itself: a wrong or spent link is "Invalid or expired link." whatever the account owes.
+        let account = try accountGate(user: loaded.state, version: loaded.version, grant: grant)
+        // A complete sign-in: the tokens are minted first, and their family (with the spent TOTP
+        // step, if any) commits with the consumed link, one transaction; a refused link discards
+        // them unsent.
+        let prepared =
+            account.gate == .open
             ? try await tokenService.prepareSignIn(
-                client: grant.client, user: user, grantType: .magic, scope: grant.scope, resources: grant.resources, amr: ["email"],
-                issuer: grant.issuer, dpopKey: grant.dpopKey)
+                client: grant.client, user: loaded.state, grantType: .magic, scope: grant.scope, resources: grant.resources,
+                amr: account.totpStep == nil ? ["email"] : ["email", "otp", "mfa"], issuer: grant.issuer, dpopKey: grant.dpopKey)
             : nil
         let outcome: CommandOutcome<EmailChallenge>
         do {
             outcome = try await challengeActors.actor(for: StreamNames.magicLinks(realm: realm, userID: userID))
                 .execute(
-                    .redeem(presentedHash: OpaqueToken.hash(token)), now: now(), metadata: grant.metadata,
+                    .redeem(presentedHash: OpaqueToken.hash(token), gate: account.gate), now: now(), metadata: grant.metadata,
                     alsoAppending: { events in
-                        guard let direct, events.contains(where: { if case .consumed = $0 { true } else { false } }) else { return [] }
-                        return [try direct.write()]
+                        guard events.consumeChallenge, let prepared else { return [] }
+                        let family = try prepared.write()
+                        if let spent = try account.spentStep(realm: realm) { return [spent, family] }
+                        return [family]
                     })
-        } catch is DomainError {
-            throw invalid
+        } catch {
+            throw Self.refusal(for: error, registration: false, invalid: Self.invalidLink)
         }
-        guard outcome.events.contains(where: { if case .consumed = $0 { true } else { false } }) else { throw invalid }
-        if let direct { return direct.response }
-        guard user.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
-        var amr = ["email"]
-        switch try secondFactor.check(grant.totpCode, user: user, realm: realm) {
-        case .notRequired: break
-        case .missing: throw SecondFactor.refusal
-        case .wrong: throw SecondFactor.refusal
-        case .valid(let step):
-            do {
-                _ = try await userActor.execute(.acceptTOTPStep(step), now: now(), metadata: grant.metadata)
-            } catch is DomainError {
-                throw SecondFactor.refusal
-            }
-            amr = ["email", "otp", "mfa"]
+        guard outcome.events.consumeChallenge, let signIn = prepared else {
+            // A right link with a wrong second factor: counted against the link, which stays
+            // live until the attempts burn it.
+            if account.gate == .secondFactorWrong, hashMatches(outcome.events) { throw SecondFactor.refusal }
+            throw Self.invalidLink
         }
-        return try await tokenService.signIn(
-            client: grant.client, user: user, grantType: .magic, scope: grant.scope, resources: grant.resources, amr: amr,
-            issuer: grant.issuer, dpopKey: grant.dpopKey, metadata: grant.metadata)
+        return signIn.response
     }
+
+    static let invalidLink = OAuthError.invalidGrant("Invalid or expired link.")
 }
