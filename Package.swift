@@ -72,6 +72,7 @@ let package = Package(
                 .embedInCode("0015_shared_signals.sql"),
                 .embedInCode("0016_operator_console.sql"),
                 .embedInCode("0017_dpop_replay_logged.sql"),
+                .embedInCode("0018_settings_acknowledgements.sql"),
             ],
             swiftSettings: strict
         ),

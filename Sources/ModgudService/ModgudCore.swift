@@ -175,8 +175,10 @@ public struct ModgudCore: Sendable {
         }
     }
 
-    /// After a committed change: drops this instance's copy at once, and tells the other
-    /// instances (`SettingsChangeListener`). A failed NOTIFY leaves them the cache's max age.
+    /// After a committed change: drops this instance's copy at once, tells the other instances
+    /// (`SettingsChangeListener`), and returns once every serving instance has applied it (or
+    /// after the caches' age limit, 5 s), so that the change holds for the next request
+    /// everywhere once the caller answers.
     public func settingsChanged(_ change: SettingsChange) async {
         invalidateSettings(change)
         await SettingsChangeListener.announce(change, pool: pool)

@@ -62,6 +62,7 @@ final class SQLHomeTests: XCTestCase {
             "personal_data_sealing": ["PersonalDataSealingTable.swift"],
             "audit_log_keys": ["AuditLogKeysTable.swift"],
             "dpop_jtis": ["DPoPReplayTable.swift"],
+            "settings_instances": ["SettingsAcknowledgementsTable.swift"],
         ]
         let files = try Self.files().filter { !$0.path.hasPrefix("ModgudCLI/Bench/") }
         for (table, allowed) in homes {

@@ -17,8 +17,9 @@ public actor SigningKeyRing {
     private let realms: AggregateRegistry<Realm>
     /// Each realm's private keys and active kid: dropped on rotation here, by the settings
     /// listener when another instance rotates (issue 40: a key rotated because it is suspect
-    /// stops signing everywhere within the notification's delivery), and after `maxAge`.
-    private nonisolated let cache = SettingsCache<String, Loaded>(maxAge: .seconds(30))
+    /// stops signing everywhere before the rotation is answered), and after the settings
+    /// caches' age limit.
+    private nonisolated let cache = SettingsCache<String, Loaded>(maxAge: SettingsChangeListener.confirmationBound)
     /// Each realm's JWKS document as served: dropped on rotation here, and by the settings
     /// listener when another instance rotates (a rotation notifies `realm <id>`).
     private nonisolated let published = SettingsCache<String, String>(maxAge: .seconds(5))
