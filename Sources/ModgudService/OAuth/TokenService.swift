@@ -160,16 +160,23 @@ public struct TokenService: Sendable {
         // which then runs again.
         let found: PQResult = try await retryingTransientConflicts {
             guard count != nil || dpopClaim != nil else { return try await pool.query(lookup) }
+            // With a jti claim, this transaction writes WAL (dpop_jtis is logged): it commits
+            // without waiting for its flush, since the rotation that must follow before any
+            // success is answered commits synchronously, and its flush (and the synchronous
+            // standby's) covers every WAL record before it, the claim's included
+            // (docs/decisions.md, "Security state across a crash and a failover").
+            let relaxed = dpopClaim.map { _ in DPoPReplayTable.commitWithTheNextFlush }
             let results: [PQResult]
             do {
                 results = try await pool.withConnection { connection in
-                    try await connection.pipeline([count, dpopClaim?.query].compactMap { $0 } + [lookup])
+                    try await connection.pipeline([relaxed, count, dpopClaim?.query].compactMap { $0 } + [lookup])
                 }
             } catch let failure as PQPipelineError {
                 throw failure.error
             }
-            if let rateLimit, count != nil { try rateLimit.verdict(results[0]) }
-            if let dpopClaim { try dpopClaim.verdict(results[count == nil ? 0 : 1]) }
+            let first = relaxed == nil ? 0 : 1
+            if let rateLimit, count != nil { try rateLimit.verdict(results[first]) }
+            if let dpopClaim { try dpopClaim.verdict(results[first + (count == nil ? 0 : 1)]) }
             return results[results.count - 1]
         }
         return try TokenTables.refreshLookup(found)

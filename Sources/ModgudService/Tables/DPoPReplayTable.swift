@@ -13,6 +13,11 @@ enum DPoPReplayTable {
         """
     }
 
+    /// Makes the current (pipelined) transaction commit without waiting for its WAL flush: for
+    /// a claim that a synchronous commit always follows before anything is granted (the refresh
+    /// grant's rotation), whose flush makes the claim durable too.
+    static let commitWithTheNextFlush: PQQuery = "SELECT set_config('synchronous_commit', 'off', true)"
+
     /// Deletes expired jtis.
     static func prune(before cutoff: Date, pool: PQPool) async throws {
         _ = try await pool.query("DELETE FROM dpop_jtis WHERE expires_at < \(cutoff)")
