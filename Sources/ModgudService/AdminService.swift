@@ -28,10 +28,16 @@ public struct AdminService: Sendable {
         -> (state: Realm.State, warning: String?)
     {
         let actor = await core.realmActors.actor(for: StreamNames.realm(id))
-        guard var settings = try await actor.current().state.settings else { throw DomainError("Realm.NotFound", "No realm \(id).") }
-        let before = settings.primaryDomain
-        try change(&settings)
-        let state = try await actor.execute(.changeSettings(settings), now: core.now(), metadata: metadata).state
+        // The change applies to the latest settings: a concurrent change of another member (on
+        // any instance) is kept, not written over with what this one read (issue 40).
+        let (state, settings, before) = try await Self.readModifyWrite { () async throws -> (Realm.State, RealmSettings, String?) in
+            let read = try await actor.current()
+            guard var settings = read.state.settings else { throw DomainError("Realm.NotFound", "No realm \(id).") }
+            let before = settings.primaryDomain
+            try change(&settings)
+            let state = try await actor.execute(.changeSettings(settings), now: core.now(), metadata: metadata, onlyAtVersion: read.version).state
+            return (state, settings, before)
+        }
         await core.settingsChanged(.realm(id))
         guard let before, before != settings.primaryDomain else { return (state, nil) }
         let enrolled = try await core.passkeys.count(realm: id, rpID: before)
@@ -71,11 +77,15 @@ public struct AdminService: Sendable {
         -> (Client.State, warning: String?)
     {
         let actor = await core.clientActors.actor(for: StreamNames.client(realm: realm, clientID: id))
-        guard var settings = try await actor.current().state.settings else { throw DomainError("Client.NotFound", "No client \(id).") }
         let realmSettings = try await self.realm(realm).settings ?? RealmSettings(hosts: [], displayName: realm)
-        let before = PasskeyService.rpID(client: settings, realm: realmSettings)
-        try change(&settings)
-        let state = try await actor.execute(.update(settings), now: core.now(), metadata: metadata).state
+        let (state, settings, before) = try await Self.readModifyWrite { () async throws -> (Client.State, ClientSettings, String?) in
+            let read = try await actor.current()
+            guard var settings = read.state.settings else { throw DomainError("Client.NotFound", "No client \(id).") }
+            let before = PasskeyService.rpID(client: settings, realm: realmSettings)
+            try change(&settings)
+            let state = try await actor.execute(.update(settings), now: core.now(), metadata: metadata, onlyAtVersion: read.version).state
+            return (state, settings, before)
+        }
         await core.settingsChanged(.client(realm: realm, id: id))
         let after = PasskeyService.rpID(client: settings, realm: realmSettings)
         guard before != after else { return (state, nil) }
@@ -85,6 +95,15 @@ public struct AdminService: Sendable {
             "The passkey RP-ID changed from \(before ?? "(none)") to \(after ?? "(none)"): \(enrolled) passkey(s) enrolled under "
             + "\(before ?? "the old RP-ID") will no longer sign in with this client."
         return (state, warning)
+    }
+
+    /// Runs a read-modify-write until it applies to the state it read (a few tries: each loss
+    /// means another writer committed in between).
+    private static func readModifyWrite<T>(_ attempt: () async throws -> T) async throws -> T {
+        for _ in 0..<7 {
+            do { return try await attempt() } catch is AggregateChangedMeanwhile { continue }
+        }
+        return try await attempt()
     }
 
     /// Gives a confidential client a new secret (returned once); the old one stops working at once.

@@ -66,9 +66,15 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
     ///   - alsoAppending: events for other streams to commit in the same transaction, given
     ///     the events (a redeemed registration code creates its user, say). A conflict on one
     ///     of those streams is not retried: it is thrown.
-    /// - Throws: `DomainError` when refused; `AggregateConflict` after repeated conflicts.
+    ///   - onlyAtVersion: run the command only while the stream is at this version (the
+    ///     version the caller's own read of the state returned): a read-modify-write, such as
+    ///     an operator's partial update of settings, that must not write back a state another
+    ///     writer changed meanwhile. Otherwise `AggregateChangedMeanwhile` is thrown and the
+    ///     caller reads again.
+    /// - Throws: `DomainError` when refused; `AggregateConflict` after repeated conflicts;
+    ///   `AggregateChangedMeanwhile` for `onlyAtVersion`.
     public func execute(
-        _ command: A.Command, now: Date, metadata: EventMetadata,
+        _ command: A.Command, now: Date, metadata: EventMetadata, onlyAtVersion: Int64? = nil,
         extra: @Sendable ([A.Event]) throws -> [PQQuery] = { _ in [] },
         alsoAppending: @Sendable ([A.Event]) throws -> [StreamWrite] = { _ in [] }
     ) async throws -> CommandOutcome<A> {
@@ -88,6 +94,7 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
                 // 0.2 s over all attempts).
                 try await Task.sleep(for: .milliseconds(Int.random(in: 0...(1 << attempt))))
             }
+            if let onlyAtVersion, version != onlyAtVersion { throw AggregateChangedMeanwhile(stream: stream.id) }
             var events: [A.Event] = []
             var refusal: (any Error)?
             do { events = try A.decide(command, state: state, now: now) } catch { refusal = error }
@@ -152,4 +159,10 @@ public struct AggregateConflict: Error, CustomStringConvertible {
     public var stream: String
     public var attempts: Int
     public var description: String { "stream \(stream) changed under \(attempts) attempts in a row" }
+}
+
+/// The stream moved on from the version a read-modify-write started from: read again.
+public struct AggregateChangedMeanwhile: Error, CustomStringConvertible {
+    public var stream: String
+    public var description: String { "stream \(stream) changed since it was read" }
 }
