@@ -98,20 +98,16 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
             var events: [A.Event] = []
             var refusal: (any Error)?
             do { events = try A.decide(command, state: state, now: now) } catch { refusal = error }
-            if let refusal {
-                // A refusal on the cache may be stale: another instance may have written since.
-                if confirmed { throw refusal }
-                confirmed = true
-                if try await catchUp() == 0 { throw refusal }
-                continue
-            }
-            if events.isEmpty {
-                // "Nothing to do" on the cache may be stale in the same way (issue 40: disable,
-                // enable elsewhere, disable again answered "disabled" and wrote nothing).
-                if confirmed { return CommandOutcome(events: [], state: state, version: version) }
-                confirmed = true
-                if try await catchUp() == 0 { return CommandOutcome(events: [], state: state, version: version) }
-                continue
+            if refusal != nil || events.isEmpty {
+                // A refusal or a "nothing to do" on the cache may be stale: another instance may
+                // have written since (issue 40: disable, enable elsewhere, disable again answered
+                // "disabled" and wrote nothing). Decide again if the store has newer events.
+                if !confirmed {
+                    confirmed = true
+                    if try await catchUp() > 0 { continue }
+                }
+                if let refusal { throw refusal }
+                return CommandOutcome(events: [], state: state, version: version)
             }
             let own = StreamWrite(stream: stream, expected: ExpectedVersion(current: version), events: try events.map { try $0.newEvent() })
             do {
