@@ -40,7 +40,9 @@ extension ClientCommand {
                     hosts += AppAssociations.linkHost(realmSettings).map { [$0] } ?? realmSettings.hosts
                 }
                 var served: [(host: String, apps: AppAssociations.HostApps)] = []
-                for host in NSOrderedSet(array: hosts).array as! [String] {
+                // Each host once, in order (NSOrderedSet does not remove repeated Swift strings on Linux).
+                var seen = Set<String>()
+                for host in hosts where seen.insert(host).inserted {
                     served.append((host, try await AppAssociations.apps(realm: entry, host: host, pool: context.pool)))
                 }
                 return served
@@ -49,18 +51,24 @@ extension ClientCommand {
             if withApps.isEmpty {
                 throw CommandError("no client of realm \(realm) on the hosts of \(id) has apps: set --apple-app-id or --android-app")
             }
+            if let only {
+                // One file for `> file`: every host must serve the same one, else say which differ.
+                let documents = withApps.map { host, apps in
+                    (host, String(decoding: only == "aasa" ? AppAssociations.appleAppSiteAssociation(apps) : AppAssociations.assetLinks(apps), as: UTF8.self))
+                }
+                guard Set(documents.map(\.1)).count == 1, let document = documents.first?.1 else {
+                    throw CommandError("the hosts \(documents.map(\.0).joined(separator: ", ")) serve different \(only) files: run without --only to see each")
+                }
+                Swift.print(document, terminator: "")
+                return
+            }
             for (host, apps) in withApps {
                 let aasa = String(decoding: AppAssociations.appleAppSiteAssociation(apps), as: UTF8.self)
                 let links = String(decoding: AppAssociations.assetLinks(apps), as: UTF8.self)
-                switch only {
-                case "aasa": Swift.print(aasa, terminator: "")
-                case "assetlinks": Swift.print(links, terminator: "")
-                default:
-                    Swift.print("# https://\(host)/.well-known/apple-app-site-association")
-                    Swift.print(aasa)
-                    Swift.print("# https://\(host)/.well-known/assetlinks.json")
-                    Swift.print(links)
-                }
+                Swift.print("# https://\(host)/.well-known/apple-app-site-association")
+                Swift.print(aasa)
+                Swift.print("# https://\(host)/.well-known/assetlinks.json")
+                Swift.print(links)
             }
         }
     }

@@ -12,6 +12,12 @@ struct ClientCommand: AsyncParsableCommand {
         var grants: [String] = []
         @Option(name: .customLong("scope"), help: "An allowed scope (repeatable).") var scopes: [String] = []
         @Option(name: .customLong("audience"), help: "An audience tokens may be narrowed to (repeatable).") var audiences: [String] = []
+        @Option(help: "The audience of a token asked for without one (one of --audience; \"\" clears: the client itself).")
+        var defaultAudience: String?
+        @Option(
+            name: .customLong("refresh-policy"),
+            help: "AUDIENCE=SCOPE[,SCOPE…]: a refresh may switch to that audience with those scopes (Auth0's multi-resource refresh; repeatable; \"\" clears).")
+        var refreshPolicies: [String] = []
         @Option(help: "WebAuthn RP-ID (empty: the realm's primary domain).") var rpID: String?
         @Option(name: .customLong("android-origin"), help: "android:apk-key-hash:… (repeatable).") var androidOrigins: [String] = []
         @Option(help: "Access-token format: reference or jwt.") var format: String?
@@ -34,6 +40,16 @@ struct ClientCommand: AsyncParsableCommand {
             }
             if !scopes.isEmpty { settings.allowedScopes = Set(scopes) }
             if !audiences.isEmpty { settings.audiences = Set(audiences) }
+            if let defaultAudience { settings.defaultAudience = defaultAudience.isEmpty ? nil : defaultAudience }
+            if !refreshPolicies.isEmpty {
+                settings.refreshTokenPolicies = try refreshPolicies.filter { !$0.isEmpty }.map { text in
+                    guard let split = text.lastIndex(of: "="), split != text.startIndex else {
+                        throw ValidationError("--refresh-policy is AUDIENCE=SCOPE[,SCOPE…]")
+                    }
+                    return RefreshTokenPolicy(
+                        audience: String(text[..<split]), scopes: text[text.index(after: split)...].split(separator: ",").map(String.init))
+                }
+            }
             if let rpID { settings.rpID = rpID.isEmpty ? nil : rpID }
             if !androidOrigins.isEmpty { settings.androidOrigins = Set(androidOrigins) }
             if let format {
@@ -177,6 +193,10 @@ struct ClientCommand: AsyncParsableCommand {
         Swift.print("grants       \(settings.grants.sorted().map(\.rawValue).joined(separator: " "))")
         Swift.print("scopes       \(settings.allowedScopes.sorted().joined(separator: " "))")
         Swift.print("audiences    \(settings.audiences.sorted().joined(separator: " "))")
+        Swift.print("default aud. \(settings.defaultAudience ?? "(the client itself)")")
+        for policy in settings.refreshTokenPolicies {
+            Swift.print("refresh to   \(policy.audience) with \(policy.scopes.joined(separator: " "))")
+        }
         Swift.print("rp-id        \(settings.rpID ?? "(realm primary domain)")")
         Swift.print("tokens       \(settings.accessTokenFormat.rawValue), DPoP \(settings.dpop.rawValue)\(settings.dpopNonce ? ", nonce always" : "")")
         if settings.passkeySignUp { Swift.print("sign-up      passkey") }

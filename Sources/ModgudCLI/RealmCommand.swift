@@ -5,7 +5,7 @@ import ModgudService
 
 struct RealmCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "realm", abstract: "Create, change and inspect realms.", subcommands: [Create.self, Update.self, Show.self, List.self, RotateKey.self])
+        commandName: "realm", abstract: "Create, change and inspect realms.", subcommands: [Create.self, Update.self, Show.self, List.self, RotateKey.self, RetireKey.self])
 
     /// Settings options shared by create and update (unset options leave values alone on update).
     struct SettingsOptions: ParsableArguments {
@@ -114,11 +114,22 @@ struct RealmCommand: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOptions
         @Argument(help: "Realm id (lower-case letters, digits, dashes).") var id: String
         @OptionGroup var settings: SettingsOptions
+        @Option(help: "Create the realm's first signing key: ES256, or RS256 (what Auth0's SDKs verify); needs MODGUD_MASTER_KEY.")
+        var signingAlgorithm: String?
+
+        func validate() throws {
+            if let signingAlgorithm, SigningKeyMaterial.Algorithm(rawValue: signingAlgorithm) == nil {
+                throw ValidationError("--signing-algorithm is \(SigningKeyMaterial.Algorithm.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+        }
 
         func run() async throws {
             var realmSettings = RealmSettings(hosts: [], displayName: settings.displayName ?? id)
             try settings.apply(to: &realmSettings)
-            let state = try await AdminContext.run(database) { try await $0.admin.createRealm(id, settings: realmSettings, metadata: $0.metadata) }
+            let algorithm = signingAlgorithm.flatMap(SigningKeyMaterial.Algorithm.init(rawValue:))
+            let state = try await AdminContext.run(database) {
+                try await $0.admin.createRealm(id, settings: realmSettings, signingAlgorithm: algorithm, metadata: $0.metadata)
+            }
             try RealmCommand.print(state)
         }
     }
@@ -167,11 +178,35 @@ struct RealmCommand: AsyncParsableCommand {
         @Option(help: "ES256 or RS256.") var algorithm = "ES256"
 
         func run() async throws {
-            guard let algorithm = SigningKeyMaterial.Algorithm(rawValue: algorithm) else { throw ValidationError("--algorithm is ES256 or RS256") }
+            guard let algorithm = SigningKeyMaterial.Algorithm(rawValue: algorithm) else {
+                throw ValidationError("--algorithm is \(SigningKeyMaterial.Algorithm.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
             let kid = try await AdminContext.run(database) {
                 try await $0.admin.core.keys.rotate(realm: id, algorithm: algorithm, now: Date(), metadata: $0.metadata)
             }
             Swift.print("new signing key \(kid) (\(algorithm.rawValue)) for realm \(id)")
+        }
+    }
+
+    struct RetireKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "retire-key",
+            abstract: "Retire a rotated-out signing key: it leaves the JWKS and its private key is destroyed.",
+            discussion: """
+                A key may be retired an hour after it stopped signing (the longest an access or ID
+                token lives), so no live token is left unverifiable. --force retires it at once: for a
+                key believed compromised, whose tokens should stop verifying now.
+                """)
+        @OptionGroup var database: DatabaseOptions
+        @Argument var id: String
+        @Argument(help: "The key id (kid), as `realm show` lists it.") var kid: String
+        @Flag(help: "Retire it before the overlap has passed.") var force = false
+
+        func run() async throws {
+            let retired = try await AdminContext.run(database) {
+                try await $0.admin.retireSigningKey(realm: id, kid: kid, force: force, metadata: $0.metadata)
+            }
+            Swift.print(retired ? "retired signing key \(kid) of realm \(id)" : "signing key \(kid) of realm \(id) was retired already")
         }
     }
 
@@ -184,7 +219,8 @@ struct RealmCommand: AsyncParsableCommand {
         Swift.print(
             "native       \(settings.nativeGrants.enabled ? "on" : "off") (access \(settings.nativeGrants.accessTokenLifetimeMinutes) min, refresh \(settings.nativeGrants.refreshTokenLifetimeDays) d)")
         let magic = settings.magicLinkEnabled.map { $0 ? "on (set)" : "off (set; --magic-link true turns them on)" } ?? "on"
-        Swift.print("registration \(settings.registrationPosture.rawValue), magic links \(magic)")
+        let posture = settings.registrationPosture.rawValue + (settings.chosenRegistrationPosture == nil ? " (default)" : "")
+        Swift.print("registration \(posture), magic links \(magic)")
         Swift.print("issuer       <scheme>://<host>" + (settings.issuerTrailingSlash ? "/" : ""))
         Swift.print("connections  " + ([id] + ["email", "Username-Password-Authentication"] + settings.connections).joined(separator: ", "))
         Swift.print(
@@ -200,6 +236,9 @@ struct RealmCommand: AsyncParsableCommand {
             Swift.print(
                 "rate limit   \(policy.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(effective.limit)/\(effective.windowSeconds)s burst \(effective.burst) (\(origin))")
         }
-        Swift.print("keys         \(state.signingKeys.map { "\($0.kid) \($0.algorithm)" }.joined(separator: ", "))")
+        let keys = state.signingKeys.map { key in
+            "\(key.kid) \(key.algorithm)" + (key.kid == state.activeKey?.kid ? " (active)" : state.retiredKids.contains(key.kid) ? " (retired)" : "")
+        }
+        Swift.print("keys         \(keys.joined(separator: ", "))")
     }
 }

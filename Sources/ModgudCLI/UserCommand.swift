@@ -33,8 +33,14 @@ struct UserCommand: AsyncParsableCommand {
         @Argument var realm: String
 
         func run() async throws {
-            for user in try await AdminContext.run(database, { try await $0.admin.users(realm: realm) }) {
-                print("\(user.id.uuidString.lowercased())\t\(user.email ?? "[erased]")\t\(user.status)")
+            let users = try await AdminContext.run(database, { try await $0.admin.users(realm: realm) })
+            // An address is unreadable for two reasons: its person was erased, or this command
+            // runs without the master key (the address is sealed, not gone).
+            for user in users {
+                print("\(user.id.uuidString.lowercased())\t\(user.email ?? (user.status == "erased" ? "[erased]" : "[sealed]"))\t\(user.status)")
+            }
+            if users.contains(where: { $0.email == nil && $0.status != "erased" }) {
+                FileHandle.standardError.write(Data("[sealed]: the address is encrypted; set MODGUD_MASTER_KEY to read it\n".utf8))
             }
         }
     }

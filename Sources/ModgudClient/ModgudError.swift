@@ -14,7 +14,11 @@ public enum ModgudError: Error, Sendable, Equatable {
     case invalidTwoFactorCode
     /// Disabled or deleted.
     case accountCannotSignIn
-    /// The passkey ceremony expired or was used: begin again.
+    /// The passkey sign-in or sign-up was refused, whatever was wrong (the ceremony, the
+    /// signature, the credential or the account: seed 001's one text): begin again, or sign in
+    /// another way.
+    case passkeyRefused
+    /// Servers before issue 41 told these two apart.
     case passkeyCeremonyExpired
     case passkeyVerificationFailed
     /// Passkey sign-up for an address that has an account: run the login flow instead.
@@ -90,6 +94,7 @@ public enum ModgudError: Error, Sendable, Equatable {
         // Servers before issue 25; since then one message answers a missing and a wrong code.
         "The two-factor code is invalid.": .invalidTwoFactorCode,
         "The account cannot sign in.": .accountCannotSignIn,
+        "Invalid or expired passkey assertion.": .passkeyRefused,
         "Invalid or expired passkey ceremony.": .passkeyCeremonyExpired,
         "Passkey verification failed.": .passkeyVerificationFailed,
         "An account with this email address exists. Sign in instead.": .accountExists,

@@ -58,7 +58,7 @@ struct AccountController: Sendable {
         return await respond(context) {
             let (realm, _) = try await parsing.realm(request)
             guard realm.settings.nativeGrants.enabled else { return Self.disabled() }
-            let body = try await parsing.json(CodeRequestBody.self, request, allowed: CodeRequestBody.members)
+            let body = try await parsing.json(CodeRequestBody.self, request, allowed: CodeRequestBody.members, ignoringCase: true)
             do {
                 try await emailSignIn().requestCode(
                     .init(email: body.Email, firstName: body.FirstName, lastName: body.LastName, source: parsing.source(request, context: context)),
@@ -82,7 +82,7 @@ struct AccountController: Sendable {
             guard realm.settings.magicLinksOn else {
                 return Problem.response("MagicLink.Disabled", status: 400, detail: "Magic links are not enabled for this realm.")
             }
-            let body = try await parsing.json(MagicLinkRequestBody.self, request, allowed: MagicLinkRequestBody.members)
+            let body = try await parsing.json(MagicLinkRequestBody.self, request, allowed: MagicLinkRequestBody.members, ignoringCase: true)
             try await emailSignIn().requestMagicLink(
                 email: body.Email, source: parsing.source(request, context: context), realm: realm, issuer: issuer, metadata: metadata(context))
             await parsing.configuration.jitter.wait(since: started)
@@ -145,7 +145,7 @@ struct AccountController: Sendable {
         await respond(context) {
             let (realm, issuer) = try await parsing.realm(request)
             let userID = try await caller(request, realm: realm, issuer: issuer).userID
-            let body = try await parsing.json(TOTPConfirmBody.self, request, allowed: TOTPConfirmBody.members)
+            let body = try await parsing.json(TOTPConfirmBody.self, request, allowed: TOTPConfirmBody.members, ignoringCase: true)
             do {
                 try await totpEnrollment().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: metadata(context, actor: userID))
                 return Response(status: .noContent)
@@ -183,7 +183,7 @@ struct AccountController: Sendable {
         await respond(context) {
             let (realm, issuer) = try await parsing.realm(request)
             let userID = try await caller(request, realm: realm, issuer: issuer).userID
-            let body = try await parsing.json(TOTPConfirmBody.self, request, allowed: TOTPConfirmBody.members)
+            let body = try await parsing.json(TOTPConfirmBody.self, request, allowed: TOTPConfirmBody.members, ignoringCase: true)
             guard try await emailSignIn().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: metadata(context, actor: userID))
             else { return Problem.response("Email.InvalidCode", status: 400, detail: "Invalid or expired code.") }
             return OAuthResponses.json(EmailConfirmationBody(EmailConfirmed: true))

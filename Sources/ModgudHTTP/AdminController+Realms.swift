@@ -16,6 +16,42 @@ extension AdminController {
             await self.handle(request, context) { realm in Self.ok(AdminPayloads.realmView(try await self.admin.realm(realm)), found: true) }
         }
         api.patch("realms/:realm") { request, context in await self.handle(request, context) { realm in try await self.updateRealm(request, realm) } }
+        // Signing keys (issue 41): rotate to a new one; retire a rotated-out one.
+        api.post("realms/:realm/signing-keys") { request, context in
+            await self.handle(request, context) { realm in
+                let body = try await self.decode(NewSigningKey.self, request, allowed: ["Algorithm"])
+                guard let algorithm = SigningKeyMaterial.Algorithm(rawValue: body.Algorithm ?? "ES256") else {
+                    throw AdminProblem("SigningKey.UnsupportedAlgorithm", "Algorithm is ES256 or RS256.")
+                }
+                guard try await self.admin.realm(realm).exists else { throw AdminProblem("Realm.NotFound", "No such realm.", status: 404) }
+                let kid = try await self.admin.core.keys.rotate(realm: realm, algorithm: algorithm, now: self.admin.core.now(), metadata: self.metadata(context))
+                return OAuthResponses.json(AdminPayloads.signingKeys(try await self.admin.realm(realm)).first { $0.Kid == kid }, status: .created)
+            }
+        }
+        api.post("realms/:realm/signing-keys/:kid/retire") { request, context in
+            await self.handle(request, context) { realm in
+                let body = try await self.decode(Retirement.self, request, allowed: ["Force"])
+                let kid = context.parameters.get("kid") ?? ""
+                let retired = try await self.admin.retireSigningKey(realm: realm, kid: kid, force: body.Force ?? false, metadata: self.metadata(context))
+                let view = AdminPayloads.signingKeys(try await self.admin.realm(realm)).first { $0.Kid == kid }
+                return OAuthResponses.json(RetiredKey(Key: view, RetiredNow: retired))
+            }
+        }
+    }
+
+    struct NewSigningKey: Decodable {
+        var Algorithm: String?
+    }
+
+    struct Retirement: Decodable {
+        /// Retire before the overlap has passed (a key believed compromised).
+        var Force: Bool?
+    }
+
+    struct RetiredKey: Encodable {
+        var Key: AdminPayloads.SigningKey?
+        /// False when it was retired already.
+        var RetiredNow: Bool
     }
 
     private func createRealm(_ request: Request) async throws -> Response {
@@ -23,12 +59,18 @@ extension AdminController {
         guard let id = body.Id else { throw AdminProblem("Request.Invalid", "Id is required.") }
         var settings = RealmSettings(hosts: [], displayName: body.DisplayName ?? id)
         try body.apply(to: &settings)
-        let state = try await admin.createRealm(id, settings: settings, metadata: EventMetadata(actor: "admin:api"))
+        let algorithm = try body.SigningAlgorithm.map { name in
+            guard let algorithm = SigningKeyMaterial.Algorithm(rawValue: name) else {
+                throw AdminProblem("SigningKey.UnsupportedAlgorithm", "SigningAlgorithm is ES256 or RS256.")
+            }
+            return algorithm
+        }
+        let state = try await admin.createRealm(id, settings: settings, signingAlgorithm: algorithm, metadata: EventMetadata(actor: "admin:api"))
         return OAuthResponses.json(AdminPayloads.realmView(state), status: .created)
     }
 
     private func updateRealm(_ request: Request, _ realm: String) async throws -> Response {
-        let body = try await decode(AdminPayloads.Realm.self, request, allowed: AdminPayloads.Realm.members.subtracting(["Id"]))
+        let body = try await decode(AdminPayloads.Realm.self, request, allowed: AdminPayloads.Realm.members.subtracting(["Id", "SigningAlgorithm"]))
         let (state, warning) = try await admin.updateRealm(realm, metadata: EventMetadata(actor: "admin:api")) { try body.apply(to: &$0) }
         return OAuthResponses.json(UpdatedRealm(Realm: AdminPayloads.realmView(state), Warning: warning))
     }

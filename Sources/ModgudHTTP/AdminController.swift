@@ -72,6 +72,8 @@ struct AdminController: Sendable {
         } catch let error as DomainError {
             let status = error.code.hasSuffix(".NotFound") ? 404 : (error.code.hasSuffix(".AlreadyExists") || error.code.hasSuffix(".LegacyPlaintext") ? 409 : 400)
             return Problem.response(error.code, status: status, detail: error.message)
+        } catch let error as SigningKeyRingError {
+            return Problem.response("SigningKey.Unavailable", status: 503, detail: error.description)
         } catch let error as EventStoreError {
             if case .inlineProjectionFailed(let projection, _) = error {
                 let title = projection == "realm_directory" ? "Realm.HostTaken" : "Request.Conflict"

@@ -1,3 +1,4 @@
+import Foundation
 import ModgudDomain
 import ModgudService
 
@@ -50,10 +51,15 @@ enum AdminPayloads {
         var IssuerTrailingSlash: Bool?
         /// Where `/magic-login` offers a browser user to go; "" clears.
         var WebFallbackURL: String?
+        /// On creation only: make the realm's first signing key, `ES256` or `RS256` (what
+        /// Auth0's SDKs verify). Views list the keys in `SigningKeys` instead.
+        var SigningAlgorithm: String?
+        /// In views: every key, newest first.
+        var SigningKeys: [SigningKey]?
 
         static let members: Set<String> = [
             "Id", "Hosts", "DisplayName", "PrimaryDomain", "PublicBaseURL", "NativeGrants", "RegistrationPosture", "MagicLinkEnabled",
-            "RegistrationFields", "RateLimits", "SessionLimits", "Connections", "IssuerTrailingSlash", "WebFallbackURL",
+            "RegistrationFields", "RateLimits", "SessionLimits", "Connections", "IssuerTrailingSlash", "WebFallbackURL", "SigningAlgorithm",
         ]
 
         func apply(to settings: inout RealmSettings) throws(AdminProblem) {
@@ -121,10 +127,14 @@ enum AdminPayloads {
         var Dpop: String?
         /// Every DPoP proof must carry a server nonce (RFC 9449 section 8).
         var DpopNonce: Bool?
+        /// The audience of a token asked for without one ("" clears: the client itself).
+        var DefaultAudience: String?
+        /// Audiences a refresh may switch to, with their scopes (Auth0's multi-resource refresh).
+        var RefreshTokenPolicies: [RefreshPolicyBody]?
 
         static let members: Set<String> = [
             "Id", "Type", "DisplayName", "Grants", "Scopes", "Audiences", "RpId", "AndroidOrigins", "AccessTokenFormat", "PasskeySignUp",
-            "AppleAppIds", "AndroidApps", "Dpop", "DpopNonce",
+            "AppleAppIds", "AndroidApps", "Dpop", "DpopNonce", "DefaultAudience", "RefreshTokenPolicies",
         ]
 
         func apply(to settings: inout ClientSettings) throws(AdminProblem) {
@@ -157,7 +167,15 @@ enum AdminPayloads {
                 settings.dpop = policy
             }
             if let DpopNonce { settings.dpopNonce = DpopNonce }
+            if let DefaultAudience { settings.defaultAudience = DefaultAudience.isEmpty ? nil : DefaultAudience }
+            if let RefreshTokenPolicies { settings.refreshTokenPolicies = RefreshTokenPolicies.map { RefreshTokenPolicy(audience: $0.Audience, scopes: $0.Scopes) } }
         }
+    }
+
+    /// A refresh policy: `{ "Audience", "Scopes": […] }`.
+    struct RefreshPolicyBody: Codable {
+        var Audience: String
+        var Scopes: [String]
     }
 
     /// An Android app of a client: `{ "PackageName", "Sha256CertFingerprints": ["AB:CD:…"] }`;
@@ -229,7 +247,28 @@ enum AdminPayloads {
                     AbsoluteLifetimeDays: $0.sessionLimits.absoluteLifetimeDays, RefreshReuseGraceSeconds: $0.sessionLimits.refreshReuseGraceSeconds,
                     EnrollmentFreshnessMinutes: $0.sessionLimits.enrollmentFreshnessMinutes)
             }, Connections: settings?.connections, IssuerTrailingSlash: settings?.issuerTrailingSlash,
-            WebFallbackURL: settings?.webFallbackURL)
+            WebFallbackURL: settings?.webFallbackURL, SigningKeys: signingKeys(state))
+    }
+
+    /// A realm's signing key as views list it: `Status` is `active`, `published` (rotated out,
+    /// still in the JWKS) or `retired`; `RetirableAt` is when a published key may be retired.
+    struct SigningKey: Codable {
+        var Kid: String
+        var Algorithm: String
+        /// ISO 8601.
+        var RotatedAt: String
+        var Status: String
+        var RetirableAt: String?
+    }
+
+    static func signingKeys(_ state: ModgudDomain.Realm.State) -> [SigningKey] {
+        state.signingKeys.reversed().map { key in
+            let status = key.kid == state.activeKey?.kid ? "active" : state.retiredKids.contains(key.kid) ? "retired" : "published"
+            return SigningKey(
+                Kid: key.kid, Algorithm: key.algorithm, RotatedAt: key.rotatedAt.formatted(.iso8601), Status: status,
+                RetirableAt: status == "published"
+                    ? state.rotatedOutAt(key.kid)?.addingTimeInterval(ModgudDomain.Realm.retirementOverlap).formatted(.iso8601) : nil)
+        }
     }
 
     static func clientView(_ state: ModgudDomain.Client.State) -> Client {
@@ -240,7 +279,8 @@ enum AdminPayloads {
             AndroidOrigins: settings?.androidOrigins.sorted(), AccessTokenFormat: settings?.accessTokenFormat.rawValue,
             PasskeySignUp: settings?.passkeySignUp, AppleAppIds: settings?.appleAppIDs.sorted(),
             AndroidApps: settings?.androidApps.map { AndroidAppBody(PackageName: $0.packageName, Sha256CertFingerprints: $0.sha256Fingerprints) },
-            Dpop: settings?.dpop.rawValue, DpopNonce: settings?.dpopNonce)
+            Dpop: settings?.dpop.rawValue, DpopNonce: settings?.dpopNonce, DefaultAudience: settings?.defaultAudience,
+            RefreshTokenPolicies: settings?.refreshTokenPolicies.map { RefreshPolicyBody(Audience: $0.audience, Scopes: $0.scopes) })
     }
 
     /// The answer to `DELETE /admin/api/realms/{r}/users/{u}?erase=true`.

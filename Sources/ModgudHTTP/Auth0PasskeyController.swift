@@ -101,6 +101,8 @@ struct Auth0PasskeyController: Sendable {
                 return OAuthResponses.error(error)
             } catch let refusal as ServiceRefusal {
                 return refusal.oauthResponse
+            } catch let limited as RateLimited {
+                return Auth0ErrorResponses.rateLimited(limited)
             }
         }
     }

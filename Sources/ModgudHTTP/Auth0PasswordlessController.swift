@@ -5,7 +5,8 @@ import ModgudService
 
 /// Auth0's passwordless email API (issue 24): `POST /passwordless/start` sends a one-time
 /// code (`send: code`) or a magic link (`send: link`, Auth0's default). The same service calls
-/// as `/api/account/native/otp/request` and `/api/account/magic-link/request`: the realm's
+/// as `/api/account/native/otp/request` and `/api/account/magic-link/request` (`link_ios` and
+/// `link_android` send the same link as `link`): the realm's
 /// posture, registration fields and rate limits apply alike, and the answer is the same
 /// whether or not the address has an account (the jitter included). Requests and errors have
 /// Auth0's shapes: JSON or a form; `{ "error", "error_description" }` with Auth0's codes
@@ -47,6 +48,8 @@ struct Auth0PasswordlessController: Sendable {
                 return OAuthResponses.json(ErrorBody(error: "bad.email", error_description: "Invalid email"), status: .badRequest)
             } catch let refused as EmailSignInService.RequestRefused {
                 return OAuthResponses.json(ErrorBody(error: "bad.request", error_description: refused.message), status: .badRequest)
+            } catch let limited as RateLimited {
+                return Auth0ErrorResponses.rateLimited(limited)
             }
         }
     }
@@ -73,8 +76,10 @@ struct Auth0PasswordlessController: Sendable {
         let sendsLink: Bool
         switch form["send"] ?? "link" {
         case "code": sendsLink = false
-        case "link": sendsLink = true
-        default: throw Refusal(code: "bad.send", message: "Invalid send value, must be 'code' or 'link'")
+        // Auth0's native variants send the same link: the app opens it as a universal link
+        // (iOS) or an app link (Android), which `/magic-login` serves on the realm's host.
+        case "link", "link_ios", "link_android": sendsLink = true
+        default: throw Refusal(code: "bad.send", message: "Invalid send value, must be 'code', 'link', 'link_ios' or 'link_android'")
         }
         let permission: GrantType = sendsLink ? .magic : .otp
         guard client.settings.grants.contains(permission) else {

@@ -9,4 +9,8 @@ extension HTTPField.Name {
     static let dpop = HTTPField.Name("DPoP")!
     /// RFC 9449 section 8: the server's nonce.
     static let dpopNonce = HTTPField.Name("DPoP-Nonce")!
+    /// Auth0's rate-limit headers (its 429s; auth0-python reads the reset as Unix seconds).
+    static let rateLimitLimit = HTTPField.Name("X-RateLimit-Limit")!
+    static let rateLimitRemaining = HTTPField.Name("X-RateLimit-Remaining")!
+    static let rateLimitReset = HTTPField.Name("X-RateLimit-Reset")!
 }

@@ -13,8 +13,9 @@ import ModgudService
 /// any audience and scope: listed in its `Audiences` and `AllowedScopes`, requested with
 /// `audience` (or `resource`) and `scope`. Enrollment also needs a fresh sign-in
 /// (`PasskeyService.requireFreshSignIn`), unless the token carries `modgud:passkeys:enroll`.
-/// Errors are problem documents (`application/problem+json`), as Auth0's My Account API answers;
-/// members Auth0 does not define are ignored.
+/// Errors are problem documents (`application/problem+json`), as Auth0's My Account API answers,
+/// 401, 403 and 429 included; members Auth0 does not define are ignored. Enrollment answers 202
+/// with the method's `Location` (`…/passkey%7Cnew`), verification 201 with the new method's.
 struct MyAccountController: Sendable {
     let passkeys: PasskeyService
     let rateLimiter: RateLimiter
@@ -58,15 +59,30 @@ struct MyAccountController: Sendable {
         var name: String
     }
 
-    /// An authentication method as My Account shows it.
+    /// A passkey as Auth0's My Account API shows an authentication method of type `passkey`
+    /// (its OpenAPI schema `AuthenticationMethodPasskey`): every member it documents, in its
+    /// format. Auth0.swift 3.1.0 `PasskeyAuthenticationMethod.swift` requires `id`, `type`,
+    /// `identity_user_id`, `created_at` (ISO 8601 with fractional seconds), `aaguid`,
+    /// `relying_party_id`, `key_id`, `public_key` (standard base64), `user_handle` (base64url),
+    /// `credential_device_type` (`single_device` or `multi_device`) and `credential_backed_up`;
+    /// Auth0.Android 3.18.0 `AuthenticationMethod.kt` also `usage`. `name` and `provider` are
+    /// Modgud's (the label the user gave it, and who holds it, from its AAGUID).
     struct MethodBody: Encodable {
         var id: String
         var type = "passkey"
-        var name: String
         var created_at: String
         var last_auth_at: String?
         var usage = ["primary"]
-        var rp_id: String
+        var identity_user_id: String
+        var key_id: String
+        var public_key: String
+        var user_handle: String
+        var credential_device_type: String
+        var credential_backed_up: Bool
+        var relying_party_id: String
+        var transports: [String]
+        var aaguid: String
+        var name: String
         var provider: ProviderBody
     }
 
@@ -84,7 +100,7 @@ struct MyAccountController: Sendable {
     /// POST /me/v1/authentication-methods `{type: "passkey"}`: creation options and the session.
     func begin(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
-            let (realm, bearer) = try await authorized(request, scope: "create:me:authentication_methods")
+            let (realm, bearer, issuer) = try await authorized(request, scope: "create:me:authentication_methods")
             let body = try await parsing.json(BeginBody.self, request, allowed: nil)
             guard body.type == "passkey" else {
                 return Problem.response("MyAccount.UnsupportedType", status: 400, detail: "Only passkeys can be enrolled here (type: passkey).")
@@ -99,7 +115,14 @@ struct MyAccountController: Sendable {
             try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             let begun = try await passkeys.beginEnrollment(
                 realm: realm, userID: bearer.userID, clientID: bearer.clientID, metadata: account.metadata(context, actor: bearer.userID))
-            return OAuthResponses.json(BegunBody(authn_params_public_key: Auth0CeremonyOptions(begun.options), auth_session: begun.ceremonyID.uuidString.lowercased()))
+            // 202 with the method id in `Location`, as Auth0 answers: Auth0.swift's
+            // `PasskeyEnrollmentChallenge` and Auth0.Android's `passkeyEnrollmentChallenge` take
+            // the id from the header's last path segment.
+            var response = OAuthResponses.json(
+                BegunBody(authn_params_public_key: Auth0CeremonyOptions(begun.options), auth_session: begun.ceremonyID.uuidString.lowercased()),
+                status: .accepted)
+            response.headers[.location] = Self.location(issuer: issuer, methodID: "passkey|new")
+            return response
         }
     }
 
@@ -108,7 +131,7 @@ struct MyAccountController: Sendable {
         await respond(context) {
             let method = context.parameters.get("id").map { $0.removingPercentEncoding ?? $0 }
             guard method == "passkey|new" else { return Self.notFound() }
-            let (realm, bearer) = try await authorized(request, scope: "create:me:authentication_methods")
+            let (realm, bearer, issuer) = try await authorized(request, scope: "create:me:authentication_methods")
             try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
             try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             let body = try await parsing.json(VerifyBody.self, request, allowed: nil)
@@ -116,14 +139,17 @@ struct MyAccountController: Sendable {
                 realm: realm, userID: bearer.userID, clientID: bearer.clientID, ceremonyID: body.auth_session,
                 attestation: try Self.attestation(body.authn_response), displayName: body.name,
                 metadata: account.metadata(context, actor: bearer.userID))
-            return OAuthResponses.json(Self.view(created), status: .created)
+            let view = Self.view(created)
+            var response = OAuthResponses.json(view, status: .created)
+            response.headers[.location] = Self.location(issuer: issuer, methodID: view.id)
+            return response
         }
     }
 
     /// GET /me/v1/authentication-methods.
     func list(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
-            let (realm, bearer) = try await authorized(request, scope: "read:me:authentication_methods")
+            let (realm, bearer, _) = try await authorized(request, scope: "read:me:authentication_methods")
             let methods = try await passkeys.list(realm: realm.realmID, userID: bearer.userID).map(Self.view)
             return OAuthResponses.json(ListBody(authentication_methods: methods))
         }
@@ -132,7 +158,7 @@ struct MyAccountController: Sendable {
     /// GET /me/v1/authentication-methods/{id}: the method, or 404 (other users' ids included).
     func get(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
-            let (realm, bearer) = try await authorized(request, scope: "read:me:authentication_methods")
+            let (realm, bearer, _) = try await authorized(request, scope: "read:me:authentication_methods")
             guard let id = Self.passkeyID(context), let found = try await passkeys.get(realm: realm.realmID, userID: bearer.userID, passkeyID: id)
             else { return Self.notFound() }
             return OAuthResponses.json(Self.view(found))
@@ -142,7 +168,7 @@ struct MyAccountController: Sendable {
     /// PATCH /me/v1/authentication-methods/{id} `{name}`.
     func rename(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
-            let (realm, bearer) = try await authorized(request, scope: "update:me:authentication_methods")
+            let (realm, bearer, _) = try await authorized(request, scope: "update:me:authentication_methods")
             let body = try await parsing.json(RenameBody.self, request, allowed: nil)
             guard let id = Self.passkeyID(context),
                 let renamed = try await passkeys.rename(
@@ -156,7 +182,7 @@ struct MyAccountController: Sendable {
     /// DELETE /me/v1/authentication-methods/{id}: 204, or 404.
     func delete(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
-            let (realm, bearer) = try await authorized(request, scope: "delete:me:authentication_methods")
+            let (realm, bearer, _) = try await authorized(request, scope: "delete:me:authentication_methods")
             guard let id = Self.passkeyID(context),
                 try await passkeys.delete(
                     realm: realm.realmID, userID: bearer.userID, passkeyID: id, by: "user:\(bearer.userID.uuidString.lowercased())",
@@ -171,7 +197,7 @@ struct MyAccountController: Sendable {
     /// The realm (native grants on) and the bearer, whose token must be for the host's My
     /// Account audience (else 401 `invalid_token`) and carry `scope` (else 403
     /// `insufficient_scope`, RFC 6750 section 3.1).
-    private func authorized(_ request: Request, scope: String) async throws -> (RealmDirectory.Entry, Caller) {
+    private func authorized(_ request: Request, scope: String) async throws -> (RealmDirectory.Entry, Caller, issuer: String) {
         let (realm, issuer) = try await parsing.realm(request)
         guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(AccountController.disabled()) }
         let caller = try await account.caller(request, realm: realm, issuer: issuer)
@@ -181,7 +207,13 @@ struct MyAccountController: Sendable {
         guard caller.scopes.contains(scope) else {
             throw RequestParsing.Failure.response(ProtectedResource.challenge("insufficient_scope", scheme: caller.scheme, status: .forbidden))
         }
-        return (realm, caller)
+        return (realm, caller, issuer)
+    }
+
+    /// Where a method lives: `<base>/me/v1/authentication-methods/<id>`, the id's `|`
+    /// percent-encoded as Auth0 writes it (`passkey%7Cnew`).
+    static func location(issuer: String, methodID: String) -> String {
+        RequestParsing.base(of: issuer) + base + "/" + methodID.replacingOccurrences(of: "|", with: "%7C")
     }
 
     /// The My Account audience of an issuer: `https://login.example.com/me/`.
@@ -210,10 +242,16 @@ struct MyAccountController: Sendable {
     }
 
     static func view(_ summary: PasskeyService.Summary) -> MethodBody {
-        let format = Date.ISO8601FormatStyle()
+        // Auth0 writes timestamps with milliseconds (`2025-01-15T10:30:00.000Z`).
+        let format = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        let credential = summary.credential
         return MethodBody(
-            id: "passkey|" + summary.id.uuidString.lowercased(), name: summary.displayName, created_at: summary.createdAt.formatted(format),
-            last_auth_at: summary.lastUsedAt?.formatted(format), rp_id: summary.rpID,
+            id: "passkey|" + summary.id.uuidString.lowercased(), created_at: summary.createdAt.formatted(format),
+            last_auth_at: summary.lastUsedAt?.formatted(format), identity_user_id: credential.userID.uuidString.lowercased(),
+            key_id: credential.credentialID, public_key: Base64URLText.decode(credential.publicKey).map { Data($0).base64EncodedString() } ?? "",
+            user_handle: Base64URLText.encode(credential.userHandle), credential_device_type: credential.backupEligible ? "multi_device" : "single_device",
+            credential_backed_up: credential.backedUp, relying_party_id: summary.rpID, transports: credential.transports,
+            aaguid: summary.provider.aaguid ?? "00000000-0000-0000-0000-000000000000", name: summary.displayName,
             provider: ProviderBody(name: summary.provider.name, aaguid: summary.provider.aaguid))
     }
 
@@ -221,7 +259,19 @@ struct MyAccountController: Sendable {
         Problem.response("MyAccount.NotFound", status: 404, detail: "No such authentication method.")
     }
 
+    /// Every error a problem, as Auth0's My Account API answers (its `ErrorResponse` schema:
+    /// `type`, `status`, `title`, `detail`): bearer challenges and 429s included.
     private func respond(_ context: ModgudRequestContext, _ body: () async throws -> Response) async -> Response {
-        await account.respondWithProblems(context, body)
+        await account.respondWithProblems(context) {
+            do {
+                return try await body()
+            } catch RequestParsing.Failure.response(let response) where [.unauthorized, .forbidden].contains(response.status)
+                && response.headers[.contentType] == nil
+            {
+                return Auth0ErrorResponses.myAccountChallenge(response)
+            } catch let limited as RateLimited {
+                return Auth0ErrorResponses.myAccountRateLimited(limited)
+            }
+        }
     }
 }

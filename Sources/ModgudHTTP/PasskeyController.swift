@@ -81,7 +81,7 @@ struct PasskeyController: Sendable {
         await respond(context) {
             let (realm, _) = try await parsing.realm(request)
             guard realm.settings.nativeGrants.enabled else { return AccountController.disabled() }
-            let body = try await parsing.json(SignUpBody.self, request, allowed: SignUpBody.members)
+            let body = try await parsing.json(SignUpBody.self, request, allowed: SignUpBody.members, ignoringCase: true)
             let source = parsing.source(request, context: context)
             try await rateLimiter.check(.passkeyPerIP, key: source, realm: realm.realmID, settings: realm.settings)
             try await rateLimiter.check(.signupPerIP, key: source, realm: realm.realmID, settings: realm.settings)
@@ -121,7 +121,7 @@ struct PasskeyController: Sendable {
             try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             let body: EnrollBody
             do {
-                body = try await parsing.json(EnrollBody.self, request, allowed: EnrollBody.members)
+                body = try await parsing.json(EnrollBody.self, request, allowed: EnrollBody.members, ignoringCase: true)
             } catch RequestParsing.Failure.response(let response) where response.status != .contentTooLarge && response.status != .unsupportedMediaType {
                 // docs/spec.md section 4: a malformed enrollment body is the passkey refusal, not the generic one.
                 return ServiceRefusal.invalid("Passkey.InvalidRequest", "Invalid request.").problem
@@ -157,7 +157,7 @@ struct PasskeyController: Sendable {
     func rename(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, bearer) = try await authorized(request)
-            let body = try await parsing.json(RenameBody.self, request, allowed: RenameBody.members)
+            let body = try await parsing.json(RenameBody.self, request, allowed: RenameBody.members, ignoringCase: true)
             guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
                 let renamed = try await passkeys.rename(
                     realm: realm.realmID, userID: bearer.userID, passkeyID: id, to: body.DisplayName, by: "user:\(bearer.userID.uuidString.lowercased())",

@@ -94,9 +94,10 @@ struct RequestParsing: Sendable {
     }
 
     /// A JSON body of Modgud's own API: `application/json`, within the size limit, no unknown
-    /// members (400 problems otherwise).
-    func json<T: Decodable>(_ type: T.Type, _ request: Request, allowed: Set<String>?) async throws -> T {
-        try await strictJSON(T.self, request, allowed: allowed) { failure in
+    /// members (400 problems otherwise). `ignoringCase`: the seed's endpoints bind member names
+    /// as its ASP.NET binder does, case-insensitively (`StrictJSON.decode`).
+    func json<T: Decodable>(_ type: T.Type, _ request: Request, allowed: Set<String>?, ignoringCase: Bool = false) async throws -> T {
+        try await strictJSON(T.self, request, allowed: allowed, ignoringCase: ignoringCase) { failure in
             switch failure {
             case .unsupportedMediaType: Problem.response("Request.UnsupportedMediaType", status: 415, detail: "The body must be application/json.")
             case .tooLarge: Problem.response("Request.TooLarge", status: 413, detail: "The request body is too large.")
@@ -118,9 +119,9 @@ struct RequestParsing: Sendable {
 
     /// A JSON body decoded strictly (`StrictJSON`), its refusals answered by `answer`: Modgud's
     /// own endpoints answer problems (`json`), Auth0's OAuth errors.
-    func strictJSON<T: Decodable>(_ type: T.Type, _ request: Request, allowed: Set<String>?, answer: (JSONBodyFailure) -> Response) async throws
-        -> T
-    {
+    func strictJSON<T: Decodable>(
+        _ type: T.Type, _ request: Request, allowed: Set<String>?, ignoringCase: Bool = false, answer: (JSONBodyFailure) -> Response
+    ) async throws -> T {
         guard let contentType = request.headers[.contentType]?.lowercased(), contentType.hasPrefix("application/json") else {
             throw Failure.response(answer(.unsupportedMediaType))
         }
@@ -131,7 +132,7 @@ struct RequestParsing: Sendable {
             throw Failure.response(answer(.tooLarge))
         }
         do {
-            return try StrictJSON.decode(T.self, from: Array(buffer.readableBytesView), allowed: allowed)
+            return try StrictJSON.decode(T.self, from: Array(buffer.readableBytesView), allowed: allowed, ignoringCase: ignoringCase)
         } catch {
             throw Failure.response(answer(.decoding(error)))
         }

@@ -11,10 +11,18 @@ enum StrictJSON {
         case nulCharacter
     }
 
-    static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], allowed: Set<String>?) throws(Failure) -> T {
-        let data = Data(bytes)
-        guard let members = try? JSONDecoder().decode([String: AnyJSONValue].self, from: data) else { throw .malformed }
+    /// - Parameter ignoringCase: match member names to `allowed` regardless of case, as the
+    ///   seed's ASP.NET binder does (`{"email": …}` binds `Email`); a member given twice in two
+    ///   spellings is refused, an unknown one still is.
+    static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], allowed: Set<String>?, ignoringCase: Bool = false) throws(Failure) -> T {
+        var data = Data(bytes)
+        guard var members = try? JSONDecoder().decode([String: AnyJSONValue].self, from: data) else { throw .malformed }
         if members.contains(where: { $0.key.unicodeScalars.contains("\u{0}") || $0.value.containsNUL }) { throw .nulCharacter }
+        if let allowed, ignoringCase, !members.keys.allSatisfy(allowed.contains) {
+            members = try canonicalNames(members, allowed: allowed)
+            guard let renamed = try? JSONEncoder().encode(members) else { throw .malformed }
+            data = renamed
+        }
         if let allowed, let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }) { throw .unknownMember(unknown) }
         do {
             return try JSONDecoder().decode(T.self, from: data)
@@ -25,6 +33,19 @@ enum StrictJSON {
         } catch {
             throw .malformed
         }
+    }
+
+    /// The members renamed to their spelling in `allowed`, matched without regard to case;
+    /// names that match nothing are kept as they are (and refused as unknown by the caller).
+    static func canonicalNames(_ members: [String: AnyJSONValue], allowed: Set<String>) throws(Failure) -> [String: AnyJSONValue] {
+        let spellings = Dictionary(allowed.map { ($0.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
+        var renamed: [String: AnyJSONValue] = [:]
+        for (name, value) in members.sorted(by: { $0.key < $1.key }) {
+            let canonical = spellings[name.lowercased()] ?? name
+            guard renamed[canonical] == nil else { throw .invalid("\(canonical) is given twice.") }
+            renamed[canonical] = value
+        }
+        return renamed
     }
 
     /// Any JSON value, kept (to hand a nested document on as bytes).

@@ -58,15 +58,22 @@ struct TokenController: Sendable {
             return response
         } catch let error as OAuthError {
             outcome.outcome = error.error
-            return OAuthResponses.error(error)
+            // Auth0's path answers in Auth0's words, which its SDKs test (issue 41).
+            guard Self.isAuth0Path(request) else { return OAuthResponses.error(error) }
+            return OAuthResponses.error(Auth0ErrorResponses.worded(error, grantType: outcome.grantType))
         } catch let limited as RateLimited {
             outcome.outcome = "rate_limited"
-            return OAuthResponses.rateLimited(limited)
+            return Self.isAuth0Path(request) ? Auth0ErrorResponses.rateLimited(limited) : OAuthResponses.rateLimited(limited)
         } catch {
             let response = ServerFailure.oauth(error, context: context, endpoint: "token")
             outcome.outcome = response.status == .serviceUnavailable ? "temporarily_unavailable" : "server_error"
             return response
         }
+    }
+
+    /// Whether the request came by Auth0's path, `/oauth/token`.
+    static func isAuth0Path(_ request: Request) -> Bool {
+        Auth0ErrorResponses.authenticationPaths.contains(request.uri.path)
     }
 
     /// The gates in order: a served grant type; for a native grant the realm's switch

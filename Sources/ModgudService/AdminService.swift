@@ -14,11 +14,26 @@ public struct AdminService: Sendable {
 
     // MARK: Realms
 
-    public func createRealm(_ id: String, settings: RealmSettings, metadata: EventMetadata) async throws -> Realm.State {
-        let state = try await core.realmActors.actor(for: StreamNames.realm(id)).execute(.create(id: id, settings: settings), now: core.now(), metadata: metadata)
-            .state
+    /// Creates a realm; with `signingAlgorithm`, its first signing key too (RS256 for a realm
+    /// Auth0's SDKs verify: they read every JWKS key as RSA). Without the master key, asking
+    /// for a key refuses before anything is written.
+    public func createRealm(
+        _ id: String, settings: RealmSettings, signingAlgorithm: SigningKeyMaterial.Algorithm? = nil, metadata: EventMetadata
+    ) async throws -> Realm.State {
+        if signingAlgorithm != nil, !core.keys.canRotate { throw SigningKeyRingError.noMasterKey }
+        let actor = await core.realmActors.actor(for: StreamNames.realm(id))
+        var state = try await actor.execute(.create(id: id, settings: settings), now: core.now(), metadata: metadata).state
+        if let signingAlgorithm {
+            try await core.keys.rotate(realm: id, algorithm: signingAlgorithm, now: core.now(), metadata: metadata)
+            state = try await actor.current().state
+        }
         await core.settingsChanged(.realm(id))
         return state
+    }
+
+    /// Retires a rotated-out signing key (`SigningKeyRing.retire`); false when it was retired already.
+    public func retireSigningKey(realm: String, kid: String, force: Bool, metadata: EventMetadata) async throws -> Bool {
+        try await core.keys.retire(realm: realm, kid: kid, force: force, now: core.now(), metadata: metadata)
     }
 
     /// Changes a realm's settings; a `change` that throws writes nothing. Returns a warning when

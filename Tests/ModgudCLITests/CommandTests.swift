@@ -59,6 +59,27 @@ final class CommandTests: XCTestCase {
         XCTAssertTrue(try cli.fails(["realm", "show", "nowhere"]).contains("no such realm"))
     }
 
+    /// Issue 41: a realm made RS256 from the start, and a rotated-out key retired: refused in
+    /// its overlap and while active, done when forced, gone from the show.
+    func testSigningKeysAreChosenAtCreationAndRetired() throws {
+        let created = try cli.ok(["realm", "create", "auth0", "--host", "auth0.acme.test", "--native-grants", "true", "--signing-algorithm", "RS256"])
+        let first = try XCTUnwrap(created.firstMatch(of: /keys +(\S+) RS256 \(active\)/)?.output.1).description
+        // Native grants on and no posture chosen: seed 001's JitOnOtp.
+        XCTAssertTrue(created.contains("registration JitOnOtp (default)"), created)
+        XCTAssertTrue(try cli.fails(["realm", "create", "nokey", "--host", "nokey.acme.test", "--signing-algorithm", "HS256"]).contains("--signing-algorithm"))
+        XCTAssertTrue(try cli.fails(["realm", "retire-key", "auth0", first]).contains("SigningKey.Active"))
+        _ = try cli.ok(["realm", "rotate-key", "auth0", "--algorithm", "RS256"])
+        XCTAssertTrue(try cli.fails(["realm", "retire-key", "auth0", first]).contains("SigningKey.InOverlap"))
+        XCTAssertEqual(try cli.ok(["realm", "retire-key", "auth0", first, "--force"]), "retired signing key \(first) of realm auth0\n")
+        XCTAssertEqual(try cli.ok(["realm", "retire-key", "auth0", first, "--force"]), "signing key \(first) of realm auth0 was retired already\n")
+        XCTAssertTrue(try cli.ok(["realm", "show", "auth0"]).contains("\(first) RS256 (retired)"))
+        XCTAssertTrue(try cli.fails(["realm", "retire-key", "auth0", "no-such-kid"]).contains("SigningKey.NotFound"))
+        // Without the master key no key can be made: nothing is created.
+        let outcome = try cli.run(["realm", "create", "sealed", "--host", "sealed.acme.test", "--signing-algorithm", "RS256"], withMasterKey: false)
+        XCTAssertNotEqual(outcome.status, 0)
+        XCTAssertTrue(try cli.fails(["realm", "show", "sealed"]).contains("no such realm"))
+    }
+
     func testClientCommandsFromCreationToDeletion() throws {
         try cli.ok(["realm", "create", "acme", "--host", "login.acme.test"])
         let created = try cli.ok(["client", "create", "acme", "ios", "--grant", "urn:cocoar:otp", "--grant", "refresh_token", "--scope", "openid"])
@@ -93,6 +114,13 @@ final class CommandTests: XCTestCase {
         let both = try cli.ok(["client", "app-links", "acme", "ios"])
         XCTAssertTrue(both.contains("# https://login.acme.test/.well-known/apple-app-site-association"), both)
         XCTAssertTrue(both.contains(#""/" : "/magic-login""#) && both.contains("delegate_permission/common.handle_all_urls"), both)
+        // Two hosts serving different files: `--only` names them rather than printing two documents.
+        XCTAssertTrue(try cli.fails(["client", "app-links", "acme", "ios", "--only", "aasa"]).contains("serve different aasa files"))
+        // The RP-ID on the link host: one host, one document (issue 41: it was printed twice on Linux).
+        _ = try cli.ok(["client", "update", "acme", "ios", "--rp-id", "login.acme.test"])
+        let single = try cli.ok(["client", "app-links", "acme", "ios", "--only", "aasa"])
+        let document = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(single.utf8)) as? [String: Any], single)
+        XCTAssertEqual(Set(document.keys), ["webcredentials", "applinks"], single)
         XCTAssertTrue(try cli.ok(["client", "disable", "acme", "ios"]).contains("disabled"))
         XCTAssertTrue(try cli.ok(["client", "enable", "acme", "ios"]).contains("enabled"))
         XCTAssertTrue(try cli.ok(["client", "show", "acme", "ios"]).contains("ios (public, enabled)"))
@@ -110,6 +138,10 @@ final class CommandTests: XCTestCase {
         let id = try XCTUnwrap(created.split(separator: "\t").first.map(String.init))
         XCTAssertEqual(created, "\(id)\tada@example.com\tactive\n")
         XCTAssertTrue(try cli.ok(["user", "list", "acme"]).contains("ada@example.com\tactive"))
+        // Without the master key the address is sealed, not erased (issue 41).
+        let sealedList = try cli.run(["user", "list", "acme"], withMasterKey: false)
+        XCTAssertEqual(sealedList.output, "\(id)\t[sealed]\tactive\n")
+        XCTAssertTrue(sealedList.error.contains("set MODGUD_MASTER_KEY"), sealedList.error)
         XCTAssertTrue(try cli.ok(["user", "show", "acme", "ada@example.com"]).contains("name         Ada"))
         XCTAssertTrue(try cli.ok(["user", "totp-enable", "acme", id]).contains("otpauth://totp/"))
         try cli.ok(["user", "totp-disable", "acme", id])

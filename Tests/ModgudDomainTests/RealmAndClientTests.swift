@@ -27,7 +27,8 @@ final class RealmTests: XCTestCase {
         XCTAssertFalse(state.settings!.nativeGrants.enabled, "native grants are off by default")
         XCTAssertEqual(state.settings!.nativeGrants.accessTokenLifetimeMinutes, 15)
         XCTAssertEqual(state.settings!.nativeGrants.refreshTokenLifetimeDays, 14)
-        XCTAssertEqual(state.settings!.registrationPosture, .off, "sign-up is off until the operator opens it (the seed's default)")
+        XCTAssertNil(state.settings!.chosenRegistrationPosture)
+        XCTAssertEqual(state.settings!.registrationPosture, .jitOnOtp, "no posture chosen: seed 001's default for an app's sign-ins (issue 41)")
 
         var changed = settings
         changed.nativeGrants.enabled = true
@@ -188,6 +189,47 @@ final class SourceCIDRTests: XCTestCase {
         for invalid in ["10.0.0.0/33", "2001:db8::/129", "not-an-address", "10.0.0/8", "", "10.0.0.0/-1"] {
             XCTAssertNil(SourceCIDR(invalid), invalid)
         }
+    }
+
+    /// Issue 41: a posture is recorded only when chosen; realms recorded before kept theirs.
+    func testThePostureDefaultsToJitOnOtpAndARecordedOneIsKept() throws {
+        let fresh = RealmSettings(hosts: ["a.com"], displayName: "x")
+        let encoded = String(decoding: try JSONEncoder().encode(fresh), as: UTF8.self)
+        XCTAssertFalse(encoded.contains("registrationPosture"), encoded)
+        var recorded = try JSONSerialization.jsonObject(with: Data(encoded.utf8)) as! [String: Any]
+        recorded["registrationPosture"] = "Off"
+        let legacy = try JSONDecoder().decode(RealmSettings.self, from: JSONSerialization.data(withJSONObject: recorded))
+        XCTAssertEqual(legacy.registrationPosture, .off, "a realm recorded with Off keeps it")
+        var chosen = fresh
+        chosen.registrationPosture = .explicitEndpoint
+        XCTAssertEqual(try JSONDecoder().decode(RealmSettings.self, from: JSONEncoder().encode(chosen)).chosenRegistrationPosture, .explicitEndpoint)
+    }
+
+    /// Issue 41: a key is retired only once rotated out and an hour later, unless forced.
+    func testRetiringAKeyNeedsItRotatedOutAndTheOverlapPassed() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let settings = RealmSettings(hosts: ["a.test"], displayName: "A")
+        var state = try Realm.decide(.create(id: "demo", settings: settings), state: Realm.initialState, now: now).reduce(Realm.initialState, Realm.evolve)
+        state = try Realm.decide(.rotateSigningKey(kid: "k1", algorithm: "ES256", publicJWK: "{}"), state: state, now: now).reduce(state, Realm.evolve)
+        XCTAssertThrowsError(try Realm.decide(.retireSigningKey(kid: "k1", force: true), state: state, now: now)) {
+            XCTAssertEqual(($0 as? DomainError)?.code, "SigningKey.Active")
+        }
+        let rotatedAt = now.addingTimeInterval(600)
+        state = try Realm.decide(.rotateSigningKey(kid: "k2", algorithm: "RS256", publicJWK: "{}"), state: state, now: rotatedAt)
+            .reduce(state, Realm.evolve)
+        XCTAssertThrowsError(try Realm.decide(.retireSigningKey(kid: "k1", force: false), state: state, now: rotatedAt.addingTimeInterval(3599))) {
+            XCTAssertEqual(($0 as? DomainError)?.code, "SigningKey.InOverlap")
+        }
+        XCTAssertThrowsError(try Realm.decide(.retireSigningKey(kid: "k9", force: true), state: state, now: rotatedAt)) {
+            XCTAssertEqual(($0 as? DomainError)?.code, "SigningKey.NotFound")
+        }
+        let due = try Realm.decide(.retireSigningKey(kid: "k1", force: false), state: state, now: rotatedAt.addingTimeInterval(3600))
+        XCTAssertEqual(due, [RealmEvent.signingKeyRetired(SigningKeyRetired(kid: "k1", retiredAt: rotatedAt.addingTimeInterval(3600), forced: false))])
+        let forced = try Realm.decide(.retireSigningKey(kid: "k1", force: true), state: state, now: rotatedAt)
+        XCTAssertEqual(forced, [RealmEvent.signingKeyRetired(SigningKeyRetired(kid: "k1", retiredAt: rotatedAt, forced: true))])
+        state = forced.reduce(state, Realm.evolve)
+        XCTAssertEqual(state.publishedKeys.map { $0.kid }, ["k2"])
+        XCTAssertEqual(try Realm.decide(.retireSigningKey(kid: "k1", force: true), state: state, now: rotatedAt), [], "retired already: nothing")
     }
 
     func testAnInvalidAllowlistIsRefusedByName() {

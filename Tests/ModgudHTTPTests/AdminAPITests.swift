@@ -97,6 +97,65 @@ final class AdminAPITests: XCTestCase {
 final class RealmSettingsAdminTests: XCTestCase {
     static let headers: HTTPFields = [.authorization: "Bearer \(AdminAPITests.adminToken)", .contentType: "application/json"]
 
+    /// Issue 41: an RS256 realm from its creation; a rotated-out key retired (forced inside its
+    /// overlap), gone from the JWKS, its private key destroyed.
+    func testSigningKeysChosenAtCreationRotatedAndRetired() async throws {
+        let database = try await TestDatabase.create(maxConnections: 10)
+        let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 9, count: 32))
+        try await buildApplication(core: core, configuration: HTTPConfiguration(adminToken: AdminAPITests.adminToken)).test(.router) { client in
+            func call(_ method: HTTPRequest.Method, _ path: String, _ body: String? = nil) async throws -> (HTTPResponse.Status, [String: Any]) {
+                let response = try await client.execute(uri: path, method: method, headers: Self.headers, body: body.map { ByteBuffer(string: $0) })
+                return (response.status, (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? [String: Any] ?? [:])
+            }
+            func jwks() async throws -> [String] {
+                let response = try await client.execute(uri: "/.well-known/jwks.json", method: .get)
+                let keys = (try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])?["keys"] as? [[String: Any]]
+                return (keys ?? []).compactMap { $0["kty"] as? String }.sorted()
+            }
+            let (refused, problem) = try await call(.post, "/admin/api/realms", #"{"Id":"acme","Hosts":["localhost"],"SigningAlgorithm":"HS256"}"#)
+            XCTAssertEqual(refused, .badRequest)
+            XCTAssertEqual(problem["title"] as? String, "SigningKey.UnsupportedAlgorithm")
+            let (created, realm) = try await call(.post, "/admin/api/realms", #"{"Id":"acme","Hosts":["localhost"],"SigningAlgorithm":"RS256"}"#)
+            XCTAssertEqual(created, .created)
+            let first = try XCTUnwrap((realm["SigningKeys"] as? [[String: Any]])?.first)
+            XCTAssertEqual(first["Algorithm"] as? String, "RS256")
+            XCTAssertEqual(first["Status"] as? String, "active")
+            let kid = try XCTUnwrap(first["Kid"] as? String)
+            let initialKeys = try await jwks()
+            XCTAssertEqual(initialKeys, ["RSA"])
+            let (patchAlgorithm, _) = try await call(.patch, "/admin/api/realms/acme", #"{"SigningAlgorithm":"ES256"}"#)
+            XCTAssertEqual(patchAlgorithm, .badRequest, "the algorithm is chosen at creation; later keys by rotation")
+
+            let (rotated, newKey) = try await call(.post, "/admin/api/realms/acme/signing-keys", #"{"Algorithm":"ES256"}"#)
+            XCTAssertEqual(rotated, .created)
+            XCTAssertEqual(newKey["Status"] as? String, "active")
+            let rotatedKeys = try await jwks()
+            XCTAssertEqual(rotatedKeys, ["EC", "RSA"])
+            let (_, shown) = try await call(.get, "/admin/api/realms/acme")
+            let published = try XCTUnwrap((shown["SigningKeys"] as? [[String: Any]])?.first { $0["Kid"] as? String == kid })
+            XCTAssertEqual(published["Status"] as? String, "published")
+            XCTAssertNotNil(published["RetirableAt"])
+
+            let (early, overlap) = try await call(.post, "/admin/api/realms/acme/signing-keys/\(kid)/retire", "{}")
+            XCTAssertEqual(early, .badRequest)
+            XCTAssertEqual(overlap["title"] as? String, "SigningKey.InOverlap")
+            let (active, activeProblem) = try await call(.post, "/admin/api/realms/acme/signing-keys/\(newKey["Kid"] as? String ?? "")/retire", #"{"Force":true}"#)
+            XCTAssertEqual(active, .badRequest)
+            XCTAssertEqual(activeProblem["title"] as? String, "SigningKey.Active")
+            let (forced, retired) = try await call(.post, "/admin/api/realms/acme/signing-keys/\(kid)/retire", #"{"Force":true}"#)
+            XCTAssertEqual(forced, .ok)
+            XCTAssertEqual(retired["RetiredNow"] as? Bool, true)
+            XCTAssertEqual((retired["Key"] as? [String: Any])?["Status"] as? String, "retired")
+            let retiredKeys = try await jwks()
+            XCTAssertEqual(retiredKeys, ["EC"])
+            let secrets = try await database.pool.query("SELECT count(*) FROM signing_key_secrets WHERE kid = \(kid)").first!.decode(Int.self, at: 0)
+            XCTAssertEqual(secrets, 0, "the retired private key is destroyed")
+            let (missing, _) = try await call(.post, "/admin/api/realms/acme/signing-keys/nope/retire", "{}")
+            XCTAssertEqual(missing, .notFound)
+        }
+        await database.drop()
+    }
+
     func testRegistrationFieldsAndRateLimitsAreSetValidatedAndShownWithTheirDefaults() async throws {
         let database = try await TestDatabase.create(maxConnections: 10)
         let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 9, count: 32))

@@ -97,6 +97,17 @@ final class Auth0PasswordlessTests: XCTestCase {
             _ = try await harness.magicLink(for: "known@example.com")
             try await harness.allMailDelivered()
             XCTAssertEqual(try harness.mails(to: "nobody@example.com").count, 0)
+            // Auth0's native variants (Auth0.swift's `link_ios`, Auth0.Android's `link_android`)
+            // send the same link (issue 41).
+            for (send, address) in [("link_ios", "ios@example.com"), ("link_android", "android@example.com")] {
+                let userID = try await harness.registerUser(address)
+                let started = try await H.call(
+                    client, .post, "/passwordless/start", #"{"client_id":"app","connection":"email","email":"\#(address)","send":"\#(send)"}"#,
+                    headers: Self.sdkHeaders)
+                XCTAssertEqual(started.status, .ok, started.body)
+                let link = try await harness.magicLink(for: address)
+                XCTAssertEqual(link.userID, userID.uuidString.lowercased(), send)
+            }
         }
     }
 

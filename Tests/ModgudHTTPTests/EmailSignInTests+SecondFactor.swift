@@ -195,8 +195,15 @@ extension EmailSignInTests {
 
         var description: String { rawValue }
 
-        /// The answer to a spent, burned or wrong proof.
-        var invalid: String { self == .magicLink ? "Invalid or expired link." : "Invalid or expired code." }
+        /// The answer to a spent, burned or wrong proof (Auth0's grant in Auth0's words, which
+        /// its SDKs' `isInvalidCredentials` tests: issue 41).
+        var invalid: String {
+            switch self {
+            case .magicLink: "Invalid or expired link."
+            case .emailCode: "Invalid or expired code."
+            case .auth0Code: "Wrong email or verification code."
+            }
+        }
 
         /// The ID token's `amr` of a sign-in with TOTP.
         var amr: [String] { self == .magicLink ? ["email", "otp", "mfa"] : ["otp", "mfa"] }

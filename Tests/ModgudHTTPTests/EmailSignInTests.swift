@@ -366,6 +366,34 @@ final class EmailSignInTests: XCTestCase {
         XCTAssertEqual(families, 2, "one sign-in per code")
     }
 
+    /// Seed 001's endpoints bind members as its ASP.NET binder does: `email` from a camelCase
+    /// serializer is `Email`; an unknown member, or one member in two spellings, is refused.
+    func testSeedEndpointsMatchMemberNamesIgnoringCase() async throws {
+        harness = try await EmailSignInHarness(settings: {
+            $0.registrationPosture = .jitOnOtp
+            $0.registrationFields.firstname = .required
+        })
+        let harness = self.harness!
+        try await harness.app.test(.router) { client in
+            // The required first name binds from `firstName`: without it, 400 before anything.
+            let nameless = try await H.call(client, .post, "/api/account/native/otp/request", #"{"email":"camel@example.com"}"#, headers: H.json)
+            XCTAssertEqual(nameless.body, #"{"error":"Firstname is required."}"#)
+            let camel = try await H.call(client, .post, "/api/account/native/otp/request", #"{"email":"camel@example.com","firstName":"Ada"}"#, headers: H.json)
+            XCTAssertEqual(camel.status, .ok, camel.body)
+            let code = try await harness.code(for: "camel@example.com")
+            let redeemed = try await H.redeemCode(client, "camel@example.com", code)
+            XCTAssertEqual(redeemed.status, .ok, redeemed.body)
+            let twice = try await H.call(client, .post, "/api/account/native/otp/request", #"{"email":"a@example.com","EMAIL":"b@example.com"}"#, headers: H.json)
+            XCTAssertEqual(twice.status, .badRequest)
+            XCTAssertEqual(twice.json["title"] as? String, "Request.Invalid")
+            XCTAssertEqual(twice.json["detail"] as? String, "Email is given twice.")
+            let unknown = try await H.call(client, .post, "/api/account/magic-link/request", #"{"emial":"a@example.com"}"#, headers: H.json)
+            XCTAssertEqual(unknown.status, .badRequest)
+            XCTAssertEqual(unknown.json["title"] as? String, "Request.UnknownMember")
+            XCTAssertEqual(unknown.json["detail"] as? String, "Unknown member emial.")
+        }
+    }
+
     func testPosturesDecideWhoGetsARegistrationCode() async throws {
         harness = try await EmailSignInHarness(settings: { $0.registrationPosture = .explicitEndpoint })
         let harness = self.harness!
@@ -389,6 +417,10 @@ final class EmailSignInTests: XCTestCase {
                 let address = "\(posture.rawValue.lowercased())@example.com"
                 let registerStatus = try await H.requestCode(client, address, path: "/api/account/native/register").status
                 XCTAssertEqual(registerStatus, .ok)
+                // A known, confirmed user gets no login code from it either (seed 001: "the
+                // endpoint does nothing").
+                let knownStatus = try await H.requestCode(client, "b@example.com", path: "/api/account/native/register").status
+                XCTAssertEqual(knownStatus, .ok)
                 if posture == .off {
                     let status = try await H.requestCode(client, address).status
                     XCTAssertEqual(status, .ok)
@@ -398,5 +430,6 @@ final class EmailSignInTests: XCTestCase {
         let outboxLeft = try await harness.outboxCount()
         XCTAssertEqual(outboxLeft, 0, "Off and the register endpoint outside ExplicitEndpoint issue nothing")
         XCTAssertEqual(try harness.mails(to: "off@example.com").count + harness.mails(to: "jitonotp@example.com").count, 0)
+        XCTAssertEqual(try harness.mails(to: "b@example.com").count, 1, "only the registration code of ExplicitEndpoint")
     }
 }

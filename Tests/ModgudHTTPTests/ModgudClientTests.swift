@@ -199,7 +199,7 @@ final class ModgudClientTests: XCTestCase {
             do {
                 try await app.signInWithPasskey(using: laptop)
                 XCTFail("the deleted passkey")
-            } catch let error as ModgudError { XCTAssertEqual(error, .passkeyVerificationFailed) }
+            } catch let error as ModgudError { XCTAssertEqual(error, .passkeyRefused) }
             do {
                 try await app.signUpWithPasskey(email: "bob@example.com", using: SoftwarePasskeys(origin: "https://ios.acme.test"))
                 XCTFail("bob has an account")

@@ -68,7 +68,9 @@ final class MyAccountTests: XCTestCase {
                 "identity": "\(try await Self.userID(harness, token))"
                 }
                 """, headers: bearer)
-            XCTAssertEqual(begun.status, .ok, begun.body)
+            // Auth0 answers 202 with the method's URL in `Location` (its OpenAPI document).
+            XCTAssertEqual(begun.status, .accepted, begun.body)
+            XCTAssertEqual(begun.headers[.location], "https://localhost/me/v1/authentication-methods/passkey%7Cnew")
             let options = try XCTUnwrap(begun.json["authn_params_public_key"] as? [String: Any])
             for member in ["challenge", "timeout", "rp", "pubKeyCredParams", "authenticatorSelection", "user"] {
                 XCTAssertNotNil(options[member], "authn_params_public_key.\(member)")
@@ -98,6 +100,7 @@ final class MyAccountTests: XCTestCase {
                 """, headers: bearer)
             XCTAssertEqual(verified.status, .created, verified.body)
             let id = try XCTUnwrap(verified.json["id"] as? String)
+            XCTAssertEqual(verified.headers[.location], "https://localhost/me/v1/authentication-methods/" + id.replacingOccurrences(of: "|", with: "%7C"))
             XCTAssertTrue(id.hasPrefix("passkey|"), id)
             XCTAssertEqual(verified.json["type"] as? String, "passkey")
 
@@ -133,12 +136,20 @@ final class MyAccountTests: XCTestCase {
         harness = try await makeHarness()
         let harness = harness!
         try await harness.app.test(.router) { client in
-            // A token of a client without the My Account audience: 401 invalid_token. (Without
-            // `audience`, a token is for all of its client's audiences, RFC 8707.)
+            // A token of a client without the My Account audience: 401 invalid_token, as a
+            // problem (Auth0's `ErrorResponse`) beside the challenge.
             let plain = try await Self.signIn(harness, client, "bo@example.com", scopes: [], audience: nil, clientID: "app")
             let noAudience = try await H.call(client, .get, "/me/v1/authentication-methods", "", headers: PasskeySteps.bearer(plain))
             XCTAssertEqual(noAudience.status, .unauthorized)
             XCTAssertTrue(noAudience.headers[.wwwAuthenticate]?.contains("invalid_token") == true)
+            XCTAssertEqual(noAudience.headers[.contentType], "application/problem+json")
+            XCTAssertEqual(noAudience.json["title"] as? String, "invalid_token")
+            XCTAssertEqual(noAudience.json["status"] as? Int, 401)
+            // Without `audience`, a token is for the client's default audience only: never My
+            // Account's unless asked (issue 41).
+            let unasked = try await Self.signIn(harness, client, "cy@example.com", scopes: Self.allScopes, audience: nil)
+            let notMine = try await H.call(client, .get, "/me/v1/authentication-methods", "", headers: PasskeySteps.bearer(unasked))
+            XCTAssertEqual(notMine.status, .unauthorized, notMine.body)
             // The audience, read only: reading works, every change is 403 insufficient_scope.
             harness.clock.advance(EmailSignInService.resendCooldown + 1)
             let reader = try await Self.signIn(harness, client, "bo@example.com", scopes: ["read:me:authentication_methods"], number: 2)
@@ -152,6 +163,7 @@ final class MyAccountTests: XCTestCase {
                 let refused = try await H.call(client, method, path, body, headers: PasskeySteps.bearer(reader, json: true))
                 XCTAssertEqual(refused.status, .forbidden, "\(method) \(path)")
                 XCTAssertTrue(refused.headers[.wwwAuthenticate]?.contains("insufficient_scope") == true)
+                XCTAssertEqual(refused.json["title"] as? String, "insufficient_scope", refused.body)
             }
             // No token at all.
             let anonymous = try await H.call(client, .get, "/me/v1/authentication-methods", "", headers: [:])

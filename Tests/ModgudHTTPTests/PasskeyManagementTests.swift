@@ -134,7 +134,7 @@ final class PasskeyManagementTests: XCTestCase {
 }
 
 extension UUID {
-    fileprivate var uuidBytes: [UInt8] {
+    var uuidBytes: [UInt8] {
         withUnsafeBytes(of: uuid) { Array($0) }
     }
 }

@@ -76,13 +76,13 @@ final class PasskeySignUpTests: XCTestCase {
             // Single use.
             let again = try await steps.redeem(client, ceremony: begun.ceremony, attestation: attestation)
             XCTAssertEqual(again.json["error"] as? String, "invalid_grant")
-            XCTAssertEqual(again.json["error_description"] as? String, "Invalid or expired passkey ceremony.")
+            XCTAssertEqual(again.json["error_description"] as? String, "Invalid or expired passkey assertion.")
 
             // A wrong attestation spends the ceremony and creates nothing.
             let other = try await steps.begin(client, #"{"ClientId":"ios","Email":"eve@example.com"}"#)
             let (_, foreign) = try steps.create(other, origin: "https://evil.test")
             let refused = try await steps.redeem(client, ceremony: other.ceremony, attestation: foreign)
-            XCTAssertEqual(refused.json["error_description"] as? String, "Passkey verification failed.")
+            XCTAssertEqual(refused.json["error_description"] as? String, "Invalid or expired passkey assertion.")
             let value1 = try await harness.userCount("eve@example.com")
             XCTAssertEqual(value1, 0)
             let both = try await H.token(
@@ -147,7 +147,7 @@ final class PasskeySignUpTests: XCTestCase {
             let reused = steps.authenticator.register(credential, .init(challenge: challenge, origin: "https://ios.acme.test"))
             let refused = try await steps.redeem(client, ceremony: second.ceremony, attestation: String(decoding: reused.json, as: UTF8.self))
             XCTAssertEqual(refused.json["error"] as? String, "invalid_grant")
-            XCTAssertEqual(refused.json["error_description"] as? String, "This passkey is already registered.")
+            XCTAssertEqual(refused.json["error_description"] as? String, "Invalid or expired passkey assertion.")
             let created = try await harness.userCount("second@example.com")
             XCTAssertEqual(created, 0, "nothing was written")
         }
@@ -228,7 +228,7 @@ final class PasskeySignUpTests: XCTestCase {
             let erased = try await UserEraser(core: harness.core).erase(realm: "dev", "gone@example.com", metadata: .init())
             XCTAssertEqual(erased.keysShredded, 1, "the pending sign-up's key")
             let reply = try await steps.redeem(client, ceremony: begun.ceremony, attestation: attestation)
-            XCTAssertEqual(reply.json["error_description"] as? String, "Invalid or expired passkey ceremony.")
+            XCTAssertEqual(reply.json["error_description"] as? String, "Invalid or expired passkey assertion.")
             let counts = try await Self.counts(harness)
             XCTAssertEqual(counts.users, 0)
             XCTAssertEqual(counts.passkeys, 0)

@@ -83,7 +83,7 @@ final class PasskeyTests: XCTestCase {
             let after = try await steps.redeem(
                 client, clientID: "ios", ceremony: again.id,
                 assertion: steps.json(authenticator.assert(&credential, .init(challenge: again.challenge, origin: "https://ios.acme.test"))))
-            XCTAssertEqual(after.json["error_description"] as? String, "Passkey verification failed.", "a deleted passkey no longer signs in")
+            XCTAssertEqual(after.json["error_description"] as? String, "Invalid or expired passkey assertion.", "a deleted passkey no longer signs in")
         }
     }
 
@@ -118,25 +118,25 @@ final class PasskeyTests: XCTestCase {
             let firstStatus = try await steps.redeem(client, clientID: "android", ceremony: first.id, assertion: assertion).status
             XCTAssertEqual(firstStatus, .ok)
             let replay = try await steps.redeem(client, clientID: "android", ceremony: first.id, assertion: assertion)
-            XCTAssertEqual(replay.json["error_description"] as? String, "Invalid or expired passkey ceremony.")
+            XCTAssertEqual(replay.json["error_description"] as? String, "Invalid or expired passkey assertion.")
             // Expiry.
             let late = try await steps.begin(client, clientID: "android")
             harness.clock.advance(301)
             let expired = try await steps.redeem(
                 client, clientID: "android", ceremony: late.id,
                 assertion: steps.json(authenticator.assert(&credential, .init(challenge: late.challenge, origin: "https://acme.test"))))
-            XCTAssertEqual(expired.json["error_description"] as? String, "Invalid or expired passkey ceremony.")
+            XCTAssertEqual(expired.json["error_description"] as? String, "Invalid or expired passkey assertion.")
             // Begun for android, redeemed by web (same RP-ID: only the binding differs).
             let bound = try await steps.begin(client, clientID: "android")
             let other = try await steps.redeem(
                 client, clientID: "web", ceremony: bound.id,
                 assertion: steps.json(authenticator.assert(&credential, .init(challenge: bound.challenge, origin: "https://acme.test"))))
-            XCTAssertEqual(other.json["error_description"] as? String, "Invalid or expired passkey ceremony.")
+            XCTAssertEqual(other.json["error_description"] as? String, "Invalid or expired passkey assertion.")
             // Unknown and malformed ceremony ids.
             let unknown = try await steps.redeem(client, clientID: "android", ceremony: UUID().uuidString, assertion: assertion)
-            XCTAssertEqual(unknown.json["error_description"] as? String, "Invalid or expired passkey ceremony.")
+            XCTAssertEqual(unknown.json["error_description"] as? String, "Invalid or expired passkey assertion.")
             let garbage = try await steps.redeem(client, clientID: "android", ceremony: "nope", assertion: assertion)
-            XCTAssertEqual(garbage.json["error_description"] as? String, "Invalid or expired passkey ceremony.")
+            XCTAssertEqual(garbage.json["error_description"] as? String, "Invalid or expired passkey assertion.")
         }
     }
 
@@ -181,7 +181,7 @@ final class PasskeyTests: XCTestCase {
                 let reply = try await steps.redeem(
                     client, clientID: "web", ceremony: attempt.id,
                     assertion: steps.json(authenticator.assert(&credential, .init(challenge: attempt.challenge, origin: origin))))
-                XCTAssertEqual(reply.json["error_description"] as? String, "Passkey verification failed.")
+                XCTAssertEqual(reply.json["error_description"] as? String, "Invalid or expired passkey assertion.")
             }
             let after = try await steps.passkeyState(passkeyID).signCount
             XCTAssertEqual(after, before, "a refused assertion changes nothing")
@@ -221,12 +221,12 @@ final class PasskeyTests: XCTestCase {
             let refused = try await steps.redeem(
                 client, clientID: "web", ceremony: unlisted.id,
                 assertion: steps.json(authenticator.assert(&credential, .init(challenge: unlisted.challenge, origin: android))))
-            XCTAssertEqual(refused.json["error_description"] as? String, "Passkey verification failed.")
+            XCTAssertEqual(refused.json["error_description"] as? String, "Invalid or expired passkey assertion.")
             let other = try await steps.begin(client, clientID: "android")
             let wrongApp = try await steps.redeem(
                 client, clientID: "android", ceremony: other.id,
                 assertion: steps.json(authenticator.assert(&credential, .init(challenge: other.challenge, origin: "android:apk-key-hash:b3RoZXI"))))
-            XCTAssertEqual(wrongApp.json["error_description"] as? String, "Passkey verification failed.")
+            XCTAssertEqual(wrongApp.json["error_description"] as? String, "Invalid or expired passkey assertion.")
         }
     }
 
@@ -246,7 +246,7 @@ final class PasskeyTests: XCTestCase {
             options.challenge = cloned.challenge
             options.signCount = 5
             let refused = try await steps.redeem(client, clientID: "ios", ceremony: cloned.id, assertion: steps.json(authenticator.assert(&credential, options)))
-            XCTAssertEqual(refused.json["error_description"] as? String, "Passkey verification failed.")
+            XCTAssertEqual(refused.json["error_description"] as? String, "Invalid or expired passkey assertion.")
             let clones = try await harness.core.pool.query("SELECT count(*) FROM events WHERE type = 'passkey.clone_suspected'").first!.decode(Int.self, at: 0)
             XCTAssertEqual(clones, 1, "recorded as a possible clone")
             let ada = try await AdminService(core: harness.core).findUser(realm: "dev", "ada@example.com")
@@ -262,7 +262,7 @@ final class PasskeyTests: XCTestCase {
             options.signCount = 20
             options.flags = [.userPresent]
             let uv = try await steps.redeem(client, clientID: "ios", ceremony: noUV.id, assertion: steps.json(authenticator.assert(&credential, options)))
-            XCTAssertEqual(uv.json["error_description"] as? String, "Passkey verification failed.")
+            XCTAssertEqual(uv.json["error_description"] as? String, "Invalid or expired passkey assertion.")
         }
     }
 
@@ -285,7 +285,7 @@ final class PasskeyTests: XCTestCase {
                 let reply = try await steps.redeem(client, clientID: "ios", ceremony: ceremony.id, assertion: assertion)
                 XCTAssertEqual(reply.status, .badRequest, assertion.prefix(30) + "")
                 XCTAssertEqual(reply.json["error"] as? String, "invalid_grant")
-                XCTAssertEqual(reply.json["error_description"] as? String, "Passkey verification failed.")
+                XCTAssertEqual(reply.json["error_description"] as? String, "Invalid or expired passkey assertion.")
             }
             // An empty value is an omitted parameter (RFC 6749 section 3.2).
             for fields in [[("grant_type", "urn:cocoar:passkey"), ("client_id", "ios")], [("grant_type", "urn:cocoar:passkey"), ("client_id", "ios"), ("ceremony_id", "x"), ("assertion", "")]] {

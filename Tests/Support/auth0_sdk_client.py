@@ -16,7 +16,7 @@ import time
 import urllib.request
 
 from auth0.authentication import GetToken, Passwordless, RevokeToken, Users
-from auth0.authentication.exceptions import Auth0Error
+from auth0.authentication.exceptions import Auth0Error, RateLimitError
 from auth0.authentication.token_verifier import AsymmetricSignatureVerifier, TokenVerifier
 
 
@@ -46,12 +46,58 @@ def code_for(mail_dir, address, seen, timeout=120):
     fail("mail", f"no code mail to {address} within {timeout} s")
 
 
+def verify_sign_in(domain, client, issuer, mail_dir, email, expect):
+    """Signs `email` in on `domain` with auth0-python and runs its TokenVerifier on the ID token
+    (issuer `issuer`, RS256 keys from the domain's JWKS, audience the client id). `expect` is
+    "pass" or "fail": a realm whose JWKS holds a non-RSA key fails, as auth0-python reads
+    every key as RSA (issue 41)."""
+    seen = set(glob.glob(f"{mail_dir}/*.json"))
+    Passwordless(domain, client, protocol="http").email(email, send="code")
+    otp = code_for(mail_dir, email, seen)
+    login = GetToken(domain, client, protocol="http").passwordless_login(
+        username=email, otp=otp, realm="email", scope="openid email", audience="")
+    verifier = TokenVerifier(
+        signature_verifier=AsymmetricSignatureVerifier(f"http://{domain}/.well-known/jwks.json"), issuer=issuer, audience=client)
+    with urllib.request.urlopen(f"http://{domain}/.well-known/jwks.json") as answer:
+        keys = [k["kty"] for k in json.load(answer)["keys"]]
+    try:
+        verifier.verify(login["id_token"])
+        outcome, detail = "pass", "verified"
+    except Exception as error:  # TokenValidationError, or PyJWT's InvalidKeyError for a non-RSA key
+        outcome, detail = "fail", repr(error)
+    print(f"TokenVerifier on {domain} (JWKS {keys}) -> {outcome}: {detail}")
+    if outcome != expect:
+        fail(f"TokenVerifier on {domain}", f"expected {expect}, got {outcome}: {detail}")
+
+
+def rate_limited(domain, client):
+    """A passwordless start past the realm's limit: auth0-python raises RateLimitError with
+    `reset_at` from Auth0's X-RateLimit-Reset header (Unix seconds)."""
+    try:
+        Passwordless(domain, client, protocol="http").email("limited@example.com", send="code")
+        fail("rate limit", "the start past the limit was answered 200")
+    except RateLimitError as error:
+        print("POST /passwordless/start (past the limit) ->", error.status_code, error.error_code, "reset_at", error.reset_at)
+        if error.error_code != "too_many_requests" or not error.reset_at > time.time():
+            fail("rate limit", f"{error.error_code} reset_at={error.reset_at}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--domain", required=True, help="host:port of modgud")
     parser.add_argument("--client-id", required=True)
     parser.add_argument("--mail-dir", required=True)
+    parser.add_argument("--verify-sign-in", choices=["pass", "fail"], help="only sign in and run TokenVerifier, expecting this")
+    parser.add_argument("--issuer", help="the issuer TokenVerifier expects (with --verify-sign-in)")
+    parser.add_argument("--email", default="verify@example.com")
+    parser.add_argument("--rate-limited", action="store_true", help="only check a 429 as auth0-python reads it")
     args = parser.parse_args()
+    if args.verify_sign_in:
+        verify_sign_in(args.domain, args.client_id, args.issuer, args.mail_dir, args.email, args.verify_sign_in)
+        return
+    if args.rate_limited:
+        rate_limited(args.domain, args.client_id)
+        return
     domain, client, seen = args.domain, args.client_id, set()
     email = "grace@example.com"
     scope = "openid email offline_access"
@@ -84,8 +130,8 @@ def main():
         tokens.passwordless_login(username=email, otp=otp, realm="email", scope=scope, audience="")
         fail("code replay", "a spent code signed in again")
     except Auth0Error as error:
-        print("POST /oauth/token (the same code again) ->", error.status_code, error.error_code)
-        if error.error_code != "invalid_grant":
+        print("POST /oauth/token (the same code again) ->", error.status_code, error.error_code, error.message)
+        if error.error_code != "invalid_grant" or error.message != "Wrong email or verification code.":
             fail("code replay", f"{error.status_code} {error.error_code}")
 
     profile = Users(domain, protocol="http").userinfo(login["access_token"])
@@ -104,9 +150,10 @@ def main():
         tokens.refresh_token(refreshed["refresh_token"])
         fail("after revoke", "a revoked refresh token still refreshes")
     except Auth0Error as error:
-        print("POST /oauth/token (revoked refresh token) ->", error.status_code, error.error_code)
-        if error.error_code != "invalid_grant":
-            fail("after revoke", f"{error.status_code} {error.error_code}")
+        print("POST /oauth/token (revoked refresh token) ->", error.status_code, error.error_code, error.message)
+        # Auth0's words, which its SDKs' isInvalidRefreshToken compares (issue 41).
+        if error.error_code != "invalid_grant" or error.message != "Unknown or invalid refresh token.":
+            fail("after revoke", f"{error.status_code} {error.error_code} {error.message}")
 
     try:
         Users(domain, protocol="http").userinfo(login["access_token"])

@@ -65,6 +65,12 @@ public struct ClientSettings: Codable, Hashable, Sendable {
     /// Every DPoP proof of the client's must carry a server nonce (RFC 9449 section 8), not
     /// only those whose `iat` is off: a proof can then not be made ahead of time.
     public var dpopNonce = false
+    /// The audience of a token asked for without `audience` or `resource` (issue 41; Auth0's
+    /// default audience). nil: the client itself. One of `audiences`.
+    public var defaultAudience: String?
+    /// The audiences a refresh may switch to, each with the scopes it may carry there (Auth0's
+    /// multi-resource refresh token policies). Without one, a refresh only narrows.
+    public var refreshTokenPolicies: [RefreshTokenPolicy] = []
 
     public init(
         type: ClientType, displayName: String = "", grants: Set<GrantType>, allowedScopes: Set<String>, audiences: Set<String> = [],
@@ -92,7 +98,7 @@ public struct ClientSettings: Codable, Hashable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case type, displayName, grants, allowedScopes, audiences, rpID, androidOrigins, accessTokenFormat, passkeySignUp, appleAppIDs, androidApps,
-            dpop, dpopNonce
+            dpop, dpopNonce, defaultAudience, refreshTokenPolicies
     }
 
     /// Settings recorded before a member existed decode with its default.
@@ -111,6 +117,8 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         androidApps = try container.decodeIfPresent([AndroidApp].self, forKey: .androidApps) ?? []
         dpop = try container.decodeIfPresent(DPoPPolicy.self, forKey: .dpop) ?? .allowed
         dpopNonce = try container.decodeIfPresent(Bool.self, forKey: .dpopNonce) ?? false
+        defaultAudience = try container.decodeIfPresent(String.self, forKey: .defaultAudience)
+        refreshTokenPolicies = try container.decodeIfPresent([RefreshTokenPolicy].self, forKey: .refreshTokenPolicies) ?? []
     }
 
     /// Sets are written sorted, so equal settings always encode to equal bytes (events, read
@@ -131,6 +139,13 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         if !androidApps.isEmpty { try container.encode(androidApps, forKey: .androidApps) }
         if dpop != .allowed { try container.encode(dpop, forKey: .dpop) }
         if dpopNonce { try container.encode(true, forKey: .dpopNonce) }
+        try container.encodeIfPresent(defaultAudience, forKey: .defaultAudience)
+        if !refreshTokenPolicies.isEmpty { try container.encode(refreshTokenPolicies, forKey: .refreshTokenPolicies) }
+    }
+
+    /// A refresh policy naming `audience`, if any.
+    public func refreshPolicy(for audience: String) -> RefreshTokenPolicy? {
+        refreshTokenPolicies.first { $0.audience == audience }
     }
 
     /// Strict grant separation and the other rules of docs/spec.md sections 0 and 1.
@@ -169,8 +184,34 @@ public struct ClientSettings: Codable, Hashable, Sendable {
                     "Client.InvalidAndroidFingerprint", "An Android app needs SHA-256 signing-certificate fingerprints (32 bytes, hex, colons optional).")
             }
         }
+        if let defaultAudience, !audiences.contains(defaultAudience) {
+            throw DomainError("Client.InvalidDefaultAudience", "The default audience \(defaultAudience) must be one of the client's audiences.")
+        }
+        for policy in refreshTokenPolicies {
+            guard audiences.contains(policy.audience) else {
+                throw DomainError("Client.InvalidRefreshPolicy", "A refresh policy's audience \(policy.audience) must be one of the client's audiences.")
+            }
+            guard !policy.scopes.isEmpty, policy.scopes.allSatisfy(allowedScopes.contains) else {
+                throw DomainError("Client.InvalidRefreshPolicy", "A refresh policy's scopes must be some of the client's allowed scopes.")
+            }
+        }
+        guard Set(refreshTokenPolicies.map(\.audience)).count == refreshTokenPolicies.count else {
+            throw DomainError("Client.InvalidRefreshPolicy", "An audience has one refresh policy at most.")
+        }
         for origin in androidOrigins where !origin.hasPrefix("android:apk-key-hash:") || origin.count <= "android:apk-key-hash:".count {
             throw DomainError("Client.InvalidAndroidOrigin", "Android origins look like android:apk-key-hash:<base64url>.")
         }
+    }
+}
+
+/// An audience a refresh may switch to, and the scopes a token for it may carry (Auth0's
+/// multi-resource refresh token policy: `refresh_token.policies[]` `{audience, scope}`).
+public struct RefreshTokenPolicy: Codable, Hashable, Sendable {
+    public var audience: String
+    public var scopes: [String]
+
+    public init(audience: String, scopes: [String]) {
+        self.audience = audience
+        self.scopes = scopes
     }
 }

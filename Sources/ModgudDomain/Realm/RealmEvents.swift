@@ -42,17 +42,35 @@ public struct SigningKeyRotated: DomainEvent, Equatable {
     }
 }
 
+/// realm.signing_key_retired: a rotated-out key leaves the JWKS and its private key is
+/// destroyed; tokens it signed no longer verify.
+public struct SigningKeyRetired: DomainEvent, Equatable {
+    public static let eventType = "realm.signing_key_retired"
+    public var kid: String
+    public var retiredAt: Date
+    /// Retired before the overlap had passed (a key believed compromised).
+    public var forced: Bool
+
+    public init(kid: String, retiredAt: Date, forced: Bool) {
+        self.kid = kid
+        self.retiredAt = retiredAt
+        self.forced = forced
+    }
+}
+
 /// The events of a realm.
 public enum RealmEvent: AggregateEvent, Equatable {
     case created(RealmCreated)
     case settingsChanged(RealmSettingsChanged)
     case signingKeyRotated(SigningKeyRotated)
+    case signingKeyRetired(SigningKeyRetired)
 
     public func newEvent() throws -> NewEvent {
         switch self {
         case .created(let event): return try NewEvent(event)
         case .settingsChanged(let event): return try NewEvent(event)
         case .signingKeyRotated(let event): return try NewEvent(event)
+        case .signingKeyRetired(let event): return try NewEvent(event)
         }
     }
 
@@ -61,6 +79,7 @@ public enum RealmEvent: AggregateEvent, Equatable {
         case let event as RealmCreated: self = .created(event)
         case let event as RealmSettingsChanged: self = .settingsChanged(event)
         case let event as SigningKeyRotated: self = .signingKeyRotated(event)
+        case let event as SigningKeyRetired: self = .signingKeyRetired(event)
         default: throw ForeignEventError(type: envelope.type, aggregate: "realm")
         }
     }
@@ -69,5 +88,6 @@ public enum RealmEvent: AggregateEvent, Equatable {
         registry.register(RealmCreated.self)
         registry.register(RealmSettingsChanged.self)
         registry.register(SigningKeyRotated.self)
+        registry.register(SigningKeyRetired.self)
     }
 }

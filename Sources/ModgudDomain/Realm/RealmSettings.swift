@@ -8,7 +8,15 @@ public struct RealmSettings: Codable, Hashable, Sendable {
     /// Base of magic links (`https://login.example.com`).
     public var publicBaseURL: String?
     public var nativeGrants: NativeGrantSettings
-    public var registrationPosture: RegistrationPosture
+    /// The posture an operator chose; nil: none was, and the seed's default applies
+    /// (`registrationPosture`). Realms created before issue 41 recorded one and keep it.
+    public var chosenRegistrationPosture: RegistrationPosture?
+    /// Who may self-register: the chosen posture, else `JitOnOtp`, seed 001's default for an
+    /// app's sign-ins (it matters only once native grants are on). Setting it records a choice.
+    public var registrationPosture: RegistrationPosture {
+        get { chosenRegistrationPosture ?? .jitOnOtp }
+        set { chosenRegistrationPosture = newValue }
+    }
     public var registrationFields: RegistrationFields
     /// Magic links (issue 25): nil follows the seed, on with native grants and a client holding
     /// `urn:cocoar:magic`; false turns them off explicitly (400 `MagicLink.Disabled`). Realms
@@ -34,7 +42,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
 
     public init(
         hosts: [String], displayName: String, primaryDomain: String? = nil, publicBaseURL: String? = nil,
-        nativeGrants: NativeGrantSettings = NativeGrantSettings(), registrationPosture: RegistrationPosture = .off,
+        nativeGrants: NativeGrantSettings = NativeGrantSettings(), registrationPosture: RegistrationPosture? = nil,
         registrationFields: RegistrationFields = RegistrationFields(), magicLinkEnabled: Bool? = nil,
         rateLimitOverrides: [String: RateLimitSetting] = [:], sessionLimits: SessionLimits = SessionLimits(),
         connections: [String] = [], issuerTrailingSlash: Bool = false, webFallbackURL: String? = nil
@@ -48,7 +56,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
         self.primaryDomain = primaryDomain
         self.publicBaseURL = publicBaseURL
         self.nativeGrants = nativeGrants
-        self.registrationPosture = registrationPosture
+        self.chosenRegistrationPosture = registrationPosture
         self.registrationFields = registrationFields
         self.magicLinkEnabled = magicLinkEnabled
         self.rateLimitOverrides = rateLimitOverrides
@@ -88,6 +96,12 @@ public struct RealmSettings: Codable, Hashable, Sendable {
         }
     }
 
+    private enum CodingKeys: String, CodingKey {
+        case hosts, displayName, primaryDomain, publicBaseURL, nativeGrants, registrationFields, magicLinkEnabled, rateLimitOverrides
+        case sessionLimits, connections, issuerTrailingSlash, webFallbackURL
+        case chosenRegistrationPosture = "registrationPosture"
+    }
+
     /// Settings recorded before a member existed decode with its default.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -96,7 +110,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
         primaryDomain = try container.decodeIfPresent(String.self, forKey: .primaryDomain)
         publicBaseURL = try container.decodeIfPresent(String.self, forKey: .publicBaseURL)
         nativeGrants = try container.decode(NativeGrantSettings.self, forKey: .nativeGrants)
-        registrationPosture = try container.decode(RegistrationPosture.self, forKey: .registrationPosture)
+        chosenRegistrationPosture = try container.decodeIfPresent(RegistrationPosture.self, forKey: .chosenRegistrationPosture)
         registrationFields = try container.decode(RegistrationFields.self, forKey: .registrationFields)
         magicLinkEnabled = try container.decodeIfPresent(Bool.self, forKey: .magicLinkEnabled)
         rateLimitOverrides = try container.decode([String: RateLimitSetting].self, forKey: .rateLimitOverrides)
@@ -190,7 +204,7 @@ public struct SessionLimits: Codable, Hashable, Sendable {
 
 /// Who may create an account, and how (docs/spec.md sections 1 and 2).
 public enum RegistrationPosture: String, Codable, Hashable, Sendable, CaseIterable {
-    /// An unknown email asking for a code gets a registration code (default).
+    /// An unknown email asking for a code gets a registration code (the default when none was chosen).
     case jitOnOtp = "JitOnOtp"
     /// No self-registration.
     case off = "Off"

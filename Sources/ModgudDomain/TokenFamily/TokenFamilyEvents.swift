@@ -9,8 +9,14 @@ public struct IssuedAccessToken: Codable, Hashable, Sendable {
     public var format: AccessTokenFormat
     /// The thumbprint of the DPoP key the token is bound to (RFC 9449); absent: bearer.
     public var dpopKey: String?
+    /// A refresh's narrowed or switched scopes and audiences (RFC 6749 section 6, RFC 8707
+    /// section 2.2; issue 41); absent: the family's.
+    public var scopes: [String]?
+    public var audiences: [String]?
 
-    public init(hash: String, expiresAt: Date, format: AccessTokenFormat, dpopKey: String? = nil) {
+    public init(hash: String, expiresAt: Date, format: AccessTokenFormat, dpopKey: String? = nil, scopes: [String]? = nil, audiences: [String]? = nil) {
+        self.scopes = scopes
+        self.audiences = audiences
         self.dpopKey = dpopKey
         self.hash = hash
         self.expiresAt = expiresAt

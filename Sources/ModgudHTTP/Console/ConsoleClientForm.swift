@@ -15,6 +15,8 @@ enum ConsoleClientForm {
             "grants": GrantType.allCases.sorted().map { ["value": $0.rawValue, "label": grantLabels[$0] ?? $0.rawValue, "checked": grants.contains($0)] as [String: Any] },
             "scopes": (settings?.allowedScopes ?? ["openid", "email", "profile", "offline_access"]).sorted().joined(separator: " "),
             "audiences": (settings?.audiences ?? []).sorted().joined(separator: " "),
+            "defaultAudience": settings?.defaultAudience ?? "",
+            "refreshPolicies": (settings?.refreshTokenPolicies ?? []).map { ([$0.audience] + $0.scopes).joined(separator: " ") }.joined(separator: "\n"),
             "rpID": settings?.rpID ?? "",
             "appleAppIDs": (settings?.appleAppIDs ?? []).sorted().joined(separator: "\n"),
             "androidApps": (settings?.androidApps ?? []).map { ([$0.packageName] + $0.sha256Fingerprints).joined(separator: " ") }.joined(separator: "\n"),
@@ -28,6 +30,12 @@ enum ConsoleClientForm {
         settings.grants = Set(GrantType.allCases.filter { form["grant_\($0.rawValue)"] == "on" })
         settings.allowedScopes = words(form["scopes"])
         settings.audiences = words(form["audiences"])
+        settings.defaultAudience = form["default_audience"]?.trimmingCharacters(in: .whitespaces).nilWhenEmpty
+        settings.refreshTokenPolicies = try lines(form["refresh_policies"]).map { line in
+            let parts = line.split(whereSeparator: \.isWhitespace).map(String.init)
+            guard parts.count >= 2 else { throw ConsoleRefusal.badForm("A refresh policy is an audience, then one or more scopes.") }
+            return RefreshTokenPolicy(audience: parts[0], scopes: Array(parts.dropFirst()))
+        }
         settings.rpID = form["rp_id"]?.trimmingCharacters(in: .whitespaces).nilWhenEmpty
         settings.appleAppIDs = words(form["apple_app_ids"])
         settings.androidApps = try lines(form["android_apps"]).map { line in

@@ -48,6 +48,20 @@ extension ConsoleController {
                 return ConsoleResponse.redirect("/console/realms/\(realm)")
             }
         }
+        router.post("console/realms/:realm/retire-key") { request, context in
+            await action(request, context) { session, form in
+                let realm = context.parameters.get("realm") ?? ""
+                guard try await admin.realm(realm).exists else { throw ConsoleRefusal.notFound("realm") }
+                do {
+                    _ = try await admin.retireSigningKey(realm: realm, kid: form["kid"] ?? "", force: form["force"] == "on", metadata: metadata(session, context))
+                } catch let refused as DomainError {
+                    var page = try await realmPage(realm)
+                    page.error = refused.message
+                    return try await render(page, session: session, started: .now)
+                }
+                return ConsoleResponse.redirect("/console/realms/\(realm)")
+            }
+        }
     }
 
     func realmPage(_ id: String) async throws -> ConsolePage {
@@ -74,8 +88,13 @@ extension ConsoleController {
             ]
         }
         let active = state.activeKey?.kid
-        let keys = state.signingKeys.reversed().map {
-            ["kid": $0.kid, "algorithm": $0.algorithm, "rotatedAt": ConsoleFormat.time($0.rotatedAt), "active": $0.kid == active] as [String: Any]
+        let keys = state.signingKeys.reversed().map { key -> [String: Any] in
+            let retired = state.retiredKids.contains(key.kid)
+            let retirable = state.rotatedOutAt(key.kid).map { ConsoleFormat.time($0.addingTimeInterval(Realm.retirementOverlap)) } ?? "-"
+            return [
+                "kid": key.kid, "algorithm": key.algorithm, "rotatedAt": ConsoleFormat.time(key.rotatedAt), "active": key.kid == active,
+                "retired": retired, "published": key.kid != active && !retired, "retirableAt": retirable, "realm": id,
+            ]
         }
         let postures = RegistrationPosture.allCases.map { ["value": $0.rawValue, "label": $0.rawValue, "selected": $0 == settings.registrationPosture] as [String: Any] }
         let values: [String: Any] = [
@@ -96,7 +115,8 @@ extension ConsoleController {
             }
             return value
         }
-        settings.registrationPosture = posture
+        // The form shows the effective posture: sent back unchanged, it is no new choice.
+        if settings.chosenRegistrationPosture != nil || posture != settings.registrationPosture { settings.registrationPosture = posture }
         settings.magicLinkEnabled = form["magic_links"] == "on"
         settings.nativeGrants.enabled = form["native_grants"] == "on"
         settings.nativeGrants.accessTokenLifetimeMinutes = try number("access_minutes", 1...1440)

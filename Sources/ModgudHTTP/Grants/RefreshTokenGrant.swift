@@ -1,7 +1,8 @@
 import ModgudDomain
 import ModgudService
 
-/// `refresh_token` (RFC 6749 section 6): rotation with reuse detection (`TokenService.refresh`).
+/// `refresh_token` (RFC 6749 section 6): rotation with reuse detection, and the narrowing or
+/// policy switch of scopes and audience (`TokenService.refresh`, `ScopePolicy.refreshed`).
 struct RefreshTokenGrant: TokenGrant {
     let name = GrantType.refreshToken.rawValue
     /// `TokenService.refresh` checks the client's permission itself.
@@ -16,8 +17,12 @@ struct RefreshTokenGrant: TokenGrant {
             try await request.services.rateLimiter.run(request.limits)
             throw OAuthError.invalidRequest("refresh_token is required.")
         }
+        // `scope` narrows (RFC 6749 section 6); `resource` (RFC 8707) or Auth0's `audience`
+        // narrows the audience or, by the client's refresh policy, switches it. Auth0's SDKs
+        // send `offline_access` the client may not have: it is dropped, as at sign-in.
         return try await request.services.tokens.refresh(
-            client: request.client, refreshToken: refreshToken, resources: request.form.all("resource"), issuer: request.issuer,
+            client: request.client, refreshToken: refreshToken, scope: Auth0Compatibility.scope(request.form["scope"], client: request.client.settings),
+            resources: request.form.all("resource") + (request.form["audience"].map { [$0] } ?? []), issuer: request.issuer,
             metadata: request.metadata(actorIsClient: false), rateLimit: request.limits, dpopKey: request.dpopKey, dpopClaim: request.dpopClaim)
     }
 }

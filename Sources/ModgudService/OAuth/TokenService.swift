@@ -18,6 +18,9 @@ public struct TokenService: Sendable {
     public let vault: PersonalDataVault?
     public let now: @Sendable () -> Date
 
+    /// The one answer to an unknown, spent, expired or foreign refresh token.
+    public static let invalidRefreshToken = OAuthError.invalidGrant("The refresh token is invalid or expired.")
+
     public init(
         pool: PQPool, families: AggregateRegistry<TokenFamily>, users: AggregateRegistry<User>, minter: TokenMinter, realms: RealmDirectory,
         vault: PersonalDataVault?, now: @escaping @Sendable () -> Date = { Date() }
@@ -55,7 +58,7 @@ public struct TokenService: Sendable {
     ) async throws -> PreparedSignIn {
         guard let userID = user.id, user.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
         let scopes = try ScopePolicy.grantedScopes(requested: scope, client: client.settings)
-        let audiences = try ScopePolicy.audiences(resources: resources, allowed: client.settings.audiences, clientID: client.id)
+        let audiences = try ScopePolicy.audiences(resources: resources, client: client.settings, clientID: client.id)
         let lifetimes = try await realmLifetimes(client.realm)
         let wantsRefresh = scopes.contains("offline_access") && client.settings.grants.contains(.refreshToken)
         let time = now()
@@ -91,7 +94,7 @@ public struct TokenService: Sendable {
     /// - Parameter dpopClaim: the proof's jti claim, sent with the lookup (a replay throws
     ///   `DPoPError.replayed` before anything is read).
     public func refresh(
-        client: AuthenticatedClient, refreshToken: String, resources: [String], issuer: String, metadata: EventMetadata,
+        client: AuthenticatedClient, refreshToken: String, scope: String? = nil, resources: [String], issuer: String, metadata: EventMetadata,
         rateLimit: RateLimitCheck? = nil, dpopKey: String? = nil, dpopClaim: DPoPClaim? = nil
     ) async throws -> TokenResponse {
         guard client.settings.grants.contains(.refreshToken) else {
@@ -100,12 +103,12 @@ public struct TokenService: Sendable {
         }
         let presented = OpaqueToken.hash(refreshToken)
         guard let found = try await lookUpRefreshToken(presented, realm: client.realm, rateLimit: rateLimit, dpopClaim: dpopClaim) else {
-            throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
+            throw Self.invalidRefreshToken
         }
         let family = await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: found.familyID))
         let familyState = try await family.current(atLeast: found.familyVersion).state
         guard let started = familyState.started, started.clientID == client.id, let userID = started.userID else {
-            throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
+            throw Self.invalidRefreshToken
         }
         // The client as the store has it now: this instance's copy may predate a disable, a
         // deletion or a secret rotation made on another instance (docs/architecture.md, "Caches").
@@ -121,12 +124,14 @@ public struct TokenService: Sendable {
             throw OAuthError(
                 "invalid_dpop_proof", dpopKey == nil ? "This refresh token is bound to a DPoP key: send a DPoP proof." : "The DPoP proof is by another key than the refresh token's.")
         }
-        // RFC 8707: a refresh may narrow the audience, never widen it.
-        let audiences = try ScopePolicy.audiences(resources: resources, allowed: Set(started.audiences), clientID: client.id)
+        // RFC 6749 section 6 and RFC 8707 section 2.2: a refresh may narrow the scopes and the
+        // audience, or switch audience by the client's refresh policy; never widen the grant.
+        let (scopes, audiences) = try ScopePolicy.refreshed(
+            requestedScope: scope, resources: resources, granted: (started.scopes, started.audiences), client: client.settings)
         let userState = try await users.actor(for: StreamNames.user(realm: client.realm, userID: userID))
             .current(atLeast: found.userVersion).state
         var profile: UserProfile?
-        if TokenMinter.profileNeeded(scopes: started.scopes) {
+        if TokenMinter.profileNeeded(scopes: scopes) {
             // The user's data key came with the lookup: the claims open without a round trip.
             if let sealedKey = found.sealedUserKey {
                 try vault?.adopt(sealedKey: sealedKey, subject: PersonalDataVault.userSubject(userID))
@@ -135,15 +140,18 @@ public struct TokenService: Sendable {
         }
         let lifetimes = try await realmLifetimes(client.realm)
         let time = now()
-        let minted = try await minter.mint(
+        var minted = try await minter.mint(
             TokenMinter.Request(
                 realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: userState,
-                profile: profile, scopes: started.scopes, audiences: audiences, authTime: started.authTime, amr: started.amr,
+                profile: profile, scopes: scopes, audiences: audiences, authTime: started.authTime, amr: started.amr,
                 accessLifetime: lifetimes.access, refreshLifetime: lifetimes.refresh, dpopKey: dpopKey), now: time)
+        // The access token's own scopes and audiences, when they are not the grant's.
+        if scopes != started.scopes { minted.accessRecord.scopes = scopes }
+        if audiences != started.audiences { minted.accessRecord.audiences = audiences }
         try await rotate(family, presented: presented, minted: minted, user: userState, started: started, lifetimes: lifetimes, at: time, metadata: metadata)
         return TokenResponse(
             accessToken: minted.accessToken, tokenType: minted.tokenType, expiresIn: minted.expiresIn, refreshToken: minted.refreshToken,
-            scope: started.scopes.joined(separator: " "), idToken: minted.idToken)
+            scope: scopes.joined(separator: " "), idToken: minted.idToken)
     }
 
     /// The presented token's lookup (`TokenTables.refreshLookupQuery`), pipelined with the
@@ -198,11 +206,11 @@ public struct TokenService: Sendable {
                     sessionEndsAt: started.authTime.addingTimeInterval(lifetimes.session), reuseGrace: lifetimes.reuseGrace),
                 now: time, metadata: metadata)
         } catch is DomainError {
-            throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
+            throw Self.invalidRefreshToken
         }
         guard case .refreshed = outcome.events.first else {
             // Reuse (the family is now revoked, an audited event) or a changed security stamp.
-            throw OAuthError.invalidGrant("The refresh token is invalid or expired.")
+            throw Self.invalidRefreshToken
         }
     }
 
@@ -214,7 +222,7 @@ public struct TokenService: Sendable {
             throw OAuthError.unauthorizedClient("The client may not use grant_type client_credentials.")
         }
         let scopes = try ScopePolicy.grantedScopes(requested: scope, client: client.settings).filter { $0 != "openid" && $0 != "offline_access" }
-        let audiences = try ScopePolicy.audiences(resources: resources, allowed: client.settings.audiences, clientID: client.id)
+        let audiences = try ScopePolicy.audiences(resources: resources, client: client.settings, clientID: client.id)
         let lifetimes = try await realmLifetimes(client.realm)
         let time = now()
         let minted = try await minter.mint(

@@ -41,6 +41,33 @@ extension PasskeyService {
         public var lastUsedAt: Date?
         /// Who holds it, from its AAGUID (`PasskeyProviders`).
         public var provider: PasskeyProviders.Provider
+        /// The credential itself, as Auth0's My Account API shows a passkey.
+        public var credential: Credential
+
+        /// The WebAuthn facts of an enrolled credential: nothing secret (a public key and ids).
+        public struct Credential: Sendable, Equatable {
+            /// base64url of the WebAuthn credential id.
+            public var credentialID: String
+            /// base64url of the COSE_Key.
+            public var publicKey: String
+            /// The user handle the credential holds (the owner's id as 16 bytes).
+            public var userHandle: [UInt8]
+            public var userID: UUID
+            public var backupEligible: Bool
+            /// Whether it is backed up now (the flag of its last use, else of its enrollment).
+            public var backedUp: Bool
+            public var transports: [String]
+
+            init(_ enrolled: PasskeyEnrolled, backedUp: Bool) {
+                credentialID = enrolled.credentialID
+                publicKey = enrolled.publicKey
+                userHandle = PasskeyService.userHandle(enrolled.userID)
+                userID = enrolled.userID
+                backupEligible = enrolled.backupEligible
+                self.backedUp = backedUp
+                transports = enrolled.transports
+            }
+        }
     }
 
     /// POST /connect/passkey/enroll: verifies the attestation against the ceremony and
@@ -80,6 +107,7 @@ extension PasskeyService {
         }
         return Summary(
             id: passkeyID, displayName: name, rpID: ceremony.rpID, createdAt: time, lastUsedAt: nil,
-            provider: PasskeyProviders.provider(aaguid: Base64URL.encode(verdict.aaguid)))
+            provider: PasskeyProviders.provider(aaguid: Base64URL.encode(verdict.aaguid)),
+            credential: Summary.Credential(enrolled, backedUp: enrolled.backedUp))
     }
 }

@@ -13,7 +13,7 @@ extension PasskeyService {
     public func list(realm: String, userID: UUID) async throws -> [Summary] {
         var summaries: [Summary] = []
         for row in try await passkeyTable.list(realm: realm, userID: userID) {
-            summaries.append(try await summary(row))
+            if let summary = try await summary(row, realm: realm) { summaries.append(summary) }
         }
         return summaries
     }
@@ -22,7 +22,7 @@ extension PasskeyService {
     /// caller answers 404, no cross-user existence oracle).
     public func get(realm: String, userID: UUID, passkeyID: UUID) async throws -> Summary? {
         guard let row = try await passkeyTable.get(realm: realm, userID: userID, passkeyID: passkeyID) else { return nil }
-        return try await summary(row)
+        return try await summary(row, realm: realm)
     }
 
     /// PATCH /connect/passkey/{id}: renames one of the user's passkeys; nil when the user has
@@ -47,11 +47,15 @@ extension PasskeyService {
         return try await get(realm: realm, userID: userID, passkeyID: passkeyID)
     }
 
-    func summary(_ row: PasskeysTable.Row) async throws -> Summary {
+    /// The row with its credential's facts, which the passkey's own history holds (the read
+    /// model keeps what lists and lookups need; the public key and flags are read per passkey).
+    func summary(_ row: PasskeysTable.Row, realm: String) async throws -> Summary? {
         let name = try await openName(PersonalText(stored: row.storedName)) ?? "[erased]"
+        let state = try await passkeyActors.actor(for: StreamNames.passkey(realm: realm, passkeyID: row.passkeyID)).current().state
+        guard state.isActive, let enrolled = state.enrolled else { return nil }  // deleted since the row was read
         return Summary(
             id: row.passkeyID, displayName: name, rpID: row.rpID, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt,
-            provider: PasskeyProviders.provider(aaguid: row.aaguid))
+            provider: PasskeyProviders.provider(aaguid: row.aaguid), credential: Summary.Credential(enrolled, backedUp: state.backedUp))
     }
 
     /// A passkey's name sealed under its owner's data key (issue 22: users type names into it).

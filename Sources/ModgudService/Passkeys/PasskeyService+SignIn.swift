@@ -25,16 +25,17 @@ extension PasskeyService {
         return Begun(ceremonyID: ceremonyID, options: .request(challenge: challenge, rpID: rpID, timeout: PasskeyCeremony.lifetime))
     }
 
-    /// grant_type=urn:cocoar:passkey. Every failure is `invalid_grant` with one of docs/spec.md's
-    /// two messages; the HTTP layer adds the jitter.
+    /// grant_type=urn:cocoar:passkey. Every failure is `invalid_grant` with one text
+    /// (`refused`, seed 001's error table: "don't parse it for which part was wrong"); the HTTP
+    /// layer adds the jitter.
     public func redeem(client: AuthenticatedClient, ceremonyID rawCeremonyID: String, assertion: String, _ grant: EmailSignInService.GrantRequest)
         async throws -> TokenResponse
     {
-        let badCeremony = OAuthError.invalidGrant("Invalid or expired passkey ceremony.")
-        let failed = OAuthError.invalidGrant("Passkey verification failed.")
+        let badCeremony = Self.refused
+        let failed = Self.refused
         let realm = client.realm
         _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: client.settings)
-        _ = try ScopePolicy.audiences(resources: grant.resources, allowed: client.settings.audiences, clientID: client.id)
+        _ = try ScopePolicy.audiences(resources: grant.resources, client: client.settings, clientID: client.id)
         guard let ceremonyID = UUID(uuidString: rawCeremonyID) else { throw badCeremony }
         // The ceremony is consumed before the assertion is looked at (single use, by the store).
         guard
@@ -72,7 +73,7 @@ extension PasskeyService {
                 return [try signIn.write()]
             })
         guard case .used = used.events.first else { throw failed }  // a concurrent use got there with a higher count
-        guard let signIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
+        guard let signIn else { throw failed }
         return signIn.response
     }
 

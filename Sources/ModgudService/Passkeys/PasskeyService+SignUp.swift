@@ -92,6 +92,11 @@ extension PasskeyService {
 
     /// What the token endpoint answers when the address has an account (docs/spec.md's passkey
     /// sign-up errors): the app should run the login flow instead.
+    /// The one text of every refused passkey redemption, sign-in and sign-up alike (seed 001's
+    /// error table: a uniform `invalid_grant`, whatever part was wrong). Only `accountExists`
+    /// says more: a sign-up for a taken address tells its owner to sign in.
+    public static let refused = OAuthError.invalidGrant("Invalid or expired passkey assertion.")
+
     public static let accountExists = OAuthError.invalidGrant("An account with this email address exists. Sign in instead.")
 
     /// The sign-up redemption. Every failure is `invalid_grant` (the HTTP layer adds the
@@ -99,11 +104,11 @@ extension PasskeyService {
     public func redeemSignUp(
         client: AuthenticatedClient, ceremonyID rawCeremonyID: String, attestation: [UInt8], _ grant: EmailSignInService.GrantRequest
     ) async throws -> TokenResponse {
-        let badCeremony = OAuthError.invalidGrant("Invalid or expired passkey ceremony.")
-        let failed = OAuthError.invalidGrant("Passkey verification failed.")
+        let badCeremony = Self.refused
+        let failed = Self.refused
         let realm = client.realm
         _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: client.settings)
-        _ = try ScopePolicy.audiences(resources: grant.resources, allowed: client.settings.audiences, clientID: client.id)
+        _ = try ScopePolicy.audiences(resources: grant.resources, client: client.settings, clientID: client.id)
         let realmSettings = try await tokenService.realmSettings(realm)
         do {
             try Self.checkSignUpAllowed(client: client.settings, realm: realmSettings)
@@ -181,7 +186,7 @@ extension PasskeyService {
             throw Self.accountExists
         } catch EventStoreError.inlineProjectionFailed(let projection, _) where projection == PasskeyDirectoryProjection().name {
             // The credential is registered already (the authenticator reused a credential id).
-            throw OAuthError.invalidGrant("This passkey is already registered.")
+            throw Self.refused
         }
         return signIn.response
     }

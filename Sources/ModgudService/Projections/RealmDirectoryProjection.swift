@@ -7,7 +7,9 @@ import PQ
 /// Its SQL lives in `RealmTables`.
 public struct RealmDirectoryProjection: SQLProjection, InlineProjection {
     public let name = "realm_directory"
-    public let eventTypes: Set<String>? = [RealmCreated.eventType, RealmSettingsChanged.eventType, SigningKeyRotated.eventType]
+    public let eventTypes: Set<String>? = [
+        RealmCreated.eventType, RealmSettingsChanged.eventType, SigningKeyRotated.eventType, SigningKeyRetired.eventType,
+    ]
     public let tables = ["realms", "realm_hosts", "signing_keys"]
 
     public init() {}
@@ -21,6 +23,8 @@ public struct RealmDirectoryProjection: SQLProjection, InlineProjection {
             return try RealmTables.change(realm: realm, settings: changed.settings, tables: tables)
         case .signingKeyRotated(let rotated):
             return [RealmTables.publishKey(realm: realm, rotated, tables: tables)]
+        case .signingKeyRetired(let retired):
+            return [RealmTables.unpublishKey(realm: realm, kid: retired.kid, tables: tables)]
         }
     }
 

@@ -51,4 +51,6 @@ public struct RateLimited: Error, Sendable, Equatable {
     public var policy: String
     public var dimension: String
     public var retryAfterSeconds: Int
+    /// The policy's limit per window (what Auth0's `X-RateLimit-Limit` header states).
+    public var limit: Int = 0
 }

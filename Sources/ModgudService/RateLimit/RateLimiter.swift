@@ -155,7 +155,8 @@ public struct RateLimitCheck: Sendable {
                 silently ? "rate limit dropped a request (the client got the uniform answer)" : "rate limit rejected a request (429)",
                 metadata: ["policy": "\(policy)", "realm": "\(realm)", "retry_after_s": "\(wait)"])
             if first == nil {
-                first = RateLimited(policy: item.bucket.policy.policy, dimension: item.bucket.policy.dimension, retryAfterSeconds: wait)
+                first = RateLimited(
+                    policy: item.bucket.policy.policy, dimension: item.bucket.policy.dimension, retryAfterSeconds: wait, limit: item.setting.limit)
             }
         }
         return first

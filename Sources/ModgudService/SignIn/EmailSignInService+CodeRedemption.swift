@@ -17,7 +17,7 @@ extension EmailSignInService {
         // Scope and audience problems are the client's, whatever the code: check them first,
         // so a bad request does not spend an attempt.
         _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
-        _ = try ScopePolicy.audiences(resources: grant.resources, allowed: grant.client.settings.audiences, clientID: grant.client.id)
+        _ = try ScopePolicy.audiences(resources: grant.resources, client: grant.client.settings, clientID: grant.client.id)
         guard let (challenge, issued) = try await liveCode(realm: realm, email: email) else { throw Self.invalidCode }
         let account = try await accountGate(issued, grant: grant)
         let registration = try await registration(issued, email: email, realm: realm)
@@ -50,7 +50,8 @@ extension EmailSignInService {
         return signIn.response
     }
 
-    static let invalidCode = OAuthError.invalidGrant("Invalid or expired code.")
+    /// The one answer to a wrong, spent or expired code (Auth0's paths word it as Auth0 does).
+    public static let invalidCode = OAuthError.invalidGrant("Invalid or expired code.")
 
     /// What a failed consumption of a code or a link answers; nothing was written in any of
     /// these cases, so the code or link stays as it was.

@@ -42,7 +42,7 @@ extension EmailSignInService {
         let realm = grant.client.realm
         guard let userID = UUID(uuidString: rawUserID), token.count <= 128 else { throw Self.invalidLink }
         _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
-        _ = try ScopePolicy.audiences(resources: grant.resources, allowed: grant.client.settings.audiences, clientID: grant.client.id)
+        _ = try ScopePolicy.audiences(resources: grant.resources, client: grant.client.settings, clientID: grant.client.id)
         let loaded = try await userActors.actor(for: StreamNames.user(realm: realm, userID: userID)).current()
         // What the account owes besides the link, found before the command (the account's status
         // and second factor live in another stream); the challenge decides, after the link

@@ -107,6 +107,10 @@ public struct EmailSignInService: Sendable {
         // malformed input is limited like any other.
         guard let email = EmailAddress(request.email) else { throw InvalidEmailAddress() }
         try await limiter.check(.requestPerMailbox, key: mailboxKey(email.value), realm: realm.realmID, settings: settings)
+        // Seed 001: the explicit registration endpoint does nothing under any posture but
+        // ExplicitEndpoint (it never doubles the JIT path, nor mails a known user a login code);
+        // the caller still answers the uniform message after the jitter.
+        guard endpoint != .register || settings.registrationPosture == .explicitEndpoint else { return }
 
         let time = now()
         let index = vault.blindIndex(email.value, realm: realm.realmID)

@@ -33,8 +33,17 @@ enum RealmTables {
         """
     }
 
+    static func unpublishKey(realm: String, kid: String, tables: ProjectionTables) -> PQQuery {
+        "DELETE FROM \(unescaped: tables("signing_keys")) WHERE realm_id = \(realm) AND kid = \(kid)"
+    }
+
     private static func insertHosts(_ hosts: [String], realm: String, tables: ProjectionTables) -> PQQuery {
         "INSERT INTO \(unescaped: tables("realm_hosts")) (host, realm_id) SELECT unnest(\(hosts)::text[]), \(realm)"
+    }
+
+    /// A retired key's sealed private key, destroyed in the transaction of its retirement.
+    static func destroySecret(realm: String, kid: String) -> PQQuery {
+        "DELETE FROM signing_key_secrets WHERE realm_id = \(realm) AND kid = \(kid)"
     }
 
     /// The sealed private key, stored in the transaction of its rotation event.

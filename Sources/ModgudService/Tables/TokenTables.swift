@@ -197,7 +197,8 @@ extension TokenTables {
             """
             INSERT INTO \(unescaped: tables("access_tokens"))
                 (token_hash, realm_id, family_id, client_id, user_id, scopes, audiences, format, expires_at, jkt)
-            SELECT \(refreshed.accessToken.hash), realm_id, family_id, client_id, user_id, scopes, audiences,
+            SELECT \(refreshed.accessToken.hash), realm_id, family_id, client_id, user_id,
+                   coalesce(\(refreshed.accessToken.scopes)::text[], scopes), coalesce(\(refreshed.accessToken.audiences)::text[], audiences),
                    \(refreshed.accessToken.format.rawValue), \(refreshed.accessToken.expiresAt), \(refreshed.accessToken.dpopKey)
             FROM \(unescaped: tables("token_families")) WHERE family_id = \(family)
             """,

@@ -51,6 +51,25 @@ public actor SigningKeyRing {
         return key.kid
     }
 
+    /// Whether keys can be made here (the master key is configured).
+    public nonisolated var canRotate: Bool { sealer != nil }
+
+    /// Retires a rotated-out key (`Realm.Command.retireSigningKey`): it leaves the JWKS and its
+    /// sealed private key is deleted in the same transaction. Every instance drops it before
+    /// this returns (the settings announcement), so tokens it signed stop verifying.
+    /// - Returns: false when it was retired already.
+    @discardableResult
+    public func retire(realm: String, kid: String, force: Bool, now: Date, metadata: EventMetadata) async throws -> Bool {
+        let actor = await realms.actor(for: StreamNames.realm(realm))
+        let outcome = try await actor.execute(
+            .retireSigningKey(kid: kid, force: force), now: now, metadata: metadata,
+            extra: { events in events.isEmpty ? [] : [RealmTables.destroySecret(realm: realm, kid: kid)] })
+        cache.invalidate(realm)
+        published.invalidate(realm)
+        await SettingsChangeListener.announce(.realm(realm), pool: pool)
+        return !outcome.events.isEmpty
+    }
+
     /// Signs a payload with the realm's active key.
     /// - Throws: `SigningKeyRingError.noKey` when the realm has none yet.
     public func sign(_ payload: some JWTPayload, realm: String) async throws -> String {
