@@ -104,6 +104,34 @@ final class ConsoleTests: XCTestCase {
         XCTAssertEqual(recorded.detail, "mail.retry-dead outbox")
     }
 
+    /// Issue 41: the realm page says which key signs, which are published and until when,
+    /// and retires one (refused in its overlap unless "now" is ticked).
+    func testTheRealmPageShowsAndRetiresSigningKeys() async throws {
+        let app = try await start()
+        let harness = harness!
+        let first = try await harness.core.realmActors.actor(for: StreamNames.realm("dev")).current().state.activeKey?.kid
+        let old = try XCTUnwrap(first)
+        _ = try await harness.core.keys.rotate(realm: "dev", algorithm: .rs256, now: Date(), metadata: .init())
+        try await app.test(.router) { client in
+            let session = try await Self.session(client, harness)
+            let page = try await H.call(client, .get, "/console/realms/dev", "", headers: session.headers)
+            XCTAssertTrue(page.body.contains("<code>\(old)</code></td><td>ES256</td>"), page.body)
+            XCTAssertTrue(page.body.contains("in JWKS, retirable"), page.body)
+            XCTAssertTrue(page.body.contains("<strong>signing</strong>"), page.body)
+            let early = try await H.call(
+                client, .post, "/console/realms/dev/retire-key", "_csrf=\(session.csrf)&kid=\(old)", headers: session.headers)
+            XCTAssertEqual(early.status, .ok, "the page again, with the refusal")
+            XCTAssertTrue(early.body.contains("tokens it signed live until"), early.body)
+            let forced = try await H.call(
+                client, .post, "/console/realms/dev/retire-key", "_csrf=\(session.csrf)&kid=\(old)&force=on", headers: session.headers)
+            XCTAssertEqual(forced.status, .seeOther, forced.body)
+            let after = try await H.call(client, .get, "/console/realms/dev", "", headers: session.headers)
+            XCTAssertTrue(after.body.contains("<code>\(old)</code></td><td>ES256</td><td>") && after.body.contains("retired"), after.body)
+        }
+        let published = try await harness.core.realmActors.actor(for: StreamNames.realm("dev")).current().state.publishedKeys.map(\.kid)
+        XCTAssertFalse(published.contains(old))
+    }
+
     func testFormsFromElsewhereOrWithoutTheTokenAreRefusedAndChangeNothing() async throws {
         let app = try await start()
         let harness = harness!
