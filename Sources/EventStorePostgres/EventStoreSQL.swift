@@ -82,6 +82,32 @@ public enum EventStoreSQL {
             """
     }
 
+    /// The gap-safe read of the events of `types` after the cursor, and the newest admitted
+    /// event of any type, both under one snapshot's horizon (one statement: two would see two
+    /// horizons). The horizon comes last, as a row whose `stream_id` is null; a follower that
+    /// got fewer than `limit` events may move its cursor up to it, past everything it has no
+    /// use for. Read it with `EventLogReads.admitted`.
+    static func readAdmitted(after cursor: LogCursor, types: [String], limit: Int) -> PQQuery {
+        """
+        WITH horizon AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
+        picked AS (
+            SELECT \(unescaped: eventColumns) FROM events, horizon h
+            WHERE (tx_id, position) > (\(PQTransactionID(cursor.transactionID)), \(cursor.position))
+              AND tx_id < h.xmin AND type = ANY(\(types))
+            ORDER BY tx_id, position
+            LIMIT \(limit)),
+        tail AS (
+            SELECT position, tx_id FROM events, horizon h
+            WHERE tx_id < h.xmin ORDER BY tx_id DESC, position DESC LIMIT 1)
+        SELECT * FROM (SELECT * FROM picked ORDER BY tx_id, position) p
+        UNION ALL
+        SELECT t.position, t.tx_id, \(unescaped: Array(repeating: "NULL", count: eventColumnCount - 2).joined(separator: ", ")) FROM tail t
+        """
+    }
+
+    /// How many columns `eventColumns` names.
+    static let eventColumnCount = 14
+
     // MARK: Projections
 
     public static func tryLockProjectionForTransaction(_ name: String) -> PQQuery {

@@ -62,65 +62,26 @@ struct ModgudConfiguration {
     }
 
     static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ModgudConfiguration {
-        var masterKey: [UInt8]? = nil
-        if let text = environment["MODGUD_MASTER_KEY"], !text.isEmpty {
-            guard let bytes = Data(base64Encoded: text), bytes.count == 32 else {
-                throw CommandError("MODGUD_MASTER_KEY must be 32 bytes, base64 (e.g. `openssl rand -base64 32`)")
-            }
-            masterKey = Array(bytes)
-        }
         guard let port = Int(environment["MODGUD_PORT"] ?? "8080"), (1...65535).contains(port) else {
             throw CommandError("MODGUD_PORT must be a port number")
-        }
-        var smtp: SMTPConfiguration? = nil
-        if let host = environment["MODGUD_SMTP_HOST"], !host.isEmpty, environment["MODGUD_MAIL_TRANSPORT"] != "console" {
-            guard let from = environment["MODGUD_MAIL_FROM"], from.contains("@") else {
-                throw CommandError("MODGUD_MAIL_FROM must be the sender address when MODGUD_SMTP_HOST is set")
-            }
-            guard let security = SMTPConfiguration.Security(rawValue: environment["MODGUD_SMTP_SECURITY"] ?? "starttls") else {
-                throw CommandError("MODGUD_SMTP_SECURITY must be starttls, tls or none")
-            }
-            guard let smtpPort = Int(environment["MODGUD_SMTP_PORT"] ?? (security == .tls ? "465" : "587")), (1...65535).contains(smtpPort),
-                let timeout = Double(environment["MODGUD_SMTP_TIMEOUT_SECONDS"] ?? "30"), timeout > 0
-            else { throw CommandError("MODGUD_SMTP_PORT / MODGUD_SMTP_TIMEOUT_SECONDS are not valid") }
-            smtp = SMTPConfiguration(
-                host: host, port: smtpPort, security: security, username: environment["MODGUD_SMTP_USERNAME"],
-                password: environment["MODGUD_SMTP_PASSWORD"], from: from, heloName: environment["MODGUD_SMTP_HELO"] ?? "localhost",
-                timeoutSeconds: timeout, trustRootsFile: environment["MODGUD_SMTP_CA_FILE"], tlsServerName: environment["MODGUD_SMTP_TLS_NAME"])
         }
         var dispatcher = MailDispatcher.Settings()
         if let text = environment["MODGUD_MAIL_MAX_ATTEMPTS"] {
             guard let attempts = Int(text), attempts > 0 else { throw CommandError("MODGUD_MAIL_MAX_ATTEMPTS must be a positive number") }
             dispatcher.maxAttempts = attempts
         }
-        func number(_ name: String, _ fallback: Int, _ range: ClosedRange<Int>) throws -> Int {
-            guard let text = environment[name], !text.isEmpty else { return fallback }
-            guard let value = Int(text), range.contains(value) else {
-                throw CommandError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
-            }
-            return value
-        }
+        let number = EnvironmentNumbers(environment: environment)
         let limits = ServerLimits(
             headerTimeout: .seconds(try number("MODGUD_HTTP_HEADER_TIMEOUT_SECONDS", 10, 1...3600)),
             bodyTimeout: .seconds(try number("MODGUD_HTTP_BODY_TIMEOUT_SECONDS", 30, 1...3600)),
             idleTimeout: .seconds(try number("MODGUD_HTTP_IDLE_TIMEOUT_SECONDS", 60, 1...3600)),
             maxConnections: try number("MODGUD_HTTP_MAX_CONNECTIONS", 4096, 1...1_000_000))
-        var console = ConsoleListener(
-            port: try number("MODGUD_CONSOLE_PORT", 0, 0...65535).nonZero, host: environment["MODGUD_CONSOLE_HOST"] ?? "127.0.0.1",
-            settings: OperatorConsole.Settings(
-                realm: environment["MODGUD_CONSOLE_REALM"] ?? "operators",
-                idleTimeout: TimeInterval(60 * (try number("MODGUD_CONSOLE_IDLE_MINUTES", 15, 1...720)))))
-        switch environment["MODGUD_CONSOLE_ON_PUBLIC_PORT"] ?? "false" {
-        case "true": console.onPublicPort = true
-        case "false", "": break
-        default: throw CommandError("MODGUD_CONSOLE_ON_PUBLIC_PORT must be true or false")
-        }
         let proxies = (environment["MODGUD_TRUSTED_PROXIES"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         return ModgudConfiguration(
-            database: .fromEnvironment(), masterKey: masterKey, host: environment["MODGUD_HOST"] ?? "127.0.0.1", port: port,
+            database: .fromEnvironment(), masterKey: try masterKey(environment), host: environment["MODGUD_HOST"] ?? "127.0.0.1", port: port,
             issuerScheme: environment["MODGUD_ISSUER_SCHEME"] ?? "https",
             adminToken: environment["MODGUD_ADMIN_TOKEN"].flatMap { $0.count >= 32 ? $0 : nil },
-            trustedProxies: Set(proxies.filter { !$0.isEmpty }), smtp: smtp, consoleMail: environment["MODGUD_MAIL_TRANSPORT"] == "console",
+            trustedProxies: Set(proxies.filter { !$0.isEmpty }), smtp: try smtp(environment), consoleMail: environment["MODGUD_MAIL_TRANSPORT"] == "console",
             mailDispatcher: dispatcher, drain: .seconds(try number("MODGUD_DRAIN_SECONDS", 5, 0...600)), limits: limits,
             retention: .seconds(86_400 * (try number("MODGUD_RETENTION_DAYS", 30, 1...3650))),
             addressRetention: .seconds(86_400 * (try number("MODGUD_IP_RETENTION_DAYS", 30, 1...3650))),
@@ -131,7 +92,64 @@ struct ModgudConfiguration {
                 checkpointLeaves: Int64(try number("MODGUD_AUDIT_CHECKPOINT_LEAVES", 10_000, 1...10_000_000))),
             signalPush: SignalPusher.Settings(
                 maxAttempts: try number("MODGUD_SSF_PUSH_MAX_ATTEMPTS", 20, 1...1000),
-                maxBackoff: TimeInterval(try number("MODGUD_SSF_PUSH_MAX_BACKOFF_SECONDS", 300, 1...86_400))), console: console)
+                maxBackoff: TimeInterval(try number("MODGUD_SSF_PUSH_MAX_BACKOFF_SECONDS", 300, 1...86_400))),
+            console: try consoleListener(environment, number))
+    }
+
+    /// `MODGUD_MASTER_KEY`: 32 bytes, base64; nil when unset.
+    private static func masterKey(_ environment: [String: String]) throws -> [UInt8]? {
+        guard let text = environment["MODGUD_MASTER_KEY"], !text.isEmpty else { return nil }
+        guard let bytes = Data(base64Encoded: text), bytes.count == 32 else {
+            throw CommandError("MODGUD_MASTER_KEY must be 32 bytes, base64 (e.g. `openssl rand -base64 32`)")
+        }
+        return Array(bytes)
+    }
+
+    /// The SMTP relay, when `MODGUD_SMTP_HOST` is set and the console transport is not asked for.
+    private static func smtp(_ environment: [String: String]) throws -> SMTPConfiguration? {
+        guard let host = environment["MODGUD_SMTP_HOST"], !host.isEmpty, environment["MODGUD_MAIL_TRANSPORT"] != "console" else { return nil }
+        guard let from = environment["MODGUD_MAIL_FROM"], from.contains("@") else {
+            throw CommandError("MODGUD_MAIL_FROM must be the sender address when MODGUD_SMTP_HOST is set")
+        }
+        guard let security = SMTPConfiguration.Security(rawValue: environment["MODGUD_SMTP_SECURITY"] ?? "starttls") else {
+            throw CommandError("MODGUD_SMTP_SECURITY must be starttls, tls or none")
+        }
+        guard let smtpPort = Int(environment["MODGUD_SMTP_PORT"] ?? (security == .tls ? "465" : "587")), (1...65535).contains(smtpPort),
+            let timeout = Double(environment["MODGUD_SMTP_TIMEOUT_SECONDS"] ?? "30"), timeout > 0
+        else { throw CommandError("MODGUD_SMTP_PORT / MODGUD_SMTP_TIMEOUT_SECONDS are not valid") }
+        return SMTPConfiguration(
+            host: host, port: smtpPort, security: security, username: environment["MODGUD_SMTP_USERNAME"],
+            password: environment["MODGUD_SMTP_PASSWORD"], from: from, heloName: environment["MODGUD_SMTP_HELO"] ?? "localhost",
+            timeoutSeconds: timeout, trustRootsFile: environment["MODGUD_SMTP_CA_FILE"], tlsServerName: environment["MODGUD_SMTP_TLS_NAME"])
+    }
+
+    /// The console's listener and sessions (`MODGUD_CONSOLE_*`).
+    private static func consoleListener(_ environment: [String: String], _ number: EnvironmentNumbers) throws -> ConsoleListener {
+        var console = ConsoleListener(
+            port: try number("MODGUD_CONSOLE_PORT", 0, 0...65535).nonZero, host: environment["MODGUD_CONSOLE_HOST"] ?? "127.0.0.1",
+            settings: OperatorConsole.Settings(
+                realm: environment["MODGUD_CONSOLE_REALM"] ?? "operators",
+                idleTimeout: TimeInterval(60 * (try number("MODGUD_CONSOLE_IDLE_MINUTES", 15, 1...720)))))
+        switch environment["MODGUD_CONSOLE_ON_PUBLIC_PORT"] ?? "false" {
+        case "true": console.onPublicPort = true
+        case "false", "": break
+        default: throw CommandError("MODGUD_CONSOLE_ON_PUBLIC_PORT must be true or false")
+        }
+        return console
+    }
+}
+
+/// Whole-number settings from the environment: the fallback when unset or empty, else a number
+/// in its range or a clear error naming the variable.
+private struct EnvironmentNumbers {
+    let environment: [String: String]
+
+    func callAsFunction(_ name: String, _ fallback: Int, _ range: ClosedRange<Int>) throws -> Int {
+        guard let text = environment[name], !text.isEmpty else { return fallback }
+        guard let value = Int(text), range.contains(value) else {
+            throw CommandError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
     }
 }
 

@@ -12,7 +12,8 @@ import ServiceLifecycle
 /// Shutdown order (a `ServiceGroup` stops services in reverse order, each after the one
 /// behind it has finished): the drain turns `/health/ready` to 503 and waits `drain` so load
 /// balancers move away; then the HTTP server stops accepting and finishes its in-flight
-/// requests; then the maintenance loop, the mail dispatcher and the projection daemon stop.
+/// requests; then the console's rebuilds, the maintenance loop, the mail dispatcher and the
+/// projection daemon stop.
 /// None of the background services ends on a database error: each logs and retries.
 enum Server {
     struct Settings {
@@ -52,7 +53,8 @@ enum Server {
         let listener = SettingsListenerService(listener: SettingsChangeListener(configuration: core.pool.configuration, core: core, logger: logger))
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: listener), .init(service: daemon), .init(service: auditLog), .init(service: MailDispatcherService(dispatcher: dispatcher)),
-            .init(service: signals), .init(service: maintenance), .init(service: app),
+            .init(service: signals), .init(service: maintenance), .init(service: RebuildRunnerService(runner: core.operations.rebuilds)),
+            .init(service: app),
         ]
         if let port = configuration.console.port {
             // The console's own listener (docs/operations/console.md): loopback by default.
@@ -119,6 +121,18 @@ struct SharedSignalsService: Service {
                 group.addTask { await pusher.run() }
                 group.addTask { await core.relaySignalNotifications() }
             }
+        }
+    }
+}
+
+/// The console's projection rebuilds as a lifecycle service: a rebuild running at shutdown
+/// is cancelled and awaited after the HTTP server has stopped (issue 42).
+struct RebuildRunnerService: Service {
+    let runner: RebuildRunner
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await runner.run()
         }
     }
 }

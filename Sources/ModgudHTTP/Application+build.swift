@@ -42,7 +42,7 @@ public func buildConsoleApplication(
 func consoleController(core: ModgudCore, console: ConsoleConfiguration) -> ConsoleController {
     ConsoleController(
         console: OperatorConsole(core: core, settings: console.settings), admin: AdminService(core: core), configuration: console,
-        rebuilds: RebuildTracker())
+        operations: core.operations)
 }
 
 /// The routes, for in-process tests. `console`: the operator console on the same routes (off

@@ -1,6 +1,5 @@
 import Hummingbird
 import Metrics
-import PQ
 import ModgudService
 import Prometheus
 
@@ -34,7 +33,7 @@ struct HealthController: Sendable {
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
         headers[.cacheControl] = "no-store"
         // Read at scrape time: a process-wide atomic, no database work.
-        Gauge(label: "modgud_db_round_trips").record(PQRoundTrips.total)
+        Gauge(label: "modgud_db_round_trips").record(StoreFailure.roundTrips)
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics?.emitToBuffer() ?? [])))
     }
 

@@ -1,5 +1,5 @@
 import Hummingbird
-import PQ
+import ModgudService
 
 /// Answers for failures that are not the request's fault. The error itself goes to the log,
 /// never to the client.
@@ -13,7 +13,7 @@ enum ServerFailure {
 
     /// A problem (RFC 7807): `Service.Unavailable` (503) or `Server.Error` (500).
     static func problem(_ error: any Error, context: ModgudRequestContext, endpoint: String) -> Response {
-        if PQError.meansDatabaseUnavailable(error) {
+        if StoreFailure.meansDatabaseUnavailable(error) {
             log(error, context: context, endpoint: endpoint, unavailable: true)
             return withRetryAfter(
                 Problem.response("Service.Unavailable", status: 503, detail: "The service is temporarily unavailable; retry shortly."))
@@ -25,7 +25,7 @@ enum ServerFailure {
     /// An OAuth error body (RFC 6749 section 5.2 shape): `temporarily_unavailable` (503) or
     /// `server_error` (500), with `Cache-Control: no-store` like every token-endpoint answer.
     static func oauth(_ error: any Error, context: ModgudRequestContext, endpoint: String) -> Response {
-        if PQError.meansDatabaseUnavailable(error) {
+        if StoreFailure.meansDatabaseUnavailable(error) {
             log(error, context: context, endpoint: endpoint, unavailable: true)
             return withRetryAfter(
                 OAuthResponses.json(

@@ -43,6 +43,8 @@ public struct ModgudCore: Sendable {
     public let operatorLogActors: AggregateRegistry<OperatorLog>
     /// Wakes this instance's push loop and long polls when SETs are enqueued.
     public let signalWakeups = SignalWakeups()
+    /// Readiness, projections and their rebuilds, the outboxes' dead letters (the console's).
+    public let operations: OperationsService
 
     /// - Parameters:
     ///   - masterKey: 32 bytes sealing the realms' private signing keys (nil: a tool that never signs).
@@ -85,6 +87,7 @@ public struct ModgudCore: Sendable {
         secrets = try masterKey.map { try ServerSecrets(masterKey: $0) }
         signalStreamActors = AggregateRegistry(store: store)
         operatorLogActors = AggregateRegistry(store: store)
+        operations = OperationsService(pool: pool, readiness: readiness, secrets: secrets, vault: vault)
         self.now = now
     }
 

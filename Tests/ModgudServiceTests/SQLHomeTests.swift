@@ -41,6 +41,14 @@ final class SQLHomeTests: XCTestCase {
         XCTAssertEqual(strays, [], "SQL outside its table's home (docs/architecture.md)")
     }
 
+    /// Issue 42: the log's gap-safe horizon has one home, the event store; no reader of
+    /// `events` outside it keeps a copy of it.
+    func testTheLogsHorizonIsReadOnlyByTheEventStore() throws {
+        let readers = try Self.files().filter { $0.code.contains("pg_snapshot_xmin") }.map(\.path)
+        XCTAssertEqual(Set(readers.filter { !$0.hasPrefix("EventStorePostgres/") }), [], "a copy of the horizon outside the event store")
+        XCTAssertFalse(readers.isEmpty, "the check is looking at the wrong text")
+    }
+
     func testEachTableIsNamedOnlyByItsHomeAndTheHomesThatJoinIt() throws {
         let tables = "ModgudService/Tables/"
         let homes: [String: Set<String>] = [
@@ -63,6 +71,10 @@ final class SQLHomeTests: XCTestCase {
             "audit_log_keys": ["AuditLogKeysTable.swift"],
             "dpop_jtis": ["DPoPReplayTable.swift"],
             "settings_instances": ["SettingsAcknowledgementsTable.swift"],
+            // The lease looks at a stream's first waiting SET, the overview counts them; the
+            // fan-out and the drop pick the streams that hold them (issue 42).
+            "ssf_streams": ["SignalStreamsTable.swift", "SignalOutboxTable.swift"],
+            "ssf_outbox": ["SignalOutboxTable.swift", "SignalStreamsTable.swift"],
         ]
         let files = try Self.files().filter { !$0.path.hasPrefix("ModgudCLI/Bench/") }
         for (table, allowed) in homes {

@@ -1,4 +1,3 @@
-import EventStorePostgres
 import Foundation
 import Hummingbird
 import ModgudService
@@ -24,15 +23,10 @@ extension ConsoleController {
         router.post("console/projections/:name/rebuild") { request, context in
             await action(request, context) { session, _ in
                 let name = context.parameters.get("name") ?? ""
-                guard let projection = ProjectionCatalog.named(name) else { throw ConsoleRefusal.notFound("projection") }
-                let pool = admin.core.pool
-                let logger = context.logger
-                let actor = session.actor
+                guard ProjectionCatalog.named(name) != nil else { throw ConsoleRefusal.notFound("projection") }
                 try await console.record("projection.rebuild", target: name, by: session, metadata: metadata(session, context))
-                let started = rebuilds.start(name) { report in
-                    logger.info("console rebuild started", metadata: ["projection": "\(name)", "operator": "\(actor)"])
-                    _ = try await ProjectionRebuilder(pool: pool).rebuild(projection) { report($0.applied, $0.total) }
-                }
+                context.logger.info("console rebuild asked", metadata: ["projection": "\(name)", "operator": "\(session.actor)"])
+                let started = operations.startRebuild(name) ?? false
                 return ConsoleResponse.redirect("/console/projections" + (started ? "" : "?busy=1"))
             }
         }
@@ -46,7 +40,7 @@ extension ConsoleController {
         }
         router.get("console/signals") { request, context in
             await page(request, context) { _ in
-                let streams = try await SignalOutbox(pool: admin.core.pool).streams().map { stream -> [String: Any] in
+                let streams = try await operations.signals.streams().map { stream -> [String: Any] in
                     [
                         "realm": stream.realm, "clientID": stream.clientID, "streamID": stream.streamID, "method": stream.method, "status": stream.status,
                         "pending": ConsoleFormat.count(stream.pending), "dead": ConsoleFormat.count(stream.dead), "hasDead": stream.dead > 0,
@@ -59,17 +53,17 @@ extension ConsoleController {
             await action(request, context) { session, _ in
                 let stream = context.parameters.get("stream") ?? ""
                 try await console.record("ssf.retry-dead", target: stream, by: session, metadata: metadata(session, context))
-                _ = try await SignalOutbox(pool: admin.core.pool).retryDead(streamID: stream)
+                _ = try await operations.signals.retryDead(streamID: stream)
                 return ConsoleResponse.redirect("/console/signals")
             }
         }
     }
 
     private func health() async throws -> ConsolePage {
-        let report = await admin.core.readiness.check()
+        let report = await operations.readiness()
         let checks = report.checks.sorted { $0.key < $1.key }.map { ["name": $0.key, "result": $0.value, "ok": $0.value == "ok"] as [String: Any] }
         let counts = try await mailOutbox().counts()
-        let streams = try await SignalOutbox(pool: admin.core.pool).streams()
+        let streams = try await operations.signals.streams()
         let stats: [[String: String]] = [
             ["label": "realms", "value": ConsoleFormat.count(try await admin.realms().count)],
             ["label": "mails waiting", "value": ConsoleFormat.count(counts.pending)],
@@ -83,16 +77,13 @@ extension ConsoleController {
     }
 
     private func projectionRows() async throws -> [[String: Any]] {
-        var rows: [[String: Any]] = []
-        for projection in ProjectionCatalog.all {
-            let status = try await ProjectionStatus.read(projection, pool: admin.core.pool)
+        try await operations.projections().map { report in
             var row: [String: Any] = [
-                "name": status.name, "mode": status.mode.rawValue,
-                "checkpoint": status.mode == .inline ? "inline" : status.checkpoint?.description ?? "start",
-                "applied": ConsoleFormat.count(status.applied), "lag": ConsoleFormat.count(status.lag), "failing": ConsoleFormat.count(status.failing),
-                "isFailing": status.failing > 0, "parked": ConsoleFormat.count(status.parked),
+                "name": report.name, "mode": report.mode, "checkpoint": report.checkpoint, "applied": ConsoleFormat.count(report.applied),
+                "lag": ConsoleFormat.count(report.lag), "failing": ConsoleFormat.count(report.failing), "isFailing": report.failing > 0,
+                "parked": ConsoleFormat.count(report.parked),
             ]
-            if let progress = rebuilds.progress(status.name) {
+            if let progress = report.rebuild {
                 if !progress.finished {
                     let label = progress.total > 0 ? "\(ConsoleFormat.count(progress.done)) of \(ConsoleFormat.count(progress.total))" : "starting"
                     row["progress"] = ["done": progress.done, "total": max(progress.total, 1), "label": label]
@@ -100,9 +91,8 @@ extension ConsoleController {
                     row["failing"] = "rebuild failed: \(failure)"
                 }
             }
-            rows.append(row)
+            return row
         }
-        return rows
     }
 
     private func mail() async throws -> ConsolePage {
@@ -121,7 +111,10 @@ extension ConsoleController {
     }
 
     private func mailOutbox() throws -> MailOutbox {
-        guard let secrets = admin.core.secrets else { throw ConsoleRefusal(status: .serviceUnavailable, message: "This server runs without MODGUD_MASTER_KEY.") }
-        return MailOutbox(pool: admin.core.pool, secrets: secrets, vault: admin.core.vault)
+        do {
+            return try operations.mail()
+        } catch {
+            throw ConsoleRefusal(status: .serviceUnavailable, message: "This server runs without MODGUD_MASTER_KEY.")
+        }
     }
 }

@@ -3,7 +3,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import ModgudService
-import PQ
 
 /// Operators' passkeys (issue 31): the JSON ceremonies `console.js` drives with the browser's
 /// passkey dialog, and the page where an operator adds one. Same origin only, JSON only (a
@@ -110,7 +109,7 @@ extension ConsoleController {
         } catch let limited as RateLimited {
             return Self.jsonError(.tooManyRequests, "Too many attempts; try again in \(limited.retryAfterSeconds) s.")
         } catch {
-            ServerFailure.log(error, context: context, endpoint: "console", unavailable: PQError.meansDatabaseUnavailable(error))
+            ServerFailure.log(error, context: context, endpoint: "console", unavailable: StoreFailure.meansDatabaseUnavailable(error))
             return Self.jsonError(.serviceUnavailable, "The server could not do that now; try again shortly.")
         }
     }

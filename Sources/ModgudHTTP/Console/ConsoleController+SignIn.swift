@@ -2,7 +2,6 @@ import EventSourcing
 import Foundation
 import Hummingbird
 import ModgudService
-import PQ
 
 /// Signing in and out (issue 31): an email code of the operator realm, then a session cookie.
 extension ConsoleController {
@@ -38,7 +37,7 @@ extension ConsoleController {
         } catch let refused as ConsoleRefusal {
             return signInPage("sign-in", [:], error: refused.message, status: refused.status, started)
         } catch {
-            ServerFailure.log(error, context: context, endpoint: "console", unavailable: PQError.meansDatabaseUnavailable(error))
+            ServerFailure.log(error, context: context, endpoint: "console", unavailable: StoreFailure.meansDatabaseUnavailable(error))
             return signInPage("sign-in", [:], error: "The code could not be sent; try again shortly.", status: .serviceUnavailable, started)
         }
     }
@@ -65,7 +64,7 @@ extension ConsoleController {
         } catch let refused as ConsoleRefusal {
             return signInPage("sign-in", [:], error: refused.message, status: refused.status, started)
         } catch {
-            ServerFailure.log(error, context: context, endpoint: "console", unavailable: PQError.meansDatabaseUnavailable(error))
+            ServerFailure.log(error, context: context, endpoint: "console", unavailable: StoreFailure.meansDatabaseUnavailable(error))
             return signInPage("sign-in-code", ["email": email], error: "Sign-in failed on the server; try again shortly.", status: .serviceUnavailable, started)
         }
     }

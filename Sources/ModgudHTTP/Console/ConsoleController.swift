@@ -4,7 +4,6 @@ import HTTPTypes
 import Hummingbird
 import ModgudDomain
 import ModgudService
-import PQ
 
 /// The operator console under /console (issue 31): server-rendered pages over the same
 /// services as the admin API. Every page needs a console session; every POST also needs the
@@ -13,7 +12,7 @@ struct ConsoleController: Sendable {
     let console: OperatorConsole
     let admin: AdminService
     let configuration: ConsoleConfiguration
-    let rebuilds: RebuildTracker
+    let operations: OperationsService
     static let cookieName = "modgud_console"
 
     func register(on router: Router<ModgudRequestContext>) {
@@ -119,7 +118,7 @@ struct ConsoleController: Sendable {
             message = refused.message
         case let limited as RateLimited:
             (status, message) = (.tooManyRequests, "Too many attempts; try again in \(limited.retryAfterSeconds) s.")
-        case let failure where PQError.meansDatabaseUnavailable(failure):
+        case let failure where StoreFailure.meansDatabaseUnavailable(failure):
             ServerFailure.log(error, context: context, endpoint: "console", unavailable: true)
             (status, message) = (.serviceUnavailable, "The database is unavailable; retry shortly.")
         default:

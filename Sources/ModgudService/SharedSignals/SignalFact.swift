@@ -4,7 +4,7 @@ import JWTKit
 import ModgudDomain
 
 /// What one log event means to receivers: the SET to fan out, before it is addressed to any
-/// stream. Pure: `SignalCatalog` derives it, `SignalTables.fanOut` writes it per stream.
+/// stream. Pure: `SignalCatalog` derives it, `SignalOutboxTable.fanOut` writes it per stream.
 struct SignalFact: Equatable, Sendable {
     /// Whose event it is.
     enum Owner: Equatable, Sendable {

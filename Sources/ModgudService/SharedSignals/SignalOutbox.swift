@@ -33,7 +33,7 @@ public struct SignalOutbox: Sendable {
     public init(pool: PQPool) { self.pool = pool }
 
     public func streams() async throws -> [Stream] {
-        try await pool.query(SignalOutboxTable.overview).rows.map { row in
+        try await pool.query(SignalStreamsTable.overview).rows.map { row in
             Stream(
                 realm: try row.decode(String.self, at: 0), clientID: try row.decode(String.self, at: 1), streamID: try row.decode(String.self, at: 2),
                 method: try row.decode(String.self, at: 3), status: try row.decode(String.self, at: 4), pending: try row.decode(Int.self, at: 5),

@@ -77,15 +77,15 @@ public final class SignalPusher: Sendable {
     /// Leases one stream with due SETs and delivers them in order; false when none was due.
     @discardableResult
     public func deliverOneStream() async throws -> Bool {
-        guard let row = try await pool.query(SignalOutboxTable.leasePushStream(instance: instance, lease: settings.lease)).first else { return false }
+        guard let row = try await pool.query(SignalStreamsTable.leasePushStream(instance: instance, lease: settings.lease)).first else { return false }
         let stream = try SignalStreamRow(row: row)
         do {
             try await deliver(stream)
         } catch {
-            _ = try? await pool.query(SignalOutboxTable.release(streamID: stream.streamID, instance: instance))
+            _ = try? await pool.query(SignalStreamsTable.release(streamID: stream.streamID, instance: instance))
             throw error
         }
-        _ = try await pool.query(SignalOutboxTable.release(streamID: stream.streamID, instance: instance))
+        _ = try await pool.query(SignalStreamsTable.release(streamID: stream.streamID, instance: instance))
         return true
     }
 

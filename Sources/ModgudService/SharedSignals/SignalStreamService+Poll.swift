@@ -42,7 +42,7 @@ extension SignalStreamService {
     /// Up to `limit` signed SETs of an enabled stream (a paused one holds them, a disabled one
     /// dropped them: only their stream-updated SETs come).
     private func pending(streamID: String, realm: String, clientID: String, limit: Int) async throws -> SignalPollResult {
-        guard let row = try await pool.query(SignalOutboxTable.stream(realm: realm, clientID: clientID)).first else {
+        guard let row = try await pool.query(SignalStreamsTable.stream(realm: realm, clientID: clientID)).first else {
             return SignalPollResult(sets: [], moreAvailable: false)  // created, not applied yet
         }
         let stream = try SignalStreamRow(row: row)

@@ -77,19 +77,11 @@ public actor SignalTransmitter: ProjectionWorker {
     static func transmitBatch(on connection: isolated PQConnection, limit: Int, logger: Logger) throws -> (Int, Int, Bool)? {
         guard try connection.query(EventStoreSQL.tryLockProjectionForTransaction(name)).first?.decode(Bool.self, at: 0) == true else { return nil }
         let cursor = try connection.query(EventStoreSQL.checkpoint(name)).first.map(LogCursor.init(checkpointRow:)) ?? .start
-        let rows = try connection.query(SignalTables.events(after: cursor, types: SignalCatalog.eventTypes, limit: limit)).rows
+        let batch = try EventLogReads.admitted(after: cursor, types: SignalCatalog.eventTypes, limit: limit, on: connection)
         var next = cursor
         var applied = 0
         var sets = 0
-        for row in rows {
-            guard try row.decode(String?.self, at: 6) != nil else {
-                // The newest admitted event: everything up to it that was not picked is of no
-                // use here, unless the batch was full (then the rest comes next batch).
-                let tail = LogCursor(transactionID: try row.decode(PQTransactionID.self, at: 1).rawValue, position: try row.decode(Int64.self, at: 0))
-                if applied < limit, tail > next { next = tail }
-                continue
-            }
-            let event = try RecordedEvent(row: row)
+        for event in batch.events {
             do {
                 for statement in try statements(for: event) { sets += try connection.query(statement).affectedRows }
             } catch let error as PQError {
@@ -102,7 +94,10 @@ public actor SignalTransmitter: ProjectionWorker {
             next = event.cursor
             applied += 1
         }
-        let streams = try connection.query(SignalTables.anyStream).first?.decode(Bool.self, at: 0) ?? false
+        // Everything up to the horizon that was not picked is of no use here, unless the
+        // batch was full (then the rest comes next batch).
+        if applied < limit, let horizon = batch.horizon, horizon > next { next = horizon }
+        let streams = try connection.query(SignalStreamsTable.anyStream).first?.decode(Bool.self, at: 0) ?? false
         guard next != cursor else { return (0, 0, streams) }
         _ = try connection.query(EventStoreSQL.saveCheckpoint(name, cursor: next, applied: applied))
         if sets > 0 { _ = try connection.query(SignalTables.notify) }
@@ -114,25 +109,25 @@ public actor SignalTransmitter: ProjectionWorker {
         let realm = event.envelope.stream.realm
         guard event.envelope.stream.type == SignalStream.streamType else {
             guard let fact = try SignalCatalog.fact(for: event.envelope) else { return [] }
-            return [try SignalTables.fanOut(fact, realm: realm, position: event.position, at: event.recordedAt)]
+            return [try SignalOutboxTable.fanOut(fact, realm: realm, position: event.position, at: event.recordedAt)]
         }
         let clientID = StreamNames.clientID(of: event.envelope.stream)
         switch try SignalStreamEvent(decoding: event.envelope, registry: ModgudEvents.registry) {
-        case .created(let created): return [SignalTables.create(realm: realm, created: created)]
-        case .configured(let configured): return [SignalTables.configure(realm: realm, clientID: clientID, configured.configuration)]
+        case .created(let created): return [SignalStreamsTable.create(realm: realm, created: created)]
+        case .configured(let configured): return [SignalStreamsTable.configure(realm: realm, clientID: clientID, configured.configuration)]
         case .statusChanged(let changed):
-            var statements = SignalTables.setStatus(realm: realm, clientID: clientID, changed.status)
+            var statements = SignalStreamsTable.setStatus(realm: realm, clientID: clientID, changed.status)
             if changed.by == SignalStream.operatorActor {
                 statements.append(
-                    try SignalTables.streamUpdated(
+                    try SignalOutboxTable.streamUpdated(
                         realm: realm, clientID: clientID, status: changed.status, reason: changed.reason, position: event.position, at: event.recordedAt))
             }
             return statements
-        case .subjectRemoved(let removed): return [SignalTables.removeSubject(realm: realm, clientID: clientID, userID: removed.userID)]
-        case .subjectAdded(let added): return [SignalTables.addSubject(realm: realm, clientID: clientID, userID: added.userID)]
+        case .subjectRemoved(let removed): return [SignalStreamsTable.removeSubject(realm: realm, clientID: clientID, userID: removed.userID)]
+        case .subjectAdded(let added): return [SignalStreamsTable.addSubject(realm: realm, clientID: clientID, userID: added.userID)]
         case .verificationRequested(let requested):
-            return [try SignalTables.verification(realm: realm, clientID: clientID, state: requested.state, position: event.position, at: event.recordedAt)]
-        case .deleted: return SignalTables.delete(realm: realm, clientID: clientID)
+            return [try SignalOutboxTable.verification(realm: realm, clientID: clientID, state: requested.state, position: event.position, at: event.recordedAt)]
+        case .deleted: return SignalStreamsTable.delete(realm: realm, clientID: clientID)
         }
     }
 }

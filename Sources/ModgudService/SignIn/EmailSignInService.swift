@@ -95,13 +95,8 @@ public struct EmailSignInService: Sendable {
         async throws
     {
         let settings = realm.settings
-        // docs/spec.md section 2 step 2: required names first, whatever the address.
         let fields = settings.registrationFields
-        // The username is never required on native paths: it is the email (the seed's rule).
-        for (requirement, value, label) in [(fields.firstname, request.firstName, "Firstname"), (fields.lastname, request.lastName, "Lastname")]
-        where requirement == .required && (value ?? "").trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
-            throw RequestRefused(message: "\(label) is required.")
-        }
+        try Self.checkRequiredNames(request, fields)
         try await limiter.check(.requestPerIP, key: request.source, realm: realm.realmID, settings: settings)
         // An address that is not one still counts against a mailbox key (its own text), so
         // malformed input is limited like any other.
@@ -151,6 +146,15 @@ public struct EmailSignInService: Sendable {
         let outcome = try await challengeActors.actor(for: codeStream(realm: realm.realmID, email: email, day: time))
             .execute(.issue(issued, cooldown: Self.resendCooldown), now: time, metadata: metadata, extra: { _ in extra })
         if !outcome.events.isEmpty { mailEnqueued() }
+    }
+
+    /// docs/spec.md section 2 step 2: required names first, whatever the address. The username
+    /// is never required on native paths: it is the email (the seed's rule).
+    static func checkRequiredNames(_ request: CodeRequest, _ fields: RegistrationFields) throws(RequestRefused) {
+        for (requirement, value, label) in [(fields.firstname, request.firstName, "Firstname"), (fields.lastname, request.lastName, "Lastname")]
+        where requirement == .required && (value ?? "").trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            throw RequestRefused(message: "\(label) is required.")
+        }
     }
 
     // MARK: Grants

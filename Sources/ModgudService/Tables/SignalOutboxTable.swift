@@ -3,43 +3,6 @@ import JWTKit
 import ModgudDomain
 import PQ
 
-/// One stream as the deliverers need it.
-struct SignalStreamRow: Sendable {
-    var streamID: String
-    var realm: String
-    var clientID: String
-    var issuer: String
-    var method: String
-    var endpointURL: String?
-    var sealedAuthorization: String?
-    var format: String
-    var status: String
-
-    static let columns = "stream_id, realm, client_id, issuer, method, endpoint_url, push_authorization, format, status"
-
-    init(streamID: String, realm: String, clientID: String, issuer: String, method: String = SignalDeliveryMethod.poll.rawValue, format: String = "iss_sub") {
-        self.streamID = streamID
-        self.realm = realm
-        self.clientID = clientID
-        self.issuer = issuer
-        self.method = method
-        self.format = format
-        status = SignalStreamStatus.enabled.rawValue
-    }
-
-    init(row: PQRow) throws {
-        streamID = try row.decode(String.self, at: 0)
-        realm = try row.decode(String.self, at: 1)
-        clientID = try row.decode(String.self, at: 2)
-        issuer = try row.decode(String.self, at: 3)
-        method = try row.decode(String.self, at: 4)
-        endpointURL = try row.decode(String?.self, at: 5)
-        sealedAuthorization = try row.decode(String?.self, at: 6)
-        format = try row.decode(String.self, at: 7)
-        status = try row.decode(String.self, at: 8)
-    }
-}
-
 /// One SET waiting in the outbox.
 struct SignalOutboxRow: Sendable {
     var seq: Int64
@@ -83,33 +46,83 @@ struct SignalOutboxRow: Sendable {
     }
 }
 
-/// The deliverers' SQL over `ssf_streams` and `ssf_outbox` (push: RFC 8935; poll: RFC 8936).
+/// The one home of `ssf_outbox` (`schema/0015_shared_signals.sql`): the SETs per stream in log
+/// order, as the transmitter fans facts out into them (joining `ssf_streams` for the streams
+/// that carry each event) and as the deliverers send, acknowledge, retry and kill them (push:
+/// RFC 8935; poll: RFC 8936).
 enum SignalOutboxTable {
-    /// Leases one push stream whose first waiting SET is due to this instance (`FOR UPDATE SKIP
-    /// LOCKED`: two instances never deliver one stream at once, which keeps its order). The
-    /// first one, not any: while it backs off, the SETs behind it wait, and so does the stream.
-    /// Of a stream that is not enabled, only stream-updated SETs wait to go.
-    static func leasePushStream(instance: String, lease: TimeInterval) -> PQQuery {
-        """
-        UPDATE ssf_streams SET lease_until = now() + make_interval(secs => \(lease)), leased_by = \(instance)
-        WHERE stream_id = (
-            SELECT s.stream_id FROM ssf_streams s
-            WHERE s.method = 'urn:ietf:rfc:8935' AND (s.lease_until IS NULL OR s.lease_until < now())
-              AND (SELECT o.next_attempt_at <= now() FROM ssf_outbox o
-                   WHERE o.stream_id = s.stream_id AND o.status = 'pending' AND (s.status = 'enabled' OR o.event = 'stream-updated')
-                   ORDER BY o.seq LIMIT 1)
-            LIMIT 1 FOR UPDATE SKIP LOCKED)
-        RETURNING \(unescaped: SignalStreamRow.columns)
-        """
+    // MARK: Fan-out (the transmitter)
+
+    /// One fact into the outbox of every stream of the realm that carries its event and has
+    /// not removed its user; the `jti` is a hash of the stream and the log position, so it is
+    /// the same however often the SET is sent.
+    static func fanOut(_ fact: SignalFact, realm: String, position: Int64, at: Date) throws -> PQQuery {
+        let owner: PQQuery
+        switch fact.owner {
+        case .user(let id): owner = "\(id)::uuid"
+        case .firstEventOf(let stream): owner = "(SELECT (payload->>'userID')::uuid FROM events WHERE stream_id = \(stream) AND stream_version = 1)"
+        }
+        var extra: PQQuery = "'{}'::jsonb"
+        if fact.passkeyFacts, case .firstEventOf(let stream) = fact.owner {
+            extra = """
+                coalesce((SELECT jsonb_build_object('aaguid', payload->'aaguid', 'backupEligible', payload->'backupEligible')
+                          FROM events WHERE stream_id = \(stream) AND stream_version = 1), '{}'::jsonb)
+                """
+        }
+        return """
+            INSERT INTO ssf_outbox (stream_id, seq, jti, event, user_id, session_id, occurred_at, detail)
+            SELECT s.stream_id, \(position), \(unescaped: jti(position: position)), \(fact.event.rawValue), o.user_id, \(fact.session), \(at),
+                   \(PQJSON(try encode(fact.detail)))::jsonb || o.extra
+            FROM ssf_streams s, (SELECT \(fragment: owner) AS user_id, \(fragment: extra) AS extra) o
+            WHERE s.realm = \(realm) AND s.status <> 'disabled' AND \(fact.event.rawValue) = ANY(s.events)
+              AND o.user_id IS NOT NULL AND NOT (o.user_id = ANY(s.removed_users))
+            ON CONFLICT DO NOTHING
+            """
     }
 
-    static func release(streamID: String, instance: String) -> PQQuery {
-        "UPDATE ssf_streams SET lease_until = NULL, leased_by = NULL WHERE stream_id = \(streamID) AND leased_by = \(instance)"
+    /// The verification SET of one stream (SSF 1.0 section 8.1.4): held while paused.
+    static func verification(realm: String, clientID: String, state: String?, position: Int64, at: Date) throws -> PQQuery {
+        let detail: [String: JWTHeaderField] = state.map { ["state": .string($0)] } ?? [:]
+        return """
+            INSERT INTO ssf_outbox (stream_id, seq, jti, event, occurred_at, detail)
+            SELECT s.stream_id, \(position), \(unescaped: jti(position: position)), \(SignalEvent.verification.rawValue), \(at), \(PQJSON(try encode(detail)))
+            FROM ssf_streams s WHERE s.realm = \(realm) AND s.client_id = \(clientID) AND s.status <> 'disabled'
+            ON CONFLICT DO NOTHING
+            """
     }
 
-    static func stream(realm: String, clientID: String) -> PQQuery {
-        "SELECT \(unescaped: SignalStreamRow.columns) FROM ssf_streams WHERE realm = \(realm) AND client_id = \(clientID)"
+    /// The stream-updated SET of an operator's status change (SSF 1.0 section 8.1.5), for any
+    /// status: a receiver hears that its stream stopped even though nothing else goes out.
+    static func streamUpdated(realm: String, clientID: String, status: SignalStreamStatus, reason: String?, position: Int64, at: Date) throws
+        -> PQQuery
+    {
+        var detail: [String: JWTHeaderField] = ["status": .string(status.rawValue)]
+        if let reason { detail["reason"] = .string(reason) }
+        return """
+            INSERT INTO ssf_outbox (stream_id, seq, jti, event, occurred_at, detail)
+            SELECT s.stream_id, \(position), \(unescaped: jti(position: position)), \(SignalEvent.streamUpdated.rawValue), \(at), \(PQJSON(try encode(detail)))
+            FROM ssf_streams s WHERE s.realm = \(realm) AND s.client_id = \(clientID)
+            ON CONFLICT DO NOTHING
+            """
     }
+
+    /// 32 hex digits of SHA-256 over `stream_id/position` (SQL, over the row's `s.stream_id`).
+    private static func jti(position: Int64) -> String {
+        "left(encode(sha256(convert_to(s.stream_id || '/' || \(position), 'UTF8')), 'hex'), 32)"
+    }
+
+    private static func encode(_ detail: [String: JWTHeaderField]) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(detail), as: UTF8.self)
+    }
+
+    /// Everything a stream holds (it was disabled or deleted).
+    static func drop(realm: String, clientID: String) -> PQQuery {
+        "DELETE FROM ssf_outbox WHERE stream_id IN (SELECT stream_id FROM ssf_streams WHERE realm = \(realm) AND client_id = \(clientID))"
+    }
+
+    // MARK: Delivery
 
     /// The stream's pending SETs in log order; of a stream that is not enabled, only its
     /// stream-updated SETs (the rest are held, or were dropped).
@@ -169,12 +182,4 @@ enum SignalOutboxTable {
         WHERE status = 'dead' AND (\(streamID)::text IS NULL OR stream_id = \(streamID))
         """
     }
-
-    /// Every stream with its pending and dead counts, for the CLI.
-    static let overview: PQQuery = """
-        SELECT s.realm, s.client_id, s.stream_id, s.method, s.status,
-               count(o.seq) FILTER (WHERE o.status = 'pending'), count(o.seq) FILTER (WHERE o.status = 'dead')
-        FROM ssf_streams s LEFT JOIN ssf_outbox o USING (stream_id)
-        GROUP BY s.realm, s.client_id, s.stream_id, s.method, s.status ORDER BY s.realm, s.client_id
-        """
 }

@@ -1,0 +1,75 @@
+import Foundation
+import XCTest
+
+/// The layering and size rules of docs/architecture.md ("House habits"), checked over the
+/// source text as `SQLHomeTests` checks where SQL lives (issue 42).
+final class ArchitectureFitnessTests: XCTestCase {
+    /// The HTTP adapter talks to services: it names neither the PostgreSQL client nor the
+    /// event store (their errors and counters reach it through `StoreFailure`).
+    func testTheHTTPAdapterImportsNeitherTheStoreNorItsClient() throws {
+        let files = try SQLHomeTests.files().filter { $0.path.hasPrefix("ModgudHTTP/") }
+        XCTAssertGreaterThan(files.count, 20, "the check is looking at the wrong files")
+        let offenders = files.filter { file in
+            file.code.split(separator: "\n").contains { ["import PQ", "import EventStorePostgres", "import CLibPQ"].contains($0.trimmingCharacters(in: .whitespaces)) }
+        }.map(\.path)
+        XCTAssertEqual(offenders, [], "ModgudHTTP reaches storage")
+    }
+
+    /// Files that are parsers, whose long functions follow a grammar step by step.
+    static let parsers = ["CBOR/", "ModgudHTTP/FormBody.swift", "ModgudHTTP/StrictJSON.swift"]
+
+    /// No function, initializer or subscript body over 60 lines outside the parsers.
+    func testNoFunctionIsLongerThanSixtyLines() throws {
+        var long: [String] = []
+        for (path, code) in try SQLHomeTests.files() where !Self.parsers.contains(where: path.hasPrefix) {
+            for function in Self.functions(in: code) where function.lines > 60 {
+                long.append("\(path):\(function.line) \(function.lines) lines: \(function.signature)")
+            }
+        }
+        XCTAssertEqual(long, [], "functions over 60 lines (docs/architecture.md)")
+    }
+
+    /// The check measures: a 61-line function is found, a one-line one is not.
+    func testTheLengthCheckFindsALongFunction() {
+        let body = (0..<59).map { "        let x\($0) = \($0)" }.joined(separator: "\n")
+        let code = "struct A {\n    func short() { }\n    func long() {\n\(body)\n    }\n}"
+        XCTAssertEqual(Self.functions(in: code).map(\.lines), [1, 61])
+    }
+
+    /// Each declaration of a function, initializer or subscript, from its first line to the
+    /// closing brace at its indentation.
+    static func functions(in code: String) -> [(line: Int, lines: Int, signature: String)] {
+        let lines = code.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let declaration = try! NSRegularExpression(
+            pattern: #"^(\s*)(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|private|fileprivate|internal|package|static|class|final|override|mutating|nonisolated|convenience|required)\s+)*(?:func\s|init[(?<]|subscript[(<])"#)
+        var found: [(Int, Int, String)] = []
+        var index = 0
+        while index < lines.count {
+            let line = lines[index]
+            guard let match = declaration.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)),
+                let indentRange = Range(match.range(at: 1), in: line)
+            else {
+                index += 1
+                continue
+            }
+            let indent = line[indentRange].count
+            var open = index
+            while open < lines.count, !lines[open].contains("{") { open += 1 }
+            guard open < lines.count else { break }
+            if lines[open].trimmingCharacters(in: .whitespaces).hasSuffix("}") {
+                found.append((index + 1, open - index + 1, line.trimmingCharacters(in: .whitespaces)))
+                index = open + 1
+                continue
+            }
+            var close = open + 1
+            while close < lines.count {
+                let candidate = lines[close]
+                if candidate.trimmingCharacters(in: .whitespaces).hasPrefix("}"), candidate.prefix(while: { $0 == " " }).count == indent { break }
+                close += 1
+            }
+            found.append((index + 1, close - index + 1, line.trimmingCharacters(in: .whitespaces)))
+            index = open + 1
+        }
+        return found
+    }
+}
