@@ -48,6 +48,10 @@ public enum EventStoreError: Error, Hashable, Sendable, CustomStringConvertible 
     case wrongExpectedVersion(stream: String, expected: ExpectedVersion, actual: Int64)
     /// An inline projection failed; the append wrote nothing.
     case inlineProjectionFailed(projection: String, reason: String)
+    /// An inline projection's unique index refused a value another append holds (a race two
+    /// commands ran for one address, credential or host); the append wrote nothing. The
+    /// projection's table home says which value it was.
+    case uniqueValueTaken(projection: String, reason: String)
     /// An append with no events.
     case emptyAppend(stream: String)
 
@@ -57,6 +61,8 @@ public enum EventStoreError: Error, Hashable, Sendable, CustomStringConvertible 
             return "stream \(stream) is at version \(actual), expected \(expected)"
         case .inlineProjectionFailed(let projection, let reason):
             return "inline projection \(projection) failed, nothing was written: \(reason)"
+        case .uniqueValueTaken(let projection, let reason):
+            return "inline projection \(projection) found the value taken, nothing was written: \(reason)"
         case .emptyAppend(let stream):
             return "an append to \(stream) needs at least one event"
         }

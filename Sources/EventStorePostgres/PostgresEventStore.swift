@@ -140,6 +140,8 @@ public final class PostgresEventStore: EventStore {
             return EventStoreError.wrongExpectedVersion(stream: write.stream.id, expected: write.expected, actual: actual)
         }
         if let index = failure.index, index >= writes.count, index < owners.count, let projection = owners[index] {
+            // SQLSTATE 23505, unique_violation: a race for a unique value, not a fault.
+            if error.sqlState == "23505" { return EventStoreError.uniqueValueTaken(projection: projection, reason: error.description) }
             return EventStoreError.inlineProjectionFailed(projection: projection, reason: error.description)
         }
         return error

@@ -40,13 +40,29 @@ public protocol AggregateEvent: Sendable {
 /// Why a command was refused. `code` is the stable name clients and admins see
 /// (`NativeGrants.InvalidAccessTokenLifetime`, docs/spec.md section 1).
 public struct DomainError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What kind of refusal it is, stated where it is raised (issue 42: never guessed from
+    /// the code's wording): the edge turns it into a status.
+    public enum Kind: Sendable, Hashable {
+        /// The command is wrong.
+        case invalid
+        /// What it addresses does not exist.
+        case notFound
+        /// It clashes with what exists.
+        case conflict
+    }
+
     public var code: String
     public var message: String
+    public var kind: Kind
 
-    public init(_ code: String, _ message: String) {
+    public init(_ code: String, _ message: String, kind: Kind = .invalid) {
         self.code = code
         self.message = message
+        self.kind = kind
     }
+
+    public static func notFound(_ code: String, _ message: String) -> DomainError { DomainError(code, message, kind: .notFound) }
+    public static func conflict(_ code: String, _ message: String) -> DomainError { DomainError(code, message, kind: .conflict) }
 
     public var description: String { "\(code): \(message)" }
 }

@@ -70,15 +70,10 @@ struct AdminController: Sendable {
         } catch let problem as AdminProblem {
             return Problem.response(problem.title, status: problem.status, detail: problem.detail)
         } catch let error as DomainError {
-            let status = error.code.hasSuffix(".NotFound") ? 404 : (error.code.hasSuffix(".AlreadyExists") || error.code.hasSuffix(".LegacyPlaintext") ? 409 : 400)
-            return Problem.response(error.code, status: status, detail: error.message)
+            return Problem.response(error.code, status: Int(error.kind.status.code), detail: error.message)
         } catch let error as SigningKeyRingError {
             return Problem.response("SigningKey.Unavailable", status: 503, detail: error.description)
         } catch let error as EventStoreError {
-            if case .inlineProjectionFailed(let projection, _) = error {
-                let title = projection == "realm_directory" ? "Realm.HostTaken" : "Request.Conflict"
-                return Problem.response(title, status: 409, detail: "A unique value is already taken.")
-            }
             return Problem.response("Request.Conflict", status: 409, detail: "\(error)")
         } catch {
             return ServerFailure.problem(error, context: context, endpoint: "admin")

@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import ModgudDomain
 import ModgudService
 
 /// The one place a service's refusal becomes an HTTP answer: its status, and its body as a
@@ -30,5 +31,17 @@ extension ServiceRefusal {
         default: "invalid_request"
         }
         return OAuthResponses.error(OAuthError(error, message), status: status)
+    }
+}
+
+extension DomainError.Kind {
+    /// The status of a domain refusal, by the kind it was raised with (never by its code's
+    /// wording): 400, 404 or 409.
+    var status: HTTPResponse.Status {
+        switch self {
+        case .invalid: .badRequest
+        case .notFound: .notFound
+        case .conflict: .conflict
+        }
     }
 }

@@ -44,7 +44,7 @@ extension AdminService {
     {
         let reader = AuditLogReader(pool: core.pool)
         guard let leaf = try await reader.leaf(position: position), leaf.realm == realm else {
-            throw DomainError("AuditLog.NotFound", "No event of this realm at position \(position) is in the log yet.")
+            throw DomainError.notFound("AuditLog.NotFound", "No event of this realm at position \(position) is in the log yet.")
         }
         let size = try await checkedSize(size, realm: realm, reader: reader)
         guard leaf.index < size else {
@@ -67,7 +67,7 @@ extension AdminService {
         let integrated = try await reader.size(realm: realm)
         guard let size else {
             guard let latest = try await reader.latestCheckpoint(realm: realm) else {
-                throw DomainError("AuditLog.NotFound", "The realm's log has no checkpoint yet.")
+                throw DomainError.notFound("AuditLog.NotFound", "The realm's log has no checkpoint yet.")
             }
             return latest.size
         }

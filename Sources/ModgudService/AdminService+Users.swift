@@ -29,10 +29,10 @@ extension AdminService {
         realm: String, email rawEmail: String, firstName: String? = nil, lastName: String? = nil, username: String? = nil,
         emailConfirmed: Bool = true, metadata: EventMetadata
     ) async throws -> UserSummary {
-        guard try await self.realm(realm).exists else { throw DomainError("Realm.NotFound", "No realm \(realm).") }
+        guard try await self.realm(realm).exists else { throw DomainError.notFound("Realm.NotFound", "No realm \(realm).") }
         guard let email = EmailAddress(rawEmail) else { throw DomainError("Email.Invalid", "The email address is not valid.") }
         if try await findUser(realm: realm, email.value) != nil {
-            throw DomainError("User.AlreadyExists", "A user with this email address exists.")
+            throw DomainError.conflict("User.AlreadyExists", "A user with this email address exists.")
         }
         let vault = try core.requireVault()
         let id = UUID()

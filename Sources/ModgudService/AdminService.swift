@@ -22,13 +22,23 @@ public struct AdminService: Sendable {
     ) async throws -> Realm.State {
         if signingAlgorithm != nil, !core.keys.canRotate { throw SigningKeyRingError.noMasterKey }
         let actor = await core.realmActors.actor(for: StreamNames.realm(id))
-        var state = try await actor.execute(.create(id: id, settings: settings), now: core.now(), metadata: metadata).state
+        var state = try await Self.claimingHosts { try await actor.execute(.create(id: id, settings: settings), now: core.now(), metadata: metadata).state }
         if let signingAlgorithm {
             try await core.keys.rotate(realm: id, algorithm: signingAlgorithm, now: core.now(), metadata: metadata)
             state = try await actor.current().state
         }
         await core.settingsChanged(.realm(id))
         return state
+    }
+
+    /// Runs a realm command whose hosts another realm may hold: the lost race is the
+    /// conflict `Realm.HostTaken` (the hosts' primary key decided it; nothing was written).
+    static func claimingHosts<T>(_ command: () async throws -> T) async throws -> T {
+        do {
+            return try await command()
+        } catch let taken where RealmTables.isHostTaken(taken) {
+            throw DomainError.conflict("Realm.HostTaken", "A host of this realm belongs to another realm.")
+        }
     }
 
     /// Retires a rotated-out signing key (`SigningKeyRing.retire`); false when it was retired already.
@@ -47,10 +57,12 @@ public struct AdminService: Sendable {
         // any instance) is kept, not written over with what this one read (issue 40).
         let (state, settings, before) = try await Self.readModifyWrite { () async throws -> (Realm.State, RealmSettings, String?) in
             let read = try await actor.current()
-            guard var settings = read.state.settings else { throw DomainError("Realm.NotFound", "No realm \(id).") }
+            guard var settings = read.state.settings else { throw DomainError.notFound("Realm.NotFound", "No realm \(id).") }
             let before = settings.primaryDomain
             try change(&settings)
-            let state = try await actor.execute(.changeSettings(settings), now: core.now(), metadata: metadata, onlyAtVersion: read.version).state
+            let state = try await Self.claimingHosts {
+                try await actor.execute(.changeSettings(settings), now: core.now(), metadata: metadata, onlyAtVersion: read.version).state
+            }
             return (state, settings, before)
         }
         await core.settingsChanged(.realm(id))
@@ -78,7 +90,7 @@ public struct AdminService: Sendable {
     /// Registers a client; a confidential one gets a secret, returned once and stored hashed.
     public func createClient(realm: String, id: String, settings: ClientSettings, metadata: EventMetadata) async throws -> (Client.State, secret: String?)
     {
-        guard try await self.realm(realm).exists else { throw DomainError("Realm.NotFound", "No realm \(realm).") }
+        guard try await self.realm(realm).exists else { throw DomainError.notFound("Realm.NotFound", "No realm \(realm).") }
         let secret = settings.type == .confidential ? ClientAuthenticator.generateSecret() : nil
         let state = try await core.clientActors.actor(for: StreamNames.client(realm: realm, clientID: id))
             .execute(.register(id: id, settings: settings, secretHash: secret?.hash), now: core.now(), metadata: metadata).state
@@ -95,7 +107,7 @@ public struct AdminService: Sendable {
         let realmSettings = try await self.realm(realm).settings ?? RealmSettings(hosts: [], displayName: realm)
         let (state, settings, before) = try await Self.readModifyWrite { () async throws -> (Client.State, ClientSettings, String?) in
             let read = try await actor.current()
-            guard var settings = read.state.settings else { throw DomainError("Client.NotFound", "No client \(id).") }
+            guard var settings = read.state.settings else { throw DomainError.notFound("Client.NotFound", "No client \(id).") }
             let before = PasskeyService.rpID(client: settings, realm: realmSettings)
             try change(&settings)
             let state = try await actor.execute(.update(settings), now: core.now(), metadata: metadata, onlyAtVersion: read.version).state

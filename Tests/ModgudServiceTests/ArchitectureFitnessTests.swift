@@ -73,3 +73,12 @@ final class ArchitectureFitnessTests: XCTestCase {
         return found
     }
 }
+
+extension ArchitectureFitnessTests {
+    /// A status is never chosen by the wording of an error's code (issue 42): a refusal's kind
+    /// is stated where it is raised.
+    func testNoStatusIsChosenByAnErrorCodesWording() throws {
+        let guesses = try SQLHomeTests.files().filter { $0.code.contains("code.hasSuffix(") || $0.code.contains("code.hasPrefix(") }.map(\.path)
+        XCTAssertEqual(guesses, [], "a status guessed from a code's text")
+    }
+}

@@ -30,7 +30,7 @@ public enum Client: Aggregate {
     public static func decide(_ command: Command, state: State, now: Date) throws(DomainError) -> [ClientEvent] {
         switch command {
         case .register(let id, let settings, let secretHash):
-            guard !state.exists else { throw DomainError("Client.AlreadyExists", "Client \(id) already exists.") }
+            guard !state.exists else { throw DomainError.conflict("Client.AlreadyExists", "Client \(id) already exists.") }
             guard !state.deleted else { throw DomainError("Client.Deleted", "Client id \(id) belonged to a deleted client; choose another.") }
             guard (1...128).contains(id.count), id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
                 throw DomainError("Client.InvalidID", "A client id is 1 to 128 letters, digits, '-', '_' or '.'.")
@@ -39,7 +39,7 @@ public enum Client: Aggregate {
             try checkSecret(type: settings.type, secretHash: secretHash)
             return [.registered(ClientRegistered(clientID: id, settings: settings, secretHash: secretHash))]
         case .update(let settings):
-            guard let current = state.settings, state.exists else { throw DomainError("Client.NotFound", "No such client.") }
+            guard let current = state.settings, state.exists else { throw DomainError.notFound("Client.NotFound", "No such client.") }
             try settings.validate()
             guard settings.type == current.type else {
                 throw DomainError("Client.TypeChange", "A client's type cannot change; register a new client.")
@@ -47,16 +47,16 @@ public enum Client: Aggregate {
             guard settings != current else { return [] }
             return [.updated(ClientUpdated(settings: settings, previousRPID: current.rpID))]
         case .disable:
-            guard state.exists else { throw DomainError("Client.NotFound", "No such client.") }
+            guard state.exists else { throw DomainError.notFound("Client.NotFound", "No such client.") }
             return state.enabled ? [.disabled(ClientDisabled())] : []
         case .enable:
-            guard state.exists else { throw DomainError("Client.NotFound", "No such client.") }
+            guard state.exists else { throw DomainError.notFound("Client.NotFound", "No such client.") }
             return state.enabled ? [] : [.enabled(ClientEnabled())]
         case .delete:
-            guard state.exists else { throw DomainError("Client.NotFound", "No such client.") }
+            guard state.exists else { throw DomainError.notFound("Client.NotFound", "No such client.") }
             return [.deleted(ClientDeleted())]
         case .rotateSecret(let secretHash):
-            guard let settings = state.settings, state.exists else { throw DomainError("Client.NotFound", "No such client.") }
+            guard let settings = state.settings, state.exists else { throw DomainError.notFound("Client.NotFound", "No such client.") }
             try checkSecret(type: settings.type, secretHash: secretHash)
             return [.secretRotated(ClientSecretRotated(secretHash: secretHash))]
         }

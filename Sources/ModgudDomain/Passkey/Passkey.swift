@@ -46,7 +46,7 @@ public enum Passkey: Aggregate {
             }
             return [.enrolled(enrolled)]
         }
-        guard state.isActive else { throw DomainError("Passkey.NotFound", "No such passkey.") }
+        guard state.isActive else { throw DomainError.notFound("Passkey.NotFound", "No such passkey.") }
         switch command {
         case .enroll:
             return []

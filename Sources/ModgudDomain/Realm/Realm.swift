@@ -43,19 +43,19 @@ public enum Realm: Aggregate {
     public static func decide(_ command: Command, state: State, now: Date) throws(DomainError) -> [RealmEvent] {
         switch command {
         case .create(let id, let settings):
-            guard !state.exists else { throw DomainError("Realm.AlreadyExists", "Realm \(id) already exists.") }
+            guard !state.exists else { throw DomainError.conflict("Realm.AlreadyExists", "Realm \(id) already exists.") }
             guard (1...63).contains(id.count), id.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "-") }) else {
                 throw DomainError("Realm.InvalidID", "A realm id is 1 to 63 lower-case letters, digits and dashes.")
             }
             try settings.validate()
             return [.created(RealmCreated(realmID: id, settings: settings))]
         case .changeSettings(let settings):
-            guard state.exists else { throw DomainError("Realm.NotFound", "No such realm.") }
+            guard state.exists else { throw DomainError.notFound("Realm.NotFound", "No such realm.") }
             try settings.validate()
             guard settings != state.settings else { return [] }
             return [.settingsChanged(RealmSettingsChanged(settings: settings))]
         case .rotateSigningKey(let kid, let algorithm, let publicJWK):
-            guard state.exists else { throw DomainError("Realm.NotFound", "No such realm.") }
+            guard state.exists else { throw DomainError.notFound("Realm.NotFound", "No such realm.") }
             guard ["ES256", "RS256", "EdDSA"].contains(algorithm) else {
                 throw DomainError("SigningKey.UnsupportedAlgorithm", "Signing keys are ES256, RS256 or EdDSA.")
             }
@@ -64,8 +64,8 @@ public enum Realm: Aggregate {
             }
             return [.signingKeyRotated(SigningKeyRotated(kid: kid, algorithm: algorithm, publicJWK: publicJWK, rotatedAt: now))]
         case .retireSigningKey(let kid, let force):
-            guard state.exists else { throw DomainError("Realm.NotFound", "No such realm.") }
-            guard state.signingKeys.contains(where: { $0.kid == kid }) else { throw DomainError("SigningKey.NotFound", "The realm has no key \(kid).") }
+            guard state.exists else { throw DomainError.notFound("Realm.NotFound", "No such realm.") }
+            guard state.signingKeys.contains(where: { $0.kid == kid }) else { throw DomainError.notFound("SigningKey.NotFound", "The realm has no key \(kid).") }
             guard !state.retiredKids.contains(kid) else { return [] }
             guard let rotatedOut = state.rotatedOutAt(kid) else {
                 throw DomainError("SigningKey.Active", "Key \(kid) is the active key: rotate to a new key first.")

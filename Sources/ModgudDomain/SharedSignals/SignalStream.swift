@@ -46,7 +46,7 @@ public enum SignalStream: Aggregate {
             try configuration.validate()
             return [.created(SignalStreamCreated(streamID: streamID, clientID: clientID, issuer: issuer, configuration: configuration))]
         }
-        guard state.exists, let current = state.configuration else { throw DomainError("SignalStream.NotFound", "No such stream.") }
+        guard state.exists, let current = state.configuration else { throw DomainError.notFound("SignalStream.NotFound", "No such stream.") }
         switch command {
         case .create:
             return []

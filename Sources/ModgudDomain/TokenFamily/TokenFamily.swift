@@ -40,10 +40,10 @@ public enum TokenFamily: Aggregate {
     public static func decide(_ command: Command, state: State, now: Date) throws(DomainError) -> [TokenFamilyEvent] {
         switch command {
         case .start(let started):
-            guard !state.exists else { throw DomainError("TokenFamily.AlreadyExists", "The family exists.") }
+            guard !state.exists else { throw DomainError.conflict("TokenFamily.AlreadyExists", "The family exists.") }
             return [.started(started)]
         case .refresh(let presented, let newHash, let newExpiry, let accessToken, let userStamp, let sessionEndsAt, let reuseGrace):
-            guard let started = state.started else { throw DomainError("TokenFamily.NotFound", "No such token family.") }
+            guard let started = state.started else { throw DomainError.notFound("TokenFamily.NotFound", "No such token family.") }
             guard state.revoked == nil else { throw DomainError("TokenFamily.Revoked", "The token family was revoked.") }
             // Within the grace, the token the last rotation spent may come once more (two refreshes
             // at once, or a retry after a lost answer): it gets a new token too, and the first
@@ -78,7 +78,7 @@ public enum TokenFamily: Aggregate {
                         alternateRefreshHash: withinGrace ? state.currentRefreshHash : nil))
             ]
         case .revoke(let reason):
-            guard state.exists else { throw DomainError("TokenFamily.NotFound", "No such token family.") }
+            guard state.exists else { throw DomainError.notFound("TokenFamily.NotFound", "No such token family.") }
             return state.revoked == nil ? [.revoked(TokenFamilyRevoked(reason: reason, presentedRefreshHash: nil))] : []
         }
     }

@@ -81,7 +81,7 @@ public enum User: Aggregate {
 
     public static func decide(_ command: Command, state: State, now: Date) throws(DomainError) -> [UserEvent] {
         if case .register(let id, let email, let confirmed, let username, let firstName, let lastName, let stamp, let via) = command {
-            guard !state.exists else { throw DomainError("User.AlreadyExists", "The user already exists.") }
+            guard !state.exists else { throw DomainError.conflict("User.AlreadyExists", "The user already exists.") }
             return [
                 .registered(
                     UserRegistered(
@@ -89,7 +89,7 @@ public enum User: Aggregate {
                         lastName: lastName, securityStamp: stamp, via: via))
             ]
         }
-        guard state.exists else { throw DomainError("User.NotFound", "No such user.") }
+        guard state.exists else { throw DomainError.notFound("User.NotFound", "No such user.") }
         if case .erase(let stamp) = command {
             guard state.status != .erased else { return [] }
             return [.erased(UserErased()), .securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: .erased))]

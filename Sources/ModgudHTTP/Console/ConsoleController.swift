@@ -114,7 +114,8 @@ struct ConsoleController: Sendable {
         case let refused as ConsoleRefusal:
             (status, message) = (refused.status, refused.message)
         case let refused as DomainError:
-            status = refused.code.hasSuffix(".NotFound") ? .notFound : .badRequest
+            // The console shows a clash as the form's refusal, as any invalid value.
+            status = refused.kind == .notFound ? .notFound : .badRequest
             message = refused.message
         case let limited as RateLimited:
             (status, message) = (.tooManyRequests, "Too many attempts; try again in \(limited.retryAfterSeconds) s.")

@@ -100,7 +100,7 @@ extension PasskeyService {
         do {
             _ = try await passkeyActors.actor(forNew: StreamNames.passkey(realm: realm.realmID, passkeyID: passkeyID))
                 .execute(.enroll(enrolled), now: time, metadata: metadata)
-        } catch EventStoreError.inlineProjectionFailed {
+        } catch let taken where PasskeysTable.isCredentialTaken(taken) {
             throw ServiceRefusal.invalid("Passkey.AlreadyRegistered", "This passkey is already registered.")
         } catch is DomainError {
             throw ServiceRefusal.invalid("Passkey.EnrollmentFailed", "Enrollment failed.")

@@ -180,11 +180,11 @@ extension PasskeyService {
                         try signIn.write(),
                     ]
                 })
-        } catch EventStoreError.inlineProjectionFailed(let projection, _) where projection == UserDirectoryProjection().name {
+        } catch let taken where UsersTable.isAddressTaken(taken) {
             // The unique address index: another sign-up or a registration won the race.
             // Nothing was written.
             throw Self.accountExists
-        } catch EventStoreError.inlineProjectionFailed(let projection, _) where projection == PasskeyDirectoryProjection().name {
+        } catch let taken where PasskeysTable.isCredentialTaken(taken) {
             // The credential is registered already (the authenticator reused a credential id).
             throw Self.refused
         }

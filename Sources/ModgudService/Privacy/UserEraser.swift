@@ -81,7 +81,7 @@ public struct UserEraser: Sendable {
             outcome.mailDeleted += try await MailOutboxTable.delete(realm: realm, subject: subject, pool: core.pool)
         }
         guard userID != nil || outcome.keysShredded > 0 || outcome.mailDeleted > 0 else {
-            throw DomainError("User.NotFound", "No such user.")
+            throw DomainError.notFound("User.NotFound", "No such user.")
         }
         return outcome
     }
@@ -98,9 +98,9 @@ public struct UserEraser: Sendable {
             actor = await core.userActors.actor(for: stream)
             state = try await actor.current().state
         }
-        guard state.exists else { throw DomainError("User.NotFound", "No such user.") }
+        guard state.exists else { throw DomainError.notFound("User.NotFound", "No such user.") }
         if case .plain = state.email {
-            throw DomainError("User.LegacyPlaintext", "This user's events predate sealing: run `modgud privacy seal-legacy` first.")
+            throw DomainError.conflict("User.LegacyPlaintext", "This user's events predate sealing: run `modgud privacy seal-legacy` first.")
         }
         return (actor, state)
     }

@@ -20,7 +20,7 @@ extension SignalStreamService {
         wait: Duration, draining: @Sendable () -> Bool = { false }
     ) async throws -> SignalPollResult {
         guard let state = try await read(realm: realm, clientID: clientID), let streamID = state.streamID else {
-            throw DomainError("SignalStream.NotFound", "No such stream.")
+            throw DomainError.notFound("SignalStream.NotFound", "No such stream.")
         }
         guard state.configuration?.method == .poll else { throw DomainError("SignalStream.NotPolled", "This stream pushes its SETs.") }
         if !acknowledgements.isEmpty {

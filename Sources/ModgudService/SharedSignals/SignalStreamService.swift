@@ -73,7 +73,7 @@ public struct SignalStreamService: Sendable {
         let stream = await actor(realm, clientID)
         let state = try await stream.current().state
         guard state.exists, let current = state.configuration, let streamID = state.streamID else {
-            throw DomainError("SignalStream.NotFound", "No such stream.")
+            throw DomainError.notFound("SignalStream.NotFound", "No such stream.")
         }
         var merged = request
         if !replace {
@@ -107,7 +107,7 @@ public struct SignalStreamService: Sendable {
     /// section 9.1 probing concern): the answer is the same as for a known one.
     public func subject(realm: String, clientID: String, _ subject: SignalSubject, add: Bool, metadata: EventMetadata) async throws {
         let stream = await actor(realm, clientID)
-        guard let state = try await read(realm: realm, clientID: clientID) else { throw DomainError("SignalStream.NotFound", "No such stream.") }
+        guard let state = try await read(realm: realm, clientID: clientID) else { throw DomainError.notFound("SignalStream.NotFound", "No such stream.") }
         guard let userID = try await resolve(subject, realm: realm, issuer: state.issuer) else { return }
         _ = try await stream.execute(add ? .addSubject(userID) : .removeSubject(userID), now: now(), metadata: metadata)
     }

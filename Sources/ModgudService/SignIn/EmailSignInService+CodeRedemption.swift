@@ -30,7 +30,7 @@ extension EmailSignInService {
         do {
             do {
                 outcome = try await redemption.consume(retiring: [])
-            } catch EventStoreError.inlineProjectionFailed where issued.purpose == .registrationCode {
+            } catch let taken where UsersTable.isAddressTaken(taken) && issued.purpose == .registrationCode {
                 // The address is held (the unique address index refused the new user; nothing
                 // was written). Proof of the mailbox wins (issue 14): an unproven passkey sign-up
                 // holding it is retired, with its passkeys, in the transaction that creates the
@@ -68,7 +68,7 @@ extension EmailSignInService {
             // A retired account changed meanwhile (the code can be tried again), or the user's
             // TOTP step was taken meanwhile (the code or link is unspent).
             return registration ? invalid : SecondFactor.refusal
-        case EventStoreError.inlineProjectionFailed:
+        case let taken where UsersTable.isAddressTaken(taken):
             return invalidCode  // the address got an account meanwhile (unique email)
         case let failure as PQError where failure.meansSubjectKeyMissing:
             return invalidCode  // the address was erased while its code was out

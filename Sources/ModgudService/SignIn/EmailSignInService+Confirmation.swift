@@ -27,10 +27,10 @@ extension EmailSignInService {
         -> ConfirmationRequestOutcome
     {
         let user = try await userActors.actor(for: StreamNames.user(realm: realm.realmID, userID: userID)).current().state
-        guard user.canSignIn else { throw DomainError("User.NotFound", "No such user.") }
+        guard user.canSignIn else { throw DomainError.notFound("User.NotFound", "No such user.") }
         guard !user.emailConfirmed else { return .alreadyConfirmed }
         try await limiter.check(.requestPerIP, key: source, realm: realm.realmID, settings: realm.settings)
-        guard let address = try await vault.open(user.email).flatMap(EmailAddress.init) else { throw DomainError("User.NotFound", "No such user.") }
+        guard let address = try await vault.open(user.email).flatMap(EmailAddress.init) else { throw DomainError.notFound("User.NotFound", "No such user.") }
         try await limiter.check(.requestPerMailbox, key: mailboxKey(address.value), realm: realm.realmID, settings: realm.settings)
         let time = now()
         let code = OneTimeCode.generate()

@@ -1,3 +1,4 @@
+import EventSourcing
 import Crypto
 import EventStorePostgres
 import Foundation
@@ -21,6 +22,13 @@ public struct PasskeysTable: Sendable {
         public var createdAt: Date
         public var lastUsedAt: Date?
         public var aaguid: String?
+    }
+
+    /// Whether an append failed because the credential is registered already (the unique
+    /// credential index of `passkeys`, written by `PasskeyDirectoryProjection`).
+    static func isCredentialTaken(_ error: any Error) -> Bool {
+        guard case EventStoreError.uniqueValueTaken(let projection, _)? = error as? EventStoreError else { return false }
+        return projection == PasskeyDirectoryProjection().name
     }
 
     /// The lookup key of a raw credential id: SHA-256, base64url.

@@ -9,6 +9,13 @@ import PQ
 /// rotation event): the statements `RealmDirectoryProjection` applies and every query of them
 /// (docs/architecture.md, "House habits").
 enum RealmTables {
+    /// Whether an append failed because a host belongs to another realm (the primary key of
+    /// `realm_hosts`, written by `RealmDirectoryProjection`).
+    static func isHostTaken(_ error: any Error) -> Bool {
+        guard case EventStoreError.uniqueValueTaken(let projection, _)? = error as? EventStoreError else { return false }
+        return projection == RealmDirectoryProjection().name
+    }
+
     // MARK: Statements (applied inline by the projection; `tables` resolves live or rebuild names)
 
     static func create(realm: String, settings: RealmSettings, tables: ProjectionTables) throws -> [PQQuery] {

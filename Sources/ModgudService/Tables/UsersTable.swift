@@ -1,3 +1,4 @@
+import EventSourcing
 import EventStorePostgres
 import Foundation
 import ModgudDomain
@@ -6,6 +7,13 @@ import PQ
 /// The one home of the `users` read model's SQL (docs/architecture.md, "House habits"): the
 /// statements `UserDirectoryProjection` applies, the lookup by address, and the operators' list.
 enum UsersTable {
+    /// Whether an append failed because the address is held by another account (the unique
+    /// address index of `users`, written by `UserDirectoryProjection`): a lost race.
+    static func isAddressTaken(_ error: any Error) -> Bool {
+        guard case EventStoreError.uniqueValueTaken(let projection, _)? = error as? EventStoreError else { return false }
+        return projection == UserDirectoryProjection().name
+    }
+
     // MARK: Statements (applied inline by the projection; `table` is live or its rebuild copy)
 
     static func insert(table: String, realm: String, _ registered: UserRegistered) -> PQQuery {
