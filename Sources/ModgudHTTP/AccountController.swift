@@ -55,14 +55,14 @@ struct AccountController: Sendable {
     /// POST /api/account/native/otp/request and /register: steps 1–4 of docs/spec.md section 2.
     func codeRequest(_ request: Request, context: ModgudRequestContext, endpoint: EmailSignInService.CodeEndpoint) async -> Response {
         let started = ContinuousClock.now
-        return await respond(context) {
+        return await ProblemEdge.respond(context) {
             let (realm, _) = try await parsing.realm(request)
-            guard realm.settings.nativeGrants.enabled else { return Self.disabled() }
+            guard realm.settings.nativeGrants.enabled else { return ProblemEdge.nativeGrantsDisabled() }
             let body = try await parsing.json(CodeRequestBody.self, request, allowed: CodeRequestBody.members, ignoringCase: true)
             do {
                 try await emailSignIn().requestCode(
                     .init(email: body.Email, firstName: body.FirstName, lastName: body.LastName, source: parsing.source(request, context: context)),
-                    endpoint: endpoint, realm: realm, metadata: metadata(context))
+                    endpoint: endpoint, realm: realm, metadata: context.eventMetadata())
             } catch let refused as EmailSignInService.RequestRefused {
                 return OAuthResponses.json(FieldErrorBody(error: refused.message), status: .badRequest)
             }
@@ -74,9 +74,9 @@ struct AccountController: Sendable {
     /// POST /api/account/magic-link/request (docs/spec.md section 3).
     func magicLinkRequest(_ request: Request, context: ModgudRequestContext) async -> Response {
         let started = ContinuousClock.now
-        return await respond(context) {
+        return await ProblemEdge.respond(context) {
             let (realm, issuer) = try await parsing.realm(request)
-            guard realm.settings.nativeGrants.enabled else { return Self.disabled() }
+            guard realm.settings.nativeGrants.enabled else { return ProblemEdge.nativeGrantsDisabled() }
             // docs/spec.md section 3: realm configuration, not a per-email signal, so it may say so
             // (answering "you will receive a link" and sending none is the seed's dead end).
             guard realm.settings.magicLinksOn else {
@@ -84,7 +84,7 @@ struct AccountController: Sendable {
             }
             let body = try await parsing.json(MagicLinkRequestBody.self, request, allowed: MagicLinkRequestBody.members, ignoringCase: true)
             try await emailSignIn().requestMagicLink(
-                email: body.Email, source: parsing.source(request, context: context), realm: realm, issuer: issuer, metadata: metadata(context))
+                email: body.Email, source: parsing.source(request, context: context), realm: realm, issuer: issuer, metadata: context.eventMetadata())
             await parsing.configuration.jitter.wait(since: started)
             return OAuthResponses.json(MessageBody(Message: Self.linkMessage))
         }
@@ -100,7 +100,7 @@ struct AccountController: Sendable {
 
     /// GET /api/app-info (docs/spec.md section 6): what the app's sign-in screen should ask for.
     func appInfo(_ request: Request, context: ModgudRequestContext) async -> Response {
-        await respond(context) {
+        await ProblemEdge.respond(context) {
             let (realm, _) = try await parsing.realm(request)
             let settings = realm.settings
             let fields = settings.registrationFields
@@ -126,13 +126,13 @@ struct AccountController: Sendable {
 
     /// POST /api/account/totp/enroll (bearer): a new pending TOTP secret and its otpauth:// URI.
     func totpBegin(_ request: Request, context: ModgudRequestContext) async -> Response {
-        await respond(context) {
+        await ProblemEdge.respond(context) {
             let (realm, issuer) = try await parsing.realm(request)
             let userID = try await caller(request, realm: realm, issuer: issuer).userID
             do {
                 let provisioning = try await totpEnrollment().begin(
                     realm: realm.realmID, userID: userID, issuer: realm.settings.displayName.isEmpty ? issuer : realm.settings.displayName,
-                    metadata: metadata(context, actor: userID))
+                    metadata: context.eventMetadata(actor: userID))
                 return OAuthResponses.json(TOTPEnrollmentBody(OtpauthUri: provisioning.uri, Secret: provisioning.secret))
             } catch let refused as DomainError {
                 return Problem.response(refused.code, status: 409, detail: refused.message)
@@ -142,12 +142,12 @@ struct AccountController: Sendable {
 
     /// POST /api/account/totp/confirm (bearer) `{ "Code" }`: turns TOTP on (204).
     func totpConfirm(_ request: Request, context: ModgudRequestContext) async -> Response {
-        await respond(context) {
+        await ProblemEdge.respond(context) {
             let (realm, issuer) = try await parsing.realm(request)
             let userID = try await caller(request, realm: realm, issuer: issuer).userID
             let body = try await parsing.json(TOTPConfirmBody.self, request, allowed: TOTPConfirmBody.members, ignoringCase: true)
             do {
-                try await totpEnrollment().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: metadata(context, actor: userID))
+                try await totpEnrollment().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: context.eventMetadata(actor: userID))
                 return Response(status: .noContent)
             } catch let refused as DomainError {
                 return Problem.response(refused.code, status: refused.code == "TOTP.InvalidCode" ? 400 : 409, detail: refused.message)
@@ -162,14 +162,14 @@ struct AccountController: Sendable {
     /// POST /api/account/email/confirm/request (bearer): sends a code to the account's address
     /// (202), or answers 200 `{ "EmailConfirmed": true }` when it is confirmed already.
     func emailConfirmRequest(_ request: Request, context: ModgudRequestContext) async -> Response {
-        await respond(context) {
+        await ProblemEdge.respond(context) {
             let (realm, issuer) = try await parsing.realm(request)
             let caller = try await caller(request, realm: realm, issuer: issuer)
             let userID = caller.userID
             let outcome: EmailSignInService.ConfirmationRequestOutcome
             do {
                 outcome = try await emailSignIn().requestConfirmation(
-                    realm: realm, userID: userID, source: parsing.source(request, context: context), metadata: metadata(context, actor: userID))
+                    realm: realm, userID: userID, source: parsing.source(request, context: context), metadata: context.eventMetadata(actor: userID))
             } catch is DomainError {
                 return ProtectedResource.challenge("invalid_token", scheme: caller.scheme)  // the account stopped signing in meanwhile
             }
@@ -180,11 +180,11 @@ struct AccountController: Sendable {
     /// POST /api/account/email/confirm (bearer) `{ "Code" }`: 200 `{ "EmailConfirmed": true }`,
     /// or 400 `Email.InvalidCode` for a wrong, expired, burned or used code.
     func emailConfirm(_ request: Request, context: ModgudRequestContext) async -> Response {
-        await respond(context) {
+        await ProblemEdge.respond(context) {
             let (realm, issuer) = try await parsing.realm(request)
             let userID = try await caller(request, realm: realm, issuer: issuer).userID
             let body = try await parsing.json(TOTPConfirmBody.self, request, allowed: TOTPConfirmBody.members, ignoringCase: true)
-            guard try await emailSignIn().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: metadata(context, actor: userID))
+            guard try await emailSignIn().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: context.eventMetadata(actor: userID))
             else { return Problem.response("Email.InvalidCode", status: 400, detail: "Invalid or expired code.") }
             return OAuthResponses.json(EmailConfirmationBody(EmailConfirmed: true))
         }
@@ -195,40 +195,5 @@ struct AccountController: Sendable {
     /// The caller behind the request's access token (Bearer or DPoP), or a 401 challenge.
     func caller(_ request: Request, realm: RealmDirectory.Entry, issuer: String) async throws -> Caller {
         try await resource.caller(request, realm: realm.realmID, issuer: issuer)
-    }
-
-    static func disabled() -> Response {
-        Problem.response("NativeGrants.Disabled", status: 400, detail: "Native passwordless grants are not enabled for this realm.")
-    }
-
-    func metadata(_ context: ModgudRequestContext, actor: UUID? = nil) -> EventMetadata {
-        EventMetadata(correlationID: context.id, actor: actor.map { "user:\($0.uuidString.lowercased())" }, clientIP: context.peerAddress)
-    }
-
-    /// As `respond`, with a service's refusal answered as its problem document.
-    func respondWithProblems(_ context: ModgudRequestContext, _ body: () async throws -> Response) async -> Response {
-        await respond(context) {
-            do {
-                return try await body()
-            } catch let refusal as ServiceRefusal {
-                return refusal.problem
-            }
-        }
-    }
-
-    /// Maps the shared failures: parsing responses, rate limits, and anything else as a 500
-    /// that names nothing (the error goes to the log).
-    func respond(_ context: ModgudRequestContext, _ body: () async throws -> Response) async -> Response {
-        do {
-            return try await body()
-        } catch RequestParsing.Failure.response(let response) {
-            return response
-        } catch let limited as RateLimited {
-            return OAuthResponses.rateLimited(limited)
-        } catch is EmailSignInService.InvalidEmailAddress {
-            return Problem.response("Email.Invalid", status: 400, detail: "The email address is not valid.")
-        } catch {
-            return ServerFailure.problem(error, context: context, endpoint: "account")
-        }
     }
 }

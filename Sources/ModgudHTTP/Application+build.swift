@@ -78,15 +78,14 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     router.get("/.well-known/jwks.json", use: discovery.jwks)
     HealthController(readiness: core.readiness, metrics: configuration.metrics).register(on: router)
     OpenAPIDocument.register(on: router)
-    let account = AccountController(
+    AccountController(
         emailSignIn: { try core.emailSignIn() }, totpEnrollment: { try core.totpEnrollment() }, tokens: core.tokenService, resource: resource,
-        parsing: parsing)
-    account.register(on: router)
-    PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, account: account).register(on: router)
-    MyAccountController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, account: account).register(on: router)
-    Auth0PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, account: account).register(on: router)
-    Auth0PasswordlessController(clients: core.clientAuthenticator, emailSignIn: { try core.emailSignIn() }, parsing: parsing, account: account)
-        .register(on: router)
+        parsing: parsing
+    ).register(on: router)
+    PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, resource: resource).register(on: router)
+    MyAccountController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, resource: resource).register(on: router)
+    Auth0PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing).register(on: router)
+    Auth0PasswordlessController(clients: core.clientAuthenticator, emailSignIn: { try core.emailSignIn() }, parsing: parsing).register(on: router)
     MagicLoginController(parsing: parsing).register(on: router)
     SharedSignalsController(streams: core.signalStreams, resource: resource, parsing: parsing, longPoll: configuration.signalLongPoll,
         readiness: core.readiness).register(on: router)

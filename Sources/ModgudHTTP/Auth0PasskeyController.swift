@@ -11,7 +11,6 @@ struct Auth0PasskeyController: Sendable {
     let passkeys: PasskeyService
     let rateLimiter: RateLimiter
     let parsing: RequestParsing
-    let account: AccountController
 
     struct RegisterBody: Decodable {
         var client_id: String
@@ -42,7 +41,7 @@ struct Auth0PasskeyController: Sendable {
             try Auth0Compatibility.checkRealm(body.realm, realm: realm)
             let signUp = try Auth0Compatibility.signUpRequest(body.user_profile)
             try await checkLimits(request, context: context, realm: realm, signUp: true)
-            let begun = try await passkeys.beginSignUp(realm: realm, clientID: body.client_id, signUp, metadata: account.metadata(context))
+            let begun = try await passkeys.beginSignUp(realm: realm, clientID: body.client_id, signUp, metadata: context.eventMetadata())
             return OAuthResponses.json(BegunBody(authn_params_public_key: Auth0CeremonyOptions(begun.options), auth_session: begun.ceremonyID.uuidString.lowercased()))
         }
     }
@@ -54,7 +53,7 @@ struct Auth0PasskeyController: Sendable {
             let body = try await decode(ChallengeBody.self, request)
             try Auth0Compatibility.checkRealm(body.realm, realm: realm)
             try await checkLimits(request, context: context, realm: realm, signUp: false)
-            let begun = try await passkeys.beginLogin(realm: realm, clientID: body.client_id, metadata: account.metadata(context))
+            let begun = try await passkeys.beginLogin(realm: realm, clientID: body.client_id, metadata: context.eventMetadata())
             return OAuthResponses.json(BegunBody(authn_params_public_key: Auth0CeremonyOptions(begun.options), auth_session: begun.ceremonyID.uuidString.lowercased()))
         }
     }
@@ -94,7 +93,7 @@ struct Auth0PasskeyController: Sendable {
     }
 
     private func respond(_ context: ModgudRequestContext, _ body: () async throws -> Response) async -> Response {
-        await account.respond(context) {
+        await ProblemEdge.respond(context) {
             do {
                 return try await body()
             } catch let error as OAuthError {

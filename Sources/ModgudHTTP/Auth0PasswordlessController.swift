@@ -16,7 +16,6 @@ struct Auth0PasswordlessController: Sendable {
     let clients: ClientAuthenticator
     let emailSignIn: @Sendable () throws -> EmailSignInService
     let parsing: RequestParsing
-    let account: AccountController
 
     /// Auth0's answer: a request id, the address as given, never whether it has an account.
     struct StartedBody: Encodable {
@@ -37,7 +36,7 @@ struct Auth0PasswordlessController: Sendable {
     /// POST /passwordless/start.
     func start(_ request: Request, context: ModgudRequestContext) async -> Response {
         let started = ContinuousClock.now
-        return await account.respond(context) {
+        return await ProblemEdge.respond(context) {
             do {
                 return try await send(request, context: context, started: started)
             } catch let refusal as Refusal {
@@ -90,9 +89,9 @@ struct Auth0PasswordlessController: Sendable {
         let source = parsing.source(request, context: context)
         if sendsLink {
             guard realm.settings.magicLinksOn else { throw Refusal(code: "bad.send", message: "Magic links are not enabled for this realm.") }
-            try await emailSignIn().requestMagicLink(email: email, source: source, realm: realm, issuer: issuer, metadata: account.metadata(context))
+            try await emailSignIn().requestMagicLink(email: email, source: source, realm: realm, issuer: issuer, metadata: context.eventMetadata())
         } else {
-            try await emailSignIn().requestCode(.init(email: email, source: source), endpoint: .otpRequest, realm: realm, metadata: account.metadata(context))
+            try await emailSignIn().requestCode(.init(email: email, source: source), endpoint: .otpRequest, realm: realm, metadata: context.eventMetadata())
         }
         await parsing.configuration.jitter.wait(since: started)
         let requestID = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(24)

@@ -20,7 +20,7 @@ struct MyAccountController: Sendable {
     let passkeys: PasskeyService
     let rateLimiter: RateLimiter
     let parsing: RequestParsing
-    let account: AccountController
+    let resource: ProtectedResource
 
     static let base = "/me/v1/authentication-methods"
 
@@ -114,7 +114,7 @@ struct MyAccountController: Sendable {
             try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
             try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             let begun = try await passkeys.beginEnrollment(
-                realm: realm, userID: bearer.userID, clientID: bearer.clientID, metadata: account.metadata(context, actor: bearer.userID))
+                realm: realm, userID: bearer.userID, clientID: bearer.clientID, metadata: context.eventMetadata(actor: bearer.userID))
             // 202 with the method id in `Location`, as Auth0 answers: Auth0.swift's
             // `PasskeyEnrollmentChallenge` and Auth0.Android's `passkeyEnrollmentChallenge` take
             // the id from the header's last path segment.
@@ -138,7 +138,7 @@ struct MyAccountController: Sendable {
             let created = try await passkeys.completeEnrollment(
                 realm: realm, userID: bearer.userID, clientID: bearer.clientID, ceremonyID: body.auth_session,
                 attestation: try Self.attestation(body.authn_response), displayName: body.name,
-                metadata: account.metadata(context, actor: bearer.userID))
+                metadata: context.eventMetadata(actor: bearer.userID))
             let view = Self.view(created)
             var response = OAuthResponses.json(view, status: .created)
             response.headers[.location] = Self.location(issuer: issuer, methodID: view.id)
@@ -173,7 +173,7 @@ struct MyAccountController: Sendable {
             guard let id = Self.passkeyID(context),
                 let renamed = try await passkeys.rename(
                     realm: realm.realmID, userID: bearer.userID, passkeyID: id, to: body.name, by: "user:\(bearer.userID.uuidString.lowercased())",
-                    metadata: account.metadata(context, actor: bearer.userID))
+                    metadata: context.eventMetadata(actor: bearer.userID))
             else { return Self.notFound() }
             return OAuthResponses.json(Self.view(renamed))
         }
@@ -186,7 +186,7 @@ struct MyAccountController: Sendable {
             guard let id = Self.passkeyID(context),
                 try await passkeys.delete(
                     realm: realm.realmID, userID: bearer.userID, passkeyID: id, by: "user:\(bearer.userID.uuidString.lowercased())",
-                    metadata: account.metadata(context, actor: bearer.userID))
+                    metadata: context.eventMetadata(actor: bearer.userID))
             else { return Self.notFound() }
             return Response(status: .noContent)
         }
@@ -199,8 +199,8 @@ struct MyAccountController: Sendable {
     /// `insufficient_scope`, RFC 6750 section 3.1).
     private func authorized(_ request: Request, scope: String) async throws -> (RealmDirectory.Entry, Caller, issuer: String) {
         let (realm, issuer) = try await parsing.realm(request)
-        guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(AccountController.disabled()) }
-        let caller = try await account.caller(request, realm: realm, issuer: issuer)
+        guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(ProblemEdge.nativeGrantsDisabled()) }
+        let caller = try await resource.caller(request, realm: realm.realmID, issuer: issuer)
         guard caller.audiences.contains(Self.audience(issuer: issuer)) else {
             throw RequestParsing.Failure.response(ProtectedResource.challenge("invalid_token", scheme: caller.scheme))
         }
@@ -262,7 +262,7 @@ struct MyAccountController: Sendable {
     /// Every error a problem, as Auth0's My Account API answers (its `ErrorResponse` schema:
     /// `type`, `status`, `title`, `detail`): bearer challenges and 429s included.
     private func respond(_ context: ModgudRequestContext, _ body: () async throws -> Response) async -> Response {
-        await account.respondWithProblems(context) {
+        await ProblemEdge.respondWithProblems(context) {
             do {
                 return try await body()
             } catch RequestParsing.Failure.response(let response) where [.unauthorized, .forbidden].contains(response.status)

@@ -11,7 +11,7 @@ struct PasskeyController: Sendable {
     let passkeys: PasskeyService
     let rateLimiter: RateLimiter
     let parsing: RequestParsing
-    let account: AccountController
+    let resource: ProtectedResource
 
     struct BegunBody: Encodable {
         var ceremonyId: String
@@ -55,10 +55,10 @@ struct PasskeyController: Sendable {
     func begin(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, _) = try await parsing.realm(request)
-            guard realm.settings.nativeGrants.enabled else { return AccountController.disabled() }
+            guard realm.settings.nativeGrants.enabled else { return ProblemEdge.nativeGrantsDisabled() }
             try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
             let form = try await parsing.form(request)
-            let begun = try await passkeys.beginLogin(realm: realm, clientID: form["client_id"], metadata: account.metadata(context))
+            let begun = try await passkeys.beginLogin(realm: realm, clientID: form["client_id"], metadata: context.eventMetadata())
             return OAuthResponses.json(BegunBody(ceremonyId: begun.ceremonyID.uuidString.lowercased(), options: begun.options))
         }
     }
@@ -80,7 +80,7 @@ struct PasskeyController: Sendable {
     func signUpBegin(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, _) = try await parsing.realm(request)
-            guard realm.settings.nativeGrants.enabled else { return AccountController.disabled() }
+            guard realm.settings.nativeGrants.enabled else { return ProblemEdge.nativeGrantsDisabled() }
             let body = try await parsing.json(SignUpBody.self, request, allowed: SignUpBody.members, ignoringCase: true)
             let source = parsing.source(request, context: context)
             try await rateLimiter.check(.passkeyPerIP, key: source, realm: realm.realmID, settings: realm.settings)
@@ -88,7 +88,7 @@ struct PasskeyController: Sendable {
             let begun = try await passkeys.beginSignUp(
                 realm: realm, clientID: body.ClientId,
                 .init(email: body.Email, firstName: body.FirstName, lastName: body.LastName, displayName: body.DisplayName),
-                metadata: account.metadata(context))
+                metadata: context.eventMetadata())
             return OAuthResponses.json(BegunBody(ceremonyId: begun.ceremonyID.uuidString.lowercased(), options: begun.options))
         }
     }
@@ -100,7 +100,7 @@ struct PasskeyController: Sendable {
             try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
             try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             let begun = try await passkeys.beginEnrollment(
-                realm: realm, userID: bearer.userID, clientID: bearer.clientID, metadata: account.metadata(context, actor: bearer.userID))
+                realm: realm, userID: bearer.userID, clientID: bearer.clientID, metadata: context.eventMetadata(actor: bearer.userID))
             return OAuthResponses.json(BegunBody(ceremonyId: begun.ceremonyID.uuidString.lowercased(), options: begun.options))
         }
     }
@@ -128,7 +128,7 @@ struct PasskeyController: Sendable {
             }
             let created = try await passkeys.completeEnrollment(
                 realm: realm, userID: bearer.userID, clientID: bearer.clientID, ceremonyID: body.ceremonyId, attestation: body.attestation.bytes,
-                displayName: body.DisplayName, metadata: account.metadata(context, actor: bearer.userID))
+                displayName: body.DisplayName, metadata: context.eventMetadata(actor: bearer.userID))
             return OAuthResponses.json(Self.view(created))
         }
     }
@@ -161,7 +161,7 @@ struct PasskeyController: Sendable {
             guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
                 let renamed = try await passkeys.rename(
                     realm: realm.realmID, userID: bearer.userID, passkeyID: id, to: body.DisplayName, by: "user:\(bearer.userID.uuidString.lowercased())",
-                    metadata: account.metadata(context, actor: bearer.userID))
+                    metadata: context.eventMetadata(actor: bearer.userID))
             else { return Problem.response("Passkey.NotFound", status: 404, detail: "No such passkey.") }
             return OAuthResponses.json(Self.view(renamed))
         }
@@ -174,7 +174,7 @@ struct PasskeyController: Sendable {
             guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
                 try await passkeys.delete(
                     realm: realm.realmID, userID: bearer.userID, passkeyID: id, by: "user:\(bearer.userID.uuidString.lowercased())",
-                    metadata: account.metadata(context, actor: bearer.userID))
+                    metadata: context.eventMetadata(actor: bearer.userID))
             else { return Problem.response("Passkey.NotFound", status: 404, detail: "No such passkey.") }
             return Response(status: .noContent)
         }
@@ -185,8 +185,8 @@ struct PasskeyController: Sendable {
     /// Realm flag first (400 `NativeGrants.Disabled`), then the access token, Bearer or DPoP (401).
     private func authorized(_ request: Request) async throws -> (RealmDirectory.Entry, Caller) {
         let (realm, issuer) = try await parsing.realm(request)
-        guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(AccountController.disabled()) }
-        return (realm, try await account.caller(request, realm: realm, issuer: issuer))
+        guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(ProblemEdge.nativeGrantsDisabled()) }
+        return (realm, try await resource.caller(request, realm: realm.realmID, issuer: issuer))
     }
 
     static func view(_ summary: PasskeyService.Summary) -> PasskeyBody {
@@ -200,7 +200,7 @@ struct PasskeyController: Sendable {
     }
 
     private func respond(_ context: ModgudRequestContext, _ body: () async throws -> Response) async -> Response {
-        await account.respondWithProblems(context, body)
+        await ProblemEdge.respondWithProblems(context, body)
     }
 }
 

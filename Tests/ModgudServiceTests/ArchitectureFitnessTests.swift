@@ -82,3 +82,29 @@ extension ArchitectureFitnessTests {
         XCTAssertEqual(guesses, [], "a status guessed from a code's text")
     }
 }
+
+extension ArchitectureFitnessTests {
+    /// No controller is another's helper (issue 42): a controller's type is named only in its
+    /// own files (`AdminController+Realms.swift`) and where the routes are composed.
+    func testNoControllerIsAnothersHelper() throws {
+        let files = try SQLHomeTests.files().filter { $0.path.hasPrefix("ModgudHTTP/") }
+        let declared = try NSRegularExpression(pattern: #"\bstruct (\w+Controller)\b"#)
+        var controllers: Set<String> = []
+        for file in files {
+            for match in declared.matches(in: file.code, range: NSRange(file.code.startIndex..., in: file.code)) {
+                if let range = Range(match.range(at: 1), in: file.code) { controllers.insert(String(file.code[range])) }
+            }
+        }
+        XCTAssertGreaterThan(controllers.count, 10, "the check is looking at the wrong text")
+        var borrowed: [String] = []
+        for controller in controllers.sorted() {
+            let named = try NSRegularExpression(pattern: #"\b"# + controller + #"\b"#)
+            for file in files where named.firstMatch(in: file.code, range: NSRange(file.code.startIndex..., in: file.code)) != nil {
+                let name = (file.path as NSString).lastPathComponent
+                guard !name.hasPrefix(controller + ".") && !name.hasPrefix(controller + "+") && name != "Application+build.swift" else { continue }
+                borrowed.append("\(controller) in \(file.path)")
+            }
+        }
+        XCTAssertEqual(borrowed, [], "a controller used by another")
+    }
+}
