@@ -19,7 +19,7 @@ struct Auth0WebAuthnGrant: TokenGrant {
             throw OAuthError.invalidRequest("auth_session and authn_response are required.")
         }
         let signUp = Auth0Compatibility.isAttestation(response)
-        return try await PasskeyGrant.redeem(
+        return try await PasskeyRedemption.redeem(
             ceremony: session, assertion: signUp ? nil : response, attestation: signUp ? response : nil, grant: grant, request)
     }
 }

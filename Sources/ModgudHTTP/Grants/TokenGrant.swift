@@ -55,14 +55,14 @@ struct GrantRequest: Sendable {
     }
 
     /// The sign-in request of a native grant (`scope`, `resource`, `totp_code`).
-    var signIn: EmailSignInService.GrantRequest {
+    var signIn: UserGrantRequest {
         signIn(scope: form["scope"], resources: form.all("resource"))
     }
 
     /// The sign-in request with the scope and resources a grant reads its own way (Auth0's
     /// grants); the DPoP key and the rest come from the request, so no grant can drop them.
-    func signIn(scope: String?, resources: [String]) -> EmailSignInService.GrantRequest {
-        EmailSignInService.GrantRequest(
+    func signIn(scope: String?, resources: [String]) -> UserGrantRequest {
+        UserGrantRequest(
             client: client, scope: scope, resources: resources, totpCode: form["totp_code"], issuer: issuer, metadata: metadata(actorIsClient: true),
             dpopKey: dpopKey)
     }

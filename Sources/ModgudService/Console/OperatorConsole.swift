@@ -99,8 +99,8 @@ public struct OperatorConsole: Sendable {
         return (token.token, Operator(realm: realm, userID: userID, familyID: familyID, csrfToken: Self.csrfToken(for: token.token)))
     }
 
-    static func grant(client: AuthenticatedClient, realm: RealmDirectory.Entry, metadata: EventMetadata) -> EmailSignInService.GrantRequest {
-        EmailSignInService.GrantRequest(
+    static func grant(client: AuthenticatedClient, realm: RealmDirectory.Entry, metadata: EventMetadata) -> UserGrantRequest {
+        UserGrantRequest(
             client: client, scope: "openid", resources: [], totpCode: nil, issuer: realm.settings.publicBaseURL ?? "urn:modgud:console", metadata: metadata)
     }
 

@@ -28,7 +28,7 @@ extension PasskeyService {
     /// grant_type=urn:cocoar:passkey. Every failure is `invalid_grant` with one text
     /// (`refused`, seed 001's error table: "don't parse it for which part was wrong"); the HTTP
     /// layer adds the jitter.
-    public func redeem(client: AuthenticatedClient, ceremonyID rawCeremonyID: String, assertion: String, _ grant: EmailSignInService.GrantRequest)
+    public func redeem(client: AuthenticatedClient, ceremonyID rawCeremonyID: String, assertion: String, _ grant: UserGrantRequest)
         async throws -> TokenResponse
     {
         let badCeremony = Self.refused
@@ -81,7 +81,7 @@ extension PasskeyService {
     /// that did not grow is recorded as a suspected clone (step 25).
     private func verify(
         _ credential: AssertionCredential, challenge: [UInt8], ceremony: PasskeyCeremonyBegun, stored: StoredCredential,
-        client: AuthenticatedClient, passkey: AggregateActor<Passkey>, _ grant: EmailSignInService.GrantRequest
+        client: AuthenticatedClient, passkey: AggregateActor<Passkey>, _ grant: UserGrantRequest
     ) async throws -> AssertionVerdict? {
         let realmSettings = try await tokenService.realmSettings(client.realm)
         do {

@@ -102,7 +102,7 @@ extension PasskeyService {
     /// The sign-up redemption. Every failure is `invalid_grant` (the HTTP layer adds the
     /// jitter), `accountExists` included; `unauthorized_client` when sign-up is not allowed.
     public func redeemSignUp(
-        client: AuthenticatedClient, ceremonyID rawCeremonyID: String, attestation: [UInt8], _ grant: EmailSignInService.GrantRequest
+        client: AuthenticatedClient, ceremonyID rawCeremonyID: String, attestation: [UInt8], _ grant: UserGrantRequest
     ) async throws -> TokenResponse {
         let badCeremony = Self.refused
         let failed = Self.refused
@@ -156,7 +156,7 @@ extension PasskeyService {
     /// The new user, the passkey and the sign-in's token family in one multi-stream append.
     /// The registrant's key must still exist when the user commits: checked in the
     /// transaction, by the database (`modgud_require_subject_key`).
-    private func commitSignUp(_ registered: UserRegistered, enrolled: PasskeyEnrolled, client: AuthenticatedClient, _ grant: EmailSignInService.GrantRequest)
+    private func commitSignUp(_ registered: UserRegistered, enrolled: PasskeyEnrolled, client: AuthenticatedClient, _ grant: UserGrantRequest)
         async throws -> TokenResponse
     {
         let realm = client.realm

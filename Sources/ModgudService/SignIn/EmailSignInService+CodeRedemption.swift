@@ -9,7 +9,7 @@ import PQ
 extension EmailSignInService {
     /// Redeems an email code. Failures are `OAuthError`s; every wrong, expired, burned or used
     /// code is the same "Invalid or expired code.".
-    public func redeemCode(email rawEmail: String, code: String, _ grant: GrantRequest) async throws -> TokenResponse {
+    public func redeemCode(email rawEmail: String, code: String, _ grant: UserGrantRequest) async throws -> TokenResponse {
         let realm = grant.client.realm
         guard let email = EmailAddress(rawEmail), code.count == 6, code.allSatisfy(\.isASCII), code.allSatisfy(\.isNumber) else {
             throw Self.invalidCode
@@ -97,7 +97,7 @@ extension EmailSignInService {
         }
     }
 
-    private func accountGate(_ issued: ChallengeIssued, grant: GrantRequest) async throws -> AccountGate {
+    private func accountGate(_ issued: ChallengeIssued, grant: UserGrantRequest) async throws -> AccountGate {
         guard issued.purpose == .loginCode, let userID = issued.userID else { return AccountGate() }
         let realm = grant.client.realm
         let loaded = try await userActors.actor(for: StreamNames.user(realm: realm, userID: userID)).current()
@@ -107,7 +107,7 @@ extension EmailSignInService {
     /// The gate of a known user as loaded (state and stream version): a login code's and a
     /// magic link's alike. Only a complete sign-in opens it; a missing or wrong second factor
     /// closes it, so the challenge is not spent (issue 40).
-    func accountGate(user: User.State, version: Int64, grant: GrantRequest) throws -> AccountGate {
+    func accountGate(user: User.State, version: Int64, grant: UserGrantRequest) throws -> AccountGate {
         var account = AccountGate(user: user, userVersion: version)
         switch user.canSignIn ? try secondFactor.check(grant.totpCode, user: user, realm: grant.client.realm) : nil {
         case nil: account.gate = .accountCannotSignIn
@@ -155,7 +155,7 @@ extension EmailSignInService {
     /// consumed code (one transaction); a refused code discards them unsent. The user as
     /// committed: a new one from its registration event, a known one as loaded (an accepted
     /// TOTP step changes nothing a token carries). nil when the code will not be consumed.
-    private func prepareCodeSignIn(_ issued: ChallengeIssued, account: AccountGate, registered: UserRegistered, _ grant: GrantRequest)
+    private func prepareCodeSignIn(_ issued: ChallengeIssued, account: AccountGate, registered: UserRegistered, _ grant: UserGrantRequest)
         async throws -> PreparedSignIn?
     {
         switch (issued.purpose, account.gate) {

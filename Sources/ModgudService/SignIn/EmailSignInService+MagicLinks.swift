@@ -38,7 +38,7 @@ extension EmailSignInService {
     /// (issue 40): a missing `totp_code` writes nothing and a wrong one counts as a failed
     /// attempt (`EmailChallenge.maxAttempts` burn the link), so the retry with the right code
     /// signs in with the same link.
-    public func redeemMagicLink(userID rawUserID: String, token: String, _ grant: GrantRequest) async throws -> TokenResponse {
+    public func redeemMagicLink(userID rawUserID: String, token: String, _ grant: UserGrantRequest) async throws -> TokenResponse {
         let realm = grant.client.realm
         guard let userID = UUID(uuidString: rawUserID), token.count <= 128 else { throw Self.invalidLink }
         _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)

@@ -157,33 +157,6 @@ public struct EmailSignInService: Sendable {
         }
     }
 
-    // MARK: Grants
-
-    /// What a token request carries besides the proof.
-    public struct GrantRequest: Sendable {
-        public var client: AuthenticatedClient
-        public var scope: String?
-        public var resources: [String]
-        public var totpCode: String?
-        public var issuer: String
-        public var metadata: EventMetadata
-        /// The thumbprint of the request's verified DPoP proof key (RFC 9449), if any.
-        public var dpopKey: String?
-
-        public init(
-            client: AuthenticatedClient, scope: String?, resources: [String], totpCode: String?, issuer: String, metadata: EventMetadata,
-            dpopKey: String? = nil
-        ) {
-            self.dpopKey = dpopKey
-            self.client = client
-            self.scope = scope
-            self.resources = resources
-            self.totpCode = totpCode
-            self.issuer = issuer
-            self.metadata = metadata
-        }
-    }
-
     // MARK: Helpers
 
     /// A registration code's event: the address and names sealed under the key of the user the

@@ -1,0 +1,29 @@
+import EventSourcing
+
+/// What a user grant's token request carries besides its proof, whichever grant it is (a
+/// code, a link, a passkey): the client, the scopes and resources asked for, the TOTP code,
+/// the issuer, the event metadata and the DPoP key. The email and passkey services redeem
+/// with it alike (issue 42: the passkey path no longer borrows the email service's type).
+public struct UserGrantRequest: Sendable {
+    public var client: AuthenticatedClient
+    public var scope: String?
+    public var resources: [String]
+    public var totpCode: String?
+    public var issuer: String
+    public var metadata: EventMetadata
+    /// The thumbprint of the request's verified DPoP proof key (RFC 9449), if any.
+    public var dpopKey: String?
+
+    public init(
+        client: AuthenticatedClient, scope: String?, resources: [String], totpCode: String?, issuer: String, metadata: EventMetadata,
+        dpopKey: String? = nil
+    ) {
+        self.dpopKey = dpopKey
+        self.client = client
+        self.scope = scope
+        self.resources = resources
+        self.totpCode = totpCode
+        self.issuer = issuer
+        self.metadata = metadata
+    }
+}
