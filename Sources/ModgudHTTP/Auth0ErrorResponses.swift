@@ -20,6 +20,26 @@ enum Auth0ErrorResponses {
     /// Auth0's 429 description on its Authentication API.
     static let tooManyRequests = "Too many requests. Check the X-RateLimit-* headers."
 
+    /// The edge of Auth0's Authentication API paths: every failure in Auth0's OAuth shape,
+    /// `{error, error_description}`: OAuth errors, service refusals, Auth0's 429, the
+    /// request's own parsing answers, and 500/503 (`server_error`, `temporarily_unavailable`),
+    /// never a problem document an Auth0 SDK cannot read.
+    static func respond(_ context: ModgudRequestContext, endpoint: String, _ body: () async throws -> Response) async -> Response {
+        do {
+            return try await body()
+        } catch RequestParsing.Failure.response(let response) {
+            return response
+        } catch let error as OAuthError {
+            return OAuthResponses.error(error)
+        } catch let refusal as ServiceRefusal {
+            return refusal.oauthResponse
+        } catch let limited as RateLimited {
+            return rateLimited(limited)
+        } catch {
+            return ServerFailure.oauth(error, context: context, endpoint: endpoint)
+        }
+    }
+
     /// An OAuth error as Auth0 words it: the same code, Auth0's text where its SDKs test one.
     static func worded(_ error: OAuthError, grantType: String?) -> OAuthError {
         guard error.error == "invalid_grant" else { return error }

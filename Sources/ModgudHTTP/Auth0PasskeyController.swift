@@ -93,16 +93,6 @@ struct Auth0PasskeyController: Sendable {
     }
 
     private func respond(_ context: ModgudRequestContext, _ body: () async throws -> Response) async -> Response {
-        await ProblemEdge.respond(context) {
-            do {
-                return try await body()
-            } catch let error as OAuthError {
-                return OAuthResponses.error(error)
-            } catch let refusal as ServiceRefusal {
-                return refusal.oauthResponse
-            } catch let limited as RateLimited {
-                return Auth0ErrorResponses.rateLimited(limited)
-            }
-        }
+        await Auth0ErrorResponses.respond(context, endpoint: "passkey", body)
     }
 }

@@ -36,19 +36,15 @@ struct Auth0PasswordlessController: Sendable {
     /// POST /passwordless/start.
     func start(_ request: Request, context: ModgudRequestContext) async -> Response {
         let started = ContinuousClock.now
-        return await ProblemEdge.respond(context) {
+        return await Auth0ErrorResponses.respond(context, endpoint: "passwordless") {
             do {
                 return try await send(request, context: context, started: started)
             } catch let refusal as Refusal {
                 return OAuthResponses.json(ErrorBody(error: refusal.code, error_description: refusal.message), status: refusal.status)
-            } catch let error as OAuthError {
-                return OAuthResponses.error(error)
             } catch is EmailSignInService.InvalidEmailAddress {
                 return OAuthResponses.json(ErrorBody(error: "bad.email", error_description: "Invalid email"), status: .badRequest)
             } catch let refused as EmailSignInService.RequestRefused {
                 return OAuthResponses.json(ErrorBody(error: "bad.request", error_description: refused.message), status: .badRequest)
-            } catch let limited as RateLimited {
-                return Auth0ErrorResponses.rateLimited(limited)
             }
         }
     }
