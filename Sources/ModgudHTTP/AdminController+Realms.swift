@@ -23,8 +23,7 @@ extension AdminController {
                 guard let algorithm = SigningKeyMaterial.Algorithm(rawValue: body.Algorithm ?? "ES256") else {
                     throw AdminProblem("SigningKey.UnsupportedAlgorithm", "Algorithm is ES256 or RS256.")
                 }
-                guard try await self.admin.realm(realm).exists else { throw AdminProblem("Realm.NotFound", "No such realm.", status: 404) }
-                let kid = try await self.admin.core.keys.rotate(realm: realm, algorithm: algorithm, now: self.admin.core.now(), metadata: self.metadata(context))
+                let kid = try await self.admin.rotateSigningKey(realm: realm, algorithm: algorithm, metadata: self.metadata(context))
                 return OAuthResponses.json(AdminPayloads.signingKeys(try await self.admin.realm(realm)).first { $0.Kid == kid }, status: .created)
             }
         }

@@ -71,6 +71,11 @@ extension AdminService {
         return users
     }
 
+    /// Whether the realm has this user (in any status but never registered).
+    public func userExists(realm: String, id: UUID) async throws -> Bool {
+        try await core.user(realm: realm, id: id).exists
+    }
+
     /// How many users a realm has (every status).
     public func userCount(realm: String) async throws -> Int {
         try await UsersTable.count(realm: realm, pool: core.pool)

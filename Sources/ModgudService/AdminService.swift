@@ -41,6 +41,23 @@ public struct AdminService: Sendable {
         }
     }
 
+    /// A new active signing key for the realm; earlier keys stay published until retired.
+    /// - Returns: its key id.
+    public func rotateSigningKey(realm: String, algorithm: SigningKeyMaterial.Algorithm, metadata: EventMetadata) async throws -> String {
+        guard try await self.realm(realm).exists else { throw DomainError.notFound("Realm.NotFound", "No such realm.") }
+        return try await core.keys.rotate(realm: realm, algorithm: algorithm, now: core.now(), metadata: metadata)
+    }
+
+    /// The time of this instance's clock (tests inject one).
+    public func now() -> Date {
+        core.now()
+    }
+
+    /// What a host serves in its app-association files.
+    public func appAssociations(realm: RealmDirectory.Entry, host: String) async throws -> AppAssociations.HostApps {
+        try await core.appAssociations(realm: realm, host: host)
+    }
+
     /// Retires a rotated-out signing key (`SigningKeyRing.retire`); false when it was retired already.
     public func retireSigningKey(realm: String, kid: String, force: Bool, metadata: EventMetadata) async throws -> Bool {
         try await core.keys.retire(realm: realm, kid: kid, force: force, now: core.now(), metadata: metadata)

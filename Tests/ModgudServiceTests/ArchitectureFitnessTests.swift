@@ -108,3 +108,12 @@ extension ArchitectureFitnessTests {
         XCTAssertEqual(borrowed, [], "a controller used by another")
     }
 }
+
+extension ArchitectureFitnessTests {
+    /// HTTP calls services; it never reaches through one to the composition behind it
+    /// (issue 42: `admin.core.…`).
+    func testHTTPDoesNotReachThroughAServiceToTheComposition() throws {
+        let reaches = try SQLHomeTests.files().filter { $0.path.hasPrefix("ModgudHTTP/") && $0.code.contains("admin.core") }.map(\.path)
+        XCTAssertEqual(reaches, [], "HTTP reaching through AdminService")
+    }
+}

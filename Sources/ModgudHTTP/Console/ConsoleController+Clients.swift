@@ -104,7 +104,7 @@ extension ConsoleController {
         guard let settings = state.settings, let realmSettings = try await admin.realm(realm).settings else { throw ConsoleRefusal.notFound("client") }
         // The files as the realm's host serves them (every client's apps for the host).
         let host = PasskeyService.rpID(client: settings, realm: realmSettings) ?? realmSettings.hosts.first ?? ""
-        let apps = try await admin.core.appAssociations(realm: RealmDirectory.Entry(realmID: realm, settings: realmSettings), host: host)
+        let apps = try await admin.appAssociations(realm: RealmDirectory.Entry(realmID: realm, settings: realmSettings), host: host)
         var values: [String: Any] = [
             "realm": realm, "id": id, "type": settings.type.rawValue, "confidential": settings.type == .confidential, "enabled": state.enabled,
             "form": ConsoleClientForm.values(settings, id: id), "associationHost": host,

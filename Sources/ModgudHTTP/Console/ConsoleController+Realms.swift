@@ -44,7 +44,7 @@ extension ConsoleController {
                 guard let algorithm = SigningKeyMaterial.Algorithm(rawValue: form["algorithm"] ?? "ES256") else {
                     throw ConsoleRefusal.badForm("Choose ES256 or RS256.")
                 }
-                _ = try await admin.core.keys.rotate(realm: realm, algorithm: algorithm, now: admin.core.now(), metadata: metadata(session, context))
+                _ = try await admin.rotateSigningKey(realm: realm, algorithm: algorithm, metadata: metadata(session, context))
                 return ConsoleResponse.redirect("/console/realms/\(realm)")
             }
         }

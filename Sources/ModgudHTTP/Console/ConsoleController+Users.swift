@@ -15,7 +15,7 @@ extension ConsoleController {
                 let realm = context.parameters.get("realm") ?? ""
                 let query = request.uri.queryParameters.get("q")?.trimmingCharacters(in: .whitespaces) ?? ""
                 // Found by address (its blind index) or id: straight to the user.
-                if !query.isEmpty, let id = try await admin.findUser(realm: realm, query), try await admin.core.user(realm: realm, id: id).exists {
+                if !query.isEmpty, let id = try await admin.findUser(realm: realm, query), try await admin.userExists(realm: realm, id: id) {
                     return .redirect(userPath(realm, id))
                 }
                 let parameters = request.uri.queryParameters
@@ -165,7 +165,7 @@ extension ConsoleController {
     /// The realm and user named in the path; 404 for a user the realm does not have.
     private func target(_ context: ModgudRequestContext) async throws -> (String, UUID) {
         let realm = context.parameters.get("realm") ?? ""
-        guard let id = UUID(uuidString: context.parameters.get("user") ?? ""), try await admin.core.user(realm: realm, id: id).exists else {
+        guard let id = UUID(uuidString: context.parameters.get("user") ?? ""), try await admin.userExists(realm: realm, id: id) else {
             throw ConsoleRefusal.notFound("user")
         }
         return (realm, id)

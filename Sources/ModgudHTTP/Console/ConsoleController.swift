@@ -96,7 +96,7 @@ struct ConsoleController: Sendable {
             values["email"] = try await admin.profile(realm: session.realm, userID: session.userID).profile.email ?? session.userID.uuidString
             if let section = page.section { values["current"] = [section: true] }
         }
-        values["serverTime"] = ConsoleFormat.time(admin.core.now())
+        values["serverTime"] = ConsoleFormat.time(admin.now())
         return ConsoleResponse.page(ConsoleTemplates.render(page.template, values), status: page.status, started: started, cookie: cookie)
     }
 
