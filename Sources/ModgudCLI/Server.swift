@@ -50,7 +50,8 @@ enum Server {
             core: core, sampler: MetricsSampler(pool: core.pool, outbox: dispatcher.outbox),
             retention: .oneShotStreams(pool: core.pool, maxAge: settings.retention), addressRetention: settings.addressRetention, logger: logger,
             consoleSettings: configuration.console.settings)
-        let listener = SettingsListenerService(listener: SettingsChangeListener(configuration: core.pool.configuration, core: core, logger: logger))
+        let listener = SettingsListenerService(listener: SettingsChangeListener(
+                configuration: core.pool.configuration, invalidate: { [core] in core.invalidateSettings($0) }, logger: logger))
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: listener), .init(service: daemon), .init(service: auditLog), .init(service: MailDispatcherService(dispatcher: dispatcher)),
             .init(service: signals), .init(service: maintenance), .init(service: RebuildRunnerService(runner: core.operations.rebuilds)),

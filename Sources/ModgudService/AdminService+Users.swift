@@ -51,12 +51,7 @@ extension AdminService {
     }
 
     /// The realm's users, oldest first, addresses opened (each user's key comes with the row).
-    /// Where a page of the user list starts: at the beginning, after a user, or ending before one.
-    public enum UserPage: Sendable, Equatable {
-        case first
-        case after(UUID)
-        case before(UUID)
-    }
+    public typealias UserPage = UserListPage
 
     public func users(realm: String, limit: Int = 1000, page: UserPage = .first) async throws -> [UserSummary] {
         var users: [UserSummary] = []

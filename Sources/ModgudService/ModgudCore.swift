@@ -64,7 +64,7 @@ public struct ModgudCore: Sendable {
             sealer = { metadata in try await vault.sealingAddress(metadata, at: now()) }
         }
         store = PostgresEventStore(
-            pool: pool, inlineProjections: TokenProjection.identity, metadataSealer: sealer, groupCommit: groupCommit)
+            pool: pool, inlineProjections: ProjectionCatalog.identity, metadataSealer: sealer, groupCommit: groupCommit)
         realmActors = AggregateRegistry(store: store)
         clientActors = AggregateRegistry(store: store)
         userActors = AggregateRegistry(store: store)
@@ -196,9 +196,4 @@ public struct ModgudCore: Sendable {
     public func user(realm: String, id: UUID) async throws -> User.State {
         try await userActors.actor(for: StreamNames.user(realm: realm, userID: id)).current().state
     }
-}
-
-/// An operation needs the master key and this process was started without one.
-public struct MasterKeyMissing: Error, CustomStringConvertible {
-    public var description: String { "this operation needs the master key (MODGUD_MASTER_KEY)" }
 }

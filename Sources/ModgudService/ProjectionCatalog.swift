@@ -2,7 +2,12 @@ import EventStorePostgres
 
 /// Every projection of the product, by name. Later issues add theirs here.
 public enum ProjectionCatalog {
-    public static let all: [any SQLProjection] = TokenProjection.identity + [LogStatisticsProjection()]
+    /// Every inline projection of the identity core, in the order an append applies them.
+    public static let identity: [any SQLProjection] = [
+        RealmDirectoryProjection(), ClientDirectoryProjection(), UserDirectoryProjection(), TokenProjection(), PasskeyDirectoryProjection(),
+    ]
+
+    public static let all: [any SQLProjection] = identity + [LogStatisticsProjection()]
 
     public static func named(_ name: String) -> (any SQLProjection)? {
         all.first { $0.name == name }

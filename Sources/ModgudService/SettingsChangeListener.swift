@@ -47,7 +47,8 @@ public struct SettingsChangeListener: Sendable {
     }
 
     let configuration: PQConfiguration
-    let core: ModgudCore
+    /// Drops this instance's cached copies after a change (`nil`: everything).
+    let invalidate: @Sendable (SettingsChange?) -> Void
     let logger: Logger
     let onListening: @Sendable () -> Void
     /// This listener's row in `settings_instances`.
@@ -58,11 +59,11 @@ public struct SettingsChangeListener: Sendable {
     /// - Parameter onListening: called each time the listener has (re)subscribed, after which
     ///   no change is missed (tests wait for it instead of sleeping).
     public init(
-        configuration: PQConfiguration, core: ModgudCore, logger: Logger, applyDelay: Duration = .zero,
+        configuration: PQConfiguration, invalidate: @escaping @Sendable (SettingsChange?) -> Void, logger: Logger, applyDelay: Duration = .zero,
         onListening: @escaping @Sendable () -> Void = {}
     ) {
         self.configuration = configuration
-        self.core = core
+        self.invalidate = invalidate
         self.logger = logger
         self.applyDelay = applyDelay
         self.onListening = onListening
@@ -75,7 +76,7 @@ public struct SettingsChangeListener: Sendable {
             do {
                 let connection = try await PQConnection.connect(configuration)
                 try await connection.listen(Self.channel)
-                core.invalidateSettings(nil)
+                invalidate(nil)
                 // Registered with every change numbered so far applied: everything was dropped.
                 _ = try await connection.query(SettingsAcknowledgementsTable.register(instance: instance))
                 var beat = ContinuousClock.now
@@ -86,7 +87,7 @@ public struct SettingsChangeListener: Sendable {
                     for notification in try await connection.waitForNotifications(timeout: .milliseconds(250)) {
                         let (number, change) = Self.parse(notification.payload)
                         if applyDelay > .zero { try? await Task.sleep(for: applyDelay) }
-                        core.invalidateSettings(change)
+                        invalidate(change)
                         if let number { applied = max(applied ?? number, number) }
                     }
                     if let applied {
@@ -102,7 +103,7 @@ public struct SettingsChangeListener: Sendable {
                 await connection.close()
             } catch {
                 logger.warning("settings listener lost its connection; retrying", metadata: ["error": "\(error)"])
-                core.invalidateSettings(nil)
+                invalidate(nil)
                 try? await Task.sleep(for: backoff.nextDelay())
             }
         }

@@ -94,7 +94,7 @@ final class HotPathTests: XCTestCase {
         let listening = Mutex(false)
         let listener = Task {
             await SettingsChangeListener(
-                configuration: secondPool.configuration, core: second, logger: Logger(label: "test"), onListening: { listening.withLock { $0 = true } }
+                configuration: secondPool.configuration, invalidate: { second.invalidateSettings($0) }, logger: Logger(label: "test"), onListening: { listening.withLock { $0 = true } }
             ).run()
         }
         try await Eventually.wait("the second instance listens") { listening.withLock { $0 } }

@@ -83,7 +83,7 @@ final class LogRetentionTests: XCTestCase {
         let continuous = try await rows(pool, statistics)
         XCTAssertEqual(continuous, logAsIs)
         var identityTables: [String: [String]] = [:]
-        for projection in TokenProjection.identity {
+        for projection in ProjectionCatalog.identity {
             for table in projection.tables { identityTables[table] = try await rows(pool, "SELECT t::text FROM \(identifier: table) t ORDER BY 1") }
         }
         for projection in ProjectionCatalog.all {

@@ -54,7 +54,7 @@ final class IdentityRebuildTests: XCTestCase {
             if index == 0 { _ = try await passkey.execute(.recordUse(signCount: 3, backedUp: false, at: now + 5), now: now, metadata: .none) }
             if index == 2 { _ = try await passkey.execute(.delete(by: "admin"), now: now, metadata: .none) }
         }
-        for projection in TokenProjection.identity {
+        for projection in ProjectionCatalog.identity {
             var before: [String: [String]] = [:]
             for table in projection.tables { before[table] = try await snapshot(table, database.pool) }
             _ = try await ProjectionRebuilder(pool: database.pool).rebuild(projection)

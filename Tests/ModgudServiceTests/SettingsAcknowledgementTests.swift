@@ -30,7 +30,7 @@ final class SettingsAcknowledgementTests: XCTestCase {
         _ = try await AdminService(core: a).createRealm("demo", settings: demoSettings, metadata: .none)
         let listening = Flag()
         let listener = SettingsChangeListener(
-            configuration: secondPool.configuration, core: b, logger: Logger(label: "test"), applyDelay: .milliseconds(400),
+            configuration: secondPool.configuration, invalidate: { b.invalidateSettings($0) }, logger: Logger(label: "test"), applyDelay: .milliseconds(400),
             onListening: { listening.set() })
         let task = Task { await listener.run() }
         try await Eventually.wait("B listens") { listening.isSet }

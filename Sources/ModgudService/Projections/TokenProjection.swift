@@ -24,9 +24,4 @@ public struct TokenProjection: SQLProjection, InlineProjection {
             return TokenTables.revokeFamily(revoked, family: familyID, tables: tables)
         }
     }
-
-    /// Every inline projection of the identity core.
-    public static var identity: [any SQLProjection] {
-        [RealmDirectoryProjection(), ClientDirectoryProjection(), UserDirectoryProjection(), TokenProjection(), PasskeyDirectoryProjection()]
-    }
 }

@@ -76,7 +76,7 @@ enum UsersTable {
     /// The realm's users in registration order, a page at a time by keyset (the page starts
     /// after or ends before a user: an index range scan of `users_by_registration` whatever
     /// the page, where an OFFSET would walk every row before it).
-    static func list(realm: String, limit: Int, page: AdminService.UserPage = .first, pool: PQPool) async throws -> [Listed] {
+    static func list(realm: String, limit: Int, page: UserListPage = .first, pool: PQPool) async throws -> [Listed] {
         let columns = "u.user_id, u.email, u.status, " + SubjectKeysTable.sealedKeyOfUserSQL(idColumn: "u.user_id")
         let query: PQQuery
         switch page {
