@@ -146,7 +146,7 @@ struct TokenController: Sendable {
         let url = RequestParsing.base(of: issuer) + request.uri.path
         let checked = try verifier.check(proofs[0], method: "POST", url: url, requireNonce: client.settings.dpopNonce)
         guard claimed else { return (checked.proof.key.thumbprint, checked.claim) }
-        try checked.claim.verdict(try await verifier.pool.query(checked.claim.query))
+        try await verifier.claim(checked.claim)
         return (checked.proof.key.thumbprint, nil)
     }
 

@@ -66,6 +66,12 @@ public struct DPoPVerifier: Sendable {
         return (proof, DPoPClaim(query: DPoPReplayTable.claim(jkt: proof.key.thumbprint, jti: proof.jti, now: now, until: expiry)))
     }
 
+    /// Claims a proof's jti on its own (the grants that do not send it in their own pipeline).
+    /// - Throws: `DPoPError.replayed` when it was used within its window.
+    public func claim(_ claim: DPoPClaim) async throws {
+        try claim.verdict(try await pool.query(claim.query))
+    }
+
     /// Deletes jtis past their window (the maintenance loop).
     public func prune(now: Date) async throws {
         try await DPoPReplayTable.prune(before: now, pool: pool)
