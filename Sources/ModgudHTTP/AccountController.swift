@@ -126,32 +126,24 @@ struct AccountController: Sendable {
 
     /// POST /api/account/totp/enroll (bearer): a new pending TOTP secret and its otpauth:// URI.
     func totpBegin(_ request: Request, context: ModgudRequestContext) async -> Response {
-        await ProblemEdge.respond(context) {
+        await ProblemEdge.respondWithProblems(context) {
             let (realm, issuer) = try await parsing.realm(request)
             let userID = try await caller(request, realm: realm, issuer: issuer).userID
-            do {
-                let provisioning = try await totpEnrollment().begin(
-                    realm: realm.realmID, userID: userID, issuer: realm.settings.displayName.isEmpty ? issuer : realm.settings.displayName,
-                    metadata: context.eventMetadata(actor: userID))
-                return OAuthResponses.json(TOTPEnrollmentBody(OtpauthUri: provisioning.uri, Secret: provisioning.secret))
-            } catch let refused as DomainError {
-                return Problem.response(refused.code, status: 409, detail: refused.message)
-            }
+            let provisioning = try await totpEnrollment().begin(
+                realm: realm.realmID, userID: userID, issuer: realm.settings.displayName.isEmpty ? issuer : realm.settings.displayName,
+                metadata: context.eventMetadata(actor: userID))
+            return OAuthResponses.json(TOTPEnrollmentBody(OtpauthUri: provisioning.uri, Secret: provisioning.secret))
         }
     }
 
     /// POST /api/account/totp/confirm (bearer) `{ "Code" }`: turns TOTP on (204).
     func totpConfirm(_ request: Request, context: ModgudRequestContext) async -> Response {
-        await ProblemEdge.respond(context) {
+        await ProblemEdge.respondWithProblems(context) {
             let (realm, issuer) = try await parsing.realm(request)
             let userID = try await caller(request, realm: realm, issuer: issuer).userID
             let body = try await parsing.json(TOTPConfirmBody.self, request, allowed: TOTPConfirmBody.members, ignoringCase: true)
-            do {
-                try await totpEnrollment().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: context.eventMetadata(actor: userID))
-                return Response(status: .noContent)
-            } catch let refused as DomainError {
-                return Problem.response(refused.code, status: refused.code == "TOTP.InvalidCode" ? 400 : 409, detail: refused.message)
-            }
+            try await totpEnrollment().confirm(realm: realm.realmID, userID: userID, code: body.Code, metadata: context.eventMetadata(actor: userID))
+            return Response(status: .noContent)
         }
     }
 

@@ -262,6 +262,12 @@ final class EmailSignInTests: XCTestCase {
             if right != "000000" { XCTAssertEqual(wrongConfirm.status, .badRequest) }
             let confirm = try await H.call(client, .post, "/api/account/totp/confirm", #"{"Code":"\#(right)"}"#, headers: bearer)
             XCTAssertEqual(confirm.status, .noContent, confirm.body)
+            // On already: the service's conflict, a 409 problem by its kind (issue 42).
+            let again = try await H.call(client, .post, "/api/account/totp/confirm", #"{"Code":"\#(right)"}"#, headers: bearer)
+            XCTAssertEqual(again.status, .conflict, again.body)
+            XCTAssertEqual(again.json["title"] as? String, "TOTP.AlreadyEnabled")
+            let reenroll = try await H.call(client, .post, "/api/account/totp/enroll", "", headers: bearer)
+            XCTAssertEqual(reenroll.status, .conflict, reenroll.body)
 
             // The gate: missing, wrong, right, then the same step again.
             harness.clock.advance(121)

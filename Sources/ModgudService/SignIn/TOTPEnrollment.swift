@@ -28,28 +28,40 @@ public struct TOTPEnrollment: Sendable {
     }
 
     /// Step 1: a new secret, pending until confirmed. Starting again replaces the pending one.
+    /// - Throws: `ServiceRefusal` (conflict) when the user's state refuses it (TOTP on already).
     public func begin(realm: String, userID: UUID, issuer: String, metadata: EventMetadata) async throws -> Provisioning {
         let actor = await userActors.actor(for: StreamNames.user(realm: realm, userID: userID))
         let user = try await actor.current().state
         let secret = TOTP.generateSecret()
         let sealed = try secrets.sealTOTPSecret(secret, realm: realm, userID: userID)
-        _ = try await actor.execute(.beginTOTPEnrollment(encryptedSecret: sealed), now: now(), metadata: metadata)
+        do {
+            _ = try await actor.execute(.beginTOTPEnrollment(encryptedSecret: sealed), now: now(), metadata: metadata)
+        } catch let refused as DomainError {
+            throw ServiceRefusal(.conflict, refused.code, refused.message)
+        }
         let totp = TOTP(secret: secret)
         return Provisioning(uri: totp.provisioningURI(issuer: issuer, account: try await vault.profile(of: user).email ?? userID.uuidString), secret: Base32.encode(secret))
     }
 
     /// Step 2: a valid code from the pending secret turns TOTP on (and spends that step).
-    /// - Throws: `DomainError` `TOTP.InvalidCode`, `TOTP.NoEnrollment`, `TOTP.AlreadyEnabled`.
+    /// - Throws: `ServiceRefusal` invalid `TOTP.InvalidCode`; conflict `TOTP.NoEnrollment`,
+    ///   `TOTP.AlreadyEnabled`, or a refusal of the user's state meanwhile.
     public func confirm(realm: String, userID: UUID, code: String, metadata: EventMetadata) async throws {
         let actor = await userActors.actor(for: StreamNames.user(realm: realm, userID: userID))
         let user = try await actor.current().state
-        guard user.encryptedTOTPSecret == nil else { throw DomainError("TOTP.AlreadyEnabled", "Two-factor is already on.") }
-        guard let pending = user.pendingTOTPSecret else { throw DomainError("TOTP.NoEnrollment", "Start the two-factor enrollment first.") }
+        guard user.encryptedTOTPSecret == nil else { throw ServiceRefusal(.conflict, "TOTP.AlreadyEnabled", "Two-factor is already on.") }
+        guard let pending = user.pendingTOTPSecret else {
+            throw ServiceRefusal(.conflict, "TOTP.NoEnrollment", "Start the two-factor enrollment first.")
+        }
         let secret = try secrets.openTOTPSecret(pending, realm: realm, userID: userID)
         guard let step = TOTP(secret: secret).match(code, at: now()) else {
-            throw DomainError("TOTP.InvalidCode", "The two-factor code is invalid.")
+            throw ServiceRefusal.invalid("TOTP.InvalidCode", "The two-factor code is invalid.")
         }
-        _ = try await actor.execute(.confirmTOTPEnrollment(step: step), now: now(), metadata: metadata)
+        do {
+            _ = try await actor.execute(.confirmTOTPEnrollment(step: step), now: now(), metadata: metadata)
+        } catch let refused as DomainError {
+            throw ServiceRefusal(refused.code == "TOTP.InvalidCode" ? .invalid : .conflict, refused.code, refused.message)
+        }
     }
 
     /// Operator path: TOTP on at once with a new secret; the provisioning goes to the user
