@@ -9,9 +9,6 @@ import ModgudService
 /// `X-RateLimit-Reset`. My Account answers RFC 7807 problems (`MyAccountError` reads `type`,
 /// `title`, `detail`). Modgud's own paths keep Modgud's texts and bodies.
 enum Auth0ErrorResponses {
-    /// Auth0's paths of the Authentication API that answer OAuth-shaped errors.
-    static let authenticationPaths: Set<String> = ["/oauth/token", "/oauth/revoke", "/passwordless/start", "/passkey/register", "/passkey/challenge"]
-
     /// Auth0's text for a refused passwordless code (`isInvalidCredentials` in Auth0.swift
     /// `AuthenticationError.swift` and Auth0.Android `AuthenticationException.kt`).
     static let wrongCode = "Wrong email or verification code."

@@ -139,7 +139,7 @@ struct MyAccountController: Sendable {
                 realm: realm, userID: bearer.userID, clientID: bearer.clientID, ceremonyID: body.auth_session,
                 attestation: try Self.attestation(body.authn_response), displayName: body.name,
                 metadata: context.eventMetadata(actor: bearer.userID))
-            let view = Self.view(created)
+            let view = try Self.view(created)
             var response = OAuthResponses.json(view, status: .created)
             response.headers[.location] = Self.location(issuer: issuer, methodID: view.id)
             return response
@@ -150,7 +150,7 @@ struct MyAccountController: Sendable {
     func list(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, bearer, _) = try await authorized(request, scope: "read:me:authentication_methods")
-            let methods = try await passkeys.list(realm: realm.realmID, userID: bearer.userID).map(Self.view)
+            let methods = try await passkeys.list(realm: realm.realmID, userID: bearer.userID, withCredentials: true).map { try Self.view($0) }
             return OAuthResponses.json(ListBody(authentication_methods: methods))
         }
     }
@@ -159,9 +159,9 @@ struct MyAccountController: Sendable {
     func get(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, bearer, _) = try await authorized(request, scope: "read:me:authentication_methods")
-            guard let id = Self.passkeyID(context), let found = try await passkeys.get(realm: realm.realmID, userID: bearer.userID, passkeyID: id)
+            guard let id = Self.passkeyID(context), let found = try await passkeys.get(realm: realm.realmID, userID: bearer.userID, passkeyID: id, withCredential: true)
             else { return Self.notFound() }
-            return OAuthResponses.json(Self.view(found))
+            return OAuthResponses.json(try Self.view(found))
         }
     }
 
@@ -173,9 +173,9 @@ struct MyAccountController: Sendable {
             guard let id = Self.passkeyID(context),
                 let renamed = try await passkeys.rename(
                     realm: realm.realmID, userID: bearer.userID, passkeyID: id, to: body.name, by: "user:\(bearer.userID.uuidString.lowercased())",
-                    metadata: context.eventMetadata(actor: bearer.userID))
+                    metadata: context.eventMetadata(actor: bearer.userID), withCredential: true)
             else { return Self.notFound() }
-            return OAuthResponses.json(Self.view(renamed))
+            return OAuthResponses.json(try Self.view(renamed))
         }
     }
 
@@ -241,10 +241,12 @@ struct MyAccountController: Sendable {
         return Array(try JSONEncoder().encode(credential))
     }
 
-    static func view(_ summary: PasskeyService.Summary) -> MethodBody {
+    /// A method as Auth0 shows it; the summary must carry its credential's facts (asked with
+    /// `withCredential(s)`), else this is a server fault.
+    static func view(_ summary: PasskeyService.Summary) throws -> MethodBody {
         // Auth0 writes timestamps with milliseconds (`2025-01-15T10:30:00.000Z`).
         let format = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
-        let credential = summary.credential
+        guard let credential = summary.credential else { throw MissingCredentialFacts() }
         return MethodBody(
             id: "passkey|" + summary.id.uuidString.lowercased(), created_at: summary.createdAt.formatted(format),
             last_auth_at: summary.lastUsedAt?.formatted(format), identity_user_id: credential.userID.uuidString.lowercased(),
@@ -254,6 +256,9 @@ struct MyAccountController: Sendable {
             aaguid: summary.provider.aaguid ?? "00000000-0000-0000-0000-000000000000", name: summary.displayName,
             provider: ProviderBody(name: summary.provider.name, aaguid: summary.provider.aaguid))
     }
+
+    /// A summary without its credential's facts reached the My Account view.
+    struct MissingCredentialFacts: Error {}
 
     static func notFound() -> Response {
         Problem.response("MyAccount.NotFound", status: 404, detail: "No such authentication method.")

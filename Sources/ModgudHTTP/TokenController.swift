@@ -73,7 +73,7 @@ struct TokenController: Sendable {
 
     /// Whether the request came by Auth0's path, `/oauth/token`.
     static func isAuth0Path(_ request: Request) -> Bool {
-        Auth0ErrorResponses.authenticationPaths.contains(request.uri.path)
+        request.uri.path == "/oauth/token"
     }
 
     /// The gates in order: a served grant type; for a native grant the realm's switch

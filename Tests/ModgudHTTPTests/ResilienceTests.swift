@@ -128,6 +128,30 @@ final class ResilienceTests: XCTestCase {
         }
         await database.destroy()
     }
+
+    /// Issue 42: the console's rebuild runner outlives a database outage. A rebuild asked for
+    /// while PostgreSQL is down fails and says so; the runner keeps running, and the same
+    /// rebuild asked again once the database is back finishes.
+    func testTheRebuildRunnerOutlivesADatabaseOutage() async throws {
+        let database = try await RestartableDatabase(maxConnections: 4)
+        let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
+        let runner = core.operations.rebuilds
+        let running = Task { await runner.run() }
+        try database.stop()
+        XCTAssertEqual(core.operations.startRebuild("log_statistics"), true)
+        try await Eventually.wait("the rebuild during the outage fails and says so") {
+            runner.progress("log_statistics").map { $0.finished && $0.failure != nil } ?? false
+        }
+        try database.start()
+        XCTAssertEqual(core.operations.startRebuild("log_statistics"), true, "a finished rebuild may be asked again")
+        try await Eventually.wait("the rebuild after the outage finishes") {
+            runner.progress("log_statistics").map { $0.finished && $0.failure == nil } ?? false
+        }
+        XCTAssertNil(core.operations.startRebuild("no_such_projection"))
+        runner.finish()
+        await running.value
+        await database.destroy()
+    }
 }
 
 /// Counts the outages the projection daemon reported.

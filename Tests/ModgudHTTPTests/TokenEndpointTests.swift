@@ -1,13 +1,16 @@
+import AsyncTestSupport
 import EventSourcing
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import JWTKit
+import Logging
 import ModgudDomain
 import ModgudHTTP
 import ModgudService
 import PQ
 import PostgresTestSupport
+import Synchronization
 import XCTest
 
 /// Through HTTP, in process, on the production router and a real PostgreSQL.
@@ -252,6 +255,53 @@ final class TwoInstanceTests: XCTestCase {
         await database.drop()
     }
 
+    /// Issue 41: signing keys rotated and retired on two instances, alternating: each change
+    /// holds on the other instance as soon as it is answered (the JWKS it serves, and whether
+    /// it can sign with the retired key), by NOTIFY, with hour-long caches.
+    func testKeysRotatedAndRetiredAlternatelyHoldOnBothInstances() async throws {
+        let database = try await TestDatabase.create(maxConnections: 40)
+        let pools = [database.pool, database.makePool(maxConnections: 10)]
+        let cores = try pools.map { try ModgudCore(pool: $0, masterKey: Array(repeating: 3, count: 32), settingsMaxAge: .seconds(3600)) }
+        let listening = ListeningCount()
+        var listeners: [Task<Void, Never>] = []
+        for (pool, core) in zip(pools, cores) {
+            let listener = SettingsChangeListener(
+                configuration: pool.configuration, invalidate: { core.invalidateSettings($0) }, logger: Logger(label: "test"),
+                onListening: { listening.record() })
+            listeners.append(Task { await listener.run() })
+        }
+        try await Eventually.wait("both instances listen") { listening.count >= 2 }
+        func kids(_ core: ModgudCore) async throws -> Set<String> {
+            let document = try await core.keys.jwks(realm: "dev")
+            let keys = (try JSONSerialization.jsonObject(with: Data(document.utf8)) as? [String: Any])?["keys"] as? [[String: Any]] ?? []
+            return Set(keys.compactMap { $0["kid"] as? String })
+        }
+        let (a, b) = (AdminService(core: cores[0]), AdminService(core: cores[1]))
+        _ = try await a.createRealm("dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), signingAlgorithm: .es256, metadata: .init())
+        let created = try await a.realm("dev")
+        let first = try XCTUnwrap(created.activeKey?.kid)
+        let seenByB = try await kids(cores[1])
+        XCTAssertEqual(seenByB, [first], "B holds the JWKS now (for an hour without a notification)")
+        let second = try await b.rotateSigningKey(realm: "dev", algorithm: .rs256, metadata: .init())
+        let seenByA = try await kids(cores[0])
+        XCTAssertEqual(seenByA, [first, second], "A serves B's new key once B answered")
+        let retired = try await a.retireSigningKey(realm: "dev", kid: first, force: true, metadata: .init())
+        XCTAssertTrue(retired)
+        let afterRetire = try await kids(cores[1])
+        XCTAssertEqual(afterRetire, [second], "B stops serving the key A retired once A answered")
+        let retiredAgain = try await b.retireSigningKey(realm: "dev", kid: first, force: true, metadata: .init())
+        XCTAssertFalse(retiredAgain, "B sees it retired already: nothing written twice")
+        struct Claims: JWTPayload { var sub: SubjectClaim; func verify(using algorithm: some JWTAlgorithm) throws {} }
+        for core in cores {
+            let token = try await core.keys.sign(Claims(sub: .init(value: "x")), realm: "dev")
+            let header = try XCTUnwrap(Data(base64Encoded: String(token.split(separator: ".")[0]).base64Padded))
+            XCTAssertTrue(String(decoding: header, as: UTF8.self).contains(second), "both instances sign with the active key")
+        }
+        for listener in listeners { listener.cancel() }
+        await pools[1].close()
+        await database.drop()
+    }
+
     func testRevocationEndpointAnswers200AndRevokes() async throws {
         let database = try await TestDatabase.create(maxConnections: 20)
         let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
@@ -279,4 +329,20 @@ final class TwoInstanceTests: XCTestCase {
         }
         await database.drop()
     }
+}
+
+extension String {
+    /// Base64url as standard base64 with padding (a JWT segment for `Data(base64Encoded:)`).
+    fileprivate var base64Padded: String {
+        var text = replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while text.count % 4 != 0 { text += "=" }
+        return text
+    }
+}
+
+/// How many settings listeners have subscribed.
+private final class ListeningCount: Sendable {
+    private let value = Mutex(0)
+    var count: Int { value.withLock { $0 } }
+    func record() { value.withLock { $0 += 1 } }
 }

@@ -50,7 +50,7 @@ enum ScopePolicy {
             audiences = requested.isEmpty ? granted.audiences : requested
             available = granted.scopes
         } else {
-            guard requested.count == 1, let policy = client.refreshPolicy(for: requested[0]), client.audiences.contains(policy.audience) else {
+            guard requested.count == 1, let policy = client.refreshPolicy(for: requested[0]) else {
                 let outside = requested.first { !granted.audiences.contains($0) } ?? requested[0]
                 throw .invalidTarget("The resource '\(outside)' is not an audience of this grant, and no refresh policy of the client allows it.")
             }

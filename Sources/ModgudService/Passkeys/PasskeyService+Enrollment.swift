@@ -41,8 +41,9 @@ extension PasskeyService {
         public var lastUsedAt: Date?
         /// Who holds it, from its AAGUID (`PasskeyProviders`).
         public var provider: PasskeyProviders.Provider
-        /// The credential itself, as Auth0's My Account API shows a passkey.
-        public var credential: Credential
+        /// The credential itself, as Auth0's My Account API shows a passkey (nil unless asked:
+        /// `list(…, withCredentials:)`; an enrollment always has it).
+        public var credential: Credential?
 
         /// The WebAuthn facts of an enrolled credential: nothing secret (a public key and ids).
         public struct Credential: Sendable, Equatable {

@@ -10,26 +10,28 @@ import WebAuthn
 extension PasskeyService {
 
     /// GET /connect/passkey: the user's live passkeys, oldest first.
-    public func list(realm: String, userID: UUID) async throws -> [Summary] {
+    /// - Parameter withCredentials: add each credential's facts (`Summary.credential`), read
+    ///   from each passkey's history: only My Account shows them.
+    public func list(realm: String, userID: UUID, withCredentials: Bool = false) async throws -> [Summary] {
         var summaries: [Summary] = []
         for row in try await passkeyTable.list(realm: realm, userID: userID) {
-            if let summary = try await summary(row, realm: realm) { summaries.append(summary) }
+            if let summary = try await summary(row, realm: realm, withCredential: withCredentials) { summaries.append(summary) }
         }
         return summaries
     }
 
     /// GET /connect/passkey/{id}: one of the user's passkeys (nil for another user's: the
     /// caller answers 404, no cross-user existence oracle).
-    public func get(realm: String, userID: UUID, passkeyID: UUID) async throws -> Summary? {
+    public func get(realm: String, userID: UUID, passkeyID: UUID, withCredential: Bool = false) async throws -> Summary? {
         guard let row = try await passkeyTable.get(realm: realm, userID: userID, passkeyID: passkeyID) else { return nil }
-        return try await summary(row, realm: realm)
+        return try await summary(row, realm: realm, withCredential: withCredential)
     }
 
     /// PATCH /connect/passkey/{id}: renames one of the user's passkeys; nil when the user has
     /// no such passkey. - Throws: `ServiceRefusal` (invalid) `Passkey.InvalidName`.
-    public func rename(realm: String, userID: UUID, passkeyID: UUID, to name: String, by actor: String, metadata: EventMetadata) async throws
-        -> Summary?
-    {
+    public func rename(
+        realm: String, userID: UUID, passkeyID: UUID, to name: String, by actor: String, metadata: EventMetadata, withCredential: Bool = false
+    ) async throws -> Summary? {
         let passkey = await passkeyActors.actor(for: StreamNames.passkey(realm: realm, passkeyID: passkeyID))
         let state = try await passkey.current().state
         guard state.isActive, state.enrolled?.userID == userID else { return nil }
@@ -44,18 +46,23 @@ extension PasskeyService {
         } catch is DomainError {
             return nil  // deleted meanwhile
         }
-        return try await get(realm: realm, userID: userID, passkeyID: passkeyID)
+        return try await get(realm: realm, userID: userID, passkeyID: passkeyID, withCredential: withCredential)
     }
 
-    /// The row with its credential's facts, which the passkey's own history holds (the read
-    /// model keeps what lists and lookups need; the public key and flags are read per passkey).
-    func summary(_ row: PasskeysTable.Row, realm: String) async throws -> Summary? {
+    /// The row, and with `withCredential` its credential's facts, which the passkey's own
+    /// history holds (the read model keeps what lists and lookups need; the public key and
+    /// flags are read per passkey, and only when asked).
+    func summary(_ row: PasskeysTable.Row, realm: String, withCredential: Bool) async throws -> Summary? {
         let name = try await openName(PersonalText(stored: row.storedName)) ?? "[erased]"
-        let state = try await passkeyActors.actor(for: StreamNames.passkey(realm: realm, passkeyID: row.passkeyID)).current().state
-        guard state.isActive, let enrolled = state.enrolled else { return nil }  // deleted since the row was read
+        var credential: Summary.Credential?
+        if withCredential {
+            let state = try await passkeyActors.actor(for: StreamNames.passkey(realm: realm, passkeyID: row.passkeyID)).current().state
+            guard state.isActive, let enrolled = state.enrolled else { return nil }  // deleted since the row was read
+            credential = Summary.Credential(enrolled, backedUp: state.backedUp)
+        }
         return Summary(
             id: row.passkeyID, displayName: name, rpID: row.rpID, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt,
-            provider: PasskeyProviders.provider(aaguid: row.aaguid), credential: Summary.Credential(enrolled, backedUp: state.backedUp))
+            provider: PasskeyProviders.provider(aaguid: row.aaguid), credential: credential)
     }
 
     /// A passkey's name sealed under its owner's data key (issue 22: users type names into it).
