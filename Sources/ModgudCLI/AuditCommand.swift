@@ -13,8 +13,8 @@ struct AuditCommand: AsyncParsableCommand {
 
         func run() async throws {
             let entries = try await AdminContext.run(database) { context in
-                guard let id = try await context.admin.findUser(realm: realm, user) else { throw CommandError("no such user") }
-                return try await context.admin.audit(realm: realm, userID: id)
+                guard let id = try await context.admin.users.find(realm: realm, user) else { throw CommandError("no such user") }
+                return try await context.admin.audit.userHistory(realm: realm, userID: id)
             }
             print("TIME\tEVENT\tDETAIL\tACTOR\tCLIENT\tIP")
             for entry in entries {

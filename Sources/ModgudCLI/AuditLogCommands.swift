@@ -60,7 +60,7 @@ struct VerifyAuditLog: AsyncParsableCommand {
             }
             return (String(parts[0]), Array(raw.dropFirst()))
         }
-        guard let stored = try await context.admin.core.auditKeys.publicKey(realm: realm) else {
+        guard let stored = try await context.admin.audit.signingKey(realm: realm) else {
             throw CommandError("realm \(realm) has no audit log key yet (no checkpoint was signed)")
         }
         return stored
@@ -75,7 +75,7 @@ struct PrintCheckpoint: AsyncParsableCommand {
     @Argument var realm: String
 
     func run() async throws {
-        let latest = try await AdminContext.run(database) { context in try await context.admin.auditCheckpoint(realm: realm) }
+        let latest = try await AdminContext.run(database) { context in try await context.admin.audit.checkpoint(realm: realm) }
         guard let latest else { throw CommandError("realm \(realm) has no checkpoint yet") }
         FileHandle.standardError.write(Data("verifier key: \(latest.verifierKey)\n".utf8))
         print(latest.note, terminator: "")

@@ -28,9 +28,9 @@ extension ClientCommand {
 
         func run() async throws {
             let served = try await AdminContext.run(database) { context in
-                let client = try await context.admin.client(realm: realm, id: id)
+                let client = try await context.admin.clients.get(realm: realm, id: id)
                 guard let settings = client.settings else { throw CommandError("no client \(id) in realm \(realm)") }
-                guard let realmSettings = try await context.admin.core.realmDirectory.settings(realm: realm) else {
+                guard let realmSettings = try await context.services.realms.settings(realm: realm) else {
                     throw CommandError("no such realm \(realm)")
                 }
                 let entry = RealmDirectory.Entry(realmID: realm, settings: realmSettings)

@@ -87,7 +87,7 @@ struct ClientCommand: AsyncParsableCommand {
             var clientSettings = ClientSettings(type: clientType, grants: [], allowedScopes: [])
             try settings.apply(to: &clientSettings)
             try await AdminContext.run(database) { context in
-                let (state, secret) = try await context.admin.createClient(realm: realm, id: id, settings: clientSettings, metadata: context.metadata)
+                let (state, secret) = try await context.admin.clients.create(realm: realm, id: id, settings: clientSettings, metadata: context.metadata)
                 ClientCommand.print(state)
                 if let secret { Swift.print("secret       \(secret)   (shown once; store it now)") }
             }
@@ -103,7 +103,7 @@ struct ClientCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await AdminContext.run(database) { context in
-                let (state, warning) = try await context.admin.updateClient(realm: realm, id: id, metadata: context.metadata) {
+                let (state, warning) = try await context.admin.clients.update(realm: realm, id: id, metadata: context.metadata) {
                     try settings.apply(to: &$0)
                 }
                 ClientCommand.print(state)
@@ -119,7 +119,7 @@ struct ClientCommand: AsyncParsableCommand {
         @Argument var id: String
 
         func run() async throws {
-            let state = try await AdminContext.run(database) { try await $0.admin.client(realm: realm, id: id) }
+            let state = try await AdminContext.run(database) { try await $0.admin.clients.get(realm: realm, id: id) }
             guard state.exists else { throw CommandError("no client \(id) in realm \(realm)") }
             ClientCommand.print(state)
         }
@@ -131,7 +131,7 @@ struct ClientCommand: AsyncParsableCommand {
         @Argument var realm: String
 
         func run() async throws {
-            for client in try await AdminContext.run(database, { try await $0.admin.clients(realm: realm) }) {
+            for client in try await AdminContext.run(database, { try await $0.admin.clients.list(realm: realm) }) {
                 Swift.print("\(client.id)\t\(client.type)\t\(client.enabled ? "enabled" : "disabled")")
             }
         }
@@ -145,7 +145,7 @@ struct ClientCommand: AsyncParsableCommand {
         @Argument var id: String
 
         func run() async throws {
-            try await AdminContext.run(database) { try await $0.admin.deleteClient(realm: realm, id: id, metadata: $0.metadata) }
+            try await AdminContext.run(database) { try await $0.admin.clients.delete(realm: realm, id: id, metadata: $0.metadata) }
             Swift.print("deleted client \(id) of realm \(realm)")
         }
     }
@@ -158,7 +158,7 @@ struct ClientCommand: AsyncParsableCommand {
 
         func run() async throws {
             ClientCommand.print(
-                try await AdminContext.run(database) { try await $0.admin.setClientEnabled(realm: realm, id: id, enabled: false, metadata: $0.metadata) })
+                try await AdminContext.run(database) { try await $0.admin.clients.setEnabled(realm: realm, id: id, enabled: false, metadata: $0.metadata) })
         }
     }
 
@@ -170,7 +170,7 @@ struct ClientCommand: AsyncParsableCommand {
 
         func run() async throws {
             ClientCommand.print(
-                try await AdminContext.run(database) { try await $0.admin.setClientEnabled(realm: realm, id: id, enabled: true, metadata: $0.metadata) })
+                try await AdminContext.run(database) { try await $0.admin.clients.setEnabled(realm: realm, id: id, enabled: true, metadata: $0.metadata) })
         }
     }
 
@@ -182,7 +182,7 @@ struct ClientCommand: AsyncParsableCommand {
         @Argument var id: String
 
         func run() async throws {
-            let secret = try await AdminContext.run(database) { try await $0.admin.rotateClientSecret(realm: realm, id: id, metadata: $0.metadata) }
+            let secret = try await AdminContext.run(database) { try await $0.admin.clients.rotateSecret(realm: realm, id: id, metadata: $0.metadata) }
             Swift.print("secret       \(secret)   (shown once; store it now)")
         }
     }

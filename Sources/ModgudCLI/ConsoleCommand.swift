@@ -19,7 +19,7 @@ struct ConsoleCommand: AsyncParsableCommand {
 
         func run() async throws {
             let done = try await AdminContext.run(database) { context in
-                try await OperatorConsole(core: context.admin.core, settings: .init(realm: realm)).addOperator(email: email, rpID: rpID, metadata: context.metadata)
+                try await context.services.console.with(settings: .init(realm: realm)).addOperator(email: email, rpID: rpID, metadata: context.metadata)
             }
             if done.realmCreated { print("realm        \(realm) created") }
             if done.clientCreated { print("client       \(OperatorConsole.clientID) created") }

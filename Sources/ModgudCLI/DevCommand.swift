@@ -26,7 +26,7 @@ struct DevCommand: AsyncParsableCommand {
         let report = try await Migrator.product(pool: pool).migrate()
         let masterKey = try DevMasterKey.load(folder + "/master.key")
         let core = try ModgudCore(pool: pool, masterKey: masterKey)
-        try await DevSeed.seed(core, port: port)
+        try await DevSeed.seed(admin: core.administration, console: core.console(settings: .init()), port: port)
         let environment = try ModgudConfiguration.fromEnvironment()
         print(Self.banner(port: port, folder: folder, cluster: cluster, migrations: report, environment: environment))
         fflush(nil)

@@ -10,28 +10,26 @@ enum DevSeed {
     /// The operator `modgud dev` makes for its console (issue 31).
     static let operatorEmail = "operator@example.com"
 
-    static func seed(_ core: ModgudCore, port: Int) async throws {
+    static func seed(admin: Administration, console: OperatorConsole, port: Int) async throws {
         let metadata = EventMetadata(actor: "system:dev-seed")
-        let realm = await core.realmActors.actor(for: StreamNames.realm(realmID))
-        if try await !realm.current().state.exists {
+        if try await !admin.realms.get(realmID).exists {
             let settings = RealmSettings(
                 hosts: ["localhost", "127.0.0.1"], displayName: "Modgud dev", primaryDomain: "localhost",
                 publicBaseURL: "http://localhost:\(port)", nativeGrants: NativeGrantSettings(enabled: true), registrationPosture: .jitOnOtp,
                 magicLinkEnabled: true)
-            _ = try await realm.execute(.create(id: realmID, settings: settings), now: Date(), metadata: metadata)
+            _ = try await admin.realms.create(realmID, settings: settings, metadata: metadata)
         }
-        if try await realm.current().state.activeKey == nil {
-            try await core.keys.rotate(realm: realmID, now: Date(), metadata: metadata)
+        if try await admin.realms.get(realmID).activeKey == nil {
+            _ = try await admin.realms.rotateSigningKey(realm: realmID, algorithm: .es256, metadata: metadata)
         }
-        let client = await core.clientActors.actor(for: StreamNames.client(realm: realmID, clientID: clientID))
-        if try await !client.current().state.exists {
+        if try await !admin.clients.get(realm: realmID, id: clientID).exists {
             let settings = ClientSettings(
                 type: .public, displayName: "Demo app", grants: [.otp, .magic, .passkey, .refreshToken],
                 allowedScopes: ["openid", "email", "profile", "offline_access"], rpID: "localhost")
-            _ = try await client.execute(.register(id: clientID, settings: settings, secretHash: nil), now: Date(), metadata: metadata)
+            _ = try await admin.clients.create(realm: realmID, id: clientID, settings: settings, metadata: metadata)
         }
-        if try await !core.realmActors.actor(for: StreamNames.realm(OperatorConsole.Settings().realm)).current().state.exists {
-            _ = try await OperatorConsole(core: core, settings: .init()).addOperator(email: operatorEmail, rpID: "localhost", metadata: metadata)
+        if try await !admin.realms.get(OperatorConsole.Settings().realm).exists {
+            _ = try await console.addOperator(email: operatorEmail, rpID: "localhost", metadata: metadata)
         }
     }
 }

@@ -41,7 +41,7 @@ struct PrivacyCommand: AsyncParsableCommand {
 
         func run() async throws {
             let report = try await AdminContext.run(database) { context in
-                try await LegacySealer(core: context.admin.core, addressRetention: Double(ipRetentionDays) * 86_400).run(dryRun: !apply)
+                try await context.services.legacySealer.with(addressRetention: Double(ipRetentionDays) * 86_400).run(dryRun: !apply)
             }
             let verb = apply ? "rewritten" : "to rewrite"
             print("events scanned   \(report.eventsScanned)")

@@ -128,7 +128,7 @@ struct RealmCommand: AsyncParsableCommand {
             try settings.apply(to: &realmSettings)
             let algorithm = signingAlgorithm.flatMap(SigningKeyMaterial.Algorithm.init(rawValue:))
             let state = try await AdminContext.run(database) {
-                try await $0.admin.createRealm(id, settings: realmSettings, signingAlgorithm: algorithm, metadata: $0.metadata)
+                try await $0.admin.realms.create(id, settings: realmSettings, signingAlgorithm: algorithm, metadata: $0.metadata)
             }
             try RealmCommand.print(state)
         }
@@ -142,7 +142,7 @@ struct RealmCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (state, warning) = try await AdminContext.run(database) { context in
-                try await context.admin.updateRealm(id, metadata: context.metadata) { try settings.apply(to: &$0) }
+                try await context.admin.realms.update(id, metadata: context.metadata) { try settings.apply(to: &$0) }
             }
             try RealmCommand.print(state)
             if let warning { Swift.print("warning: \(warning)") }
@@ -154,7 +154,7 @@ struct RealmCommand: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOptions
 
         func run() async throws {
-            for realm in try await AdminContext.run(database, { try await $0.admin.realms() }) {
+            for realm in try await AdminContext.run(database, { try await $0.admin.realms.list() }) {
                 Swift.print("\(realm.id)\t\(realm.nativeGrants ? "native-grants" : "-")\t\(realm.hosts.joined(separator: ","))")
             }
         }
@@ -166,7 +166,7 @@ struct RealmCommand: AsyncParsableCommand {
         @Argument var id: String
 
         func run() async throws {
-            try RealmCommand.print(try await AdminContext.run(database) { try await $0.admin.realm(id) })
+            try RealmCommand.print(try await AdminContext.run(database) { try await $0.admin.realms.get(id) })
         }
     }
 
@@ -182,7 +182,7 @@ struct RealmCommand: AsyncParsableCommand {
                 throw ValidationError("--algorithm is \(SigningKeyMaterial.Algorithm.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             let kid = try await AdminContext.run(database) {
-                try await $0.admin.core.keys.rotate(realm: id, algorithm: algorithm, now: Date(), metadata: $0.metadata)
+                try await $0.admin.realms.rotateSigningKey(realm: id, algorithm: algorithm, metadata: $0.metadata)
             }
             Swift.print("new signing key \(kid) (\(algorithm.rawValue)) for realm \(id)")
         }
@@ -204,7 +204,7 @@ struct RealmCommand: AsyncParsableCommand {
 
         func run() async throws {
             let retired = try await AdminContext.run(database) {
-                try await $0.admin.retireSigningKey(realm: id, kid: kid, force: force, metadata: $0.metadata)
+                try await $0.admin.realms.retireSigningKey(realm: id, kid: kid, force: force, metadata: $0.metadata)
             }
             Swift.print(retired ? "retired signing key \(kid) of realm \(id)" : "signing key \(kid) of realm \(id) was retired already")
         }

@@ -33,9 +33,11 @@ enum Server {
     static func run(core: ModgudCore, settings: Settings, configuration: ModgudConfiguration, mail: any MailTransport) async throws {
         var logger = Logger(label: "modgud")
         logger.logLevel = .info
-        let daemon = ProjectionDaemonService(daemon: ProjectionDaemon(pool: core.pool, projections: ProjectionCatalog.asynchronous))
-        let auditLog = AuditLogService(integrator: AuditLogIntegrator(pool: core.pool, signer: core.auditKeys, settings: configuration.auditLog))
-        let signals = SharedSignalsService(core: core, settings: configuration.signalPush)
+        let daemon = ProjectionDaemonService(daemon: core.makeProjectionDaemon())
+        let auditLog = AuditLogService(integrator: core.makeAuditLogIntegrator(settings: configuration.auditLog))
+        let signals = SharedSignalsService(
+            transmitter: core.makeSignalTransmitter(), pusher: core.makeSignalPusher(settings: configuration.signalPush),
+            relay: core.makeSignalRelay())
         let dispatcher = try core.makeMailDispatcher(transport: mail, settings: configuration.mailDispatcher)
         let http = HTTPConfiguration(
             issuerScheme: settings.issuerScheme, adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies,
@@ -47,11 +49,11 @@ enum Server {
             server: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: "modgud"),
             console: settings.consoleOnPublicPort || configuration.console.onPublicPort ? console : nil, logger: logger)
         let maintenance = MaintenanceService(
-            core: core, sampler: MetricsSampler(pool: core.pool, outbox: dispatcher.outbox),
-            retention: .oneShotStreams(pool: core.pool, maxAge: settings.retention), addressRetention: settings.addressRetention, logger: logger,
-            consoleSettings: configuration.console.settings)
-        let listener = SettingsListenerService(listener: SettingsChangeListener(
-                configuration: core.pool.configuration, invalidate: { [core] in core.invalidateSettings($0) }, logger: logger))
+            sampler: core.makeMetricsSampler(outbox: dispatcher.outbox),
+            housekeeping: core.makeHousekeeping(
+                retention: settings.retention, addressRetention: settings.addressRetention, console: configuration.console.settings),
+            logger: logger)
+        let listener = SettingsListenerService(listener: core.makeSettingsChangeListener(logger: logger))
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: listener), .init(service: daemon), .init(service: auditLog), .init(service: MailDispatcherService(dispatcher: dispatcher)),
             .init(service: signals), .init(service: maintenance), .init(service: RebuildRunnerService(runner: core.operations.rebuilds)),
@@ -104,14 +106,14 @@ struct AuditLogService: Service {
 /// SETs (one instance at a time, by its advisory lock), the push deliverer, and the relay of
 /// other instances' enqueue notifications to this instance's long polls.
 struct SharedSignalsService: Service {
-    let core: ModgudCore
-    let settings: SignalPusher.Settings
+    let transmitter: SignalTransmitter
+    let pusher: SignalPusher
+    /// Rings this instance's wakeups on other instances' enqueue notifications, until cancelled.
+    let relay: @Sendable () async -> Void
 
     func run() async throws {
         let logger = Logger(label: "modgud.ssf")
-        let transmitter = core.makeSignalTransmitter()
-        let pusher = core.makeSignalPusher(settings: settings)
-        let core = self.core
+        let (transmitter, pusher, relay) = (self.transmitter, self.pusher, self.relay)
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -120,7 +122,7 @@ struct SharedSignalsService: Service {
                     }
                 }
                 group.addTask { await pusher.run() }
-                group.addTask { await core.relaySignalNotifications() }
+                group.addTask { await relay() }
             }
         }
     }

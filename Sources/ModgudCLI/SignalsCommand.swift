@@ -35,7 +35,7 @@ struct SignalsCommand: AsyncParsableCommand {
         func run() async throws {
             guard let status = SignalStreamStatus(rawValue: status) else { throw ValidationError("the status is enabled, paused or disabled") }
             let state = try await AdminContext.run(database) {
-                try await $0.admin.core.signalStreams.setStatus(
+                try await $0.services.signalStreams.setStatus(
                     realm: realm, clientID: client, status: status, reason: reason, byOperator: true, metadata: $0.metadata)
             }
             print("stream \(state.streamID ?? "-") of \(client): \(state.status.rawValue)")

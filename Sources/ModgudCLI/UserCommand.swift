@@ -20,7 +20,7 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             let user = try await AdminContext.run(database) {
-                try await $0.admin.createUser(
+                try await $0.admin.users.create(
                     realm: realm, email: email, firstName: firstName, lastName: lastName, username: username, metadata: $0.metadata)
             }
             print("\(user.id.uuidString.lowercased())\t\(user.email ?? "")\t\(user.status)")
@@ -33,7 +33,7 @@ struct UserCommand: AsyncParsableCommand {
         @Argument var realm: String
 
         func run() async throws {
-            let users = try await AdminContext.run(database, { try await $0.admin.users(realm: realm) })
+            let users = try await AdminContext.run(database, { try await $0.admin.users.list(realm: realm) })
             // An address is unreadable for two reasons: its person was erased, or this command
             // runs without the master key (the address is sealed, not gone).
             for user in users {
@@ -53,8 +53,8 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (id, state, profile) = try await AdminContext.run(database) { context in
-                guard let id = try await context.admin.findUser(realm: realm, user) else { throw CommandError("no such user") }
-                let (state, profile) = try await context.admin.profile(realm: realm, userID: id)
+                guard let id = try await context.admin.users.find(realm: realm, user) else { throw CommandError("no such user") }
+                let (state, profile) = try await context.admin.users.profile(realm: realm, userID: id)
                 return (id, state, profile)
             }
             print("user         \(id.uuidString.lowercased())")
@@ -71,10 +71,10 @@ struct UserCommand: AsyncParsableCommand {
         @Argument var realm: String
         @Argument(help: "Email or user id.") var user: String
 
-        func apply(_ action: AdminService.UserAction) async throws {
+        func apply(_ action: UserAdministration.UserAction) async throws {
             try await AdminContext.run(database) { context in
-                guard let id = try await context.admin.findUser(realm: realm, user) else { throw CommandError("no such user") }
-                let state = try await context.admin.apply(action, realm: realm, userID: id, metadata: context.metadata)
+                guard let id = try await context.admin.users.find(realm: realm, user) else { throw CommandError("no such user") }
+                let state = try await context.admin.users.apply(action, realm: realm, userID: id, metadata: context.metadata)
                 print("\(id.uuidString.lowercased()) \(action.rawValue): status \(state.status.rawValue)")
             }
         }
@@ -118,7 +118,7 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             let outcome = try await AdminContext.run(database) { context in
-                try await context.admin.eraseUser(realm: realm, user, metadata: context.metadata)
+                try await context.admin.users.erase(realm: realm, user, metadata: context.metadata)
             }
             print(
                 """
@@ -138,8 +138,8 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             let provisioning = try await AdminContext.run(target.database) { context in
-                guard let id = try await context.admin.findUser(realm: target.realm, target.user) else { throw CommandError("no such user") }
-                return try await context.admin.enableTOTP(realm: target.realm, userID: id, metadata: context.metadata)
+                guard let id = try await context.admin.users.find(realm: target.realm, target.user) else { throw CommandError("no such user") }
+                return try await context.admin.users.enableTOTP(realm: target.realm, userID: id, metadata: context.metadata)
             }
             print("otpauth uri  \(provisioning.uri)")
             print("secret       \(provisioning.secret)")
@@ -152,8 +152,8 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await AdminContext.run(target.database) { context in
-                guard let id = try await context.admin.findUser(realm: target.realm, target.user) else { throw CommandError("no such user") }
-                try await context.admin.disableTOTP(realm: target.realm, userID: id, metadata: context.metadata)
+                guard let id = try await context.admin.users.find(realm: target.realm, target.user) else { throw CommandError("no such user") }
+                try await context.admin.users.disableTOTP(realm: target.realm, userID: id, metadata: context.metadata)
             }
             print("two-factor off")
         }
@@ -165,8 +165,8 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             let passkeys = try await AdminContext.run(target.database) { context in
-                guard let id = try await context.admin.findUser(realm: target.realm, target.user) else { throw CommandError("no such user") }
-                return try await context.admin.passkeys(realm: target.realm, userID: id)
+                guard let id = try await context.admin.users.find(realm: target.realm, target.user) else { throw CommandError("no such user") }
+                return try await context.admin.users.passkeys(realm: target.realm, userID: id)
             }
             for passkey in passkeys {
                 let used = passkey.lastUsedAt.map { $0.formatted(Date.ISO8601FormatStyle()) } ?? "never used"
@@ -184,9 +184,9 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await AdminContext.run(target.database) { context in
-                guard let id = try await context.admin.findUser(realm: target.realm, target.user) else { throw CommandError("no such user") }
+                guard let id = try await context.admin.users.find(realm: target.realm, target.user) else { throw CommandError("no such user") }
                 guard let passkeyID = UUID(uuidString: passkey),
-                    try await context.admin.revokePasskey(realm: target.realm, userID: id, passkeyID: passkeyID, metadata: context.metadata)
+                    try await context.admin.users.revokePasskey(realm: target.realm, userID: id, passkeyID: passkeyID, metadata: context.metadata)
                 else { throw CommandError("the user has no such passkey") }
             }
             print("passkey revoked")

@@ -27,8 +27,8 @@ extension UserCommand {
 
         func apply(granted: Bool) async throws {
             try await AdminContext.run(database) { context in
-                guard let id = try await context.admin.findUser(realm: realm, user) else { throw CommandError("no such user") }
-                let state = try await context.admin.setRole(role, granted: granted, realm: realm, userID: id, metadata: context.metadata)
+                guard let id = try await context.admin.users.find(realm: realm, user) else { throw CommandError("no such user") }
+                let state = try await context.admin.users.setRole(role, granted: granted, realm: realm, userID: id, metadata: context.metadata)
                 print("\(id.uuidString.lowercased()) roles: \(state.roles.isEmpty ? "-" : state.roles.joined(separator: ", "))")
             }
         }

@@ -49,6 +49,8 @@ public struct DomainError: Error, Hashable, Sendable, CustomStringConvertible {
         case notFound
         /// It clashes with what exists.
         case conflict
+        /// It came sooner than the aggregate allows after the last one.
+        case tooFrequent
     }
 
     public var code: String
@@ -63,6 +65,7 @@ public struct DomainError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public static func notFound(_ code: String, _ message: String) -> DomainError { DomainError(code, message, kind: .notFound) }
     public static func conflict(_ code: String, _ message: String) -> DomainError { DomainError(code, message, kind: .conflict) }
+    public static func tooFrequent(_ code: String, _ message: String) -> DomainError { DomainError(code, message, kind: .tooFrequent) }
 
     public var description: String { "\(code): \(message)" }
 }

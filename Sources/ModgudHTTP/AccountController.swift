@@ -158,11 +158,9 @@ struct AccountController: Sendable {
             let (realm, issuer) = try await parsing.realm(request)
             let caller = try await caller(request, realm: realm, issuer: issuer)
             let userID = caller.userID
-            let outcome: EmailSignInService.ConfirmationRequestOutcome
-            do {
-                outcome = try await emailSignIn().requestConfirmation(
-                    realm: realm, userID: userID, source: parsing.source(request, context: context), metadata: context.eventMetadata(actor: userID))
-            } catch is DomainError {
+            let outcome = try await emailSignIn().requestConfirmation(
+                realm: realm, userID: userID, source: parsing.source(request, context: context), metadata: context.eventMetadata(actor: userID))
+            if outcome == .accountCannotSignIn {
                 return ProtectedResource.challenge("invalid_token", scheme: caller.scheme)  // the account stopped signing in meanwhile
             }
             return OAuthResponses.json(EmailConfirmationBody(EmailConfirmed: outcome == .alreadyConfirmed), status: outcome == .sent ? .accepted : .ok)

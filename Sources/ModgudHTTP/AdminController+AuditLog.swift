@@ -11,7 +11,7 @@ extension AdminController {
     func registerAuditLog(on api: RouterGroup<ModgudRequestContext>) {
         api.get("realms/:realm/audit/checkpoint") { request, context in
             await self.handle(request, context) { realm in
-                guard let latest = try await self.admin.auditCheckpoint(realm: realm) else {
+                guard let latest = try await self.admin.audit.checkpoint(realm: realm) else {
                     throw AdminProblem("AuditLog.NotFound", "The realm's log has no checkpoint yet.", status: 404)
                 }
                 return OAuthResponses.json(
@@ -24,7 +24,7 @@ extension AdminController {
         api.get("realms/:realm/audit/proof/inclusion") { request, context in
             await self.handle(request, context) { realm in
                 let position = try Self.number(request, "position", required: true)!
-                let proof = try await self.admin.auditInclusionProof(realm: realm, position: position, size: try Self.number(request, "size"))
+                let proof = try await self.admin.audit.inclusionProof(realm: realm, position: position, size: try Self.number(request, "size"))
                 return OAuthResponses.json(
                     InclusionBody(
                         position: position, leaf_index: proof.leafIndex, tree_size: proof.size, leaf_hash: Data(proof.leafHash).base64EncodedString(),
@@ -35,7 +35,7 @@ extension AdminController {
             await self.handle(request, context) { realm in
                 let first = try Self.number(request, "from", required: true)!
                 let second = try Self.number(request, "to", required: true)!
-                let proof = try await self.admin.auditConsistencyProof(realm: realm, first: first, second: second)
+                let proof = try await self.admin.audit.consistencyProof(realm: realm, first: first, second: second)
                 return OAuthResponses.json(
                     ConsistencyBody(first: first, second: second, consistency: proof.map { Data($0).base64EncodedString() }))
             }

@@ -11,13 +11,13 @@ extension AdminController {
         }
         api.get("realms/:realm/clients") { request, context in
             await self.handle(request, context) { realm in
-                Self.ok(try await self.admin.clients(realm: realm).map { ClientSummary(Id: $0.id, Type: $0.type, Enabled: $0.enabled) }, found: true)
+                Self.ok(try await self.admin.clients.list(realm: realm).map { ClientSummary(Id: $0.id, Type: $0.type, Enabled: $0.enabled) }, found: true)
             }
         }
         api.get("realms/:realm/clients/:client") { request, context in
             let client = context.parameters.get("client") ?? ""
             return await self.handle(request, context) { realm in
-                let state = try await self.admin.client(realm: realm, id: client)
+                let state = try await self.admin.clients.get(realm: realm, id: client)
                 return Self.ok(AdminPayloads.clientView(state), found: state.exists)
             }
         }
@@ -28,14 +28,14 @@ extension AdminController {
         api.delete("realms/:realm/clients/:client") { request, context in
             let client = context.parameters.get("client") ?? ""
             return await self.handle(request, context) { realm in
-                try await self.admin.deleteClient(realm: realm, id: client, metadata: self.metadata(context))
+                try await self.admin.clients.delete(realm: realm, id: client, metadata: self.metadata(context))
                 return Response(status: .noContent)
             }
         }
         api.post("realms/:realm/clients/:client/secret") { request, context in
             let client = context.parameters.get("client") ?? ""
             return await self.handle(request, context) { realm in
-                let secret = try await self.admin.rotateClientSecret(realm: realm, id: client, metadata: self.metadata(context))
+                let secret = try await self.admin.clients.rotateSecret(realm: realm, id: client, metadata: self.metadata(context))
                 return OAuthResponses.json(["Secret": secret])
             }
         }
@@ -48,13 +48,13 @@ extension AdminController {
         }
         var settings = ClientSettings(type: type, grants: [], allowedScopes: [])
         try body.apply(to: &settings)
-        let (state, secret) = try await admin.createClient(realm: realm, id: id, settings: settings, metadata: EventMetadata(actor: "admin:api"))
+        let (state, secret) = try await admin.clients.create(realm: realm, id: id, settings: settings, metadata: EventMetadata(actor: "admin:api"))
         return OAuthResponses.json(CreatedClient(Client: AdminPayloads.clientView(state), Secret: secret), status: .created)
     }
 
     private func updateClient(_ request: Request, _ realm: String, _ id: String) async throws -> Response {
         let body = try await decode(AdminPayloads.Client.self, request, allowed: AdminPayloads.Client.members.subtracting(["Id", "Type"]))
-        let (state, warning) = try await admin.updateClient(realm: realm, id: id, metadata: EventMetadata(actor: "admin:api")) {
+        let (state, warning) = try await admin.clients.update(realm: realm, id: id, metadata: EventMetadata(actor: "admin:api")) {
             try body.apply(to: &$0)
         }
         return OAuthResponses.json(UpdatedClient(Client: AdminPayloads.clientView(state), Warning: warning))

@@ -9,11 +9,11 @@ extension AdminController {
         api.post("realms") { request, context in await self.handle(request, context, realm: nil) { try await self.createRealm(request) } }
         api.get("realms") { request, context in
             await self.handle(request, context, realm: nil) {
-                OAuthResponses.json(try await self.admin.realms().map { RealmSummary(Id: $0.id, Hosts: $0.hosts, NativeGrantsEnabled: $0.nativeGrants) })
+                OAuthResponses.json(try await self.admin.realms.list().map { RealmSummary(Id: $0.id, Hosts: $0.hosts, NativeGrantsEnabled: $0.nativeGrants) })
             }
         }
         api.get("realms/:realm") { request, context in
-            await self.handle(request, context) { realm in Self.ok(AdminPayloads.realmView(try await self.admin.realm(realm)), found: true) }
+            await self.handle(request, context) { realm in Self.ok(AdminPayloads.realmView(try await self.admin.realms.get(realm)), found: true) }
         }
         api.patch("realms/:realm") { request, context in await self.handle(request, context) { realm in try await self.updateRealm(request, realm) } }
         // Signing keys (issue 41): rotate to a new one; retire a rotated-out one.
@@ -23,16 +23,16 @@ extension AdminController {
                 guard let algorithm = SigningKeyMaterial.Algorithm(rawValue: body.Algorithm ?? "ES256") else {
                     throw AdminProblem("SigningKey.UnsupportedAlgorithm", "Algorithm is ES256 or RS256.")
                 }
-                let kid = try await self.admin.rotateSigningKey(realm: realm, algorithm: algorithm, metadata: self.metadata(context))
-                return OAuthResponses.json(AdminPayloads.signingKeys(try await self.admin.realm(realm)).first { $0.Kid == kid }, status: .created)
+                let kid = try await self.admin.realms.rotateSigningKey(realm: realm, algorithm: algorithm, metadata: self.metadata(context))
+                return OAuthResponses.json(AdminPayloads.signingKeys(try await self.admin.realms.get(realm)).first { $0.Kid == kid }, status: .created)
             }
         }
         api.post("realms/:realm/signing-keys/:kid/retire") { request, context in
             await self.handle(request, context) { realm in
                 let body = try await self.decode(Retirement.self, request, allowed: ["Force"])
                 let kid = context.parameters.get("kid") ?? ""
-                let retired = try await self.admin.retireSigningKey(realm: realm, kid: kid, force: body.Force ?? false, metadata: self.metadata(context))
-                let view = AdminPayloads.signingKeys(try await self.admin.realm(realm)).first { $0.Kid == kid }
+                let retired = try await self.admin.realms.retireSigningKey(realm: realm, kid: kid, force: body.Force ?? false, metadata: self.metadata(context))
+                let view = AdminPayloads.signingKeys(try await self.admin.realms.get(realm)).first { $0.Kid == kid }
                 return OAuthResponses.json(RetiredKey(Key: view, RetiredNow: retired))
             }
         }
@@ -64,13 +64,13 @@ extension AdminController {
             }
             return algorithm
         }
-        let state = try await admin.createRealm(id, settings: settings, signingAlgorithm: algorithm, metadata: EventMetadata(actor: "admin:api"))
+        let state = try await admin.realms.create(id, settings: settings, signingAlgorithm: algorithm, metadata: EventMetadata(actor: "admin:api"))
         return OAuthResponses.json(AdminPayloads.realmView(state), status: .created)
     }
 
     private func updateRealm(_ request: Request, _ realm: String) async throws -> Response {
         let body = try await decode(AdminPayloads.Realm.self, request, allowed: AdminPayloads.Realm.members.subtracting(["Id", "SigningAlgorithm"]))
-        let (state, warning) = try await admin.updateRealm(realm, metadata: EventMetadata(actor: "admin:api")) { try body.apply(to: &$0) }
+        let (state, warning) = try await admin.realms.update(realm, metadata: EventMetadata(actor: "admin:api")) { try body.apply(to: &$0) }
         return OAuthResponses.json(UpdatedRealm(Realm: AdminPayloads.realmView(state), Warning: warning))
     }
 

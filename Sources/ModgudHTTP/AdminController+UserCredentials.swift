@@ -8,7 +8,7 @@ extension AdminController {
         api.post("realms/:realm/users/:user/totp") { request, context in
             let user = context.parameters.get("user") ?? ""
             return await self.handle(request, context) { realm in
-                let provisioning = try await self.admin.enableTOTP(
+                let provisioning = try await self.admin.users.enableTOTP(
                     realm: realm, userID: try await self.userID(user, realm: realm), metadata: self.metadata(context))
                 return Self.ok(["OtpauthUri": provisioning.uri, "Secret": provisioning.secret], found: true)
             }
@@ -17,14 +17,14 @@ extension AdminController {
             let user = context.parameters.get("user") ?? ""
             return await self.handle(request, context) { realm in
                 let id = try await self.userID(user, realm: realm)
-                try await self.admin.disableTOTP(realm: realm, userID: id, metadata: self.metadata(context))
+                try await self.admin.users.disableTOTP(realm: realm, userID: id, metadata: self.metadata(context))
                 return Self.ok(["Id": id.uuidString.lowercased(), "TwoFactor": "off"], found: true)
             }
         }
         api.get("realms/:realm/users/:user/passkeys") { request, context in
             let user = context.parameters.get("user") ?? ""
             return await self.handle(request, context) { realm in
-                let passkeys = try await self.admin.passkeys(realm: realm, userID: try await self.userID(user, realm: realm)).map { passkey in
+                let passkeys = try await self.admin.users.passkeys(realm: realm, userID: try await self.userID(user, realm: realm)).map { passkey in
                     [
                         "Id": passkey.id.uuidString.lowercased(), "DisplayName": passkey.displayName, "RpId": passkey.rpID,
                         "CreatedAt": passkey.createdAt.formatted(Date.ISO8601FormatStyle()),
@@ -38,8 +38,8 @@ extension AdminController {
             let user = context.parameters.get("user") ?? ""
             let passkey = context.parameters.get("passkey").flatMap(UUID.init(uuidString:))
             return await self.handle(request, context) { realm in
-                guard let id = try await self.admin.findUser(realm: realm, user), let passkey,
-                    try await self.admin.revokePasskey(realm: realm, userID: id, passkeyID: passkey, metadata: self.metadata(context))
+                guard let id = try await self.admin.users.find(realm: realm, user), let passkey,
+                    try await self.admin.users.revokePasskey(realm: realm, userID: id, passkeyID: passkey, metadata: self.metadata(context))
                 else { throw AdminProblem("Passkey.NotFound", "No such passkey.", status: 404) }
                 return Response(status: .noContent)
             }

@@ -10,7 +10,7 @@ extension AdminController {
         api.post("realms/:realm/users") { request, context in
             await self.handle(request, context) { realm in
                 let body = try await self.decode(NewUser.self, request, allowed: NewUser.members)
-                let user = try await self.admin.createUser(
+                let user = try await self.admin.users.create(
                     realm: realm, email: body.Email, firstName: body.FirstName, lastName: body.LastName, username: body.Username,
                     metadata: self.metadata(context))
                 return OAuthResponses.json(["Id": user.id.uuidString.lowercased(), "Email": user.email ?? "", "Status": user.status], status: .created)
@@ -19,7 +19,7 @@ extension AdminController {
         api.get("realms/:realm/users") { request, context in
             await self.handle(request, context) { realm in
                 Self.ok(
-                    try await self.admin.users(realm: realm).map { ["Id": $0.id.uuidString.lowercased(), "Email": $0.email ?? "", "Status": $0.status] },
+                    try await self.admin.users.list(realm: realm).map { ["Id": $0.id.uuidString.lowercased(), "Email": $0.email ?? "", "Status": $0.status] },
                     found: true)
             }
         }
@@ -32,18 +32,18 @@ extension AdminController {
             let user = context.parameters.get("user") ?? ""
             let action = context.parameters.get("action") ?? ""
             return await self.handle(request, context) { realm in
-                guard let action = AdminService.UserAction(rawValue: action) else {
+                guard let action = UserAdministration.UserAction(rawValue: action) else {
                     throw AdminProblem("User.UnknownAction", "The action is disable, enable, logout-everywhere or delete.", status: 404)
                 }
                 let id = try await self.userID(user, realm: realm)
-                let state = try await self.admin.apply(action, realm: realm, userID: id, metadata: self.metadata(context))
+                let state = try await self.admin.users.apply(action, realm: realm, userID: id, metadata: self.metadata(context))
                 return Self.ok(["Id": id.uuidString.lowercased(), "Status": state.status.rawValue], found: true)
             }
         }
         api.get("realms/:realm/users/:user/audit") { request, context in
             let user = context.parameters.get("user") ?? ""
             return await self.handle(request, context) { realm in
-                let entries = try await self.admin.audit(realm: realm, userID: try await self.userID(user, realm: realm)).map { entry in
+                let entries = try await self.admin.audit.userHistory(realm: realm, userID: try await self.userID(user, realm: realm)).map { entry in
                     [
                         "Time": entry.recordedAt.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)), "Event": entry.event,
                         "Detail": entry.detail, "Actor": entry.actor ?? "", "Client": entry.client ?? "", "ClientIP": entry.clientIP ?? "",
@@ -60,10 +60,10 @@ extension AdminController {
         switch erase {
         case nil, "false":
             let id = try await userID(user, realm: realm)
-            let state = try await admin.apply(.delete, realm: realm, userID: id, metadata: metadata(context))
+            let state = try await admin.users.apply(.delete, realm: realm, userID: id, metadata: metadata(context))
             return Self.ok(["Id": id.uuidString.lowercased(), "Status": state.status.rawValue], found: true)
         case "true":
-            let outcome = try await admin.eraseUser(realm: realm, user, metadata: metadata(context))
+            let outcome = try await admin.users.erase(realm: realm, user, metadata: metadata(context))
             return OAuthResponses.json(AdminPayloads.Erasure(outcome))
         default:
             throw AdminProblem("Request.Invalid", "erase is true or false.")

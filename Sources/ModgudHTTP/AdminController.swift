@@ -9,7 +9,7 @@ import ModgudService
 /// include `modgud:admin`. Errors are RFC 7807 problems titled with the error code.
 struct AdminController: Sendable {
     let tokens: TokenService
-    let admin: AdminService
+    let admin: Administration
     let configuration: HTTPConfiguration
     static let adminScope = "modgud:admin"
 
@@ -53,7 +53,7 @@ struct AdminController: Sendable {
 
     /// The user named in the path (an id or an address), or 404 `User.NotFound`.
     func userID(_ key: String, realm: String) async throws -> UUID {
-        guard let id = try await admin.findUser(realm: realm, key) else { throw AdminProblem("User.NotFound", "No such user.", status: 404) }
+        guard let id = try await admin.users.find(realm: realm, key) else { throw AdminProblem("User.NotFound", "No such user.", status: 404) }
         return id
     }
 
@@ -69,8 +69,8 @@ struct AdminController: Sendable {
             return try await body(realm ?? "")
         } catch let problem as AdminProblem {
             return Problem.response(problem.title, status: problem.status, detail: problem.detail)
-        } catch let error as DomainError {
-            return Problem.response(error.code, status: Int(error.kind.status.code), detail: error.message)
+        } catch let refused as ServiceRefusal {
+            return refused.problem
         } catch let error as SigningKeyRingError {
             return Problem.response("SigningKey.Unavailable", status: 503, detail: error.description)
         } catch let error as EventStoreError {

@@ -8,8 +8,8 @@ import ModgudService
 /// login domain needs no other web server. Otherwise 404 (an RP-ID that is not a realm host
 /// serves them itself: `modgud client app-links`).
 struct AppAssociationController: Sendable {
-    /// What a host serves (`AppAssociations.apps`).
-    let apps: @Sendable (RealmDirectory.Entry, String) async throws -> AppAssociations.HostApps
+    /// What a host serves (`RealmAdministration.appAssociations`).
+    let realms: RealmAdministration
     let parsing: RequestParsing
 
     func register(on router: Router<ModgudRequestContext>) {
@@ -31,7 +31,7 @@ struct AppAssociationController: Sendable {
         do {
             let (realm, _) = try await parsing.realm(request)
             let host = String((request.head.authority ?? "").split(separator: ":").first ?? "")
-            guard let body = document(try await apps(realm, host)) else {
+            guard let body = document(try await realms.appAssociations(realm: realm, host: host)) else {
                 return Problem.response("AppAssociation.NotFound", status: 404, detail: "No app of this realm uses this host for passkeys or magic links.")
             }
             // Apple and Google fetch these through their CDNs: an hour is what both suggest.

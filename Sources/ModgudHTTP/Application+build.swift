@@ -40,9 +40,7 @@ public func buildConsoleApplication(
 }
 
 func consoleController(core: ModgudCore, console: ConsoleConfiguration) -> ConsoleController {
-    ConsoleController(
-        console: OperatorConsole(core: core, settings: console.settings), admin: AdminService(core: core), configuration: console,
-        operations: core.operations)
+    ConsoleController(console: core.console(settings: console.settings), admin: core.administration, configuration: console, operations: core.operations)
 }
 
 /// The routes, for in-process tests. `console`: the operator console on the same routes (off
@@ -55,7 +53,7 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     router.add(middleware: RequestObservationMiddleware())
     // Each controller gets the services it uses, not the composition root.
     let grantServices = GrantServices(
-        tokens: core.tokenService, passkeys: core.passkeys, rateLimiter: core.rateLimiter, emailSignIn: { try core.emailSignIn() },
+        tokens: core.tokenService, passkeys: core.passkeys, rateLimiter: core.rateLimiter, emailSignIn: core.emailSignIn,
         dpop: core.dpop)
     let tokens = TokenController(services: grantServices, clients: core.clientAuthenticator, parsing: parsing)
     let introspection = IntrospectionController(clients: core.clientAuthenticator, tokens: core.tokenService, parsing: parsing)
@@ -79,18 +77,18 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     HealthController(readiness: core.readiness, metrics: configuration.metrics).register(on: router)
     OpenAPIDocument.register(on: router)
     AccountController(
-        emailSignIn: { try core.emailSignIn() }, totpEnrollment: { try core.totpEnrollment() }, tokens: core.tokenService, resource: resource,
+        emailSignIn: core.emailSignIn, totpEnrollment: core.totpEnrollment, tokens: core.tokenService, resource: resource,
         parsing: parsing
     ).register(on: router)
     PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, resource: resource).register(on: router)
     MyAccountController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, resource: resource).register(on: router)
     Auth0PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing).register(on: router)
-    Auth0PasswordlessController(clients: core.clientAuthenticator, emailSignIn: { try core.emailSignIn() }, parsing: parsing).register(on: router)
+    Auth0PasswordlessController(clients: core.clientAuthenticator, emailSignIn: core.emailSignIn, parsing: parsing).register(on: router)
     MagicLoginController(parsing: parsing).register(on: router)
     SharedSignalsController(streams: core.signalStreams, resource: resource, parsing: parsing, longPoll: configuration.signalLongPoll,
         readiness: core.readiness).register(on: router)
-    AppAssociationController(apps: { try await core.appAssociations(realm: $0, host: $1) }, parsing: parsing).register(on: router)
-    AdminController(tokens: core.tokenService, admin: AdminService(core: core), configuration: configuration).register(on: router)
+    AppAssociationController(realms: core.administration.realms, parsing: parsing).register(on: router)
+    AdminController(tokens: core.tokenService, admin: core.administration, configuration: configuration).register(on: router)
     if let console { consoleController(core: core, console: console).register(on: router) }
     return router
 }

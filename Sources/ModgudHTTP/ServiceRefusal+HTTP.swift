@@ -13,6 +13,7 @@ extension ServiceRefusal {
         case .notFound: .notFound
         case .conflict: .conflict
         case .unavailable: .serviceUnavailable
+        case .tooFrequent: .tooManyRequests
         }
     }
 
@@ -34,14 +35,3 @@ extension ServiceRefusal {
     }
 }
 
-extension DomainError.Kind {
-    /// The status of a domain refusal, by the kind it was raised with (never by its code's
-    /// wording): 400, 404 or 409.
-    var status: HTTPResponse.Status {
-        switch self {
-        case .invalid: .badRequest
-        case .notFound: .notFound
-        case .conflict: .conflict
-        }
-    }
-}

@@ -82,13 +82,8 @@ extension SharedSignalsController {
             return try await body()
         } catch RequestParsing.Failure.response(let response) {
             return response
-        } catch let refusal as DomainError {
-            switch refusal.code {
-            case "SignalStream.NotFound": return Self.notFound()
-            case "SignalStream.Exists": return Problem.response(refusal.code, status: 409, detail: refusal.message)
-            case "SignalStream.TooFrequent": return Problem.response(refusal.code, status: 429, detail: refusal.message)
-            default: return Problem.response(refusal.code, status: 400, detail: refusal.message)
-            }
+        } catch let refusal as ServiceRefusal {
+            return refusal.kind == .notFound ? Self.notFound() : refusal.problem
         } catch {
             return ServerFailure.problem(error, context: context, endpoint: "ssf")
         }

@@ -6,45 +6,55 @@ import Logging
 import PQ
 
 /// The composition root of one instance: the store with its inline projections, the
-/// aggregate registries and the services above them. Built once at start-up.
+/// aggregate registries and the services above them. Built once at start-up, where the
+/// services are taken from it; no type keeps it (`ArchitectureFitnessTests`). Its pool, store,
+/// registries and keys are its own: callers get services.
 public struct ModgudCore: Sendable {
-    public let pool: PQPool
-    public let store: PostgresEventStore
-    public let realmActors: AggregateRegistry<Realm>
-    public let clientActors: AggregateRegistry<Client>
-    public let userActors: AggregateRegistry<User>
-    public let familyActors: AggregateRegistry<TokenFamily>
+    let pool: PQPool
+    let store: PostgresEventStore
+    let realmActors: AggregateRegistry<Realm>
+    let clientActors: AggregateRegistry<Client>
+    let userActors: AggregateRegistry<User>
+    let familyActors: AggregateRegistry<TokenFamily>
     public let keys: SigningKeyRing
     /// Each realm's audit log key (checkpoints only).
-    public let auditKeys: AuditLogKeys
+    let auditKeys: AuditLogKeys
     /// DPoP proof checks (RFC 9449); nil in tools started without the master key.
     public let dpop: DPoPVerifier?
     public let tokenService: TokenService
     public let clientAuthenticator: ClientAuthenticator
     public let realmDirectory: RealmDirectory
-    public let challengeActors: AggregateRegistry<EmailChallenge>
-    public let ceremonyActors: AggregateRegistry<PasskeyCeremony>
-    public let passkeyActors: AggregateRegistry<Passkey>
+    let challengeActors: AggregateRegistry<EmailChallenge>
+    let ceremonyActors: AggregateRegistry<PasskeyCeremony>
+    let passkeyActors: AggregateRegistry<Passkey>
     /// Passkey ceremonies, the passkey grant and passkey management.
     public let passkeys: PasskeyService
     public let rateLimiter: RateLimiter
     /// Readiness for load balancers (`/health/ready`), and the drain switch.
     public let readiness: ReadinessProbe
     /// Keys derived from the master key; nil in tools started without one.
-    public let secrets: ServerSecrets?
+    let secrets: ServerSecrets?
     /// Personal data keys (issue 13); nil in tools started without the master key.
-    public let vault: PersonalDataVault?
+    let vault: PersonalDataVault?
     /// The clock every service of this instance reads (tests inject one).
     public let now: @Sendable () -> Date
-    private let mailDoorbell = Doorbell()
+    private let mailDoorbell: Doorbell
+    private let emailSignInMade: Result<EmailSignInService, MasterKeyMissing>
+    private let totpMade: Result<TOTPEnrollment, MasterKeyMissing>
     /// Receivers' Shared Signals streams (issue 30).
-    public let signalStreamActors: AggregateRegistry<SignalStream>
+    let signalStreamActors: AggregateRegistry<SignalStream>
     /// Operators' console actions that change no aggregate of their own (issue 31).
-    public let operatorLogActors: AggregateRegistry<OperatorLog>
+    let operatorLogActors: AggregateRegistry<OperatorLog>
     /// Wakes this instance's push loop and long polls when SETs are enqueued.
-    public let signalWakeups = SignalWakeups()
+    let signalWakeups = SignalWakeups()
     /// Readiness, projections and their rebuilds, the outboxes' dead letters (the console's).
     public let operations: OperationsService
+    /// How a settings change reaches every instance's caches.
+    public let settingsNotifier: SettingsNotifier
+    /// Realm, client and user administration and the audit queries (CLI, admin API, console).
+    public let administration: Administration
+    /// Erasure of a person (GDPR Article 17).
+    public let eraser: UserEraser
 
     /// - Parameters:
     ///   - masterKey: 32 bytes sealing the realms' private signing keys (nil: a tool that never signs).
@@ -89,6 +99,46 @@ public struct ModgudCore: Sendable {
         operatorLogActors = AggregateRegistry(store: store)
         operations = OperationsService(pool: pool, readiness: readiness, secrets: secrets, vault: vault)
         self.now = now
+        let doorbell = Doorbell()
+        mailDoorbell = doorbell
+        let (challenges, users, passkeyActors, limiter, tokens) = (challengeActors, userActors, passkeyActors, rateLimiter, tokenService)
+        emailSignInMade = Self.withMasterKey(secrets, vault) { secrets, vault in
+            EmailSignInService(
+                pool: pool, challenges: challenges, users: users, passkeys: passkeyActors, secrets: secrets, vault: vault, limiter: limiter,
+                tokenService: tokens, mailEnqueued: { doorbell.ring() }, now: now)
+        }
+        let totp = Self.withMasterKey(secrets, vault) { secrets, vault in TOTPEnrollment(users: users, secrets: secrets, vault: vault, now: now) }
+        totpMade = totp
+        let notifier = SettingsNotifier(pool: pool, invalidate: Self.invalidation(realms: realmDirectory, keys: keys, clients: clientAuthenticator, vault: vault))
+        settingsNotifier = notifier
+        eraser = UserEraser(
+            users: userActors, familyActors: familyActors, tokens: tokenService, passkeys: passkeys, vault: vault, pool: pool, notifier: notifier, now: now)
+        administration = Self.administration(
+            realms: realmActors, clients: clientActors, users: userActors, families: familyActors, keys: keys, auditKeys: auditKeys, tokens: tokenService,
+            passkeys: passkeys, vault: vault, totp: { try totp.get() }, eraser: eraser, pool: pool, settings: notifier, now: now)
+    }
+
+    /// A service that needs the master key's parts, or `MasterKeyMissing` in a tool started without it.
+    private static func withMasterKey<T>(_ secrets: ServerSecrets?, _ vault: PersonalDataVault?, _ make: (ServerSecrets, PersonalDataVault) -> T)
+        -> Result<T, MasterKeyMissing>
+    {
+        guard let secrets, let vault else { return .failure(MasterKeyMissing()) }
+        return .success(make(secrets, vault))
+    }
+
+    private static func administration(
+        realms: AggregateRegistry<Realm>, clients: AggregateRegistry<Client>, users: AggregateRegistry<User>, families: AggregateRegistry<TokenFamily>,
+        keys: SigningKeyRing, auditKeys: AuditLogKeys, tokens: TokenService, passkeys: PasskeyService, vault: PersonalDataVault?,
+        totp: @escaping @Sendable () throws -> TOTPEnrollment,
+        eraser: UserEraser, pool: PQPool, settings: SettingsNotifier, now: @escaping @Sendable () -> Date
+    ) -> Administration {
+        Administration(
+            realms: RealmAdministration(realms: realms, keys: keys, passkeys: passkeys, pool: pool, notifier: settings, now: now),
+            clients: ClientAdministration(clients: clients, realms: realms, passkeys: passkeys, pool: pool, notifier: settings, now: now),
+            users: UserAdministration(
+                users: users, realms: realms, families: families, tokens: tokens, passkeyService: passkeys, vault: vault, pool: pool, eraser: eraser,
+                totp: totp, now: now),
+            audit: AuditQueries(pool: pool, tokens: tokens, users: users, vault: vault, auditKeys: auditKeys), clock: now)
     }
 
     /// Signs SETs at delivery (push and poll alike).
@@ -109,15 +159,18 @@ public struct ModgudCore: Sendable {
         return SignalTransmitter(pool: pool, enqueued: { wakeups.ring() })
     }
 
-    /// Rings this instance's SET wakeups whenever another instance enqueues (NOTIFY
+    /// What rings this instance's SET wakeups whenever another instance enqueues (NOTIFY
     /// `modgud_ssf`), and at least every second, until cancelled.
-    public func relaySignalNotifications() async {
-        let listener = NotificationListener(configuration: pool.configuration, channel: SignalTables.channel)
-        while !Task.isCancelled {
-            await listener.wait(timeout: .seconds(1))
-            signalWakeups.ring()
+    public func makeSignalRelay() -> @Sendable () async -> Void {
+        let (configuration, wakeups) = (pool.configuration, signalWakeups)
+        return {
+            let listener = NotificationListener(configuration: configuration, channel: SignalTables.channel)
+            while !Task.isCancelled {
+                await listener.wait(timeout: .seconds(1))
+                wakeups.ring()
+            }
+            await listener.close()
         }
-        await listener.close()
     }
 
     /// This instance's push deliverer.
@@ -127,18 +180,41 @@ public struct ModgudCore: Sendable {
         SignalPusher(pool: pool, issuer: signalIssuer, transport: transport, settings: settings, wakeups: signalWakeups, sealer: secrets?.sealer)
     }
 
-    /// Email codes and magic links. Needs the master key.
-    public func emailSignIn() throws -> EmailSignInService {
-        let doorbell = mailDoorbell
-        return EmailSignInService(
-            pool: pool, challenges: challengeActors, users: userActors, passkeys: passkeyActors, secrets: try requireSecrets(), vault: try requireVault(), limiter: rateLimiter,
-            tokenService: tokenService,
-            mailEnqueued: { doorbell.ring() }, now: now)
+    /// Email codes and magic links; throws `MasterKeyMissing` in a tool started without the
+    /// master key. A function value: callers keep it, never the composition.
+    public var emailSignIn: @Sendable () throws -> EmailSignInService {
+        let made = emailSignInMade
+        return { try made.get() }
     }
 
-    /// TOTP enrollment. Needs the master key.
-    public func totpEnrollment() throws -> TOTPEnrollment {
-        TOTPEnrollment(users: userActors, secrets: try requireSecrets(), vault: vault, now: now)
+    /// TOTP enrollment; throws `MasterKeyMissing` without the master key.
+    public var totpEnrollment: @Sendable () throws -> TOTPEnrollment {
+        let made = totpMade
+        return { try made.get() }
+    }
+
+    /// The operator console's sign-in and sessions.
+    public func console(settings: OperatorConsole.Settings) -> OperatorConsole {
+        OperatorConsole(
+            settings: settings, emailSignIn: emailSignIn, passkeys: passkeys, clients: clientAuthenticator, tokens: tokenService,
+            realms: realmDirectory, families: familyActors, operatorLogs: operatorLogActors, admin: administration, pool: pool, now: now)
+    }
+
+    /// The one-time rewrite of events written before personal data was sealed.
+    public func legacySealer(addressRetention: TimeInterval, batchSize: Int = 500) -> LegacySealer {
+        LegacySealer(
+            pool: pool, vault: vault, users: userActors, challenges: challengeActors, notifier: settingsNotifier, now: now,
+            addressRetention: addressRetention, batchSize: batchSize)
+    }
+
+    /// Sign-in material for `modgud bench load`.
+    public func loadFixtures() -> LoadFixtures {
+        LoadFixtures(emailSignIn: emailSignIn, challenges: challengeActors, secrets: secrets, now: now)
+    }
+
+    /// The mail outbox, to list, open and retry (opening needs the master key).
+    public func mailOutbox() throws -> MailOutbox {
+        MailOutbox(pool: pool, secrets: try requireSecrets(), vault: vault)
     }
 
     /// The outbox dispatcher of this instance, woken at once by this instance's requests.
@@ -150,7 +226,7 @@ public struct ModgudCore: Sendable {
             logger: Logger(label: "modgud.mail"), doorbell: mailDoorbell)
     }
 
-    func requireVault() throws -> PersonalDataVault {
+    private func requireVault() throws -> PersonalDataVault {
         guard let vault else { throw MasterKeyMissing() }
         return vault
     }
@@ -160,40 +236,25 @@ public struct ModgudCore: Sendable {
         return secrets
     }
 
-    /// Drops cached settings after a change (`nil`: everything).
-    public func invalidateSettings(_ change: SettingsChange?) {
-        switch change {
-        case .realm(let id):
-            realmDirectory.invalidate(realm: id)
-            keys.invalidatePublished(realm: id)
-        case .client(let realm, let id):
-            clientAuthenticator.invalidate(realm: realm, clientID: id)
-        case .subject(let subject):
-            vault?.forget(subject)
-        case nil:
-            vault?.forgetAll()
-            realmDirectory.invalidate(realm: nil)
-            keys.invalidatePublished(realm: nil)
-            clientAuthenticator.invalidate(realm: "", clientID: nil)
+    /// What a settings change drops from this instance's caches (`nil`: everything).
+    private static func invalidation(realms: RealmDirectory, keys: SigningKeyRing, clients: ClientAuthenticator, vault: PersonalDataVault?)
+        -> @Sendable (SettingsChange?) -> Void
+    {
+        { change in
+            switch change {
+            case .realm(let id):
+                realms.invalidate(realm: id)
+                keys.invalidatePublished(realm: id)
+            case .client(let realm, let id):
+                clients.invalidate(realm: realm, clientID: id)
+            case .subject(let subject):
+                vault?.forget(subject)
+            case nil:
+                vault?.forgetAll()
+                realms.invalidate(realm: nil)
+                keys.invalidatePublished(realm: nil)
+                clients.invalidate(realm: "", clientID: nil)
+            }
         }
-    }
-
-    /// After a committed change: drops this instance's copy at once, tells the other instances
-    /// (`SettingsChangeListener`), and returns once every serving instance has applied it (or
-    /// after the caches' age limit, 5 s), so that the change holds for the next request
-    /// everywhere once the caller answers.
-    public func settingsChanged(_ change: SettingsChange) async {
-        invalidateSettings(change)
-        await SettingsChangeListener.announce(change, pool: pool)
-    }
-
-    /// What a host serves in its app-association files (passkey and magic-link apps).
-    public func appAssociations(realm: RealmDirectory.Entry, host: String) async throws -> AppAssociations.HostApps {
-        try await AppAssociations.apps(realm: realm, host: host, pool: pool)
-    }
-
-    /// The state of a user, for userinfo and sign-in.
-    public func user(realm: String, id: UUID) async throws -> User.State {
-        try await userActors.actor(for: StreamNames.user(realm: realm, userID: id)).current().state
     }
 }

@@ -1,3 +1,5 @@
+import ModgudDomain
+
 /// A service's refusal in domain terms: what kind of "no" it is, a stable code and a
 /// message. The HTTP layer alone turns the kind into a status and the refusal into a problem
 /// or an OAuth error body (docs/architecture.md, "House habits").
@@ -13,6 +15,8 @@ public struct ServiceRefusal: Error, Sendable, Equatable, CustomStringConvertibl
         case conflict
         /// The service cannot do this now or as configured (503).
         case unavailable
+        /// Sooner than allowed after the last time (429).
+        case tooFrequent
     }
 
     public var kind: Kind
@@ -30,4 +34,26 @@ public struct ServiceRefusal: Error, Sendable, Equatable, CustomStringConvertibl
     public static func forbidden(_ code: String, _ message: String) -> ServiceRefusal { ServiceRefusal(.forbidden, code, message) }
 
     public var description: String { "\(code): \(message)" }
+
+    /// A domain refusal as the service's, of the same kind, code and message.
+    public init(_ refused: DomainError) {
+        let kind: Kind =
+            switch refused.kind {
+            case .invalid: .invalid
+            case .notFound: .notFound
+            case .conflict: .conflict
+            case .tooFrequent: .tooFrequent
+            }
+        self.init(kind, refused.code, refused.message)
+    }
+
+    /// Runs `body`, turning a domain refusal into a service refusal (the services' edge:
+    /// `DomainError` never reaches the HTTP adapter or the CLI).
+    public static func translating<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let refused as DomainError {
+            throw ServiceRefusal(refused)
+        }
+    }
 }

@@ -1,6 +1,6 @@
 import EventStorePostgres
 import Foundation
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import XCTest

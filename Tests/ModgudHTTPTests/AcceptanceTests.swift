@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import XCTest
@@ -24,7 +24,7 @@ final class AcceptanceTests: XCTestCase {
         let database = try await TestDatabase.create(maxConnections: 40)
         let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 4, count: 32))
         let user = try await TestRealm.seed(core)
-        let (_, secret) = try await AdminService(core: core).createClient(
+        let (_, secret) = try await core.administration.clients.create(
             realm: "dev", id: "svc", settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["api"]), metadata: .init())
         return Setup(database: database, core: core, user: user, serviceSecret: secret!)
     }

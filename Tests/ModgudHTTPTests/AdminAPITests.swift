@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import XCTest
@@ -68,10 +68,10 @@ final class AdminAPITests: XCTestCase {
     func testScopedClientTokenAdministersItsRealmOnly() async throws {
         let database = try await TestDatabase.create(maxConnections: 10)
         let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 9, count: 32))
-        let admin = AdminService(core: core)
-        _ = try await admin.createRealm("demo", settings: RealmSettings(hosts: ["localhost"], displayName: "Demo"), metadata: .init())
+        let admin = core.administration
+        _ = try await admin.realms.create("demo", settings: RealmSettings(hosts: ["localhost"], displayName: "Demo"), metadata: .init())
         try await core.keys.rotate(realm: "demo", now: Date(), metadata: .init())
-        let (_, secret) = try await admin.createClient(
+        let (_, secret) = try await admin.clients.create(
             realm: "demo", id: "ops", settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["modgud:admin", "api"]),
             metadata: .init())
         let ops = try await core.clientAuthenticator.authenticate(realm: "demo", clientID: "ops", secret: secret)
@@ -159,7 +159,7 @@ final class RealmSettingsAdminTests: XCTestCase {
     func testRegistrationFieldsAndRateLimitsAreSetValidatedAndShownWithTheirDefaults() async throws {
         let database = try await TestDatabase.create(maxConnections: 10)
         let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 9, count: 32))
-        _ = try await AdminService(core: core).createRealm(
+        _ = try await core.administration.realms.create(
             "dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev", nativeGrants: NativeGrantSettings(enabled: true)),
             metadata: .init())
         let app = buildApplication(core: core, configuration: HTTPConfiguration(adminToken: AdminAPITests.adminToken))
@@ -219,12 +219,12 @@ final class RealmSettingsAdminTests: XCTestCase {
     func testChangingThePrimaryDomainWarnsWithThePasskeysAndClientsAffected() async throws {
         let database = try await TestDatabase.create(maxConnections: 10)
         let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 9, count: 32))
-        let admin = AdminService(core: core)
-        _ = try await admin.createRealm(
+        let admin = core.administration
+        _ = try await admin.realms.create(
             "dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev", primaryDomain: "acme.test"), metadata: .init())
-        _ = try await admin.createClient(
+        _ = try await admin.clients.create(
             realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.passkey], allowedScopes: ["openid"]), metadata: .init())
-        _ = try await admin.createClient(
+        _ = try await admin.clients.create(
             realm: "dev", id: "ios", settings: ClientSettings(type: .public, grants: [.passkey], allowedScopes: ["openid"], rpID: "ios.acme.test"),
             metadata: .init())
         for (index, rpID) in ["acme.test", "acme.test", "ios.acme.test"].enumerated() {

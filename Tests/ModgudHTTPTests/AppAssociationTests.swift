@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import WebAuthn
 import WebAuthnTesting
 import XCTest
@@ -27,7 +27,7 @@ final class AppAssociationTests: XCTestCase {
         let harness = try await EmailSignInHarness(settings: { $0.primaryDomain = "acme.test" })
         self.harness = harness
         let (fingerprint, hash) = Self.pairs[1]
-        _ = try await AdminService(core: harness.core).createClient(
+        _ = try await harness.core.administration.clients.create(
             realm: "dev", id: "android",
             settings: ClientSettings(
                 type: .public, grants: [.otp, .passkey, .refreshToken], allowedScopes: ["openid", "offline_access"], rpID: "localhost",
@@ -92,7 +92,7 @@ extension AppAssociationTests {
         let harness = try await EmailSignInHarness(settings: { $0.publicBaseURL = "https://localhost" })
         self.harness = harness
         let (fingerprint, _) = Self.pairs[0]
-        _ = try await AdminService(core: harness.core).createClient(
+        _ = try await harness.core.administration.clients.create(
             realm: "dev", id: "links",
             settings: ClientSettings(
                 type: .public, grants: [.otp, .magic, .refreshToken], allowedScopes: ["openid", "offline_access"], rpID: "ios.acme.test",

@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import ModgudService
+@testable import ModgudService
 import TransparencyLog
 import XCTest
 

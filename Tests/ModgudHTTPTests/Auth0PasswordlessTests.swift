@@ -4,7 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import XCTest
 
 /// Issue 24: Auth0's passwordless email API, `/oauth/token`, `/oauth/revoke` and `/userinfo`,

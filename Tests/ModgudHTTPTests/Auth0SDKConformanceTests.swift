@@ -4,7 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import WebAuthn
 import WebAuthnTesting
 import XCTest
@@ -36,7 +36,7 @@ final class Auth0SDKConformanceTests: XCTestCase {
             audiences: [Self.api, Self.myAccount], rpID: "ios.acme.test", passkeySignUp: true)
         client.defaultAudience = Self.api
         client.refreshTokenPolicies = [RefreshTokenPolicy(audience: Self.myAccount, scopes: Self.myAccountScopes)]
-        _ = try await AdminService(core: harness.core).createClient(realm: "dev", id: "auth0app", settings: client, metadata: .init())
+        _ = try await harness.core.administration.clients.create(realm: "dev", id: "auth0app", settings: client, metadata: .init())
         return harness
     }
 

@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import WebAuthn
 import WebAuthnTesting
 import XCTest
@@ -82,10 +82,10 @@ extension ConsoleTests {
     func testAnOperatorWithTwoFactorGivesTheAuthenticatorCode() async throws {
         let app = try await start()
         let harness = harness!
-        let admin = AdminService(core: harness.core)
-        let found = try await admin.findUser(realm: "operators", Self.operatorEmail)
+        let admin = harness.core.administration
+        let found = try await admin.users.find(realm: "operators", Self.operatorEmail)
         let operatorID = try XCTUnwrap(found)
-        let provisioning = try await admin.enableTOTP(realm: "operators", userID: operatorID, metadata: .init(actor: "test"))
+        let provisioning = try await admin.users.enableTOTP(realm: "operators", userID: operatorID, metadata: .init(actor: "test"))
         let totp = TOTP(secret: try XCTUnwrap(Base32Test.decode(provisioning.secret)))
         try await app.test(.router) { client in
             let without = try await Self.signIn(client, harness, Self.operatorEmail)

@@ -5,7 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import XCTest
 
 /// Issue 31: the operator console over HTTP, on a real database with codes over real SMTP. The
@@ -22,7 +22,7 @@ final class ConsoleTests: XCTestCase {
     /// A harness with the operator realm and one operator; the console on the routes.
     func start() async throws -> some ApplicationProtocol {
         harness = try await EmailSignInHarness()
-        _ = try await OperatorConsole(core: harness.core, settings: .init()).addOperator(email: Self.operatorEmail, rpID: "localhost", metadata: .init(actor: "test"))
+        _ = try await harness.core.console(settings: .init()).addOperator(email: Self.operatorEmail, rpID: "localhost", metadata: .init(actor: "test"))
         return buildApplication(core: harness.core, configuration: harness.configuration, console: ConsoleConfiguration(), logger: harness.logs.logger("console"))
     }
 
@@ -57,7 +57,7 @@ final class ConsoleTests: XCTestCase {
     }
 
     private func userID(_ email: String) async throws -> UUID {
-        try await AdminService(core: harness.core).createUser(realm: "dev", email: email, metadata: .init(actor: "test")).id
+        try await harness.core.administration.users.create(realm: "dev", email: email, metadata: .init(actor: "test")).id
     }
 
     func testAnOperatorSignsInAndEveryActionIsAnEventWithTheOperatorAsActor() async throws {
@@ -91,14 +91,14 @@ final class ConsoleTests: XCTestCase {
             let retried = try await H.call(client, .post, "/console/mail/retry", "_csrf=\(session.csrf)", headers: session.headers)
             XCTAssertEqual(retried.status, .seeOther, retried.body)
         }
-        let status = try await harness.core.user(realm: "dev", id: ada).status
+        let status = try await harness.core.administration.users.state(realm: "dev", id: ada).status
         XCTAssertEqual(status, .disabled)
-        let found = try await AdminService(core: harness.core).findUser(realm: "operators", Self.operatorEmail)
+        let found = try await harness.core.administration.users.find(realm: "operators", Self.operatorEmail)
         let operatorID = try XCTUnwrap(found)
-        let history = try await AdminService(core: harness.core).audit(realm: "dev", userID: ada)
+        let history = try await harness.core.administration.audit.userHistory(realm: "dev", userID: ada)
         let actor = "operator:operators/\(operatorID.uuidString.lowercased())"
         XCTAssertEqual(history.last { $0.event == UserDisabled.eventType }?.actor, actor)
-        let own = try await AdminService(core: harness.core).audit(realm: "operators", userID: operatorID)
+        let own = try await harness.core.administration.audit.userHistory(realm: "operators", userID: operatorID)
         let recorded = try XCTUnwrap(own.last { $0.event == OperatorActionRecorded.eventType })
         XCTAssertEqual(recorded.actor, actor)
         XCTAssertEqual(recorded.detail, "mail.retry-dead outbox")
@@ -153,18 +153,18 @@ final class ConsoleTests: XCTestCase {
                 XCTAssertTrue(reply.body.contains("Refused"))
             }
         }
-        let status = try await harness.core.user(realm: "dev", id: ada).status
+        let status = try await harness.core.administration.users.state(realm: "dev", id: ada).status
         XCTAssertEqual(status, .active, "nothing was done")
-        let history = try await AdminService(core: harness.core).audit(realm: "dev", userID: ada)
+        let history = try await harness.core.administration.audit.userHistory(realm: "dev", userID: ada)
         XCTAssertFalse(history.contains { $0.event == UserDisabled.eventType })
     }
 
     func testNonOperatorsAreRefusedAndSessionsEndWithTheRoleTheStampTheIdleTimeoutAndSignOut() async throws {
         let app = try await start()
         let harness = harness!
-        let admin = AdminService(core: harness.core)
-        _ = try await admin.createUser(realm: "operators", email: "mallory@example.com", metadata: .init(actor: "test"))
-        let found = try await admin.findUser(realm: "operators", Self.operatorEmail)
+        let admin = harness.core.administration
+        _ = try await admin.users.create(realm: "operators", email: "mallory@example.com", metadata: .init(actor: "test"))
+        let found = try await admin.users.find(realm: "operators", Self.operatorEmail)
         let operatorID = try XCTUnwrap(found)
         try await app.test(.router) { client in
             // A user of the operator realm without the role: the right code, no session.
@@ -188,9 +188,9 @@ final class ConsoleTests: XCTestCase {
             // The role taken away.
             let first = try await next()
             do { let ok = try await works(first); XCTAssertTrue(ok) }
-            _ = try await admin.setRole(OperatorConsole.role, granted: false, realm: "operators", userID: operatorID, metadata: .init(actor: "test"))
+            _ = try await admin.users.setRole(OperatorConsole.role, granted: false, realm: "operators", userID: operatorID, metadata: .init(actor: "test"))
             do { let ok = try await works(first); XCTAssertFalse(ok) }
-            _ = try await admin.setRole(OperatorConsole.role, granted: true, realm: "operators", userID: operatorID, metadata: .init(actor: "test"))
+            _ = try await admin.users.setRole(OperatorConsole.role, granted: true, realm: "operators", userID: operatorID, metadata: .init(actor: "test"))
             // The idle timeout (15 minutes), but use keeps a session alive.
             let second = try await next()
             harness.clock.advance(14 * 60)
@@ -201,7 +201,7 @@ final class ConsoleTests: XCTestCase {
             do { let ok = try await works(second); XCTAssertFalse(ok) }
             // The operator's sessions ended everywhere (a new security stamp).
             let third = try await next()
-            _ = try await admin.apply(.logoutEverywhere, realm: "operators", userID: operatorID, metadata: .init(actor: "test"))
+            _ = try await admin.users.apply(.logoutEverywhere, realm: "operators", userID: operatorID, metadata: .init(actor: "test"))
             do { let ok = try await works(third); XCTAssertFalse(ok) }
             // Signing out.
             let fourth = try await next()
@@ -217,7 +217,7 @@ final class ConsoleTests: XCTestCase {
     func testWhatOperatorsAndUsersTypedIsShownAsText() async throws {
         let app = try await start()
         let harness = harness!
-        _ = try await AdminService(core: harness.core).createClient(
+        _ = try await harness.core.administration.clients.create(
             realm: "dev", id: "evil", settings: ClientSettings(type: .public, displayName: "<script>alert(1)</script>", grants: [.otp], allowedScopes: ["openid"]),
             metadata: .init(actor: "test"))
         try await app.test(.router) { client in
@@ -262,7 +262,7 @@ final class ConsoleTests: XCTestCase {
             let unknown = try await H.call(client, .post, "/console/projections/none/rebuild", "_csrf=\(session.csrf)", headers: session.headers)
             XCTAssertEqual(unknown.status, .notFound)
         }
-        let realm = try await AdminService(core: harness.core).realm("dev")
+        let realm = try await harness.core.administration.realms.get("dev")
         XCTAssertEqual(realm.settings?.nativeGrants.accessTokenLifetimeMinutes, 15, "no refused form changed the realm")
         XCTAssertEqual(realm.settings?.registrationPosture, .jitOnOtp)
     }
@@ -275,7 +275,7 @@ final class ConsoleTests: XCTestCase {
         var created: [String] = []
         for index in 0..<120 {
             harness.clock.advance(1)
-            created.append(try await AdminService(core: harness.core).createUser(realm: "dev", email: "u\(index)@example.com", metadata: .init()).id.uuidString.lowercased())
+            created.append(try await harness.core.administration.users.create(realm: "dev", email: "u\(index)@example.com", metadata: .init()).id.uuidString.lowercased())
         }
         let expected = created
         try await app.test(.router) { client in

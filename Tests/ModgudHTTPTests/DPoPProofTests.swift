@@ -1,5 +1,5 @@
 import Foundation
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import XCTest

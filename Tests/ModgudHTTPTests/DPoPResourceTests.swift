@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import XCTest
 
 /// Issue 29, the resource side (RFC 9449 section 7), with proofs made by PyJWT: userinfo and
@@ -39,7 +39,7 @@ final class DPoPResourceTests: XCTestCase {
     func testBoundTokensAtUserinfoAndThePasskeyEndpoints() async throws {
         harness = try await EmailSignInHarness()
         let harness = self.harness!
-        _ = try await AdminService(core: harness.core).createClient(
+        _ = try await harness.core.administration.clients.create(
             realm: "dev", id: "jwt-app", settings: ClientSettings(type: .public, grants: [.otp], allowedScopes: ["openid", "email"], accessTokenFormat: .jwt),
             metadata: .init())
         try await harness.app.test(.router) { client in
@@ -111,7 +111,7 @@ final class DPoPResourceTests: XCTestCase {
     func testAClientThatAlwaysWantsTheNonce() async throws {
         harness = try await EmailSignInHarness()
         let harness = self.harness!
-        _ = try await AdminService(core: harness.core).createClient(
+        _ = try await harness.core.administration.clients.create(
             realm: "dev", id: "jwt-app", settings: ClientSettings(type: .public, grants: [.otp], allowedScopes: ["openid", "email"], accessTokenFormat: .jwt),
             metadata: .init())
         let admin: HTTPFields = [.authorization: "Bearer \(H.adminToken)", .contentType: "application/json"]

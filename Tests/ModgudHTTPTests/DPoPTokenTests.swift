@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import XCTest
 
 /// Issue 29: DPoP at the token endpoint with proofs made by PyJWT. A sign-in with a proof
@@ -38,7 +38,7 @@ final class DPoPTokenTests: XCTestCase {
         harness = try await EmailSignInHarness()
         let harness = self.harness!
         let address = "dpop@example.com"
-        _ = try await AdminService(core: harness.core).createClient(
+        _ = try await harness.core.administration.clients.create(
             realm: "dev", id: "jwt-app",
             settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "email", "offline_access"], accessTokenFormat: .jwt),
             metadata: .init())
@@ -102,7 +102,7 @@ final class DPoPTokenTests: XCTestCase {
         let admin: HTTPFields = [.authorization: "Bearer \(H.adminToken)", .contentType: "application/json"]
         let settings = ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "offline_access"])
         for id in ["strict", "relaxed"] {
-            _ = try await AdminService(core: harness.core).createClient(realm: "dev", id: id, settings: settings, metadata: .init())
+            _ = try await harness.core.administration.clients.create(realm: "dev", id: id, settings: settings, metadata: .init())
         }
         try await harness.app.test(.router) { client in
             for (id, policy) in [("strict", "required"), ("relaxed", "off")] {

@@ -7,7 +7,7 @@ import Logging
 import MailTestSupport
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import SMTP
@@ -86,18 +86,18 @@ final class EmailSignInHarness: @unchecked Sendable {
             hosts: ["localhost"], displayName: "Acme <Sign-in>", publicBaseURL: "https://login.acme.test",
             nativeGrants: NativeGrantSettings(enabled: true), registrationPosture: .jitOnOtp)
         settings(&realm)
-        let admin = AdminService(core: core)
-        _ = try await admin.createRealm("dev", settings: realm, metadata: .init())
+        let admin = core.administration
+        _ = try await admin.realms.create("dev", settings: realm, metadata: .init())
         try await core.keys.rotate(realm: "dev", now: Date(), metadata: .init())
         let scopes: Set<String> = ["openid", "email", "profile", "offline_access", "api"]
-        _ = try await admin.createClient(
+        _ = try await admin.clients.create(
             realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .magic, .refreshToken], allowedScopes: scopes),
             metadata: .init())
-        let (_, secret) = try await admin.createClient(
+        let (_, secret) = try await admin.clients.create(
             realm: "dev", id: "conf", settings: ClientSettings(type: .confidential, grants: [.otp, .magic, .refreshToken], allowedScopes: scopes),
             metadata: .init())
         confidentialSecret = secret!
-        _ = try await admin.createClient(
+        _ = try await admin.clients.create(
             realm: "dev", id: "plain", settings: ClientSettings(type: .public, grants: [.passkey, .refreshToken], allowedScopes: scopes), metadata: .init())
         var configuration = HTTPConfiguration(issuerScheme: issuerScheme, adminToken: Self.adminToken, jitter: jitter)
         configuration.signalLongPoll = signalLongPoll
@@ -240,7 +240,7 @@ final class EmailSignInHarness: @unchecked Sendable {
     // MARK: State
 
     func registerUser(_ email: String, confirmed: Bool = true) async throws -> UUID {
-        let id = try await AdminService(core: core).createUser(realm: "dev", email: email, emailConfirmed: confirmed, metadata: .init()).id
+        let id = try await core.administration.users.create(realm: "dev", email: email, emailConfirmed: confirmed, metadata: .init()).id
         return id
     }
 

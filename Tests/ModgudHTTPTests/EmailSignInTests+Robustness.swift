@@ -7,7 +7,7 @@ import JWTKit
 import MailTestSupport
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import XCTest
 
 /// Email sign-in against bad input, limits, an SMTP outage and enumeration (split from

@@ -4,7 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import PQ
 import WebAuthn
 import XCTest
@@ -97,7 +97,7 @@ extension EmailSignInTests {
         let userID = try await harness.registerUser("ada@example.com")
         try await harness.app.test(.router) { client in
             let proof = try await Self.mailProof(.magicLink, client, harness, to: "ada@example.com")
-            _ = try await AdminService(core: harness.core).apply(.disable, realm: "dev", userID: userID, metadata: .init())
+            _ = try await harness.core.administration.users.apply(.disable, realm: "dev", userID: userID, metadata: .init())
             let before = try await Self.signInEvents(harness)
             Self.assertRefused(try await Self.redeem(client, proof, totp: nil), "The account cannot sign in.")
             let after = try await Self.signInEvents(harness)
@@ -232,7 +232,7 @@ extension EmailSignInTests {
 
     /// TOTP on for the user, as an operator turns it on; the app holds the handed-over secret.
     static func turnOnTOTP(_ harness: EmailSignInHarness, user: UUID) async throws -> TOTPApp {
-        let provisioning = try await AdminService(core: harness.core).enableTOTP(realm: "dev", userID: user, metadata: .init())
+        let provisioning = try await harness.core.administration.users.enableTOTP(realm: "dev", userID: user, metadata: .init())
         return TOTPApp(totp: TOTP(secret: try XCTUnwrap(Base32Test.decode(provisioning.secret))), clock: harness.clock)
     }
 

@@ -6,7 +6,7 @@ import JWTKit
 import MailTestSupport
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import XCTest
 
 /// Issue 5 acceptance: email codes and magic links through HTTP, real PostgreSQL and a real
@@ -50,7 +50,7 @@ final class EmailSignInTests: XCTestCase {
             let claims = try await keys.verify(idToken, as: IDTokenClaims.self)
             let usersAfterRedeem = try await harness.userCount("new.user@example.com")
             XCTAssertEqual(usersAfterRedeem, 1)
-            let user = try await harness.core.user(realm: "dev", id: try XCTUnwrap(UUID(uuidString: claims.sub.value)))
+            let user = try await harness.core.administration.users.state(realm: "dev", id: try XCTUnwrap(UUID(uuidString: claims.sub.value)))
             XCTAssertTrue(user.emailConfirmed)
             XCTAssertNotNil(user.firstName?.sealed, "names are sealed under the user's key (issue 13)")
             let opened = try await harness.core.vault.profile(of: user)
@@ -134,9 +134,9 @@ final class EmailSignInTests: XCTestCase {
         }
         let outboxRows = try await harness.outboxCount()
         XCTAssertEqual(outboxRows, 0)
-        var enabled = try await AdminService(core: harness.core).realm("dev").settings!
+        var enabled = try await harness.core.administration.realms.get("dev").settings!
         enabled.nativeGrants.enabled = true
-        _ = try await AdminService(core: harness.core).updateRealm("dev", metadata: .init()) { $0 = enabled }
+        _ = try await harness.core.administration.realms.update("dev", metadata: .init()) { $0 = enabled }
         let fresh = try ModgudCore(pool: harness.database.pool, masterKey: H.masterKey)  // no cached realm
         try await buildApplication(core: fresh, configuration: harness.configuration).test(.router) { client in
             for grant in ["urn:cocoar:otp", "urn:cocoar:magic"] {
@@ -334,7 +334,7 @@ final class EmailSignInTests: XCTestCase {
         try await harness.app.test(.router) { client in
             _ = try await H.requestCode(client, "ada@example.com")
             let code = try await harness.code(for: "ada@example.com")
-            _ = try await AdminService(core: harness.core).apply(.disable, realm: "dev", userID: id, metadata: .init())
+            _ = try await harness.core.administration.users.apply(.disable, realm: "dev", userID: id, metadata: .init())
             let reply = try await H.redeemCode(client, "ada@example.com", code)
             XCTAssertEqual(reply.json["error"] as? String, "invalid_grant")
             XCTAssertEqual(reply.json["error_description"] as? String, "The account cannot sign in.")
@@ -417,7 +417,7 @@ final class EmailSignInTests: XCTestCase {
             XCTAssertEqual(try harness.mails(to: "a@example.com").count, 0, "ExplicitEndpoint: the OTP request stays strict")
         }
         for posture in [RegistrationPosture.off, .jitOnOtp] {
-            _ = try await AdminService(core: harness.core).updateRealm("dev", metadata: .init()) { $0.registrationPosture = posture }
+            _ = try await harness.core.administration.realms.update("dev", metadata: .init()) { $0.registrationPosture = posture }
             let fresh = try ModgudCore(pool: harness.database.pool, masterKey: H.masterKey)
             try await buildApplication(core: fresh, configuration: harness.configuration).test(.router) { client in
                 let address = "\(posture.rawValue.lowercased())@example.com"

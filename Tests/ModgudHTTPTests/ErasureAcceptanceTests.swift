@@ -5,7 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import XCTest
 
 /// Issue 13 acceptance: a person signs up, signs in every way, then is erased; afterwards
@@ -32,7 +32,7 @@ final class ErasureAcceptanceTests: XCTestCase {
             $0.primaryDomain = "acme.test"
         })
         let harness = self.harness!
-        _ = try await AdminService(core: harness.core).createClient(
+        _ = try await harness.core.administration.clients.create(
             realm: "dev", id: "ios",
             settings: ClientSettings(
                 type: .public, grants: [.otp, .magic, .passkey, .refreshToken], allowedScopes: ["openid", "email", "profile", "offline_access"],
@@ -141,7 +141,7 @@ final class ErasureAcceptanceTests: XCTestCase {
             // The third code mail: registration code, login code, this one (the magic link is no code).
             let second = try await H.redeemCode(client, address, try await harness.code(for: address, number: 3), clientID: "ios")
             XCTAssertEqual(second.status, .ok, second.body)
-            let newID = try await AdminService(core: harness.core).findUser(realm: "dev", address)
+            let newID = try await harness.core.administration.users.find(realm: "dev", address)
             XCTAssertNotNil(newID)
             XCTAssertNotEqual(newID, userID)
 
@@ -175,7 +175,7 @@ final class ErasureAcceptanceTests: XCTestCase {
         XCTAssertNil(try tombstone?.decode(String?.self, at: 3))
         let usersAfter = try await harness.core.pool.query("SELECT user_id FROM users").rows.count
         XCTAssertEqual(usersAfter, usersBefore)
-        let found = try await AdminService(core: harness.core).findUser(realm: "dev", Self.address)
+        let found = try await harness.core.administration.users.find(realm: "dev", Self.address)
         XCTAssertNotNil(found, "the new account is found by its address after the rebuild")
     }
 

@@ -4,7 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import XCTest
@@ -47,7 +47,7 @@ final class HealthAndMetricsTests: XCTestCase {
 
         // An event recorded two minutes ago that no daemon has applied: log_statistics is stalled.
         let core = try ModgudCore(pool: database.pool, masterKey: nil)
-        _ = try await AdminService(core: core).createRealm(
+        _ = try await core.administration.realms.create(
             "dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), metadata: .init())
         let fresh = await probe.check()
         XCTAssertTrue(fresh.ready, "a new event is lag, not a stall: \(fresh)")
@@ -65,14 +65,14 @@ final class HealthAndMetricsTests: XCTestCase {
         let registry = MetricsExposition.registry  // bootstrapped before the store makes its timer
         let database = try await TestDatabase.create(maxConnections: 8)
         let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 4, count: 32))
-        let admin = AdminService(core: core)
-        _ = try await admin.createRealm(
+        let admin = core.administration
+        _ = try await admin.realms.create(
             "dev",
             settings: RealmSettings(
                 hosts: ["localhost"], displayName: "Dev", rateLimitOverrides: ["token.ip": .init(limit: 3, windowSeconds: 3600, burst: 3)]),
             metadata: .init())
         try await core.keys.rotate(realm: "dev", now: Date(), metadata: .init())
-        let (_, secret) = try await admin.createClient(
+        let (_, secret) = try await admin.clients.create(
             realm: "dev", id: "svc", settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["api"]),
             metadata: .init())
         try await MetricsSampler(pool: database.pool, outbox: nil).sample()

@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import ModgudClient
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import Synchronization
@@ -94,7 +94,7 @@ final class HotPathTests: XCTestCase {
         let listening = Mutex(false)
         let listener = Task {
             await SettingsChangeListener(
-                configuration: secondPool.configuration, invalidate: { second.invalidateSettings($0) }, logger: Logger(label: "test"), onListening: { listening.withLock { $0 = true } }
+                configuration: secondPool.configuration, invalidate: { second.settingsNotifier.invalidateLocally($0) }, logger: Logger(label: "test"), onListening: { listening.withLock { $0 = true } }
             ).run()
         }
         try await Eventually.wait("the second instance listens") { listening.withLock { $0 } }
@@ -102,9 +102,9 @@ final class HotPathTests: XCTestCase {
         let seen = try await second.realmDirectory.realm(forHost: "localhost")
         XCTAssertEqual(seen?.settings.displayName, "Dev")
 
-        let admin = AdminService(core: first)
-        _ = try await admin.setClientEnabled(realm: "dev", id: "app", enabled: false, metadata: .init())
-        _ = try await admin.updateRealm("dev", metadata: .init()) { $0.displayName = "Renamed" }
+        let admin = first.administration
+        _ = try await admin.clients.setEnabled(realm: "dev", id: "app", enabled: false, metadata: .init())
+        _ = try await admin.realms.update("dev", metadata: .init()) { $0.displayName = "Renamed" }
         try await Eventually.wait("the second instance sees both changes (its caches' age limit is an hour: by NOTIFY)") {
             var refused = false
             do {

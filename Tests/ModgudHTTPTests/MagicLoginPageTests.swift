@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import XCTest
 
 /// Issue 25, item 2: `/magic-login` in a browser. The rendering in a real browser (no Referer,

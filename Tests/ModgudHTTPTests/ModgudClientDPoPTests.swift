@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudClient
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import PQ
 import XCTest
 

@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import WebAuthn
 import WebAuthnTesting
 import XCTest
@@ -25,7 +25,7 @@ final class MyAccountTests: XCTestCase {
 
     func makeHarness() async throws -> EmailSignInHarness {
         let harness = try await PasskeySignUpTests.makeHarness()
-        _ = try await AdminService(core: harness.core).createClient(
+        _ = try await harness.core.administration.clients.create(
             realm: "dev", id: "auth0app",
             settings: ClientSettings(
                 type: .public, grants: [.otp, .passkey, .refreshToken], allowedScopes: Set(["openid", "email", "offline_access"] + Self.allScopes),

@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import WebAuthn
 import WebAuthnTesting
 import XCTest
@@ -22,7 +22,7 @@ final class PasskeyManagementTests: XCTestCase {
 
     func makeHarness() async throws -> EmailSignInHarness {
         let harness = try await EmailSignInHarness(settings: { $0.primaryDomain = "acme.test" })
-        _ = try await AdminService(core: harness.core).createClient(
+        _ = try await harness.core.administration.clients.create(
             realm: "dev", id: "ios",
             settings: ClientSettings(
                 type: .public, grants: [.otp, .passkey, .refreshToken],
@@ -125,9 +125,9 @@ final class PasskeyManagementTests: XCTestCase {
             XCTAssertEqual(foreignRename.status, .notFound)
 
             // The admin view names the provider too; a rebuild keeps name and provider.
-            let found = try await AdminService(core: harness.core).findUser(realm: "dev", "ada@example.com")
+            let found = try await harness.core.administration.users.find(realm: "dev", "ada@example.com")
             let userID = try XCTUnwrap(found)
-            let adminList = try await AdminService(core: harness.core).passkeys(realm: "dev", userID: userID)
+            let adminList = try await harness.core.administration.users.passkeys(realm: "dev", userID: userID)
             XCTAssertEqual(Set(adminList.map(\.provider.name)), ["Google Password Manager", "Passkey"])
         }
     }

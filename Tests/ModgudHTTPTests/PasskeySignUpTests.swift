@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import PQ
 import WebAuthn
 import WebAuthnTesting
@@ -29,7 +29,7 @@ final class PasskeySignUpTests: XCTestCase {
                 $0.registrationFields = RegistrationFields(firstname: .optional, lastname: .optional)
                 settings(&$0)
             }, issuerScheme: issuerScheme)
-        _ = try await AdminService(core: harness.core).createClient(
+        _ = try await harness.core.administration.clients.create(
             realm: "dev", id: "ios",
             settings: ClientSettings(
                 type: .public, grants: [.otp, .passkey, .refreshToken], allowedScopes: ["openid", "email", "profile", "offline_access"],
@@ -225,7 +225,7 @@ final class PasskeySignUpTests: XCTestCase {
         try await harness.app.test(.router) { client in
             let begun = try await steps.begin(client, #"{"ClientId":"ios","Email":"gone@example.com","FirstName":"Gone"}"#)
             let (_, attestation) = try steps.create(begun)
-            let erased = try await UserEraser(core: harness.core).erase(realm: "dev", "gone@example.com", metadata: .init())
+            let erased = try await harness.core.eraser.erase(realm: "dev", "gone@example.com", metadata: .init())
             XCTAssertEqual(erased.keysShredded, 1, "the pending sign-up's key")
             let reply = try await steps.redeem(client, ceremony: begun.ceremony, attestation: attestation)
             XCTAssertEqual(reply.json["error_description"] as? String, "Invalid or expired passkey assertion.")

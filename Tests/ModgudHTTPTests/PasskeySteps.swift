@@ -5,7 +5,7 @@ import HummingbirdTesting
 import JWTKit
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import WebAuthn
 import WebAuthnTesting
 import XCTest

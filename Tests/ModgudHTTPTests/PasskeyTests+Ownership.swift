@@ -5,7 +5,7 @@ import HummingbirdTesting
 import JWTKit
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import WebAuthn
 import WebAuthnTesting
 import XCTest
@@ -35,7 +35,7 @@ extension PasskeyTests {
             let adas = try await H.call(client, .get, "/connect/passkey", "", headers: PasskeySteps.bearer(ada))
             XCTAssertTrue(adas.body.contains(adaPasskey), "still there")
         }
-        _ = try await AdminService(core: harness.core).updateRealm("dev", metadata: .init()) { $0.nativeGrants.enabled = false }
+        _ = try await harness.core.administration.realms.update("dev", metadata: .init()) { $0.nativeGrants.enabled = false }
         let fresh = try ModgudCore(pool: harness.database.pool, masterKey: H.masterKey)
         try await buildApplication(core: fresh, configuration: harness.configuration).test(.router) { client in
             for (method, path) in [

@@ -5,7 +5,7 @@ import HummingbirdTesting
 import JWTKit
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import WebAuthn
 import WebAuthnTesting
 import XCTest
@@ -26,12 +26,12 @@ final class PasskeyTests: XCTestCase {
     /// Android origin).
     func makeHarness(primaryDomain: String? = "acme.test") async throws -> (EmailSignInHarness, PasskeySteps) {
         let harness = try await EmailSignInHarness(settings: { $0.primaryDomain = primaryDomain })
-        let admin = AdminService(core: harness.core)
+        let admin = harness.core.administration
         let scopes: Set<String> = ["openid", "email", "offline_access"]
         for (id, rpID, android) in [
             ("ios", "ios.acme.test", Set<String>()), ("web", nil, []), ("android", "acme.test", ["android:apk-key-hash:c2lnbmF0dXJl"]),
         ] {
-            _ = try await admin.createClient(
+            _ = try await admin.clients.create(
                 realm: "dev", id: id,
                 settings: ClientSettings(
                     type: .public, grants: [.otp, .passkey, .refreshToken], allowedScopes: scopes, rpID: rpID, androidOrigins: android),
@@ -249,8 +249,8 @@ final class PasskeyTests: XCTestCase {
             XCTAssertEqual(refused.json["error_description"] as? String, "Invalid or expired passkey assertion.")
             let clones = try await harness.core.pool.query("SELECT count(*) FROM events WHERE type = 'passkey.clone_suspected'").first!.decode(Int.self, at: 0)
             XCTAssertEqual(clones, 1, "recorded as a possible clone")
-            let ada = try await AdminService(core: harness.core).findUser(realm: "dev", "ada@example.com")
-            let audit = try await AdminService(core: harness.core).audit(realm: "dev", userID: try XCTUnwrap(ada))
+            let ada = try await harness.core.administration.users.find(realm: "dev", "ada@example.com")
+            let audit = try await harness.core.administration.audit.userHistory(realm: "dev", userID: try XCTUnwrap(ada))
             let clone = try XCTUnwrap(audit.first { $0.event == "passkey.clone_suspected" }, "the operator sees it in the audit")
             XCTAssertEqual(clone.detail, "sign_count stored=10 received=5")
             XCTAssertTrue(audit.contains { $0.event == "passkey.enrolled" })

@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import XCTest
@@ -29,7 +29,7 @@ final class PlaintextOnDiskTests: XCTestCase {
         let database = try await RestartableDatabase()
         harness = try await EmailSignInHarness(settings: { $0.registrationFields.firstname = .optional }, database: database)
         let harness = self.harness!
-        _ = try await AdminService(core: harness.core).createClient(
+        _ = try await harness.core.administration.clients.create(
             realm: "dev", id: "ios",
             settings: ClientSettings(
                 type: .public, grants: [.otp, .magic, .passkey, .refreshToken], allowedScopes: ["openid", "email", "offline_access"],

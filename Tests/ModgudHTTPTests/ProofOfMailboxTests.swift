@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import PQ
 import WebAuthn
 import WebAuthnTesting

@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import Prometheus
 import XCTest
 
@@ -108,11 +108,11 @@ final class RateLimitModelTests: XCTestCase {
         let enforced = (1...5).map { "enforced\($0)@example.com" }
         try await live { client in
             try await requestCodes(logOnly, from: "198.51.100.20", client)
-            _ = try await AdminService(core: harness.core).updateRealm("dev", metadata: .init()) {
+            _ = try await harness.core.administration.realms.update("dev", metadata: .init()) {
                 $0.rateLimitOverrides["signup.ip"]?.logOnly = false
             }
             try await requestCodes(enforced, from: "198.51.100.21", client)
-            _ = try await AdminService(core: harness.core).updateRealm("dev", metadata: .init()) {
+            _ = try await harness.core.administration.realms.update("dev", metadata: .init()) {
                 $0.rateLimitOverrides["signup.ip"] = RateLimitSetting(limit: 100_000_000, windowSeconds: 60, burst: 100_000_000)
             }
             try await requestCodes(["after-raise@example.com"], from: "198.51.100.21", client)

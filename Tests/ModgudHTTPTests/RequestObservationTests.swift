@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 @testable import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import PostgresTestSupport
 import XCTest
 

@@ -5,7 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import Synchronization

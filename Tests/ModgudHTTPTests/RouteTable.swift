@@ -1,6 +1,6 @@
 import Hummingbird
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import PQ
 
 /// Every route the application serves, read from the router `buildRouter` makes, so the

@@ -1,7 +1,7 @@
 import AsyncTestSupport
 import Foundation
 import MailTestSupport
-import ModgudService
+@testable import ModgudService
 
 /// `Tests/Support/ssf_receiver.py` in a child process: a Shared Signals receiver written from
 /// the specifications, which creates its stream at start and keeps every SET it accepted.
@@ -103,7 +103,7 @@ enum SignalBackground {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await transmitter.run(pollInterval: .milliseconds(200)) }
                 group.addTask { await pusher.run() }
-                group.addTask { await core.relaySignalNotifications() }
+                group.addTask { await core.makeSignalRelay()() }
             }
         }
     }

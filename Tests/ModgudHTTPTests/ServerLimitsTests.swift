@@ -3,7 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import PostgresTestSupport
 import XCTest
 

@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import XCTest
 
 /// Issue 11: session limits as realm settings, set over the admin API and enforced at the

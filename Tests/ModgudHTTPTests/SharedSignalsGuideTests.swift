@@ -4,7 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import MailTestSupport
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import Synchronization
 import XCTest
 
@@ -41,7 +41,7 @@ final class SharedSignalsGuideTests: XCTestCase {
     func testTheGuidesReceiverDropsTheRevokedSessionAndThenTheRest() async throws {
         harness = try await EmailSignInHarness(issuerScheme: "http")
         let harness = self.harness!
-        let (_, secret) = try await AdminService(core: harness.core).createClient(
+        let (_, secret) = try await harness.core.administration.clients.create(
             realm: "dev", id: "api",
             settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["ssf.manage"]), metadata: .init())
         let userID = try await harness.registerUser("ada@example.com")
@@ -65,7 +65,7 @@ final class SharedSignalsGuideTests: XCTestCase {
             let dropped = try await app.line("the revoked session dropped") { $0["dropped"] != nil }
             XCTAssertEqual(dropped["dropped"] as? String, first, "exactly the session reuse detection revoked")
             XCTAssertEqual(try app.received().filter { $0["dropped"] != nil }.count, 1, "the other session stays cached")
-            _ = try await AdminService(core: harness.core).apply(.logoutEverywhere, realm: "dev", userID: userID, metadata: .init())
+            _ = try await harness.core.administration.users.apply(.logoutEverywhere, realm: "dev", userID: userID, metadata: .init())
             _ = try await app.lines("both sessions dropped", count: 2) { $0["dropped"] != nil }
         }
     }

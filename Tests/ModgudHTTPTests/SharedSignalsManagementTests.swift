@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import XCTest
 
 /// Issue 30: the Stream Management API's answers (OpenID SSF 1.0 section 8) and what a
@@ -25,7 +25,7 @@ final class SharedSignalsManagementTests: XCTestCase {
     }
 
     func client(_ id: String, scopes: Set<String>) async throws -> String {
-        let (_, secret) = try await AdminService(core: harness.core).createClient(
+        let (_, secret) = try await harness.core.administration.clients.create(
             realm: "dev", id: id, settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: scopes), metadata: .init())
         return try XCTUnwrap(secret)
     }
@@ -150,7 +150,7 @@ final class SharedSignalsManagementTests: XCTestCase {
         let secret = try await client("poller", scopes: ["ssf.manage"])
         let ada = try await harness.registerUser("ada@example.com")
         let bob = try await harness.registerUser("bob@example.com")
-        let admin = AdminService(core: harness.core)
+        let admin = harness.core.administration
         try await harness.app.test(.router) { client in
             let manager = try await Self.token(client, "poller", secret, scope: "ssf.manage")
             let createdStream = try await H.call(client, .post, "/ssf/stream", "{}", headers: Self.headers(manager))
@@ -173,7 +173,7 @@ final class SharedSignalsManagementTests: XCTestCase {
             }
             func events() async throws -> Set<String> { Set(try await receive().map(\.event)) }
             try await status("paused")
-            _ = try await admin.apply(.disable, realm: "dev", userID: ada, metadata: .init())
+            _ = try await admin.users.apply(.disable, realm: "dev", userID: ada, metadata: .init())
             try await Self.transmit(harness)
             let reply13 = try await events()
             XCTAssertEqual(reply13, [], "a paused stream transmits nothing")
@@ -184,7 +184,7 @@ final class SharedSignalsManagementTests: XCTestCase {
 
             // Disabled: what waits is dropped, and nothing new is held.
             try await status("disabled")
-            _ = try await admin.apply(.enable, realm: "dev", userID: ada, metadata: .init())
+            _ = try await admin.users.apply(.enable, realm: "dev", userID: ada, metadata: .init())
             try await Self.transmit(harness)
             try await status("enabled")
             try await Self.transmit(harness)
@@ -195,8 +195,8 @@ final class SharedSignalsManagementTests: XCTestCase {
             let remove = #"{"stream_id":"\#(stream)","subject":{"format":"opaque","id":"\#(bob.uuidString.lowercased())"}}"#
             let reply16 = try await H.call(client, .post, "/ssf/subjects/remove", remove, headers: Self.headers(manager))
             XCTAssertEqual(reply16.status, .noContent)
-            _ = try await admin.apply(.disable, realm: "dev", userID: bob, metadata: .init())
-            _ = try await admin.apply(.disable, realm: "dev", userID: ada, metadata: .init())
+            _ = try await admin.users.apply(.disable, realm: "dev", userID: bob, metadata: .init())
+            _ = try await admin.users.apply(.disable, realm: "dev", userID: ada, metadata: .init())
             try await Self.transmit(harness)
             let received = try await receive()
             XCTAssertEqual(Set(received.map(\.subject)), [ada.uuidString.lowercased()], "nothing about bob: \(received)")
@@ -209,7 +209,7 @@ final class SharedSignalsManagementTests: XCTestCase {
     func testPasskeyChangesAreCredentialChanges() async throws {
         harness = try await EmailSignInHarness(settings: { $0.primaryDomain = "acme.test" })
         let harness = self.harness!
-        _ = try await AdminService(core: harness.core).createClient(
+        _ = try await harness.core.administration.clients.create(
             realm: "dev", id: "ios",
             settings: ClientSettings(type: .public, grants: [.otp, .passkey, .refreshToken], allowedScopes: ["openid", "offline_access"], rpID: "ios.acme.test"),
             metadata: .init())
@@ -263,7 +263,7 @@ final class SharedSignalsManagementTests: XCTestCase {
             func event(_ claims: [String: Any], _ type: SignalEvent) -> [String: Any]? { (claims["events"] as? [String: Any])?[type.uri] as? [String: Any] }
             let signals = harness.core.signalStreams
             _ = try await signals.setStatus(realm: "dev", clientID: "poller", status: .paused, reason: "maintenance", byOperator: true, metadata: .init(actor: "admin:cli"))
-            _ = try await AdminService(core: harness.core).apply(.disable, realm: "dev", userID: ada, metadata: .init())
+            _ = try await harness.core.administration.users.apply(.disable, realm: "dev", userID: ada, metadata: .init())
             try await Self.transmit(harness)
             let paused = try await receive()
             XCTAssertEqual(paused.count, 1, "only the stream-updated SET while paused: \(paused)")
@@ -297,7 +297,7 @@ final class SharedSignalsManagementTests: XCTestCase {
             let nobody = #"{"delivery":{"method":"urn:ietf:rfc:8935","endpoint_url":"http://127.0.0.1:1/events"}}"#
             let created = try await H.call(client, .post, "/ssf/stream", nobody, headers: Self.headers(manager))
             XCTAssertEqual(created.status, .created, created.body)
-            _ = try await AdminService(core: harness.core).apply(.disable, realm: "dev", userID: ada, metadata: .init())
+            _ = try await harness.core.administration.users.apply(.disable, realm: "dev", userID: ada, metadata: .init())
             try await Self.transmit(harness)
             let pusher = harness.core.makeSignalPusher(settings: SignalPusher.Settings(initialBackoff: 3600))
             let first = try await pusher.deliverOneStream()
@@ -308,7 +308,7 @@ final class SharedSignalsManagementTests: XCTestCase {
             XCTAssertFalse(again, "nothing is due while the first SET backs off")
 
             // A disabled receiver client gets nothing: what waits for it is dropped, not sent.
-            _ = try await AdminService(core: harness.core).setClientEnabled(realm: "dev", id: "receiver", enabled: false, metadata: .init())
+            _ = try await harness.core.administration.clients.setEnabled(realm: "dev", id: "receiver", enabled: false, metadata: .init())
             _ = try await harness.core.pool.query("UPDATE ssf_outbox SET next_attempt_at = now()")
             _ = try await pusher.deliverOneStream()
             let left = try await harness.core.pool.query("SELECT count(*) FROM ssf_outbox").first?.decode(Int.self, at: 0)

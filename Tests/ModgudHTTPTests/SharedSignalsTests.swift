@@ -3,7 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import PQ
 import XCTest
 
@@ -25,7 +25,7 @@ final class SharedSignalsTests: XCTestCase {
     /// A receiver client: confidential, client_credentials, `ssf.manage` (and `email`: it may
     /// see addresses).
     func receiverClient(_ id: String, scopes: Set<String> = ["ssf.manage", "email"]) async throws -> String {
-        let (_, secret) = try await AdminService(core: harness.core).createClient(
+        let (_, secret) = try await harness.core.administration.clients.create(
             realm: "dev", id: id, settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: scopes), metadata: .init())
         return try XCTUnwrap(secret)
     }
@@ -122,14 +122,14 @@ final class SharedSignalsTests: XCTestCase {
         let secret = try await receiverClient("receiver")
         let ada = try await harness.registerUser("ada@example.com")
         background = SignalBackground.start(harness.core)
-        let admin = AdminService(core: harness.core)
+        let admin = harness.core.administration
         try await harness.app.test(.live) { server in
             let port = try XCTUnwrap(server.port)
             let receiver = try SSFReceiver(issuer: "http://localhost:\(port)", clientID: "receiver", secret: secret, mode: "push")
             _ = try await receiver.waitFor("the verification SET") { $0.event == "verification" }
             try receiver.setDown(true)
-            for action in [AdminService.UserAction.disable, .enable, .logoutEverywhere, .disable, .enable] {
-                _ = try await admin.apply(action, realm: "dev", userID: ada, metadata: .init())
+            for action in [UserAdministration.UserAction.disable, .enable, .logoutEverywhere, .disable, .enable] {
+                _ = try await admin.users.apply(action, realm: "dev", userID: ada, metadata: .init())
             }
             _ = try await Eventually.value("the first SET retried while the receiver is down") {
                 let attempts = try await harness.core.pool.query("SELECT coalesce(max(attempts), 0) FROM ssf_outbox").first?.decode(Int.self, at: 0) ?? 0
@@ -155,7 +155,7 @@ final class SharedSignalsTests: XCTestCase {
                 XCTAssertEqual(patched.status, .ok, patched.body)
             }
             try await credential("Bearer wrong")
-            _ = try await admin.apply(.disable, realm: "dev", userID: ada, metadata: .init())
+            _ = try await admin.users.apply(.disable, realm: "dev", userID: ada, metadata: .init())
             let outbox = SignalOutbox(pool: harness.core.pool)
             let dead = try await Eventually.value("two dead SETs") { () async throws -> [SignalOutbox.DeadSET]? in
                 let dead = try await outbox.dead()

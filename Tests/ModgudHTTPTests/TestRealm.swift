@@ -1,20 +1,20 @@
 import Foundation
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 
 /// The smallest realm the HTTP tests sign in to: realm `dev` on host `localhost` with a
 /// signing key, the public client `app` (otp, refresh_token) and the confirmed user ada.
 enum TestRealm {
     /// Creates the realm, its key, the client and the user; returns the user.
     static func seed(_ core: ModgudCore) async throws -> User.State {
-        let admin = AdminService(core: core)
-        _ = try await admin.createRealm("dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), metadata: .init())
+        let admin = core.administration
+        _ = try await admin.realms.create("dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), metadata: .init())
         try await core.keys.rotate(realm: "dev", now: Date(), metadata: .init())
-        _ = try await admin.createClient(
+        _ = try await admin.clients.create(
             realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "offline_access"]),
             metadata: .init())
-        let id = try await AdminService(core: core).createUser(realm: "dev", email: "ada@example.com", metadata: .init()).id
-        return try await core.user(realm: "dev", id: id)
+        let id = try await core.administration.users.create(realm: "dev", email: "ada@example.com", metadata: .init()).id
+        return try await core.administration.users.state(realm: "dev", id: id)
     }
 
     /// One sign-in of `user` with client `app` (scope openid offline_access).

@@ -7,7 +7,7 @@ import JWTKit
 import Logging
 import ModgudDomain
 import ModgudHTTP
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import Synchronization
@@ -30,8 +30,8 @@ final class TokenEndpointTests: XCTestCase {
         let (secret, hash) = ClientAuthenticator.generateSecret()
         serviceSecret = secret
         try await register("svc", ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["api"]), secretHash: hash)
-        let id = try await AdminService(core: core).createUser(realm: "dev", email: "ada@example.com", firstName: "Ada", metadata: .init()).id
-        user = try await core.user(realm: "dev", id: id)
+        let id = try await core.administration.users.create(realm: "dev", email: "ada@example.com", firstName: "Ada", metadata: .init()).id
+        user = try await core.administration.users.state(realm: "dev", id: id)
     }
 
     override func tearDown() async throws {
@@ -224,14 +224,14 @@ final class TwoInstanceTests: XCTestCase {
         let database = try await TestDatabase.create(maxConnections: 40)
         let first = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
         let second = try ModgudCore(pool: database.makePool(maxConnections: 20), masterKey: Array(repeating: 3, count: 32))
-        let admin = AdminService(core: first)
-        _ = try await admin.createRealm("dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), metadata: .init())
+        let admin = first.administration
+        _ = try await admin.realms.create("dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), metadata: .init())
         try await first.keys.rotate(realm: "dev", now: Date(), metadata: .init())
-        _ = try await admin.createClient(
+        _ = try await admin.clients.create(
             realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["offline_access"]),
             metadata: .init())
-        let id = try await AdminService(core: first).createUser(realm: "dev", email: "ada@example.com", metadata: .init()).id
-        let user = try await first.user(realm: "dev", id: id)
+        let id = try await first.administration.users.create(realm: "dev", email: "ada@example.com", metadata: .init()).id
+        let user = try await first.administration.users.state(realm: "dev", id: id)
         let app = try await first.clientAuthenticator.authenticate(realm: "dev", clientID: "app", secret: nil)
         let tokens = try await first.tokenService.signIn(
             client: app, user: user, grantType: .otp, scope: "offline_access", resources: [], amr: ["otp"], issuer: "https://localhost", metadata: .init())
@@ -266,7 +266,7 @@ final class TwoInstanceTests: XCTestCase {
         var listeners: [Task<Void, Never>] = []
         for (pool, core) in zip(pools, cores) {
             let listener = SettingsChangeListener(
-                configuration: pool.configuration, invalidate: { core.invalidateSettings($0) }, logger: Logger(label: "test"),
+                configuration: pool.configuration, invalidate: { core.settingsNotifier.invalidateLocally($0) }, logger: Logger(label: "test"),
                 onListening: { listening.record() })
             listeners.append(Task { await listener.run() })
         }
@@ -276,20 +276,20 @@ final class TwoInstanceTests: XCTestCase {
             let keys = (try JSONSerialization.jsonObject(with: Data(document.utf8)) as? [String: Any])?["keys"] as? [[String: Any]] ?? []
             return Set(keys.compactMap { $0["kid"] as? String })
         }
-        let (a, b) = (AdminService(core: cores[0]), AdminService(core: cores[1]))
-        _ = try await a.createRealm("dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), signingAlgorithm: .es256, metadata: .init())
-        let created = try await a.realm("dev")
+        let (a, b) = (cores[0].administration, cores[1].administration)
+        _ = try await a.realms.create("dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), signingAlgorithm: .es256, metadata: .init())
+        let created = try await a.realms.get("dev")
         let first = try XCTUnwrap(created.activeKey?.kid)
         let seenByB = try await kids(cores[1])
         XCTAssertEqual(seenByB, [first], "B holds the JWKS now (for an hour without a notification)")
-        let second = try await b.rotateSigningKey(realm: "dev", algorithm: .rs256, metadata: .init())
+        let second = try await b.realms.rotateSigningKey(realm: "dev", algorithm: .rs256, metadata: .init())
         let seenByA = try await kids(cores[0])
         XCTAssertEqual(seenByA, [first, second], "A serves B's new key once B answered")
-        let retired = try await a.retireSigningKey(realm: "dev", kid: first, force: true, metadata: .init())
+        let retired = try await a.realms.retireSigningKey(realm: "dev", kid: first, force: true, metadata: .init())
         XCTAssertTrue(retired)
         let afterRetire = try await kids(cores[1])
         XCTAssertEqual(afterRetire, [second], "B stops serving the key A retired once A answered")
-        let retiredAgain = try await b.retireSigningKey(realm: "dev", kid: first, force: true, metadata: .init())
+        let retiredAgain = try await b.realms.retireSigningKey(realm: "dev", kid: first, force: true, metadata: .init())
         XCTAssertFalse(retiredAgain, "B sees it retired already: nothing written twice")
         struct Claims: JWTPayload { var sub: SubjectClaim; func verify(using algorithm: some JWTAlgorithm) throws {} }
         for core in cores {
@@ -305,10 +305,10 @@ final class TwoInstanceTests: XCTestCase {
     func testRevocationEndpointAnswers200AndRevokes() async throws {
         let database = try await TestDatabase.create(maxConnections: 20)
         let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
-        let admin = AdminService(core: core)
-        _ = try await admin.createRealm("dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), metadata: .init())
+        let admin = core.administration
+        _ = try await admin.realms.create("dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), metadata: .init())
         try await core.keys.rotate(realm: "dev", now: Date(), metadata: .init())
-        let (_, secret) = try await admin.createClient(
+        let (_, secret) = try await admin.clients.create(
             realm: "dev", id: "svc", settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["api"]), metadata: .init())
         let svc = try await core.clientAuthenticator.authenticate(realm: "dev", clientID: "svc", secret: secret)
         let token = try await core.tokenService.clientCredentials(client: svc, scope: "api", resources: [], issuer: "https://localhost", metadata: .init())

@@ -1,6 +1,6 @@
 import Foundation
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import XCTest
 
 /// Issue 15: the app-association files and the Android origins derived from signing

@@ -114,6 +114,46 @@ extension ArchitectureFitnessTests {
     /// (issue 42: `admin.core.…`).
     func testHTTPDoesNotReachThroughAServiceToTheComposition() throws {
         let reaches = try SQLHomeTests.files().filter { $0.path.hasPrefix("ModgudHTTP/") && $0.code.contains("admin.core") }.map(\.path)
-        XCTAssertEqual(reaches, [], "HTTP reaching through AdminService")
+        XCTAssertEqual(reaches, [], "HTTP reaching through Administration")
+    }
+}
+
+extension ArchitectureFitnessTests {
+    /// Where the composition is built and taken apart into services: its own files and the
+    /// start-ups of the server, `modgud dev`, the admin commands and the load bench.
+    static let compositionSites: Set<String> = [
+        "ModgudService/ModgudCore.swift", "ModgudService/ModgudCore+Background.swift", "ModgudHTTP/Application+build.swift",
+        "ModgudCLI/ServeCommand.swift", "ModgudCLI/DevCommand.swift", "ModgudCLI/Server.swift", "ModgudCLI/AdminContext.swift",
+        "ModgudCLI/Bench/LoadEnvironment.swift",
+    ]
+
+    /// Only the composition names the composition type (issue 42): everything else is handed
+    /// the services it uses.
+    func testOnlyTheCompositionNamesTheCompositionType() throws {
+        let named = try NSRegularExpression(pattern: #"\bModgudCore\b"#)
+        let files = try SQLHomeTests.files()
+        let naming = Set(files.filter { named.firstMatch(in: $0.code, range: NSRange($0.code.startIndex..., in: $0.code)) != nil }.map(\.path))
+        XCTAssertTrue(naming.contains("ModgudService/ModgudCore.swift"), "the check is looking at the wrong text")
+        XCTAssertEqual(naming.subtracting(Self.compositionSites).sorted(), [], "the composition named outside its start-ups")
+    }
+
+    /// No type keeps the composition after start-up (issue 42): no stored property holds it.
+    func testNoTypeKeepsTheComposition() throws {
+        let stored = try NSRegularExpression(pattern: #"^\s*(?:(?:public|private|internal|package|fileprivate)\s+)?(?:let|var)\s+\w+\s*:\s*ModgudCore\b"#, options: [.anchorsMatchLines])
+        let keepers = try SQLHomeTests.files().filter { stored.firstMatch(in: $0.code, range: NSRange($0.code.startIndex..., in: $0.code)) != nil }.map(\.path)
+        XCTAssertEqual(keepers, [], "a type that keeps the composition")
+        let sample = "struct A {\n    public let core: ModgudCore\n}"
+        XCTAssertNotNil(stored.firstMatch(in: sample, range: NSRange(sample.startIndex..., in: sample)), "the check finds a keeper")
+    }
+}
+
+extension ArchitectureFitnessTests {
+    /// Services translate domain refusals (`ServiceRefusal.translating`): the adapters render
+    /// `ServiceRefusal` by kind and never see `DomainError` (issue 42).
+    func testTheAdaptersNeverSeeADomainError() throws {
+        let files = try SQLHomeTests.files().filter { $0.path.hasPrefix("ModgudHTTP/") || $0.path.hasPrefix("ModgudCLI/") }
+        XCTAssertGreaterThan(files.count, 40, "the check is looking at the wrong files")
+        let naming = files.filter { $0.code.contains("DomainError") }.map(\.path)
+        XCTAssertEqual(naming, [], "an adapter handling a domain refusal")
     }
 }

@@ -1,7 +1,7 @@
 import EventSourcing
 import Foundation
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import Synchronization
@@ -20,8 +20,8 @@ final class ClientAddressRetentionTests: XCTestCase {
         let database = try await TestDatabase.create()
         let clock = Clock()
         let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 5, count: 32), now: { clock.now() })
-        let admin = AdminService(core: core)
-        _ = try await admin.createRealm("r", settings: RealmSettings(hosts: ["r.test"], displayName: "R"), metadata: .init())
+        let admin = core.administration
+        _ = try await admin.realms.create("r", settings: RealmSettings(hosts: ["r.test"], displayName: "R"), metadata: .init())
         let id = UUID()
         let stream = StreamNames.user(realm: "r", userID: id)
         _ = try await core.userActors.actor(for: stream).execute(
@@ -32,7 +32,7 @@ final class ClientAddressRetentionTests: XCTestCase {
         let stored = try await database.pool.query("SELECT metadata::text FROM events WHERE stream_id = \(stream.id)").first?.decode(String.self, at: 0)
         XCTAssertFalse(try XCTUnwrap(stored).contains("203.0.113.5"), "the log never holds the address in plain text")
         XCTAssertTrue(try XCTUnwrap(stored).contains("ip:2027-01-15"), "sealed under the key of its UTC day")
-        let audit = try await admin.audit(realm: "r", userID: id)
+        let audit = try await admin.audit.userHistory(realm: "r", userID: id)
         XCTAssertEqual(audit.first?.clientIP, "203.0.113.5", "recent: readable")
 
         // 30 days later the day is still inside the retention; 31 days later it is not.
@@ -42,13 +42,13 @@ final class ClientAddressRetentionTests: XCTestCase {
         clock.advance(days: 1)
         let shredded = try await core.vault!.shredAddresses(before: clock.now().addingTimeInterval(-30 * 86_400))
         XCTAssertEqual(shredded, 1)
-        let expired = try await admin.audit(realm: "r", userID: id)
+        let expired = try await admin.audit.userHistory(realm: "r", userID: id)
         XCTAssertEqual(expired.first?.clientIP, PersonalDataVault.expiredAddress)
         XCTAssertEqual(expired.first?.event, audit.first?.event, "the rest of the history stays")
         // Appends today still keep their address (today's key is a different subject).
         _ = try await core.userActors.actor(for: stream).execute(
             .disable(newStamp: "s2"), now: clock.now(), metadata: EventMetadata(actor: "admin:x", clientIP: "198.51.100.9"))
-        let later = try await admin.audit(realm: "r", userID: id)
+        let later = try await admin.audit.userHistory(realm: "r", userID: id)
         XCTAssertTrue(later.contains { $0.clientIP == "198.51.100.9" }, "\(later.map(\.clientIP))")
         await database.drop()
     }

@@ -1,7 +1,7 @@
 import EventSourcing
 import Foundation
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import PostgresTestSupport
 import XCTest
 
@@ -12,23 +12,23 @@ final class ConcurrentSettingsUpdateTests: XCTestCase {
     func testConcurrentChangesOfDifferentMembersAllLand() async throws {
         let database = try await TestDatabase.create(maxConnections: 20)
         let secondPool = database.makePool(maxConnections: 8)
-        let one = AdminService(core: try ModgudCore(pool: database.pool, masterKey: nil))
-        let two = AdminService(core: try ModgudCore(pool: secondPool, masterKey: nil))
-        _ = try await one.createRealm("demo", settings: demoSettings, metadata: .none)
-        _ = try await one.createClient(
+        let one = try ModgudCore(pool: database.pool, masterKey: nil).administration
+        let two = try ModgudCore(pool: secondPool, masterKey: nil).administration
+        _ = try await one.realms.create("demo", settings: demoSettings, metadata: .none)
+        _ = try await one.clients.create(
             realm: "demo", id: "app", settings: ClientSettings(type: .public, grants: [.otp], allowedScopes: ["openid"]), metadata: .none)
         for round in 1...10 {
-            async let name: Void = { _ = try await one.updateRealm("demo", metadata: .none) { $0.displayName = "Name \(round)" } }()
-            async let grace: Void = { _ = try await two.updateRealm("demo", metadata: .none) { $0.sessionLimits.refreshReuseGraceSeconds = round } }()
-            async let scopes: Void = { _ = try await one.updateClient(realm: "demo", id: "app", metadata: .none) { $0.allowedScopes = ["openid", "s\(round)"] } }()
+            async let name: Void = { _ = try await one.realms.update("demo", metadata: .none) { $0.displayName = "Name \(round)" } }()
+            async let grace: Void = { _ = try await two.realms.update("demo", metadata: .none) { $0.sessionLimits.refreshReuseGraceSeconds = round } }()
+            async let scopes: Void = { _ = try await one.clients.update(realm: "demo", id: "app", metadata: .none) { $0.allowedScopes = ["openid", "s\(round)"] } }()
             async let audiences: Void = {
-                _ = try await two.updateClient(realm: "demo", id: "app", metadata: .none) { $0.audiences = ["https://api\(round).test"] }
+                _ = try await two.clients.update(realm: "demo", id: "app", metadata: .none) { $0.audiences = ["https://api\(round).test"] }
             }()
             _ = try await (name, grace, scopes, audiences)
-            let realm = try await one.realm("demo").settings
+            let realm = try await one.realms.get("demo").settings
             XCTAssertEqual(realm?.displayName, "Name \(round)", "round \(round)")
             XCTAssertEqual(realm?.sessionLimits.refreshReuseGraceSeconds, round, "round \(round)")
-            let client = try await two.client(realm: "demo", id: "app").settings
+            let client = try await two.clients.get(realm: "demo", id: "app").settings
             XCTAssertEqual(client?.allowedScopes, ["openid", "s\(round)"], "round \(round)")
             XCTAssertEqual(client?.audiences, ["https://api\(round).test"], "round \(round)")
         }

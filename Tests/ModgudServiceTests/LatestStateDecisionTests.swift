@@ -2,7 +2,7 @@ import EventSourcing
 import EventStorePostgres
 import Foundation
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import PostgresTestSupport
 import XCTest
 

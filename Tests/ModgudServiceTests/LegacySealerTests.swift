@@ -1,7 +1,7 @@
 import EventSourcing
 import Foundation
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import XCTest
@@ -13,8 +13,8 @@ final class LegacySealerTests: XCTestCase {
     func testLegacyEventsAreSealedInPlaceOnceAndTheAccountStillSignsIn() async throws {
         let database = try await TestDatabase.create()
         let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 6, count: 32))
-        let admin = AdminService(core: core)
-        _ = try await admin.createRealm("r", settings: RealmSettings(hosts: ["r.test"], displayName: "R"), metadata: .init())
+        let admin = core.administration
+        _ = try await admin.realms.create("r", settings: RealmSettings(hosts: ["r.test"], displayName: "R"), metadata: .init())
         // What an older version wrote: plaintext address and names, a plaintext client IP.
         let id = UUID()
         let stream = StreamNames.user(realm: "r", userID: id)
@@ -27,15 +27,15 @@ final class LegacySealerTests: XCTestCase {
             UPDATE events SET metadata = jsonb_set(metadata, '{clientIP}', '"198.51.100.7"') WHERE stream_id = \(stream.id)
             """)
         let before = try await database.pool.query("SELECT position, stream_version FROM events WHERE stream_id = \(stream.id)").first
-        let legacyFound = try await admin.findUser(realm: "r", "legacy.person@example.com")
+        let legacyFound = try await admin.users.find(realm: "r", "legacy.person@example.com")
         XCTAssertEqual(legacyFound, id, "legacy rows are found by their plain key")
 
-        let dry = try await LegacySealer(core: core, addressRetention: 30 * 86_400).run(dryRun: true)
+        let dry = try await core.legacySealer(addressRetention: 30 * 86_400).run(dryRun: true)
         XCTAssertEqual(dry.eventsRewritten, 1)
         let untouched = try await database.pool.query("SELECT payload::text FROM events WHERE stream_id = \(stream.id)").first?.decode(String.self, at: 0)
         XCTAssertTrue(try XCTUnwrap(untouched).contains("legacy.person@example.com"), "a dry run writes nothing")
 
-        let report = try await LegacySealer(core: core, addressRetention: 30 * 86_400).run(dryRun: false)
+        let report = try await core.legacySealer(addressRetention: 30 * 86_400).run(dryRun: false)
         XCTAssertEqual(report.eventsRewritten, 1)
         XCTAssertEqual(report.addressesSealed, 1)
         let row = try await database.pool.query(
@@ -51,17 +51,17 @@ final class LegacySealerTests: XCTestCase {
         let users = try await database.pool.query("SELECT email, email_key FROM users").first
         XCTAssertFalse(try XCTUnwrap(try users?.decode(String.self, at: 0)).contains("legacy.person"), "the read model was rebuilt")
         XCTAssertFalse(try XCTUnwrap(try users?.decode(String.self, at: 1)).hasPrefix("plain:"))
-        let sealedFound = try await admin.findUser(realm: "r", "legacy.person@example.com")
+        let sealedFound = try await admin.users.find(realm: "r", "legacy.person@example.com")
         XCTAssertEqual(sealedFound, id, "found by the blind index now")
-        let profile = try await admin.profile(realm: "r", userID: id).profile
+        let profile = try await admin.users.profile(realm: "r", userID: id).profile
         XCTAssertEqual(profile.email, "legacy.person@example.com")
         XCTAssertEqual(profile.firstName, "Oldname")
         let pending = try await LegacySealer.pending(pool: database.pool)
         XCTAssertFalse(pending)
 
-        let second = try await LegacySealer(core: core, addressRetention: 30 * 86_400).run(dryRun: false)
+        let second = try await core.legacySealer(addressRetention: 30 * 86_400).run(dryRun: false)
         XCTAssertEqual(second.eventsRewritten, 0, "idempotent")
-        let erased = try await admin.eraseUser(realm: "r", id.uuidString, metadata: .init())
+        let erased = try await admin.users.erase(realm: "r", id.uuidString, metadata: .init())
         XCTAssertEqual(erased.keysShredded, 1, "a sealed legacy user can be erased")
         await database.drop()
     }
@@ -72,7 +72,7 @@ final class LegacySealerTests: XCTestCase {
     func testLegacyPasskeyNamesAreSealedAndTheReadModelRebuilt() async throws {
         let database = try await TestDatabase.create()
         let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 6, count: 32))
-        _ = try await AdminService(core: core).createRealm("r", settings: RealmSettings(hosts: ["r.test"], displayName: "R"), metadata: .init())
+        _ = try await core.administration.realms.create("r", settings: RealmSettings(hosts: ["r.test"], displayName: "R"), metadata: .init())
         let owner = UUID()
         let passkeyID = UUID()
         let stream = StreamNames.passkey(realm: "r", passkeyID: passkeyID)
@@ -85,7 +85,7 @@ final class LegacySealerTests: XCTestCase {
                     displayName: .plain("Oldname's phone"), clientID: "app", createdAt: Date())), now: Date(), metadata: .init())
         _ = try await actor.execute(
             .rename("Oldname's tablet", sealed: .plain("Oldname's tablet"), current: "Oldname's phone", by: "user:x"), now: Date(), metadata: .init())
-        let report = try await LegacySealer(core: core, addressRetention: 30 * 86_400).run(dryRun: false)
+        let report = try await core.legacySealer(addressRetention: 30 * 86_400).run(dryRun: false)
         XCTAssertEqual(report.eventsRewritten, 2, "the enrolment and the rename")
         let stored = try await database.pool.query(
             "SELECT string_agg(payload::text, ' ') FROM events WHERE stream_id = \(stream.id)").first?.decode(String.self, at: 0) ?? ""

@@ -1,5 +1,5 @@
 import Foundation
-import ModgudService
+@testable import ModgudService
 import PostgresTestSupport
 import SMTP
 import Synchronization

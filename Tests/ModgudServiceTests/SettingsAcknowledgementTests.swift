@@ -27,17 +27,17 @@ final class SettingsAcknowledgementTests: XCTestCase {
         let a = try ModgudCore(pool: database.pool, masterKey: nil)
         let secondPool = database.makePool(maxConnections: 4)
         let b = try ModgudCore(pool: secondPool, masterKey: nil, settingsMaxAge: .seconds(3600))
-        _ = try await AdminService(core: a).createRealm("demo", settings: demoSettings, metadata: .none)
+        _ = try await a.administration.realms.create("demo", settings: demoSettings, metadata: .none)
         let listening = Flag()
         let listener = SettingsChangeListener(
-            configuration: secondPool.configuration, invalidate: { b.invalidateSettings($0) }, logger: Logger(label: "test"), applyDelay: .milliseconds(400),
+            configuration: secondPool.configuration, invalidate: { b.settingsNotifier.invalidateLocally($0) }, logger: Logger(label: "test"), applyDelay: .milliseconds(400),
             onListening: { listening.set() })
         let task = Task { await listener.run() }
         try await Eventually.wait("B listens") { listening.isSet }
         let before = try await b.realmDirectory.settings(realm: "demo")
         XCTAssertEqual(before?.displayName, "Demo", "B holds the realm (for an hour without a notification)")
 
-        _ = try await AdminService(core: a).updateRealm("demo", metadata: .none) { $0.displayName = "Renamed" }
+        _ = try await a.administration.realms.update("demo", metadata: .none) { $0.displayName = "Renamed" }
         let after = try await b.realmDirectory.settings(realm: "demo")
         XCTAssertEqual(after?.displayName, "Renamed", "B's next read after A's answer has the change")
         let rows = try await database.pool.query("SELECT acknowledged >= (SELECT last_value FROM settings_changes) FROM settings_instances")

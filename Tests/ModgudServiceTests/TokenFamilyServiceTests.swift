@@ -1,7 +1,7 @@
 import EventSourcing
 import Foundation
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import XCTest

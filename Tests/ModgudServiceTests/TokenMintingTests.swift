@@ -3,7 +3,7 @@ import EventSourcing
 import Foundation
 import JWTKit
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import XCTest

@@ -1,6 +1,6 @@
 import Foundation
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import XCTest
 
 /// Issue 40, item 2: the client cache of one instance may predate a change made on another

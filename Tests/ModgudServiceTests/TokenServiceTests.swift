@@ -1,7 +1,7 @@
 import EventSourcing
 import Foundation
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import XCTest
@@ -76,7 +76,7 @@ final class TokenServiceTests: XCTestCase {
         XCTAssertEqual(svc.id, "svc")
         _ = try await instance.clients.actor(for: StreamNames.client(realm: "demo", clientID: "app")).execute(.disable, now: now, metadata: .none)
         // The authenticator holds clients per instance; writers drop the entry after a change
-        // (AdminService does, and SettingsChangeListener for the other instances).
+        // (Administration does, and SettingsChangeListener for the other instances).
         authenticator.invalidate(realm: "demo", clientID: "app")
         do {
             _ = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)

@@ -47,7 +47,7 @@ struct LoadCommand: AsyncParsableCommand {
         let environment = try await LoadEnvironment.open(self)
         var failures = 0
         do {
-            var fixtures = LoadFixtureSet(core: environment.core)
+            var fixtures = environment.fixtures
             try await fixtures.prepareRealm()
             if let server = environment.server { try await server.waitUntilReady() }
             emit("modgud bench load — \(connections) connections, \(seconds) s per scenario\(rate.map { ", paced at \(Int($0))/s" } ?? "")")

@@ -6,9 +6,9 @@ import ModgudService
 import PQ
 
 /// Where `modgud bench load` runs: a server (started here, or given by --url), its database
-/// and a core on that database for preparing material.
+/// and the service layer on that database for preparing material.
 struct LoadEnvironment {
-    let core: ModgudCore
+    let fixtures: LoadFixtureSet
     let pool: PQPool
     let connection: LoadHTTPConnection
     let server: ServerProcess?
@@ -40,7 +40,7 @@ struct LoadEnvironment {
                 throw CommandError("set MODGUD_MASTER_KEY to the server's key: the bench prepares codes the server must accept")
             }
             return LoadEnvironment(
-                core: try ModgudCore(pool: pool, masterKey: masterKey), pool: pool,
+                fixtures: try fixtures(pool: pool, masterKey: masterKey), pool: pool,
                 connection: LoadHTTPConnection(host: host, port: port, authority: LoadFixtureSet.host), server: nil, cluster: nil, folder: nil)
         }
         let folder = command.dataDir + "/run-\(getpid())"
@@ -61,9 +61,17 @@ struct LoadEnvironment {
             ],
             logPath: folder + "/server.log")
         return LoadEnvironment(
-            core: try ModgudCore(pool: pool, masterKey: masterKey), pool: pool,
+            fixtures: try fixtures(pool: pool, masterKey: masterKey), pool: pool,
             connection: LoadHTTPConnection(host: "127.0.0.1", port: port, authority: LoadFixtureSet.host), server: server, cluster: cluster,
             folder: folder)
+    }
+
+    /// The material's writers: the services of a composition on the server's database.
+    private static func fixtures(pool: PQPool, masterKey: [UInt8]) throws -> LoadFixtureSet {
+        let core = try ModgudCore(pool: pool, masterKey: masterKey)
+        return LoadFixtureSet(
+            admin: core.administration, clients: core.clientAuthenticator, tokens: core.tokenService, realms: core.realmDirectory,
+            passkeyService: core.passkeys, fixtures: core.loadFixtures())
     }
 
     /// Counters after PostgreSQL's statistics settled.

@@ -15,7 +15,12 @@ struct LoadFixtureSet: Sendable {
     static let appClient = "bench-app"
     static let serviceClient = "bench-service"
 
-    let core: ModgudCore
+    let admin: Administration
+    let clients: ClientAuthenticator
+    let tokens: TokenService
+    let realms: RealmDirectory
+    let passkeyService: PasskeyService
+    let fixtures: LoadFixtures
     let metadata = EventMetadata(actor: "system:bench")
     /// The service client's secret (set up by `prepareRealm`).
     var serviceSecret = ""
@@ -24,7 +29,6 @@ struct LoadFixtureSet: Sendable {
     /// clients; on a database that has them already, lifts the limits again and rotates the
     /// service client's secret.
     mutating func prepareRealm() async throws {
-        let admin = AdminService(core: core)
         var lifted: [String: RateLimitSetting] = [:]
         for policy in RateLimitPolicy.all {
             lifted[policy.name] = RateLimitSetting(limit: 1_000_000_000, windowSeconds: 1, burst: 1_000_000_000)
@@ -32,49 +36,49 @@ struct LoadFixtureSet: Sendable {
         let settings = RealmSettings(
             hosts: [Self.host], displayName: "Modgud bench", primaryDomain: Self.host, nativeGrants: NativeGrantSettings(enabled: true),
             registrationPosture: .jitOnOtp, magicLinkEnabled: true, rateLimitOverrides: lifted)
-        if try await admin.realm(Self.realmID).exists {
-            _ = try await admin.updateRealm(Self.realmID, metadata: metadata) { $0 = settings }
+        if try await admin.realms.get(Self.realmID).exists {
+            _ = try await admin.realms.update(Self.realmID, metadata: metadata) { $0 = settings }
         } else {
-            _ = try await admin.createRealm(Self.realmID, settings: settings, metadata: metadata)
+            _ = try await admin.realms.create(Self.realmID, settings: settings, metadata: metadata)
         }
-        if try await admin.realm(Self.realmID).activeKey == nil {
-            try await core.keys.rotate(realm: Self.realmID, now: Date(), metadata: metadata)
+        if try await admin.realms.get(Self.realmID).activeKey == nil {
+            _ = try await admin.realms.rotateSigningKey(realm: Self.realmID, algorithm: .es256, metadata: metadata)
         }
-        let app = try await admin.client(realm: Self.realmID, id: Self.appClient)
+        let app = try await admin.clients.get(realm: Self.realmID, id: Self.appClient)
         if !app.exists {
-            _ = try await admin.createClient(
+            _ = try await admin.clients.create(
                 realm: Self.realmID, id: Self.appClient,
                 settings: ClientSettings(
                     type: .public, displayName: "Bench app", grants: [.otp, .magic, .passkey, .refreshToken],
                     allowedScopes: ["openid", "email", "profile", "offline_access"], rpID: Self.host, passkeySignUp: true),
                 metadata: metadata)
         } else if app.settings?.passkeySignUp == false {
-            _ = try await admin.updateClient(realm: Self.realmID, id: Self.appClient, metadata: metadata) { $0.passkeySignUp = true }
+            _ = try await admin.clients.update(realm: Self.realmID, id: Self.appClient, metadata: metadata) { $0.passkeySignUp = true }
         }
-        if try await !admin.client(realm: Self.realmID, id: Self.serviceClient).exists {
-            _ = try await admin.createClient(
+        if try await !admin.clients.get(realm: Self.realmID, id: Self.serviceClient).exists {
+            _ = try await admin.clients.create(
                 realm: Self.realmID, id: Self.serviceClient,
                 settings: ClientSettings(type: .confidential, displayName: "Bench service", grants: [.clientCredentials], allowedScopes: ["api"]),
                 metadata: metadata)
         }
-        serviceSecret = try await admin.rotateClientSecret(realm: Self.realmID, id: Self.serviceClient, metadata: metadata)
+        serviceSecret = try await admin.clients.rotateSecret(realm: Self.realmID, id: Self.serviceClient, metadata: metadata)
     }
 
     /// A confirmed user with a fresh random address.
     func user(_ label: String) async throws -> (id: UUID, email: EmailAddress) {
         let email = EmailAddress("\(label)-\(UUID().uuidString.lowercased())@bench.load.test")!
-        return (try await AdminService(core: core).createUser(realm: Self.realmID, email: email.value, metadata: metadata).id, email)
+        return (try await admin.users.create(realm: Self.realmID, email: email.value, metadata: metadata).id, email)
     }
 
     /// Signed-in sessions of the app client: one refresh token each, and with `dpop` the
     /// key each session is bound to.
     func refreshTokens(_ count: Int, dpop: Bool = false) async throws -> [(token: String, key: SoftwareDPoPKey?)] {
-        let client = try await core.clientAuthenticator.authenticate(realm: Self.realmID, clientID: Self.appClient, secret: nil)
+        let client = try await clients.authenticate(realm: Self.realmID, clientID: Self.appClient, secret: nil)
         return try await Self.concurrently(count) { _ in
             let (id, _) = try await user("refresh")
-            let state = try await core.user(realm: Self.realmID, id: id)
+            let state = try await admin.users.state(realm: Self.realmID, id: id)
             let key = dpop ? SoftwareDPoPKey() : nil
-            let tokens = try await core.tokenService.signIn(
+            let tokens = try await tokens.signIn(
                 client: client, user: state, grantType: .otp, scope: "openid offline_access", resources: [], amr: ["otp"],
                 issuer: "https://\(Self.host)", dpopKey: key?.thumbprint, metadata: metadata)
             return (tokens.refreshToken!, key)
@@ -83,10 +87,10 @@ struct LoadFixtureSet: Sendable {
 
     /// An access token of the app client (for introspection).
     func accessToken() async throws -> String {
-        let client = try await core.clientAuthenticator.authenticate(realm: Self.realmID, clientID: Self.appClient, secret: nil)
+        let client = try await clients.authenticate(realm: Self.realmID, clientID: Self.appClient, secret: nil)
         let (id, _) = try await user("introspect")
-        let state = try await core.user(realm: Self.realmID, id: id)
-        return try await core.tokenService.signIn(
+        let state = try await admin.users.state(realm: Self.realmID, id: id)
+        return try await tokens.signIn(
             client: client, user: state, grantType: .otp, scope: "openid", resources: [], amr: ["otp"], issuer: "https://\(Self.host)",
             metadata: metadata
         ).accessToken
@@ -94,7 +98,6 @@ struct LoadFixtureSet: Sendable {
 
     /// Registration codes for addresses that have no account yet (each redeem signs a user up).
     func registrationCodes(_ count: Int) async throws -> [(email: String, code: String)] {
-        let fixtures = LoadFixtures(core: core)
         return try await Self.concurrently(count) { _ in
             let email = EmailAddress("otp-\(UUID().uuidString.lowercased())@bench.load.test")!
             return (email.value, try await fixtures.registrationCode(email: email, realm: Self.realmID, metadata: metadata))
@@ -103,7 +106,6 @@ struct LoadFixtureSet: Sendable {
 
     /// Magic links of existing users, one user each.
     func magicLinks(_ count: Int) async throws -> [(userID: String, token: String)] {
-        let fixtures = LoadFixtures(core: core)
         return try await Self.concurrently(count) { _ in
             let (id, _) = try await user("magic")
             return (id.uuidString.lowercased(), try await fixtures.magicLink(userID: id, realm: Self.realmID, metadata: metadata))
@@ -112,16 +114,16 @@ struct LoadFixtureSet: Sendable {
 
     /// Users with one enrolled passkey each (the software authenticator holds the keys).
     func passkeys(_ count: Int) async throws -> [SoftwareCredential] {
-        guard let realm = try await core.realmDirectory.realm(forHost: Self.host) else { throw CommandError("the bench realm is missing") }
+        guard let realm = try await realms.realm(forHost: Self.host) else { throw CommandError("the bench realm is missing") }
         return try await Self.concurrently(count) { _ in
             let (id, _) = try await user("passkey")
-            let begun = try await core.passkeys.beginEnrollment(realm: realm, userID: id, clientID: Self.appClient, metadata: metadata)
+            let begun = try await passkeyService.beginEnrollment(realm: realm, userID: id, clientID: Self.appClient, metadata: metadata)
             guard case .creation(let challenge, _, _, let handle, _, _, _, _) = begun.options, let userHandle = Base64URL.decode(handle) else {
                 throw CommandError("unexpected enrollment options")
             }
             let credential = SoftwareCredential(rpID: Self.host, userHandle: userHandle)
             let attestation = SoftwareAuthenticator().register(credential, .init(challenge: challenge, origin: Self.origin))
-            _ = try await core.passkeys.completeEnrollment(
+            _ = try await passkeyService.completeEnrollment(
                 realm: realm, userID: id, clientID: Self.appClient, ceremonyID: begun.ceremonyID.uuidString, attestation: attestation.json,
                 displayName: "bench", metadata: metadata)
             return credential

@@ -26,19 +26,19 @@ struct SessionsCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await AdminContext.run(database) { context in
-            let core = context.admin.core
-            let client = try await core.clientAuthenticator.authenticate(realm: realm, clientID: self.client, secret: nil)
+            let services = context.services
+            let client = try await services.clients.authenticate(realm: realm, clientID: self.client, secret: nil)
             for index in 0..<count {
                 let email = index == 0 && self.email != nil ? self.email! : "load-\(index)-\(UUID().uuidString.prefix(8).lowercased())@example.com"
-                let created = try await context.admin.createUser(realm: realm, email: email, metadata: context.metadata)
-                let user = try await core.user(realm: realm, id: created.id)
+                let created = try await context.admin.users.create(realm: realm, email: email, metadata: context.metadata)
+                let user = try await context.admin.users.state(realm: realm, id: created.id)
                 let key = dpop ? SoftwareDPoPKey() : nil
-                let tokens = try await core.tokenService.signIn(
+                let tokens = try await services.tokens.signIn(
                     client: client, user: user, grantType: .otp, scope: scope, resources: [], amr: ["otp"], issuer: "https://\(realm)",
                     dpopKey: key?.thumbprint, metadata: context.metadata)
-                if passkey, let settings = try await core.realmDirectory.settings(realm: realm) {
+                if passkey, let settings = try await services.realms.settings(realm: realm) {
                     try await SoftwarePasskeyEnrollment.enroll(
-                        core: core, realm: RealmDirectory.Entry(realmID: realm, settings: settings), userID: created.id, clientID: self.client,
+                        passkeys: services.passkeys, realm: RealmDirectory.Entry(realmID: realm, settings: settings), userID: created.id, clientID: self.client,
                         name: "Pixel of \(email)")
                 }
                 guard let refresh = tokens.refreshToken else { throw CommandError("no refresh token: grant \(scope) to a client with refresh_token") }

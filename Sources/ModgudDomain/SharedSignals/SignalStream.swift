@@ -42,7 +42,7 @@ public enum SignalStream: Aggregate {
     public static func decide(_ command: Command, state: State, now: Date) throws(DomainError) -> [SignalStreamEvent] {
         if case .create(let streamID, let clientID, let issuer, let configuration) = command {
             // SSF 1.0 section 8.1.1.1: one stream per receiver here, so a second is a conflict.
-            guard !state.exists else { throw DomainError("SignalStream.Exists", "This receiver already has a stream.") }
+            guard !state.exists else { throw DomainError.conflict("SignalStream.Exists", "This receiver already has a stream.") }
             try configuration.validate()
             return [.created(SignalStreamCreated(streamID: streamID, clientID: clientID, issuer: issuer, configuration: configuration))]
         }
@@ -67,7 +67,7 @@ public enum SignalStream: Aggregate {
             }
             // Section 8.1.4.2: requests more frequent than min_verification_interval get a 429.
             if let last = state.lastVerification, now.timeIntervalSince(last) < minVerificationInterval {
-                throw DomainError("SignalStream.TooFrequent", "Verification requests are at most one per \(Int(minVerificationInterval)) seconds.")
+                throw DomainError.tooFrequent("SignalStream.TooFrequent", "Verification requests are at most one per \(Int(minVerificationInterval)) seconds.")
             }
             return [.verificationRequested(SignalStreamVerificationRequested(state: verificationState, requestedAt: now))]
         case .delete:

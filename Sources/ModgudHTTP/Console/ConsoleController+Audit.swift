@@ -6,11 +6,11 @@ import ModgudService
 /// checkpoint covers each event.
 extension ConsoleController {
     func auditPage(realm: String, streams: [String], title: String, crumbs: [(String, String)]) async throws -> ConsolePage {
-        try await auditPage(realm: realm, entries: try await admin.history(realm: realm, streams: streams), title: title, crumbs: crumbs)
+        try await auditPage(realm: realm, entries: try await admin.audit.history(realm: realm, streams: streams), title: title, crumbs: crumbs)
     }
 
-    func auditPage(realm: String, entries: [AdminService.AuditEntry], title: String, crumbs: [(String, String)]) async throws -> ConsolePage {
-        let coverage = try await admin.auditCoverage(realm: realm)
+    func auditPage(realm: String, entries: [AuditQueries.Entry], title: String, crumbs: [(String, String)]) async throws -> ConsolePage {
+        let coverage = try await admin.audit.coverage(realm: realm)
         let rows = entries.reversed().map { entry -> [String: Any] in
             var detail = entry.detail
             if let client = entry.client { detail += (detail.isEmpty ? "" : " ") + "client=\(client)" }

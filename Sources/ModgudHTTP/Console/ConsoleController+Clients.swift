@@ -10,8 +10,8 @@ extension ConsoleController {
         router.get("console/realms/:realm/clients") { request, context in
             await page(request, context) { _ in
                 let realm = context.parameters.get("realm") ?? ""
-                guard try await admin.realm(realm).exists else { throw ConsoleRefusal.notFound("realm") }
-                let clients = try await admin.clients(realm: realm).map { ["id": $0.id, "type": $0.type, "enabled": $0.enabled] as [String: Any] }
+                guard try await admin.realms.get(realm).exists else { throw ConsoleRefusal.notFound("realm") }
+                let clients = try await admin.clients.list(realm: realm).map { ["id": $0.id, "type": $0.type, "enabled": $0.enabled] as [String: Any] }
                 return ConsolePage(
                     template: "clients", title: "Clients of \(realm)", values: ["realm": realm, "clients": clients], section: "realms",
                     crumbs: [("Realms", "/console/realms"), (realm, "/console/realms/\(realm)")])
@@ -27,12 +27,12 @@ extension ConsoleController {
                 var settings = ClientSettings(type: form["type"] == "confidential" ? .confidential : .public, grants: [], allowedScopes: [])
                 do {
                     try ConsoleClientForm.apply(form, to: &settings)
-                    let (_, secret) = try await admin.createClient(realm: realm, id: id, settings: settings, metadata: metadata(session, context))
+                    let (_, secret) = try await admin.clients.create(realm: realm, id: id, settings: settings, metadata: metadata(session, context))
                     var page = try await clientPage(realm: realm, id: id)
                     page.values["secret"] = secret
                     page.notice = "Client \(id) created."
                     return try await render(page, session: session, started: .now)
-                } catch let refused as DomainError {
+                } catch let refused as ServiceRefusal {
                     var page = newClientPage(realm, form: ConsoleClientForm.values(settings, id: id))
                     page.error = refused.message
                     page.status = .badRequest
@@ -46,7 +46,7 @@ extension ConsoleController {
         router.post("console/realms/:realm/clients/:client") { request, context in
             await action(request, context) { session, form in
                 let (realm, id) = (context.parameters.get("realm") ?? "", context.parameters.get("client") ?? "")
-                let (_, warning) = try await admin.updateClient(realm: realm, id: id, metadata: metadata(session, context)) {
+                let (_, warning) = try await admin.clients.update(realm: realm, id: id, metadata: metadata(session, context)) {
                     try ConsoleClientForm.apply(form, to: &$0)
                 }
                 var page = try await clientPage(realm: realm, id: id)
@@ -63,10 +63,10 @@ extension ConsoleController {
         router.post("console/realms/:realm/clients/:client/rotate-secret") { request, context in
             await action(request, context) { session, _ in
                 let (realm, id) = (context.parameters.get("realm") ?? "", context.parameters.get("client") ?? "")
-                guard try await admin.client(realm: realm, id: id).settings?.type == .confidential else {
+                guard try await admin.clients.get(realm: realm, id: id).settings?.type == .confidential else {
                     throw ConsoleRefusal.badForm("Only a confidential client has a secret.")
                 }
-                let secret = try await admin.rotateClientSecret(realm: realm, id: id, metadata: metadata(session, context))
+                let secret = try await admin.clients.rotateSecret(realm: realm, id: id, metadata: metadata(session, context))
                 var page = try await clientPage(realm: realm, id: id)
                 page.values["secret"] = secret
                 return try await render(page, session: session, started: .now)
@@ -76,7 +76,7 @@ extension ConsoleController {
             router.post("console/realms/:realm/clients/:client/\(verb)") { request, context in
                 await action(request, context) { session, _ in
                     let (realm, id) = (context.parameters.get("realm") ?? "", context.parameters.get("client") ?? "")
-                    _ = try await admin.setClientEnabled(realm: realm, id: id, enabled: enabled, metadata: metadata(session, context))
+                    _ = try await admin.clients.setEnabled(realm: realm, id: id, enabled: enabled, metadata: metadata(session, context))
                     return ConsoleResponse.redirect("/console/realms/\(realm)/clients/\(id)")
                 }
             }
@@ -84,7 +84,7 @@ extension ConsoleController {
         router.get("console/realms/:realm/clients/:client/audit") { request, context in
             await page(request, context) { _ in
                 let (realm, id) = (context.parameters.get("realm") ?? "", context.parameters.get("client") ?? "")
-                guard try await admin.client(realm: realm, id: id).exists else { throw ConsoleRefusal.notFound("client") }
+                guard try await admin.clients.get(realm: realm, id: id).exists else { throw ConsoleRefusal.notFound("client") }
                 return try await auditPage(
                     realm: realm, streams: [StreamNames.client(realm: realm, clientID: id).id], title: "History of client \(id)",
                     crumbs: [("Realms", "/console/realms"), (realm, "/console/realms/\(realm)"), ("Clients", "/console/realms/\(realm)/clients"),
@@ -100,11 +100,11 @@ extension ConsoleController {
     }
 
     private func clientPage(realm: String, id: String) async throws -> ConsolePage {
-        let state = try await admin.client(realm: realm, id: id)
-        guard let settings = state.settings, let realmSettings = try await admin.realm(realm).settings else { throw ConsoleRefusal.notFound("client") }
+        let state = try await admin.clients.get(realm: realm, id: id)
+        guard let settings = state.settings, let realmSettings = try await admin.realms.get(realm).settings else { throw ConsoleRefusal.notFound("client") }
         // The files as the realm's host serves them (every client's apps for the host).
         let host = PasskeyService.rpID(client: settings, realm: realmSettings) ?? realmSettings.hosts.first ?? ""
-        let apps = try await admin.appAssociations(realm: RealmDirectory.Entry(realmID: realm, settings: realmSettings), host: host)
+        let apps = try await admin.realms.appAssociations(realm: RealmDirectory.Entry(realmID: realm, settings: realmSettings), host: host)
         var values: [String: Any] = [
             "realm": realm, "id": id, "type": settings.type.rawValue, "confidential": settings.type == .confidential, "enabled": state.enabled,
             "form": ConsoleClientForm.values(settings, id: id), "associationHost": host,

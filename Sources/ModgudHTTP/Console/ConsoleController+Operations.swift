@@ -65,7 +65,7 @@ extension ConsoleController {
         let counts = try await mailOutbox().counts()
         let streams = try await operations.signals.streams()
         let stats: [[String: String]] = [
-            ["label": "realms", "value": ConsoleFormat.count(try await admin.realms().count)],
+            ["label": "realms", "value": ConsoleFormat.count(try await admin.realms.list().count)],
             ["label": "mails waiting", "value": ConsoleFormat.count(counts.pending)],
             ["label": "dead letters", "value": ConsoleFormat.count(counts.dead)],
             ["label": "signal streams", "value": ConsoleFormat.count(streams.count)],

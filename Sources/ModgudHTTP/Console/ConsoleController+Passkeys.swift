@@ -61,15 +61,15 @@ extension ConsoleController {
 
     /// The signed-in operator's own account and passkeys.
     private func mePage(_ session: OperatorConsole.Operator) async throws -> ConsolePage {
-        let (state, profile) = try await admin.profile(realm: session.realm, userID: session.userID)
-        let client = try await admin.client(realm: session.realm, id: OperatorConsole.clientID).settings
-        let realm = try await admin.realm(session.realm).settings
+        let (state, profile) = try await admin.users.profile(realm: session.realm, userID: session.userID)
+        let client = try await admin.clients.get(realm: session.realm, id: OperatorConsole.clientID).settings
+        let realm = try await admin.realms.get(session.realm).settings
         let rpID = realm.flatMap { PasskeyService.rpID(client: client, realm: $0) }
         let facts: [[String: String]] = [
             ["label": "Email", "value": profile.email ?? "-"], ["label": "Realm", "value": session.realm],
             ["label": "Roles", "value": state.roles.joined(separator: ", ")], ["label": "Two-factor", "value": state.encryptedTOTPSecret == nil ? "off" : "on"],
         ]
-        let passkeys = Self.passkeyRows(try await admin.passkeys(realm: session.realm, userID: session.userID))
+        let passkeys = Self.passkeyRows(try await admin.users.passkeys(realm: session.realm, userID: session.userID))
         var values: [String: Any] = ["realm": session.realm, "userID": session.userID.uuidString.lowercased(), "facts": facts, "passkeys": passkeys]
         if let rpID { values["rpID"] = rpID }
         return ConsolePage(template: "me", title: "Your account", values: values, section: "me")

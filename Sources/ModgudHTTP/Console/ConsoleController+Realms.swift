@@ -8,7 +8,7 @@ extension ConsoleController {
     func registerRealms(on router: Router<ModgudRequestContext>) {
         router.get("console/realms") { request, context in
             await page(request, context) { _ in
-                let realms = try await admin.realms().map { ["id": $0.id, "hosts": $0.hosts.joined(separator: ", "), "native": $0.nativeGrants] as [String: Any] }
+                let realms = try await admin.realms.list().map { ["id": $0.id, "hosts": $0.hosts.joined(separator: ", "), "native": $0.nativeGrants] as [String: Any] }
                 return ConsolePage(template: "realms", title: "Realms", values: ["realms": realms], section: "realms")
             }
         }
@@ -18,7 +18,7 @@ extension ConsoleController {
         router.get("console/realms/:realm/audit") { request, context in
             await page(request, context) { _ in
                 let realm = context.parameters.get("realm") ?? ""
-                guard try await admin.realm(realm).exists else { throw ConsoleRefusal.notFound("realm") }
+                guard try await admin.realms.get(realm).exists else { throw ConsoleRefusal.notFound("realm") }
                 return try await auditPage(
                     realm: realm, streams: [StreamNames.realm(realm).id], title: "History of realm \(realm)",
                     crumbs: [("Realms", "/console/realms"), (realm, "/console/realms/\(realm)")])
@@ -27,7 +27,7 @@ extension ConsoleController {
         router.post("console/realms/:realm/settings") { request, context in
             await action(request, context) { session, form in
                 let realm = context.parameters.get("realm") ?? ""
-                let (_, warning) = try await admin.updateRealm(realm, metadata: metadata(session, context)) { settings in
+                let (_, warning) = try await admin.realms.update(realm, metadata: metadata(session, context)) { settings in
                     try Self.applyRealmForm(form, to: &settings)
                 }
                 guard let warning else { return ConsoleResponse.redirect("/console/realms/\(realm)") }
@@ -40,21 +40,21 @@ extension ConsoleController {
         router.post("console/realms/:realm/rotate-key") { request, context in
             await action(request, context) { session, form in
                 let realm = context.parameters.get("realm") ?? ""
-                guard try await admin.realm(realm).exists else { throw ConsoleRefusal.notFound("realm") }
+                guard try await admin.realms.get(realm).exists else { throw ConsoleRefusal.notFound("realm") }
                 guard let algorithm = SigningKeyMaterial.Algorithm(rawValue: form["algorithm"] ?? "ES256") else {
                     throw ConsoleRefusal.badForm("Choose ES256 or RS256.")
                 }
-                _ = try await admin.rotateSigningKey(realm: realm, algorithm: algorithm, metadata: metadata(session, context))
+                _ = try await admin.realms.rotateSigningKey(realm: realm, algorithm: algorithm, metadata: metadata(session, context))
                 return ConsoleResponse.redirect("/console/realms/\(realm)")
             }
         }
         router.post("console/realms/:realm/retire-key") { request, context in
             await action(request, context) { session, form in
                 let realm = context.parameters.get("realm") ?? ""
-                guard try await admin.realm(realm).exists else { throw ConsoleRefusal.notFound("realm") }
+                guard try await admin.realms.get(realm).exists else { throw ConsoleRefusal.notFound("realm") }
                 do {
-                    _ = try await admin.retireSigningKey(realm: realm, kid: form["kid"] ?? "", force: form["force"] == "on", metadata: metadata(session, context))
-                } catch let refused as DomainError {
+                    _ = try await admin.realms.retireSigningKey(realm: realm, kid: form["kid"] ?? "", force: form["force"] == "on", metadata: metadata(session, context))
+                } catch let refused as ServiceRefusal {
                     var page = try await realmPage(realm)
                     page.error = refused.message
                     return try await render(page, session: session, started: .now)
@@ -65,7 +65,7 @@ extension ConsoleController {
     }
 
     func realmPage(_ id: String) async throws -> ConsolePage {
-        let state = try await admin.realm(id)
+        let state = try await admin.realms.get(id)
         guard let settings = state.settings else { throw ConsoleRefusal.notFound("realm") }
         let facts: [[String: String]] = [
             ["label": "Display name", "value": settings.displayName],

@@ -15,11 +15,11 @@ extension ConsoleController {
                 let realm = context.parameters.get("realm") ?? ""
                 let query = request.uri.queryParameters.get("q")?.trimmingCharacters(in: .whitespaces) ?? ""
                 // Found by address (its blind index) or id: straight to the user.
-                if !query.isEmpty, let id = try await admin.findUser(realm: realm, query), try await admin.userExists(realm: realm, id: id) {
+                if !query.isEmpty, let id = try await admin.users.find(realm: realm, query), try await admin.users.exists(realm: realm, id: id) {
                     return .redirect(userPath(realm, id))
                 }
                 let parameters = request.uri.queryParameters
-                let page: AdminService.UserPage =
+                let page: UserAdministration.UserPage =
                     if let after = parameters.get("after").flatMap(UUID.init(uuidString:)) { .after(after) }
                     else if let before = parameters.get("before").flatMap(UUID.init(uuidString:)) { .before(before) }
                     else { .first }
@@ -36,27 +36,27 @@ extension ConsoleController {
             await page(request, context) { _ in
                 let (realm, id) = try await target(context)
                 let crumbs = userCrumbs(realm) + [(id.uuidString.lowercased(), "/console/realms/\(realm)/users/\(id.uuidString.lowercased())")]
-                return try await auditPage(realm: realm, entries: try await admin.audit(realm: realm, userID: id), title: "History of a user", crumbs: crumbs)
+                return try await auditPage(realm: realm, entries: try await admin.audit.userHistory(realm: realm, userID: id), title: "History of a user", crumbs: crumbs)
             }
         }
         registerUserActions(on: router)
     }
 
     private func registerUserActions(on router: Router<ModgudRequestContext>) {
-        let actions: [(String, AdminService.UserAction)] = [("disable", .disable), ("enable", .enable), ("sessions/revoke-all", .logoutEverywhere)]
+        let actions: [(String, UserAdministration.UserAction)] = [("disable", .disable), ("enable", .enable), ("sessions/revoke-all", .logoutEverywhere)]
         for (path, verb) in actions {
             router.post("console/realms/:realm/users/:user/\(path)") { request, context in
                 await action(request, context) { session, _ in
                     let (realm, id) = try await target(context)
-                    _ = try await admin.apply(verb, realm: realm, userID: id, metadata: metadata(session, context))
+                    _ = try await admin.users.apply(verb, realm: realm, userID: id, metadata: metadata(session, context))
                     return ConsoleResponse.redirect(userPath(realm, id))
                 }
             }
         }
         // One of the user's sessions or passkeys, by id: false from the service means not theirs.
-        let removals: [(String, String, @Sendable (AdminService, String, UUID, UUID, EventMetadata) async throws -> Bool)] = [
-            ("sessions/:item/revoke", "session", { try await $0.revokeSession(realm: $1, userID: $2, familyID: $3, metadata: $4) }),
-            ("passkeys/:item/delete", "passkey", { try await $0.revokePasskey(realm: $1, userID: $2, passkeyID: $3, metadata: $4) }),
+        let removals: [(String, String, @Sendable (Administration, String, UUID, UUID, EventMetadata) async throws -> Bool)] = [
+            ("sessions/:item/revoke", "session", { try await $0.users.revokeSession(realm: $1, userID: $2, familyID: $3, metadata: $4) }),
+            ("passkeys/:item/delete", "passkey", { try await $0.users.revokePasskey(realm: $1, userID: $2, passkeyID: $3, metadata: $4) }),
         ]
         for (path, what, remove) in removals {
             router.post("console/realms/:realm/users/:user/\(path)") { request, context in
@@ -78,7 +78,7 @@ extension ConsoleController {
                     page.status = .badRequest
                     return try await render(page, session: session, started: .now)
                 }
-                _ = try await admin.eraseUser(realm: realm, id.uuidString, metadata: metadata(session, context))
+                _ = try await admin.users.erase(realm: realm, id.uuidString, metadata: metadata(session, context))
                 return ConsoleResponse.redirect(userPath(realm, id))
             }
         }
@@ -86,10 +86,10 @@ extension ConsoleController {
 
     /// A page of 50 in registration order, by keyset; one more is read to know whether the
     /// list goes on in the direction of travel.
-    private func usersPage(realm: String, query: String, page: AdminService.UserPage) async throws -> ConsolePage {
-        guard try await admin.realm(realm).exists else { throw ConsoleRefusal.notFound("realm") }
-        let total = try await admin.userCount(realm: realm)
-        var users = query.isEmpty ? try await admin.users(realm: realm, limit: Self.usersPerPage + 1, page: page) : []
+    private func usersPage(realm: String, query: String, page: UserAdministration.UserPage) async throws -> ConsolePage {
+        guard try await admin.realms.get(realm).exists else { throw ConsoleRefusal.notFound("realm") }
+        let total = try await admin.users.count(realm: realm)
+        var users = query.isEmpty ? try await admin.users.list(realm: realm, limit: Self.usersPerPage + 1, page: page) : []
         let more = users.count > Self.usersPerPage
         var (hasPrevious, hasNext) = (false, false)
         switch page {
@@ -109,7 +109,7 @@ extension ConsoleController {
 
     private func userPage(_ context: ModgudRequestContext) async throws -> ConsolePage {
         let (realm, id) = try await target(context)
-        let (state, profile) = try await admin.profile(realm: realm, userID: id)
+        let (state, profile) = try await admin.users.profile(realm: realm, userID: id)
         let erased = state.status == .erased
         let name = [profile.firstName, profile.lastName].compactMap { $0 }.joined(separator: " ")
         let facts: [[String: String]] = [
@@ -122,8 +122,8 @@ extension ConsoleController {
             ["label": "Roles", "value": state.roles.isEmpty ? "-" : state.roles.joined(separator: ", ")],
             ["label": "Registered via", "value": state.registeredVia ?? "-"],
         ]
-        let passkeys = Self.passkeyRows(try await admin.passkeys(realm: realm, userID: id))
-        let sessions = try await admin.sessions(realm: realm, userID: id).map { session -> [String: Any] in
+        let passkeys = Self.passkeyRows(try await admin.users.passkeys(realm: realm, userID: id))
+        let sessions = try await admin.users.sessions(realm: realm, userID: id).map { session -> [String: Any] in
             [
                 "id": session.familyID.uuidString.lowercased(), "client": session.clientID, "scopes": session.scopes.joined(separator: " "),
                 "started": ConsoleFormat.time(session.startedAt), "live": session.live, "ended": session.endedBecause ?? "",
@@ -140,10 +140,10 @@ extension ConsoleController {
 
     private func erasePage(_ context: ModgudRequestContext) async throws -> ConsolePage {
         let (realm, id) = try await target(context)
-        let (state, profile) = try await admin.profile(realm: realm, userID: id)
+        let (state, profile) = try await admin.users.profile(realm: realm, userID: id)
         guard state.status != .erased else { throw ConsoleRefusal.badForm("This user is erased already.") }
-        let liveSessions = try await admin.sessions(realm: realm, userID: id).filter(\.live).count
-        let passkeys = try await admin.passkeys(realm: realm, userID: id).count
+        let liveSessions = try await admin.users.sessions(realm: realm, userID: id).filter(\.live).count
+        let passkeys = try await admin.users.passkeys(realm: realm, userID: id).count
         return ConsolePage(
             template: "user-erase", title: "Erase a user",
             values: ["realm": realm, "id": id.uuidString.lowercased(), "email": profile.email ?? "-", "liveSessions": liveSessions, "passkeyCount": passkeys],
@@ -165,7 +165,7 @@ extension ConsoleController {
     /// The realm and user named in the path; 404 for a user the realm does not have.
     private func target(_ context: ModgudRequestContext) async throws -> (String, UUID) {
         let realm = context.parameters.get("realm") ?? ""
-        guard let id = UUID(uuidString: context.parameters.get("user") ?? ""), try await admin.userExists(realm: realm, id: id) else {
+        guard let id = UUID(uuidString: context.parameters.get("user") ?? ""), try await admin.users.exists(realm: realm, id: id) else {
             throw ConsoleRefusal.notFound("user")
         }
         return (realm, id)

@@ -10,7 +10,7 @@ import ModgudService
 /// session's CSRF token and, when the browser names one, the console's own origin.
 struct ConsoleController: Sendable {
     let console: OperatorConsole
-    let admin: AdminService
+    let admin: Administration
     let configuration: ConsoleConfiguration
     let operations: OperationsService
     static let cookieName = "modgud_console"
@@ -93,7 +93,7 @@ struct ConsoleController: Sendable {
         if let session {
             values["operator"] = true
             values["csrf"] = session.csrfToken
-            values["email"] = try await admin.profile(realm: session.realm, userID: session.userID).profile.email ?? session.userID.uuidString
+            values["email"] = try await admin.users.profile(realm: session.realm, userID: session.userID).profile.email ?? session.userID.uuidString
             if let section = page.section { values["current"] = [section: true] }
         }
         values["serverTime"] = ConsoleFormat.time(admin.now())
@@ -113,7 +113,7 @@ struct ConsoleController: Sendable {
         switch error {
         case let refused as ConsoleRefusal:
             (status, message) = (refused.status, refused.message)
-        case let refused as DomainError:
+        case let refused as ServiceRefusal:
             // The console shows a clash as the form's refusal, as any invalid value.
             status = refused.kind == .notFound ? .notFound : .badRequest
             message = refused.message

@@ -2,6 +2,7 @@ import Crypto
 import EventSourcing
 import Foundation
 import ModgudDomain
+import PQ
 
 /// Who may use the operator console, and their sessions (issue 31).
 ///
@@ -47,12 +48,26 @@ public struct OperatorConsole: Sendable {
     /// The code was right but the account may not use the console (its family is revoked).
     public struct NotAnOperator: Error, Sendable {}
 
-    public let core: ModgudCore
     public let settings: Settings
+    /// Email codes (throws without the master key).
+    let emailSignIn: @Sendable () throws -> EmailSignInService
+    let passkeys: PasskeyService
+    let clients: ClientAuthenticator
+    let tokens: TokenService
+    let realms: RealmDirectory
+    let families: AggregateRegistry<TokenFamily>
+    let operatorLogs: AggregateRegistry<OperatorLog>
+    /// Operators' realm, client, user and role (`addOperator`).
+    let admin: Administration
+    /// Read by `ConsoleSessionsTable`.
+    let pool: PQPool
+    let now: @Sendable () -> Date
 
-    public init(core: ModgudCore, settings: Settings) {
-        self.core = core
-        self.settings = settings
+    /// The same console for another operator realm or other timeouts.
+    public func with(settings: Settings) -> OperatorConsole {
+        OperatorConsole(
+            settings: settings, emailSignIn: emailSignIn, passkeys: passkeys, clients: clients, tokens: tokens, realms: realms, families: families,
+            operatorLogs: operatorLogs, admin: admin, pool: pool, now: now)
     }
 
     // MARK: Sign-in
@@ -60,12 +75,14 @@ public struct OperatorConsole: Sendable {
     /// Sends a sign-in code when the address belongs to an operator-realm user; answers the
     /// same either way. Rate limited like the app endpoint (throws `RateLimited`).
     public func requestCode(email: String, source: String, metadata: EventMetadata) async throws {
-        guard let realm = try await operatorRealm() else { return }
-        do {
-            try await core.emailSignIn().requestCode(
-                EmailSignInService.CodeRequest(email: email, source: source), endpoint: .otpRequest, realm: realm, metadata: metadata)
-        } catch is EmailSignInService.InvalidEmailAddress {
-            return  // the same answer as any address
+        try await ServiceRefusal.translating {
+            guard let realm = try await operatorRealm() else { return }
+            do {
+                try await emailSignIn().requestCode(
+                    EmailSignInService.CodeRequest(email: email, source: source), endpoint: .otpRequest, realm: realm, metadata: metadata)
+            } catch is EmailSignInService.InvalidEmailAddress {
+                return  // the same answer as any address
+            }
         }
     }
 
@@ -73,29 +90,31 @@ public struct OperatorConsole: Sendable {
     /// Throws `OAuthError` for a wrong code and `NotAnOperator` for a user without the role.
     /// - Parameter totp: the authenticator code of an operator with two-factor on.
     public func signIn(email: String, code: String, totp: String? = nil, metadata: EventMetadata) async throws -> (token: String, session: Operator) {
-        guard let realm = try await operatorRealm() else { throw EmailSignInService.invalidCode }
-        let client = try await core.clientAuthenticator.authenticate(realm: realm.realmID, clientID: Self.clientID, secret: nil)
-        var grant = Self.grant(client: client, realm: realm, metadata: metadata)
-        grant.totpCode = totp
-        let response = try await core.emailSignIn().redeemCode(email: email, code: code, grant)
-        return try await establish(response, realm: realm.realmID, metadata: metadata)
+        return try await ServiceRefusal.translating {
+            guard let realm = try await operatorRealm() else { throw EmailSignInService.invalidCode }
+            let client = try await clients.authenticate(realm: realm.realmID, clientID: Self.clientID, secret: nil)
+            var grant = Self.grant(client: client, realm: realm, metadata: metadata)
+            grant.totpCode = totp
+            let response = try await emailSignIn().redeemCode(email: email, code: code, grant)
+            return try await establish(response, realm: realm.realmID, metadata: metadata)
+        }
     }
 
     /// The session of a sign-in the services granted: the user must hold the role, or the
     /// sign-in's family is revoked at once and `NotAnOperator` thrown.
     func establish(_ response: TokenResponse, realm: String, metadata: EventMetadata) async throws -> (token: String, session: Operator) {
-        let introspection = try await core.tokenService.introspect(realm: realm, token: response.accessToken)
+        let introspection = try await tokens.introspect(realm: realm, token: response.accessToken)
         guard let subject = introspection.subject, let userID = UUID(uuidString: subject), let sid = introspection.sessionID,
             let familyID = UUID(uuidString: sid)
         else { throw EmailSignInService.invalidCode }
-        let user = try await core.user(realm: realm, id: userID)
+        let user = try await admin.users.state(realm: realm, id: userID)
         guard user.roles.contains(Self.role) else {
-            _ = try await core.familyActors.actor(for: StreamNames.tokenFamily(realm: realm, familyID: familyID))
-                .execute(.revoke(.admin), now: core.now(), metadata: metadata)
+            _ = try await families.actor(for: StreamNames.tokenFamily(realm: realm, familyID: familyID))
+                .execute(.revoke(.admin), now: now(), metadata: metadata)
             throw NotAnOperator()
         }
         let token = OpaqueToken.generate()
-        try await ConsoleSessionsTable.insert(hash: token.hash, realm: realm, userID: userID, familyID: familyID, now: core.now(), pool: core.pool)
+        try await ConsoleSessionsTable.insert(hash: token.hash, realm: realm, userID: userID, familyID: familyID, now: now(), pool: pool)
         return (token.token, Operator(realm: realm, userID: userID, familyID: familyID, csrfToken: Self.csrfToken(for: token.token)))
     }
 
@@ -106,32 +125,40 @@ public struct OperatorConsole: Sendable {
 
     /// The operator of a live session, its idle clock restarted; nil for anything else.
     public func authenticate(token: String) async throws -> Operator? {
-        guard !token.isEmpty, token.utf8.count <= 200 else { return nil }
-        guard
-            let row = try await ConsoleSessionsTable.touch(
-                hash: OpaqueToken.hash(token), role: Self.role, now: core.now(), idle: settings.idleTimeout, absolute: settings.absoluteLifetime,
-                pool: core.pool)
-        else { return nil }
-        return Operator(realm: row.realm, userID: row.userID, familyID: row.familyID, csrfToken: Self.csrfToken(for: token))
+        return try await ServiceRefusal.translating {
+            guard !token.isEmpty, token.utf8.count <= 200 else { return nil }
+            guard
+                let row = try await ConsoleSessionsTable.touch(
+                    hash: OpaqueToken.hash(token), role: Self.role, now: now(), idle: settings.idleTimeout, absolute: settings.absoluteLifetime,
+                    pool: pool)
+            else { return nil }
+            return Operator(realm: row.realm, userID: row.userID, familyID: row.familyID, csrfToken: Self.csrfToken(for: token))
+        }
     }
 
     /// Ends a session and revokes its token family.
     public func signOut(token: String, metadata: EventMetadata) async throws {
-        guard let (realm, familyID) = try await ConsoleSessionsTable.delete(hash: OpaqueToken.hash(token), pool: core.pool) else { return }
-        _ = try await core.familyActors.actor(for: StreamNames.tokenFamily(realm: realm, familyID: familyID))
-            .execute(.revoke(.logout), now: core.now(), metadata: metadata)
+        try await ServiceRefusal.translating {
+            guard let (realm, familyID) = try await ConsoleSessionsTable.delete(hash: OpaqueToken.hash(token), pool: pool) else { return }
+            _ = try await families.actor(for: StreamNames.tokenFamily(realm: realm, familyID: familyID))
+                .execute(.revoke(.logout), now: now(), metadata: metadata)
+        }
     }
 
     /// Records an action that changes no aggregate of its own (a rebuild, a retry) as an event
     /// in the operator's log, with the operator as actor.
     public func record(_ action: String, target: String, by session: Operator, metadata: EventMetadata) async throws {
-        _ = try await core.operatorLogActors.actor(for: StreamNames.operatorLog(realm: session.realm, userID: session.userID))
-            .execute(.record(action: action, target: target), now: core.now(), metadata: metadata)
+        try await ServiceRefusal.translating {
+            _ = try await operatorLogs.actor(for: StreamNames.operatorLog(realm: session.realm, userID: session.userID))
+                .execute(.record(action: action, target: target), now: now(), metadata: metadata)
+        }
     }
 
     /// Removes sessions idle past the timeout (the maintenance loop).
     public func pruneSessions() async throws -> Int {
-        try await ConsoleSessionsTable.prune(before: core.now().addingTimeInterval(-settings.idleTimeout), pool: core.pool)
+        try await ServiceRefusal.translating {
+            try await ConsoleSessionsTable.prune(before: now().addingTimeInterval(-settings.idleTimeout), pool: pool)
+        }
     }
 
     /// The synchronizer token of a session (OWASP CSRF cheat sheet): an HMAC of a fixed label
@@ -142,7 +169,7 @@ public struct OperatorConsole: Sendable {
     }
 
     func operatorRealm() async throws -> RealmDirectory.Entry? {
-        guard let settings = try await core.realmDirectory.settings(realm: settings.realm) else { return nil }
+        guard let settings = try await realms.settings(realm: settings.realm) else { return nil }
         return RealmDirectory.Entry(realmID: self.settings.realm, settings: settings)
     }
 }

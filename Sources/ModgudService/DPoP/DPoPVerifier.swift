@@ -78,13 +78,14 @@ public struct DPoPVerifier: Sendable {
     }
 }
 
-/// The claim of a proof's jti (RFC 9449 section 11.1): a statement, and the verdict on its
-/// answer. The database decides between instances and concurrent requests.
+/// The claim of a proof's jti (RFC 9449 section 11.1): opaque outside the services, which send
+/// its statement (alone, or in one pipeline with a grant's own lookup) and judge the answer.
+/// The database decides between instances and concurrent requests.
 public struct DPoPClaim: Sendable {
-    public let query: PQQuery
+    let query: PQQuery
 
     /// - Throws: `DPoPError.replayed` when the jti was used within its window.
-    public func verdict(_ result: PQResult) throws(DPoPError) {
+    func verdict(_ result: PQResult) throws(DPoPError) {
         guard result.first != nil else { throw .replayed }
     }
 }

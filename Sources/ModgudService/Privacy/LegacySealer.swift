@@ -28,14 +28,22 @@ import PQ
 /// before writing. Idempotent: sealed values are left alone, so a second run changes nothing.
 /// Afterwards the users and passkeys read models are rebuilt, so no plaintext is left there either.
 public struct LegacySealer: Sendable {
-    let core: ModgudCore
+    /// The log it rewrites, its lock and the read models it rebuilds.
+    let pool: PQPool
+    /// Personal data keys; nil in tools started without the master key (a run refuses).
+    let vault: PersonalDataVault?
+    let users: AggregateRegistry<User>
+    let challenges: AggregateRegistry<EmailChallenge>
+    let notifier: SettingsNotifier
+    let now: @Sendable () -> Date
     let addressRetention: TimeInterval
     let batchSize: Int
 
-    public init(core: ModgudCore, addressRetention: TimeInterval, batchSize: Int = 500) {
-        self.core = core
-        self.addressRetention = addressRetention
-        self.batchSize = batchSize
+    /// The same sealer with another retention of client IPs.
+    public func with(addressRetention: TimeInterval) -> LegacySealer {
+        LegacySealer(
+            pool: pool, vault: vault, users: users, challenges: challenges, notifier: notifier, now: now, addressRetention: addressRetention,
+            batchSize: batchSize)
     }
 
     /// What a run did (or, dry, would do).
@@ -55,8 +63,8 @@ public struct LegacySealer: Sendable {
 
     /// Rewrites (or with `dryRun`, counts) every legacy event, then rebuilds the users read model.
     public func run(dryRun: Bool) async throws -> Report {
-        let vault = try core.requireVault()
-        return try await core.pool.withConnection { lock in
+        guard let vault else { throw MasterKeyMissing() }
+        return try await pool.withConnection { lock in
             guard try await PersonalDataSealingTable.tryLock(on: lock) else {
                 throw AlreadyRunning()
             }
@@ -65,14 +73,14 @@ public struct LegacySealer: Sendable {
                 try await rewriteEvents(vault: vault, dryRun: dryRun, report: &report)
                 try await renameCodeStreams(dryRun: dryRun, report: &report)
                 if !dryRun {
-                    try await PersonalDataSealingTable.markSealed(pool: core.pool)
+                    try await PersonalDataSealingTable.markSealed(pool: pool)
                     for name in [UserDirectoryProjection().name, PasskeyDirectoryProjection().name] {
                         guard let directory = ProjectionCatalog.named(name) else { continue }
-                        _ = try await ProjectionRebuilder(pool: core.pool).rebuild(directory)
+                        _ = try await ProjectionRebuilder(pool: pool).rebuild(directory)
                     }
-                    core.invalidateSettings(nil)
-                    await core.userActors.forgetAll()
-                    await core.challengeActors.forgetAll()
+                    notifier.invalidateLocally(nil)
+                    await users.forgetAll()
+                    await challenges.forgetAll()
                 }
                 try await PersonalDataSealingTable.unlock(on: lock)
                 return report
@@ -89,7 +97,7 @@ public struct LegacySealer: Sendable {
     }
 
     private func rewriteEvents(vault: PersonalDataVault, dryRun: Bool, report: inout Report) async throws {
-        let log = EventLogMaintenance(pool: core.pool)
+        let log = EventLogMaintenance(pool: pool)
         var after: Int64 = 0
         while true {
             let events = try await log.events(afterPosition: after, limit: batchSize)
@@ -131,7 +139,7 @@ public struct LegacySealer: Sendable {
                 payload[key] = sealed.stored
             }
             if let index, changed, !dryRun {
-                try await SubjectKeysTable.setEmailIndexIfMissing(index, subject: subject, pool: core.pool)
+                try await SubjectKeysTable.setEmailIndexIfMissing(index, subject: subject, pool: pool)
             }
         }
         switch event.type {
@@ -150,7 +158,7 @@ public struct LegacySealer: Sendable {
             try await seal(["displayName"], subject: PersonalDataVault.userSubject(userID))
         case ChallengeIssued.eventType:
             guard let address = plain("email") else { break }
-            if Self.isLiveRegistrationCode(payload, now: core.now()), let email = EmailAddress(address) {
+            if Self.isLiveRegistrationCode(payload, now: now()), let email = EmailAddress(address) {
                 let registrant = UUID()
                 payload["registrantID"] = registrant.uuidString
                 try await seal(["email"] + names, subject: PersonalDataVault.userSubject(registrant), index: vault.blindIndex(email.value, realm: event.realm))
@@ -183,7 +191,7 @@ public struct LegacySealer: Sendable {
         async throws -> Bool
     {
         guard let address = metadata["clientIP"] as? String, SealedText(stored: address) == nil else { return false }
-        if event.recordedAt < core.now().addingTimeInterval(-addressRetention) {
+        if event.recordedAt < now().addingTimeInterval(-addressRetention) {
             metadata["clientIP"] = nil
             report.addressesDropped += 1
         } else {
@@ -197,7 +205,7 @@ public struct LegacySealer: Sendable {
 
     /// The owner of a passkey stream, from its `passkey.enrolled` event (a user id, never personal).
     private func passkeyOwner(stream: String) async throws -> UUID? {
-        try await EventLogMaintenance(pool: core.pool).firstPayloadField("userID", stream: stream, type: PasskeyEnrolled.eventType)
+        try await EventLogMaintenance(pool: pool).firstPayloadField("userID", stream: stream, type: PasskeyEnrolled.eventType)
             .flatMap(UUID.init(uuidString:))
     }
 
@@ -210,7 +218,7 @@ public struct LegacySealer: Sendable {
     /// Code streams named by the old unkeyed hash get a random name (same events, same versions).
     private func renameCodeStreams(dryRun: Bool, report: inout Report) async throws {
         let prefix = EmailChallenge.streamType + "-code."
-        let log = EventLogMaintenance(pool: core.pool)
+        let log = EventLogMaintenance(pool: pool)
         let legacy = try await log.streamIDs(matching: "^" + prefix.replacingOccurrences(of: ".", with: "\\.") + "[0-9a-f]{32}$")
         report.streamsRenamed = legacy.count
         guard !dryRun else { return }

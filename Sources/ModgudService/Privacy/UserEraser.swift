@@ -17,11 +17,16 @@ import PQ
 ///    backups whose copy of `subject_keys` expired, is unreadable;
 /// 4. mail still queued for the address deleted from the outbox.
 public struct UserEraser: Sendable {
-    let core: ModgudCore
-
-    public init(core: ModgudCore) {
-        self.core = core
-    }
+    let users: AggregateRegistry<User>
+    let familyActors: AggregateRegistry<TokenFamily>
+    let tokens: TokenService
+    let passkeys: PasskeyService
+    /// Personal data keys; nil in tools started without the master key (erasure refuses).
+    let vault: PersonalDataVault?
+    /// Read by `UsersTable`, `SubjectKeysTable` and `MailOutboxTable`.
+    let pool: PQPool
+    let notifier: SettingsNotifier
+    let now: @Sendable () -> Date
 
     /// What an erasure did.
     public struct Outcome: Sendable, Equatable {
@@ -41,12 +46,12 @@ public struct UserEraser: Sendable {
     ///   matches; `User.LegacyPlaintext` when the user's events predate sealing (run
     ///   `modgud privacy seal-legacy` first: plaintext cannot be shredded).
     public func erase(realm: String, _ key: String, metadata: EventMetadata) async throws -> Outcome {
-        let vault = try core.requireVault()
+        guard let vault else { throw MasterKeyMissing() }
         var userID = UUID(uuidString: key)
         var address = EmailAddress(key)
         if userID == nil, let address {
             userID = try await UsersTable.userID(
-                realm: realm, email: address, index: vault.blindIndex(address.value, realm: realm), pool: core.pool, including: ["deleted"])
+                realm: realm, email: address, index: vault.blindIndex(address.value, realm: realm), pool: pool, including: ["deleted"])
         }
         var keptIndex: String?
         var erasedSubjects: [String] = []
@@ -55,14 +60,14 @@ public struct UserEraser: Sendable {
             let (actor, state) = try await sealedUser(realm: realm, userID: userID)
             // The address is needed once more, to find its pending registrations and its mail.
             if address == nil, let opened = try await vault.open(state.email) { address = EmailAddress(opened) }
-            keptIndex = try await SubjectKeysTable.emailIndex(subject: PersonalDataVault.userSubject(userID), pool: core.pool)
-            let result = try await actor.execute(.erase(newStamp: OpaqueToken.generate().hash), now: core.now(), metadata: metadata)
+            keptIndex = try await SubjectKeysTable.emailIndex(subject: PersonalDataVault.userSubject(userID), pool: pool)
+            let result = try await actor.execute(.erase(newStamp: OpaqueToken.generate().hash), now: now(), metadata: metadata)
             outcome.erasedNow = !result.events.isEmpty
             outcome.familiesRevoked = try await revokeFamilies(realm: realm, userID: userID, metadata: metadata)
             outcome.passkeysDeleted = try await deletePasskeys(realm: realm, userID: userID, metadata: metadata)
             let subject = PersonalDataVault.userSubject(userID)
             if try await vault.shred(subject: subject, realm: realm) { outcome.keysShredded += 1 }
-            await core.settingsChanged(.subject(subject))
+            await notifier.changed(.subject(subject))
             erasedSubjects.append(subject)
         }
         // The address's index: from the address, or from beside the user's key (a re-run by id
@@ -70,7 +75,7 @@ public struct UserEraser: Sendable {
         if let index = address.map({ vault.blindIndex($0.value, realm: realm) }) ?? keptIndex {
             for subject in try await vault.shred(emailIndex: index, realm: realm) {
                 outcome.keysShredded += 1
-                await core.settingsChanged(.subject(subject))
+                await notifier.changed(.subject(subject))
                 erasedSubjects.append(subject)
             }
         }
@@ -78,7 +83,7 @@ public struct UserEraser: Sendable {
         // it goes with them. (Rows queued before migration 0011 name no subject; a dispatcher
         // sends those within seconds, so none is left to match.)
         for subject in erasedSubjects {
-            outcome.mailDeleted += try await MailOutboxTable.delete(realm: realm, subject: subject, pool: core.pool)
+            outcome.mailDeleted += try await MailOutboxTable.delete(realm: realm, subject: subject, pool: pool)
         }
         guard userID != nil || outcome.keysShredded > 0 || outcome.mailDeleted > 0 else {
             throw DomainError.notFound("User.NotFound", "No such user.")
@@ -90,12 +95,12 @@ public struct UserEraser: Sendable {
     /// plaintext (which cannot be shredded).
     private func sealedUser(realm: String, userID: UUID) async throws -> (AggregateActor<User>, User.State) {
         let stream = StreamNames.user(realm: realm, userID: userID)
-        var actor = await core.userActors.actor(for: stream)
+        var actor = await users.actor(for: stream)
         var state = try await actor.current().state
         if case .plain = state.email {
             // Held from before `seal-legacy` rewrote the log in place? Read it again.
-            await core.userActors.forget(stream.id)
-            actor = await core.userActors.actor(for: stream)
+            await users.forget(stream.id)
+            actor = await users.actor(for: stream)
             state = try await actor.current().state
         }
         guard state.exists else { throw DomainError.notFound("User.NotFound", "No such user.") }
@@ -106,11 +111,11 @@ public struct UserEraser: Sendable {
     }
 
     private func revokeFamilies(realm: String, userID: UUID, metadata: EventMetadata) async throws -> Int {
-        let families = try await core.tokenService.tokens.liveFamilies(realm: realm, userID: userID)
+        let families = try await tokens.tokens.liveFamilies(realm: realm, userID: userID)
         var revoked = 0
         for family in families {
-            let result = try await core.familyActors.actor(for: StreamNames.tokenFamily(realm: realm, familyID: family))
-                .execute(.revoke(.erased), now: core.now(), metadata: metadata)
+            let result = try await familyActors.actor(for: StreamNames.tokenFamily(realm: realm, familyID: family))
+                .execute(.revoke(.erased), now: now(), metadata: metadata)
             revoked += result.events.isEmpty ? 0 : 1
         }
         return revoked
@@ -118,8 +123,8 @@ public struct UserEraser: Sendable {
 
     private func deletePasskeys(realm: String, userID: UUID, metadata: EventMetadata) async throws -> Int {
         var deleted = 0
-        for passkey in try await core.passkeys.list(realm: realm, userID: userID)
-        where try await core.passkeys.delete(realm: realm, userID: userID, passkeyID: passkey.id, by: "erasure", metadata: metadata) {
+        for passkey in try await passkeys.list(realm: realm, userID: userID)
+        where try await passkeys.delete(realm: realm, userID: userID, passkeyID: passkey.id, by: "erasure", metadata: metadata) {
             deleted += 1
         }
         return deleted

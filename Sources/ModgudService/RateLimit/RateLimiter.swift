@@ -106,7 +106,9 @@ public struct RateLimitBucket: Sendable {
     }
 }
 
-/// A prepared count of one request's buckets: the statement, and the verdict on its answer.
+/// A prepared count of one request's buckets, opaque outside the services: they send its
+/// statement (alone, `RateLimiter.run`, or in one pipeline with a grant's own lookup) and
+/// judge the answer.
 public struct RateLimitCheck: Sendable {
     struct Counted: Sendable {
         var bucket: RateLimitBucket
@@ -116,25 +118,25 @@ public struct RateLimitCheck: Sendable {
     public let realm: String
     let counted: [Counted]
     /// nil when no bucket is counted (every policy allowlisted for this source).
-    public let query: PQQuery?
+    let query: PQQuery?
 
     private static let logger = Logger(label: "modgud.ratelimit")
 
     /// Runs the count on its own (one round trip; none when nothing is counted).
-    public func run(on pool: PQPool) async throws {
+    func run(on pool: PQPool) async throws {
         guard let query else { return }
         try verdict(try await pool.query(query))
     }
 
     /// Throws `RateLimited` for the first rejecting bucket that is not log-only; records
     /// metrics and a notice for every rejecting bucket.
-    public func verdict(_ result: PQResult) throws {
+    func verdict(_ result: PQResult) throws {
         if let first = try record(result, silently: false) { throw first }
     }
 
     /// Whether the request passes; a rejection is recorded as in `verdict` and, when
     /// `silently`, logged as a drop the client is not told of.
-    public func admitted(_ result: PQResult, silently: Bool) throws -> Bool {
+    func admitted(_ result: PQResult, silently: Bool) throws -> Bool {
         try record(result, silently: silently) == nil
     }
 

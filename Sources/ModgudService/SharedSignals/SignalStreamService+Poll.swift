@@ -19,23 +19,25 @@ extension SignalStreamService {
         realm: String, clientID: String, acknowledgements: [String], errors: [String: String], maxEvents: Int?, returnImmediately: Bool,
         wait: Duration, draining: @Sendable () -> Bool = { false }
     ) async throws -> SignalPollResult {
-        guard let state = try await read(realm: realm, clientID: clientID), let streamID = state.streamID else {
-            throw DomainError.notFound("SignalStream.NotFound", "No such stream.")
-        }
-        guard state.configuration?.method == .poll else { throw DomainError("SignalStream.NotPolled", "This stream pushes its SETs.") }
-        if !acknowledgements.isEmpty {
-            let removed = try await pool.query(SignalOutboxTable.acknowledge(streamID: streamID, jtis: acknowledgements)).affectedRows
-            Counter(label: "modgud_ssf_sets_delivered_total", dimensions: [("method", "poll")]).increment(by: removed)
-        }
-        for (jti, error) in errors { _ = try await pool.query(SignalOutboxTable.rejected(streamID: streamID, jti: jti, error: error)) }
-        let limit = min(max(maxEvents ?? 100, 0), 1000)
-        guard limit > 0 else { return SignalPollResult(sets: [], moreAvailable: false) }
-        let deadline = ContinuousClock.now + (returnImmediately ? .zero : wait)
-        while true {
-            let generation = wakeups.generation
-            let result = try await pending(streamID: streamID, realm: realm, clientID: clientID, limit: limit)
-            if !result.sets.isEmpty || ContinuousClock.now >= deadline || Task.isCancelled || draining() { return result }
-            await wakeups.wait(since: generation, upTo: min(deadline - ContinuousClock.now, .seconds(1)))
+        return try await ServiceRefusal.translating {
+            guard let state = try await read(realm: realm, clientID: clientID), let streamID = state.streamID else {
+                throw DomainError.notFound("SignalStream.NotFound", "No such stream.")
+            }
+            guard state.configuration?.method == .poll else { throw DomainError("SignalStream.NotPolled", "This stream pushes its SETs.") }
+            if !acknowledgements.isEmpty {
+                let removed = try await pool.query(SignalOutboxTable.acknowledge(streamID: streamID, jtis: acknowledgements)).affectedRows
+                Counter(label: "modgud_ssf_sets_delivered_total", dimensions: [("method", "poll")]).increment(by: removed)
+            }
+            for (jti, error) in errors { _ = try await pool.query(SignalOutboxTable.rejected(streamID: streamID, jti: jti, error: error)) }
+            let limit = min(max(maxEvents ?? 100, 0), 1000)
+            guard limit > 0 else { return SignalPollResult(sets: [], moreAvailable: false) }
+            let deadline = ContinuousClock.now + (returnImmediately ? .zero : wait)
+            while true {
+                let generation = wakeups.generation
+                let result = try await pending(streamID: streamID, realm: realm, clientID: clientID, limit: limit)
+                if !result.sets.isEmpty || ContinuousClock.now >= deadline || Task.isCancelled || draining() { return result }
+                await wakeups.wait(since: generation, upTo: min(deadline - ContinuousClock.now, .seconds(1)))
+            }
         }
     }
 

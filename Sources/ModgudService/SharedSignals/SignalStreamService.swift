@@ -50,19 +50,23 @@ public struct SignalStreamService: Sendable {
 
     /// The receiver's stream, if it has one.
     public func read(realm: String, clientID: String) async throws -> SignalStream.State? {
-        let state = try await actor(realm, clientID).current().state
-        return state.exists ? state : nil
+        return try await ServiceRefusal.translating {
+            let state = try await actor(realm, clientID).current().state
+            return state.exists ? state : nil
+        }
     }
 
     /// Creates the receiver's stream (section 8.1.1.1); without a delivery, it polls.
     public func create(realm: String, clientID: String, issuer: String, request: SignalStreamRequest, metadata: EventMetadata) async throws
         -> SignalStream.State
     {
-        let streamID = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")  // 32 hex digits (RFC 3986 unreserved)
-        let configuration = try configuration(request, realm: realm, streamID: streamID)
-        return try await actor(realm, clientID).execute(
-            .create(streamID: streamID, clientID: clientID, issuer: issuer, configuration: configuration), now: now(), metadata: metadata
-        ).state
+        return try await ServiceRefusal.translating {
+            let streamID = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")  // 32 hex digits (RFC 3986 unreserved)
+            let configuration = try configuration(request, realm: realm, streamID: streamID)
+            return try await actor(realm, clientID).execute(
+                .create(streamID: streamID, clientID: clientID, issuer: issuer, configuration: configuration), now: now(), metadata: metadata
+            ).state
+        }
     }
 
     /// Updates (section 8.1.1.3: only what the request holds) or replaces (8.1.1.4: what it
@@ -70,28 +74,32 @@ public struct SignalStreamService: Sendable {
     public func configure(realm: String, clientID: String, request: SignalStreamRequest, replace: Bool, metadata: EventMetadata) async throws
         -> SignalStream.State
     {
-        let stream = await actor(realm, clientID)
-        let state = try await stream.current().state
-        guard state.exists, let current = state.configuration, let streamID = state.streamID else {
-            throw DomainError.notFound("SignalStream.NotFound", "No such stream.")
+        return try await ServiceRefusal.translating {
+            let stream = await actor(realm, clientID)
+            let state = try await stream.current().state
+            guard state.exists, let current = state.configuration, let streamID = state.streamID else {
+                throw DomainError.notFound("SignalStream.NotFound", "No such stream.")
+            }
+            var merged = request
+            if !replace {
+                merged.method = request.method ?? current.method
+                merged.endpointURL = request.endpointURL ?? (request.method == nil || request.method == current.method ? current.endpointURL : nil)
+                merged.eventsRequested = request.eventsRequested ?? current.eventsRequested
+                merged.description = request.description ?? current.description
+                merged.format = request.format ?? current.format
+            }
+            var configuration = try configuration(merged, realm: realm, streamID: streamID)
+            if !replace, request.authorizationHeader == nil, configuration.method == current.method, configuration.endpointURL == current.endpointURL {
+                configuration.sealedAuthorization = current.sealedAuthorization  // the receiver's credential stays unless it sends another
+            }
+            return try await stream.execute(.configure(configuration), now: now(), metadata: metadata).state
         }
-        var merged = request
-        if !replace {
-            merged.method = request.method ?? current.method
-            merged.endpointURL = request.endpointURL ?? (request.method == nil || request.method == current.method ? current.endpointURL : nil)
-            merged.eventsRequested = request.eventsRequested ?? current.eventsRequested
-            merged.description = request.description ?? current.description
-            merged.format = request.format ?? current.format
-        }
-        var configuration = try configuration(merged, realm: realm, streamID: streamID)
-        if !replace, request.authorizationHeader == nil, configuration.method == current.method, configuration.endpointURL == current.endpointURL {
-            configuration.sealedAuthorization = current.sealedAuthorization  // the receiver's credential stays unless it sends another
-        }
-        return try await stream.execute(.configure(configuration), now: now(), metadata: metadata).state
     }
 
     public func delete(realm: String, clientID: String, metadata: EventMetadata) async throws {
-        _ = try await actor(realm, clientID).execute(.delete, now: now(), metadata: metadata)
+        try await ServiceRefusal.translating {
+            _ = try await actor(realm, clientID).execute(.delete, now: now(), metadata: metadata)
+        }
     }
 
     /// Section 8.1.2.2, asked by the receiver; or by an operator (`byOperator`), which the
@@ -99,22 +107,28 @@ public struct SignalStreamService: Sendable {
     public func setStatus(
         realm: String, clientID: String, status: SignalStreamStatus, reason: String?, byOperator: Bool = false, metadata: EventMetadata
     ) async throws -> SignalStream.State {
-        let by = byOperator ? SignalStream.operatorActor : "receiver"
-        return try await actor(realm, clientID).execute(.setStatus(status, reason: reason, by: by), now: now(), metadata: metadata).state
+        return try await ServiceRefusal.translating {
+            let by = byOperator ? SignalStream.operatorActor : "receiver"
+            return try await actor(realm, clientID).execute(.setStatus(status, reason: reason, by: by), now: now(), metadata: metadata).state
+        }
     }
 
     /// Sections 8.1.3.2 and 8.1.3.3. An unknown subject changes nothing and says nothing (the
     /// section 9.1 probing concern): the answer is the same as for a known one.
     public func subject(realm: String, clientID: String, _ subject: SignalSubject, add: Bool, metadata: EventMetadata) async throws {
-        let stream = await actor(realm, clientID)
-        guard let state = try await read(realm: realm, clientID: clientID) else { throw DomainError.notFound("SignalStream.NotFound", "No such stream.") }
-        guard let userID = try await resolve(subject, realm: realm, issuer: state.issuer) else { return }
-        _ = try await stream.execute(add ? .addSubject(userID) : .removeSubject(userID), now: now(), metadata: metadata)
+        try await ServiceRefusal.translating {
+            let stream = await actor(realm, clientID)
+            guard let state = try await read(realm: realm, clientID: clientID) else { throw DomainError.notFound("SignalStream.NotFound", "No such stream.") }
+            guard let userID = try await resolve(subject, realm: realm, issuer: state.issuer) else { return }
+            _ = try await stream.execute(add ? .addSubject(userID) : .removeSubject(userID), now: now(), metadata: metadata)
+        }
     }
 
     /// Section 8.1.4.2: a verification SET, sent through the log like every other.
     public func verify(realm: String, clientID: String, state: String?, metadata: EventMetadata) async throws {
-        _ = try await actor(realm, clientID).execute(.requestVerification(state: state), now: now(), metadata: metadata)
+        try await ServiceRefusal.translating {
+            _ = try await actor(realm, clientID).execute(.requestVerification(state: state), now: now(), metadata: metadata)
+        }
     }
 
     private func actor(_ realm: String, _ clientID: String) async -> AggregateActor<SignalStream> {

@@ -19,18 +19,19 @@ extension EmailSignInService {
         case sent
         /// The address is confirmed already: nothing was sent.
         case alreadyConfirmed
+        /// The account stopped signing in (disabled, deleted, erased): nothing was sent.
+        case accountCannotSignIn
     }
 
-    /// Sends a confirmation code to the user's address. - Throws: `RateLimited`, or
-    /// `DomainError` `User.NotFound` when the account cannot sign in.
+    /// Sends a confirmation code to the user's address. - Throws: `RateLimited`.
     public func requestConfirmation(realm: RealmDirectory.Entry, userID: UUID, source: String, metadata: EventMetadata) async throws
         -> ConfirmationRequestOutcome
     {
         let user = try await userActors.actor(for: StreamNames.user(realm: realm.realmID, userID: userID)).current().state
-        guard user.canSignIn else { throw DomainError.notFound("User.NotFound", "No such user.") }
+        guard user.canSignIn else { return .accountCannotSignIn }
         guard !user.emailConfirmed else { return .alreadyConfirmed }
         try await limiter.check(.requestPerIP, key: source, realm: realm.realmID, settings: realm.settings)
-        guard let address = try await vault.open(user.email).flatMap(EmailAddress.init) else { throw DomainError.notFound("User.NotFound", "No such user.") }
+        guard let address = try await vault.open(user.email).flatMap(EmailAddress.init) else { return .accountCannotSignIn }
         try await limiter.check(.requestPerMailbox, key: mailboxKey(address.value), realm: realm.realmID, settings: realm.settings)
         let time = now()
         let code = OneTimeCode.generate()

@@ -1,39 +1,40 @@
 import EventSourcing
 import Foundation
 import ModgudDomain
-import ModgudService
+@testable import ModgudService
 import PQ
 import PostgresTestSupport
 import XCTest
 
-final class AdminServiceTests: XCTestCase {
+final class AdministrationTests: XCTestCase {
     func testAdministrationAndAudit() async throws {
         let database = try await TestDatabase.create(maxConnections: 10)
         let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 5, count: 32))
-        let admin = AdminService(core: core)
+        let admin = core.administration
         let metadata = EventMetadata(actor: "admin:test", clientIP: "198.51.100.7")
-        _ = try await admin.createRealm("demo", settings: demoSettings, metadata: metadata)
+        _ = try await admin.realms.create("demo", settings: demoSettings, metadata: metadata)
         try await core.keys.rotate(realm: "demo", now: now, metadata: metadata)
         do {
-            _ = try await admin.createRealm("demo", settings: demoSettings, metadata: metadata)
+            _ = try await admin.realms.create("demo", settings: demoSettings, metadata: metadata)
             XCTFail("exists")
-        } catch let error as DomainError {
+        } catch let error as ServiceRefusal {
             XCTAssertEqual(error.code, "Realm.AlreadyExists")
+            XCTAssertEqual(error.kind, .conflict, "the kind the domain raised it with")
         }
-        let realm = try await admin.updateRealm("demo", metadata: metadata) { $0.nativeGrants.accessTokenLifetimeMinutes = 30 }
+        let realm = try await admin.realms.update("demo", metadata: metadata) { $0.nativeGrants.accessTokenLifetimeMinutes = 30 }
         XCTAssertEqual(realm.state.settings?.nativeGrants.accessTokenLifetimeMinutes, 30)
 
-        let (_, secret) = try await admin.createClient(
+        let (_, secret) = try await admin.clients.create(
             realm: "demo", id: "svc", settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["api"]),
             metadata: metadata)
         XCTAssertNotNil(secret)
         let stored = try await database.pool.query("SELECT secret_hash FROM clients WHERE client_id = 'svc'").first!.decode(String.self, at: 0)
         XCTAssertNotEqual(stored, secret, "only the hash is stored")
-        let (_, none) = try await admin.createClient(
+        let (_, none) = try await admin.clients.create(
             realm: "demo", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "offline_access"], rpID: "a.demo.test"),
             metadata: metadata)
         XCTAssertNil(none)
-        let rotated = try await admin.rotateClientSecret(realm: "demo", id: "svc", metadata: metadata)
+        let rotated = try await admin.clients.rotateSecret(realm: "demo", id: "svc", metadata: metadata)
         _ = try await core.clientAuthenticator.authenticate(realm: "demo", clientID: "svc", secret: rotated)
         do {
             _ = try await core.clientAuthenticator.authenticate(realm: "demo", clientID: "svc", secret: secret)
@@ -42,21 +43,21 @@ final class AdminServiceTests: XCTestCase {
             XCTAssertEqual(error, .invalidClient(attempted: true), "a failed secret: 401 at the endpoint")
         }
         do {
-            _ = try await admin.rotateClientSecret(realm: "demo", id: "app", metadata: metadata)
+            _ = try await admin.clients.rotateSecret(realm: "demo", id: "app", metadata: metadata)
             XCTFail("a public client has no secret")
-        } catch let error as DomainError {
+        } catch let error as ServiceRefusal {
             XCTAssertEqual(error.code, "Client.PublicSecret")
         }
-        let (_, warning) = try await admin.updateClient(realm: "demo", id: "app", metadata: metadata) { $0.rpID = "b.demo.test" }
+        let (_, warning) = try await admin.clients.update(realm: "demo", id: "app", metadata: metadata) { $0.rpID = "b.demo.test" }
         XCTAssertTrue(warning?.contains("enrolled under a.demo.test will no longer sign in") == true, warning ?? "no warning")
-        let (_, quiet) = try await admin.updateClient(realm: "demo", id: "app", metadata: metadata) { $0.allowedScopes.insert("email") }
+        let (_, quiet) = try await admin.clients.update(realm: "demo", id: "app", metadata: metadata) { $0.allowedScopes.insert("email") }
         XCTAssertNil(quiet)
-        let clients = try await admin.clients(realm: "demo").map(\.id)
+        let clients = try await admin.clients.list(realm: "demo").map(\.id)
         XCTAssertEqual(clients, ["app", "svc"])
 
-        let id = try await AdminService(core: core).createUser(realm: "demo", email: "ada@example.com", metadata: .init()).id
-        let user = try await core.user(realm: "demo", id: id)
-        let foundByEmail = try await admin.findUser(realm: "demo", "ADA@example.com")
+        let id = try await core.administration.users.create(realm: "demo", email: "ada@example.com", metadata: .init()).id
+        let user = try await core.administration.users.state(realm: "demo", id: id)
+        let foundByEmail = try await admin.users.find(realm: "demo", "ADA@example.com")
         XCTAssertEqual(foundByEmail, id)
         let app = try await core.clientAuthenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
         let tokens = try await core.tokenService.signIn(
@@ -64,10 +65,10 @@ final class AdminServiceTests: XCTestCase {
             metadata: EventMetadata(actor: "user:\(id)", clientIP: "203.0.113.5"))
         _ = try await core.tokenService.refresh(client: app, refreshToken: tokens.refreshToken!, resources: [], issuer: "https://x", metadata: .none)
         _ = try? await core.tokenService.refresh(client: app, refreshToken: tokens.refreshToken!, resources: [], issuer: "https://x", metadata: .none)
-        let loggedOut = try await admin.apply(.logoutEverywhere, realm: "demo", userID: id, metadata: metadata)
+        let loggedOut = try await admin.users.apply(.logoutEverywhere, realm: "demo", userID: id, metadata: metadata)
         XCTAssertEqual(loggedOut.status, .active)
 
-        let audit = try await admin.audit(realm: "demo", userID: id)
+        let audit = try await admin.audit.userHistory(realm: "demo", userID: id)
         XCTAssertEqual(
             audit.map(\.event),
             ["user.registered", "token_family.started", "token_family.refreshed", "token_family.revoked", "user.security_stamp_rotated"])

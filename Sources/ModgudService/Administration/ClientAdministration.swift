@@ -1,0 +1,98 @@
+import EventSourcing
+import Foundation
+import ModgudDomain
+import PQ
+
+/// Client administration for the CLI, the admin API and the console: registration, settings,
+/// secrets, enabling and deletion.
+public struct ClientAdministration: Sendable {
+    let clients: AggregateRegistry<Client>
+    let realms: AggregateRegistry<Realm>
+    let passkeys: PasskeyService
+    /// Read by `ClientsTable`.
+    let pool: PQPool
+    let notifier: SettingsNotifier
+    let now: @Sendable () -> Date
+
+    /// Registers a client; a confidential one gets a secret, returned once and stored hashed.
+    public func create(realm: String, id: String, settings: ClientSettings, metadata: EventMetadata) async throws -> (Client.State, secret: String?)
+    {
+        return try await ServiceRefusal.translating {
+            guard try await realms.actor(for: StreamNames.realm(realm)).current().state.exists else { throw DomainError.notFound("Realm.NotFound", "No realm \(realm).") }
+            let secret = settings.type == .confidential ? ClientAuthenticator.generateSecret() : nil
+            let state = try await clients.actor(for: StreamNames.client(realm: realm, clientID: id))
+                .execute(.register(id: id, settings: settings, secretHash: secret?.hash), now: now(), metadata: metadata).state
+            await notifier.changed(.client(realm: realm, id: id))
+            return (state, secret?.secret)
+        }
+    }
+
+    /// Updates a client. Returns a warning when the RP-ID changed: passkeys enrolled under the
+    /// old RP-ID stop working.
+    public func update(realm: String, id: String, metadata: EventMetadata, change: (inout ClientSettings) throws -> Void) async throws
+        -> (Client.State, warning: String?)
+    {
+        return try await ServiceRefusal.translating {
+            let actor = await clients.actor(for: StreamNames.client(realm: realm, clientID: id))
+            let realmSettings = try await realms.actor(for: StreamNames.realm(realm)).current().state.settings ?? RealmSettings(hosts: [], displayName: realm)
+            let (state, settings, before) = try await AdministrationRetry.readModifyWrite { () async throws -> (Client.State, ClientSettings, String?) in
+                let read = try await actor.current()
+                guard var settings = read.state.settings else { throw DomainError.notFound("Client.NotFound", "No client \(id).") }
+                let before = PasskeyService.rpID(client: settings, realm: realmSettings)
+                try change(&settings)
+                let state = try await actor.execute(.update(settings), now: now(), metadata: metadata, onlyAtVersion: read.version).state
+                return (state, settings, before)
+            }
+            await notifier.changed(.client(realm: realm, id: id))
+            let after = PasskeyService.rpID(client: settings, realm: realmSettings)
+            guard before != after else { return (state, nil) }
+            var enrolled = 0
+            if let before { enrolled = try await passkeys.count(realm: realm, rpID: before) }
+            let warning =
+                "The passkey RP-ID changed from \(before ?? "(none)") to \(after ?? "(none)"): \(enrolled) passkey(s) enrolled under "
+                + "\(before ?? "the old RP-ID") will no longer sign in with this client."
+            return (state, warning)
+        }
+    }
+
+    /// Gives a confidential client a new secret (returned once); the old one stops working at once.
+    public func rotateSecret(realm: String, id: String, metadata: EventMetadata) async throws -> String {
+        return try await ServiceRefusal.translating {
+            let (secret, hash) = ClientAuthenticator.generateSecret()
+            _ = try await clients.actor(for: StreamNames.client(realm: realm, clientID: id))
+                .execute(.rotateSecret(secretHash: hash), now: now(), metadata: metadata)
+            await notifier.changed(.client(realm: realm, id: id))
+            return secret
+        }
+    }
+
+    public func setEnabled(realm: String, id: String, enabled: Bool, metadata: EventMetadata) async throws -> Client.State {
+        return try await ServiceRefusal.translating {
+            let state = try await clients.actor(for: StreamNames.client(realm: realm, clientID: id))
+                .execute(enabled ? .enable : .disable, now: now(), metadata: metadata).state
+            await notifier.changed(.client(realm: realm, id: id))
+            return state
+        }
+    }
+
+    /// Deletes a client: it can no longer authenticate, its access tokens stop being live at
+    /// once (introspection, userinfo), its refresh tokens are refused, and its id is retired.
+    public func delete(realm: String, id: String, metadata: EventMetadata) async throws {
+        try await ServiceRefusal.translating {
+            _ = try await clients.actor(for: StreamNames.client(realm: realm, clientID: id)).execute(.delete, now: now(), metadata: metadata)
+            await notifier.changed(.client(realm: realm, id: id))
+        }
+    }
+
+    public func get(realm: String, id: String) async throws -> Client.State {
+        try await ServiceRefusal.translating {
+            try await clients.actor(for: StreamNames.client(realm: realm, clientID: id)).current().state
+        }
+    }
+
+    public func list(realm: String) async throws -> [(id: String, type: String, enabled: Bool)] {
+        try await ServiceRefusal.translating {
+            try await ClientsTable.list(realm: realm, pool: pool)
+        }
+    }
+}
