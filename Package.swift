@@ -123,6 +123,7 @@ let package = Package(
             resources: [
                 .embedInCode("openapi.json"),
                 .embedInCode("Console/Templates/audit.mustache"),
+                .embedInCode("Console/Templates/client-delete.mustache"),
                 .embedInCode("Console/Templates/client-form.mustache"),
                 .embedInCode("Console/Templates/client-new.mustache"),
                 .embedInCode("Console/Templates/client.mustache"),

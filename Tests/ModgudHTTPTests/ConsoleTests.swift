@@ -240,7 +240,7 @@ final class ConsoleTests: XCTestCase {
             let settings = "/console/realms/dev/settings"
             let cases: [(String, HTTPFields, HTTPResponse.Status, String)] = [
                 ("_csrf=\(session.csrf)&registration_posture=JitOnOtp&access_minutes=0&refresh_days=14&absolute_days=90&reuse_grace=0", session.headers,
-                 .badRequest, "access minutes must be a number from 1 to 1440"),
+                 .badRequest, "Access token lifetime (minutes) must be a whole number from 1 to 60."),
                 ("_csrf=\(session.csrf)&registration_posture=Sometimes", session.headers, .badRequest, "Choose a registration posture."),
                 ("_csrf=%zz", session.headers, .badRequest, "The form could not be read."),
                 ("_csrf=\(session.csrf)&_csrf=\(session.csrf)", session.headers, .badRequest, "The form could not be read."),

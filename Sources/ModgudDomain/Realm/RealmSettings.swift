@@ -148,11 +148,16 @@ public struct NativeGrantSettings: Codable, Hashable, Sendable {
         self.refreshTokenLifetimeDays = refreshTokenLifetimeDays
     }
 
+    /// The valid access-token lifetimes, minutes (forms take their bounds from here).
+    public static let accessTokenLifetimeRange = 1...60
+    /// The valid refresh-token lifetimes, days.
+    public static let refreshTokenLifetimeRange = 1...30
+
     public func validate() throws(DomainError) {
-        guard (1...60).contains(accessTokenLifetimeMinutes) else {
+        guard Self.accessTokenLifetimeRange.contains(accessTokenLifetimeMinutes) else {
             throw DomainError("NativeGrants.InvalidAccessTokenLifetime", "The access-token lifetime must be 1 to 60 minutes.")
         }
-        guard (1...30).contains(refreshTokenLifetimeDays) else {
+        guard Self.refreshTokenLifetimeRange.contains(refreshTokenLifetimeDays) else {
             throw DomainError("NativeGrants.InvalidRefreshTokenLifetime", "The refresh-token lifetime must be 1 to 30 days.")
         }
     }
@@ -189,14 +194,21 @@ public struct SessionLimits: Codable, Hashable, Sendable {
         enrollmentFreshnessMinutes = try container.decodeIfPresent(Int.self, forKey: .enrollmentFreshnessMinutes) ?? 10
     }
 
+    /// The valid absolute lifetimes, days (forms take their bounds from here).
+    public static let absoluteLifetimeRange = 1...3650
+    /// The valid reuse graces, seconds.
+    public static let reuseGraceRange = 0...300
+    /// The valid enrollment freshness, minutes.
+    public static let enrollmentFreshnessRange = 1...1440
+
     public func validate() throws(DomainError) {
-        guard (1...3650).contains(absoluteLifetimeDays) else {
+        guard Self.absoluteLifetimeRange.contains(absoluteLifetimeDays) else {
             throw DomainError("Session.InvalidAbsoluteLifetime", "The absolute session lifetime must be 1 to 3650 days.")
         }
-        guard (0...300).contains(refreshReuseGraceSeconds) else {
+        guard Self.reuseGraceRange.contains(refreshReuseGraceSeconds) else {
             throw DomainError("Session.InvalidReuseGrace", "The refresh reuse grace must be 0 to 300 seconds.")
         }
-        guard (1...1440).contains(enrollmentFreshnessMinutes) else {
+        guard Self.enrollmentFreshnessRange.contains(enrollmentFreshnessMinutes) else {
             throw DomainError("Session.InvalidEnrollmentFreshness", "The enrollment freshness must be 1 to 1440 minutes.")
         }
     }

@@ -81,6 +81,24 @@ extension ConsoleController {
                 }
             }
         }
+        router.get("console/realms/:realm/clients/:client/delete") { request, context in
+            await page(request, context) { _ in
+                try await deleteClientPage(realm: context.parameters.get("realm") ?? "", id: context.parameters.get("client") ?? "")
+            }
+        }
+        router.post("console/realms/:realm/clients/:client/delete") { request, context in
+            await action(request, context) { session, form in
+                let (realm, id) = (context.parameters.get("realm") ?? "", context.parameters.get("client") ?? "")
+                guard form["confirm"]?.trimmingCharacters(in: .whitespaces) == id else {
+                    var page = try await deleteClientPage(realm: realm, id: id)
+                    page.error = "Type the client id to confirm; nothing was done."
+                    page.status = .badRequest
+                    return try await render(page, session: session, started: .now)
+                }
+                try await admin.clients.delete(realm: realm, id: id, metadata: metadata(session, context))
+                return ConsoleResponse.redirect("/console/realms/\(realm)/clients")
+            }
+        }
         router.get("console/realms/:realm/clients/:client/audit") { request, context in
             await page(request, context) { _ in
                 let (realm, id) = (context.parameters.get("realm") ?? "", context.parameters.get("client") ?? "")
@@ -91,6 +109,17 @@ extension ConsoleController {
                              (id, "/console/realms/\(realm)/clients/\(id)")])
             }
         }
+    }
+
+    /// The confirmation of a deletion, naming the client from its own record (issue 43).
+    private func deleteClientPage(realm: String, id: String) async throws -> ConsolePage {
+        let state = try await admin.clients.get(realm: realm, id: id)
+        guard state.exists, let settings = state.settings else { throw ConsoleRefusal.notFound("client") }
+        return ConsolePage(
+            template: "client-delete", title: "Delete a client", values: ["realm": realm, "id": id, "displayName": settings.displayName],
+            section: "realms",
+            crumbs: [("Realms", "/console/realms"), (realm, "/console/realms/\(realm)"), ("Clients", "/console/realms/\(realm)/clients"),
+                     (id, "/console/realms/\(realm)/clients/\(id)")])
     }
 
     private func newClientPage(_ realm: String, form: [String: Any]) -> ConsolePage {

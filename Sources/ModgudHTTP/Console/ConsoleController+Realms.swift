@@ -24,19 +24,7 @@ extension ConsoleController {
                     crumbs: [("Realms", "/console/realms"), (realm, "/console/realms/\(realm)")])
             }
         }
-        router.post("console/realms/:realm/settings") { request, context in
-            await action(request, context) { session, form in
-                let realm = context.parameters.get("realm") ?? ""
-                let (_, warning) = try await admin.realms.update(realm, metadata: metadata(session, context)) { settings in
-                    try Self.applyRealmForm(form, to: &settings)
-                }
-                guard let warning else { return ConsoleResponse.redirect("/console/realms/\(realm)") }
-                var page = try await realmPage(realm)
-                page.error = warning
-                page.notice = "Saved."
-                return try await render(page, session: session, started: .now)
-            }
-        }
+        registerRealmSettings(on: router)
         router.post("console/realms/:realm/rotate-key") { request, context in
             await action(request, context) { session, form in
                 let realm = context.parameters.get("realm") ?? ""
@@ -64,7 +52,33 @@ extension ConsoleController {
         }
     }
 
-    func realmPage(_ id: String) async throws -> ConsolePage {
+    /// The realm's page; after a refused save, the form shows what was typed and the reason
+    /// beside its field (issue 43), with status 400.
+    /// The realm form's save: a refused value re-renders the form with what was typed.
+    private func registerRealmSettings(on router: Router<ModgudRequestContext>) {
+        router.post("console/realms/:realm/settings") { request, context in
+            await action(request, context) { session, form in
+                let realm = context.parameters.get("realm") ?? ""
+                let warning: String?
+                do {
+                    warning = try await admin.realms.update(realm, metadata: metadata(session, context)) { settings in
+                        try Self.applyRealmForm(form, to: &settings)
+                    }.warning
+                } catch let refused as ConsoleRefusal where refused.field != nil {
+                    return try await render(realmPage(realm, typed: form, refused: (refused.field, refused.message)), session: session, started: .now)
+                } catch let refused as ServiceRefusal where refused.kind == .invalid {
+                    return try await render(realmPage(realm, typed: form, refused: (nil, refused.message)), session: session, started: .now)
+                }
+                guard let warning else { return ConsoleResponse.redirect("/console/realms/\(realm)") }
+                var page = try await realmPage(realm)
+                page.error = warning
+                page.notice = "Saved."
+                return try await render(page, session: session, started: .now)
+            }
+        }
+    }
+
+    func realmPage(_ id: String, typed: FormBody? = nil, refused: (field: String?, message: String)? = nil) async throws -> ConsolePage {
         let state = try await admin.realms.get(id)
         guard let settings = state.settings else { throw ConsoleRefusal.notFound("realm") }
         let facts: [[String: String]] = [
@@ -97,31 +111,54 @@ extension ConsoleController {
             ]
         }
         let postures = RegistrationPosture.allCases.map { ["value": $0.rawValue, "label": $0.rawValue, "selected": $0 == settings.registrationPosture] as [String: Any] }
+        let numbers = Self.realmNumbers.map { field -> [String: Any] in
+            var row: [String: Any] = [
+                "name": field.name, "label": field.label, "min": field.range.lowerBound, "max": field.range.upperBound,
+                "value": typed?[field.name] ?? String(settings[keyPath: field.setting]),
+            ]
+            if let refused, refused.field == field.name { row["error"] = refused.message }
+            return row
+        }
         let values: [String: Any] = [
             "realm": id, "facts": facts, "fields": fields, "limits": limits, "keys": keys, "postures": postures,
-            "magicLinks": settings.magicLinksOn, "nativeGrants": settings.nativeGrants.enabled,
-            "accessMinutes": settings.nativeGrants.accessTokenLifetimeMinutes, "refreshDays": settings.nativeGrants.refreshTokenLifetimeDays,
-            "absoluteDays": settings.sessionLimits.absoluteLifetimeDays, "reuseGrace": settings.sessionLimits.refreshReuseGraceSeconds,
+            "magicLinks": typed.map { $0["magic_links"] == "on" } ?? settings.magicLinksOn,
+            "nativeGrants": typed.map { $0["native_grants"] == "on" } ?? settings.nativeGrants.enabled, "numbers": numbers,
         ]
-        return ConsolePage(template: "realm", title: "Realm \(id)", values: values, section: "realms", crumbs: [("Realms", "/console/realms")])
+        var page = ConsolePage(template: "realm", title: "Realm \(id)", values: values, section: "realms", crumbs: [("Realms", "/console/realms")])
+        if let refused {
+            page.status = .badRequest
+            page.error = refused.field == nil ? refused.message : "Nothing was saved: see the field marked below."
+        }
+        return page
+    }
+
+    /// The realm form's number fields, bounded by the realm's own validation (the domain's ranges).
+    static var realmNumbers: [(name: String, label: String, range: ClosedRange<Int>, setting: WritableKeyPath<RealmSettings, Int>)] {
+        [
+            ("access_minutes", "Access token lifetime (minutes)", NativeGrantSettings.accessTokenLifetimeRange, \.nativeGrants.accessTokenLifetimeMinutes),
+            ("refresh_days", "Refresh token lifetime (days)", NativeGrantSettings.refreshTokenLifetimeRange, \.nativeGrants.refreshTokenLifetimeDays),
+            ("absolute_days", "Session absolute lifetime (days)", SessionLimits.absoluteLifetimeRange, \.sessionLimits.absoluteLifetimeDays),
+            ("reuse_grace", "Refresh reuse grace (seconds)", SessionLimits.reuseGraceRange, \.sessionLimits.refreshReuseGraceSeconds),
+            ("enrollment_minutes", "Passkey enrollment freshness (minutes)", SessionLimits.enrollmentFreshnessRange, \.sessionLimits.enrollmentFreshnessMinutes),
+        ]
     }
 
     /// The realm form's fields onto the settings; the realm's own validation runs on save.
     static func applyRealmForm(_ form: FormBody, to settings: inout RealmSettings) throws {
         guard let posture = RegistrationPosture(rawValue: form["registration_posture"] ?? "") else { throw ConsoleRefusal.badForm("Choose a registration posture.") }
-        func number(_ name: String, _ range: ClosedRange<Int>) throws -> Int {
-            guard let value = Int(form[name] ?? ""), range.contains(value) else {
-                throw ConsoleRefusal.badForm("\(name.replacingOccurrences(of: "_", with: " ")) must be a number from \(range.lowerBound) to \(range.upperBound).")
-            }
-            return value
-        }
         // The form shows the effective posture: sent back unchanged, it is no new choice.
         if settings.chosenRegistrationPosture != nil || posture != settings.registrationPosture { settings.registrationPosture = posture }
         settings.magicLinkEnabled = form["magic_links"] == "on"
         settings.nativeGrants.enabled = form["native_grants"] == "on"
-        settings.nativeGrants.accessTokenLifetimeMinutes = try number("access_minutes", 1...1440)
-        settings.nativeGrants.refreshTokenLifetimeDays = try number("refresh_days", 1...365)
-        settings.sessionLimits.absoluteLifetimeDays = try number("absolute_days", 1...3650)
-        settings.sessionLimits.refreshReuseGraceSeconds = try number("reuse_grace", 0...60)
+        for field in realmNumbers {
+            // A field the form did not send keeps its value (an older page).
+            guard let text = form[field.name] else { continue }
+            guard let value = Int(text.trimmingCharacters(in: .whitespaces)), field.range.contains(value) else {
+                throw ConsoleRefusal(
+                    status: .badRequest, message: "\(field.label) must be a whole number from \(field.range.lowerBound) to \(field.range.upperBound).",
+                    field: field.name)
+            }
+            settings[keyPath: field.setting] = value
+        }
     }
 }

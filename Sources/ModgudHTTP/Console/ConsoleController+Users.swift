@@ -40,6 +40,7 @@ extension ConsoleController {
             }
         }
         registerUserActions(on: router)
+        registerAccountActions(on: router)
     }
 
     private func registerUserActions(on router: Router<ModgudRequestContext>) {
@@ -135,6 +136,8 @@ extension ConsoleController {
             values: [
                 "realm": realm, "id": id.uuidString.lowercased(), "userID": id.uuidString.lowercased(), "facts": facts, "passkeys": passkeys,
                 "sessions": sessions, "live": live, "active": state.status == .active, "tombstone": erased,
+                "roles": state.roles, "totp": state.encryptedTOTPSecret != nil, "username": profile.username ?? "", "firstName": profile.firstName ?? "",
+                "lastName": profile.lastName ?? "",
             ], section: "realms", crumbs: userCrumbs(realm))
     }
 
@@ -144,9 +147,14 @@ extension ConsoleController {
         guard state.status != .erased else { throw ConsoleRefusal.badForm("This user is erased already.") }
         let liveSessions = try await admin.users.sessions(realm: realm, userID: id).filter(\.live).count
         let passkeys = try await admin.users.passkeys(realm: realm, userID: id).count
+        // The subject is named from its own record (issue 43: never from the signed-in operator's).
+        let name = [profile.firstName, profile.lastName].compactMap { $0 }.joined(separator: " ")
         return ConsolePage(
             template: "user-erase", title: "Erase a user",
-            values: ["realm": realm, "id": id.uuidString.lowercased(), "email": profile.email ?? "-", "liveSessions": liveSessions, "passkeyCount": passkeys],
+            values: [
+                "realm": realm, "id": id.uuidString.lowercased(), "subjectEmail": profile.email ?? "(no address)", "subjectName": name,
+                "liveSessions": liveSessions, "passkeyCount": passkeys,
+            ],
             section: "realms", crumbs: userCrumbs(realm) + [(profile.email ?? "user", userPath(realm, id))])
     }
 
@@ -163,7 +171,7 @@ extension ConsoleController {
     }
 
     /// The realm and user named in the path; 404 for a user the realm does not have.
-    private func target(_ context: ModgudRequestContext) async throws -> (String, UUID) {
+    func target(_ context: ModgudRequestContext) async throws -> (String, UUID) {
         let realm = context.parameters.get("realm") ?? ""
         guard let id = UUID(uuidString: context.parameters.get("user") ?? ""), try await admin.users.exists(realm: realm, id: id) else {
             throw ConsoleRefusal.notFound("user")
@@ -171,7 +179,7 @@ extension ConsoleController {
         return (realm, id)
     }
 
-    private func userPath(_ realm: String, _ id: UUID) -> String { "/console/realms/\(realm)/users/\(id.uuidString.lowercased())" }
+    func userPath(_ realm: String, _ id: UUID) -> String { "/console/realms/\(realm)/users/\(id.uuidString.lowercased())" }
 
     private func userCrumbs(_ realm: String) -> [(String, String)] {
         [("Realms", "/console/realms"), (realm, "/console/realms/\(realm)"), ("Users", "/console/realms/\(realm)/users")]

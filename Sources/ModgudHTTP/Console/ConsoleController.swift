@@ -42,13 +42,13 @@ struct ConsoleController: Sendable {
         do {
             session = try await console.authenticate(token: Self.cookie(request) ?? "")
         } catch {
-            return failure(error, context: context, started: started, session: nil)
+            return await failure(error, context: context, started: started, session: nil)
         }
         guard let session else { return ConsoleResponse.redirect("/console/sign-in") }
         do {
             return try await render(build(session), session: session, started: started)
         } catch {
-            return failure(error, context: context, started: started, session: session)
+            return await failure(error, context: context, started: started, session: session)
         }
     }
 
@@ -69,10 +69,10 @@ struct ConsoleController: Sendable {
             do {
                 return try await perform(session, form)
             } catch {
-                return failure(error, context: context, started: started, session: session)
+                return await failure(error, context: context, started: started, session: session)
             }
         } catch {
-            return failure(error, context: context, started: started, session: nil)
+            return await failure(error, context: context, started: started, session: nil)
         }
     }
 
@@ -93,7 +93,7 @@ struct ConsoleController: Sendable {
         if let session {
             values["operator"] = true
             values["csrf"] = session.csrfToken
-            values["email"] = try await admin.users.profile(realm: session.realm, userID: session.userID).profile.email ?? session.userID.uuidString
+            values["operatorEmail"] = try await admin.users.profile(realm: session.realm, userID: session.userID).profile.email ?? session.userID.uuidString
             if let section = page.section { values["current"] = [section: true] }
         }
         values["serverTime"] = ConsoleFormat.time(admin.now())
@@ -106,7 +106,7 @@ struct ConsoleController: Sendable {
     }
 
     private func failure(_ error: any Error, context: ModgudRequestContext, started: ContinuousClock.Instant, session: OperatorConsole.Operator?)
-        -> Response
+        async -> Response
     {
         let status: HTTPResponse.Status
         let message: String
@@ -126,10 +126,16 @@ struct ConsoleController: Sendable {
             ServerFailure.log(error, context: context, endpoint: "console", unavailable: false)
             (status, message) = (.internalServerError, "Something failed on the server (request \(context.id)); see its log.")
         }
-        let values: [String: Any] = [
+        var values: [String: Any] = [
             "title": status == .notFound ? "Not found" : "Could not do that", "message": message, "operator": session != nil,
             "csrf": session?.csrfToken ?? "", "link": ["href": "/console", "label": "Back to the console"],
         ]
+        // The header names the signed-in operator on an error page too (issue 43); a database
+        // that is away leaves the id.
+        if let session {
+            let profile = try? await admin.users.profile(realm: session.realm, userID: session.userID).profile
+            values["operatorEmail"] = profile?.email ?? session.userID.uuidString.lowercased()
+        }
         return ConsoleResponse.page(ConsoleTemplates.render("message", values), status: status, started: started)
     }
 

@@ -25,6 +25,8 @@ struct ConsolePage {
 struct ConsoleRefusal: Error {
     var status: HTTPResponse.Status
     var message: String
+    /// The form field the refusal is about (its message is shown beside it).
+    var field: String? = nil
 
     static func notFound(_ what: String) -> ConsoleRefusal { ConsoleRefusal(status: .notFound, message: "No such \(what).") }
     static func badForm(_ message: String) -> ConsoleRefusal { ConsoleRefusal(status: .badRequest, message: message) }

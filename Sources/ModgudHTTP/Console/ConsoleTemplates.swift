@@ -19,6 +19,7 @@ enum ConsoleTemplates {
             "client": PackageResources.client_mustache,
             "client-new": PackageResources.client_new_mustache,
             "client-form": PackageResources.client_form_mustache,
+            "client-delete": PackageResources.client_delete_mustache,
             "users": PackageResources.users_mustache,
             "user": PackageResources.user_mustache,
             "user-erase": PackageResources.user_erase_mustache,

@@ -27,7 +27,10 @@ public struct AuditQueries: Sendable {
         public var clientIP: String?
     }
 
-    /// A user's history from the log: their own stream and their token families, in log order.
+    /// A user's history from the log, in log order: their own stream, their token families,
+    /// their passkeys, and their sign-in challenges (codes, links and confirmations issued to
+    /// them, with every wrong attempt and burn: issue 43, "why can't this user sign in?").
+    /// A code sent to an address without an account names no user and is in no one's history.
     public func userHistory(realm: String, userID: UUID) async throws -> [Entry] {
         return try await ServiceRefusal.translating {
             // Their own stream, their token families' (with the client of each), and their
@@ -37,10 +40,11 @@ public struct AuditQueries: Sendable {
             var clientOfStream: [String: String] = [:]
             for (family, client) in families { clientOfStream[StreamNames.tokenFamily(realm: realm, familyID: family).id] = client }
             let log = EventLogMaintenance(pool: pool)
-            let passkeyStreams = try await log.streams(
-                realm: realm, withEventOfType: PasskeyEnrolled.eventType, payloadKey: "userID", equalTo: userID.uuidString.lowercased())
+            let user = userID.uuidString.lowercased()
+            let passkeyStreams = try await log.streams(realm: realm, withEventOfType: PasskeyEnrolled.eventType, payloadKey: "userID", equalTo: user)
+            let challengeStreams = try await log.streams(realm: realm, withEventOfType: ChallengeIssued.eventType, payloadKey: "userID", equalTo: user)
             let streams = [StreamNames.user(realm: realm, userID: userID).id, StreamNames.operatorLog(realm: realm, userID: userID).id]
-                + clientOfStream.keys.sorted() + passkeyStreams
+                + clientOfStream.keys.sorted() + passkeyStreams + challengeStreams
             let events = try await log.events(realm: realm, streams: streams)
             // An erased person's data reads `[erased]`: their address in the registration, and
             // their client IPs (whose day keys outlive them: the audit does not).
@@ -53,6 +57,8 @@ public struct AuditQueries: Sendable {
                 if let grant = payload["grantType"] { details.append("grant=\(grant)") }
                 if let generation = payload["generation"] { details.append("generation=\(generation)") }
                 if let reason = payload["reason"] { details.append("reason=\(reason)") }
+                if let purpose = payload["purpose"] { details.append("purpose=\(purpose)") }
+                if let attempts = payload["attempts"] { details.append("attempts=\(attempts)") }
                 if let action = payload["action"], let target = payload["target"] { details.append("\(action) \(target)") }
                 if let stored = payload["storedSignCount"], let received = payload["receivedSignCount"] {
                     details.append("sign_count stored=\(stored) received=\(received)")

@@ -171,7 +171,7 @@ public struct UserAdministration: Sendable {
         }
     }
 
-    private func requireVault() throws -> PersonalDataVault {
+    func requireVault() throws -> PersonalDataVault {
         guard let vault else { throw MasterKeyMissing() }
         return vault
     }

@@ -1,0 +1,150 @@
+import EventSourcing
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import ModgudDomain
+import ModgudHTTP
+@testable import ModgudService
+import XCTest
+
+/// Issue 43: confirmations name their subject, failed sign-ins are in the person's history, an
+/// operator runs the account from the console, and a refused form keeps what was typed.
+extension ConsoleTests {
+    /// The danger-zone form of a confirmation page (the header names the operator, so the
+    /// assertions look inside the form only).
+    static func confirmation(_ body: String) throws -> String {
+        let start = try XCTUnwrap(body.range(of: "danger-zone"), body)
+        let end = try XCTUnwrap(body.range(of: "</form>", range: start.upperBound..<body.endIndex))
+        return String(body[start.lowerBound..<end.lowerBound])
+    }
+
+    func testTheEraseConfirmationNamesTheUserNotTheOperator() async throws {
+        let app = try await start()
+        let harness = harness!
+        let ada = try await harness.core.administration.users.create(
+            realm: "dev", email: "ada@example.com", firstName: "Ada", lastName: "Lovelace", metadata: .init(actor: "test")).id
+        let id = ada.uuidString.lowercased()
+        try await app.test(.router) { client in
+            let session = try await Self.session(client, harness)
+            let page = try await H.call(client, .get, "/console/realms/dev/users/\(id)/erase", "", headers: session.headers)
+            XCTAssertEqual(page.status, .ok)
+            let form = try Self.confirmation(page.body)
+            XCTAssertTrue(form.contains(#"<strong class="subject">ada@example.com</strong> (Ada Lovelace), user <code>\#(id)</code>"#), form)
+            XCTAssertFalse(form.contains(Self.operatorEmail), "the operator is not the subject")
+            XCTAssertTrue(page.body.contains(">\(Self.operatorEmail)</a>"), "the header still names the signed-in operator")
+            // A wrong confirmation names the same person again and erases nothing.
+            let refused = try await H.call(client, .post, "/console/realms/dev/users/\(id)/erase", "_csrf=\(session.csrf)&confirm=no", headers: session.headers)
+            XCTAssertTrue(try Self.confirmation(refused.body).contains("ada@example.com"), refused.body)
+        }
+        let status = try await harness.core.administration.users.state(realm: "dev", id: ada).status
+        XCTAssertEqual(status, .active)
+    }
+
+    func testWrongCodesAreInThePersonsHistoryAndAnUnknownAddressInNoOnes() async throws {
+        let app = try await start()
+        let harness = harness!
+        let ada = try await harness.core.administration.users.create(realm: "dev", email: "ada@example.com", metadata: .init(actor: "test")).id
+        try await app.test(.router) { client in
+            _ = try await H.requestCode(client, "ada@example.com")
+            let code = try await harness.code(for: "ada@example.com")
+            let wrong = code == "000000" ? "111111" : "000000"
+            for _ in 0..<2 {
+                let refused = try await H.redeemCode(client, "ada@example.com", wrong)
+                XCTAssertEqual(refused.json["error"] as? String, "invalid_grant", refused.body)
+            }
+            _ = try await H.requestCode(client, "nobody@example.com")  // no account: a registration code
+            let session = try await Self.session(client, harness)
+            let page = try await H.call(client, .get, "/console/realms/dev/users/\(ada.uuidString.lowercased())/audit", "", headers: session.headers)
+            XCTAssertEqual(page.status, .ok)
+            XCTAssertEqual(page.body.components(separatedBy: "challenge.attempt_failed").count - 1, 2, page.body)
+            XCTAssertTrue(page.body.contains("reason=wrong_code"), page.body)
+            XCTAssertTrue(page.body.contains("purpose=login_code"), page.body)
+        }
+        let history = try await harness.core.administration.audit.userHistory(realm: "dev", userID: ada)
+        let failures = history.filter { $0.event == ChallengeAttemptFailed.eventType }
+        XCTAssertEqual(failures.map(\.detail), ["reason=wrong_code attempts=1", "reason=wrong_code attempts=2"])
+        XCTAssertEqual(failures.compactMap(\.client), [], "a challenge stream names no token family's client")
+        XCTAssertFalse(history.contains { $0.detail.contains("registration_code") }, "the unknown address's code is no one's event")
+    }
+
+    func testAnOperatorEditsNamesRolesTwoFactorAndDeletesAClientBehindAConfirmation() async throws {
+        let app = try await start()
+        let harness = harness!
+        let admin = harness.core.administration
+        let ada = try await admin.users.create(realm: "dev", email: "ada@example.com", metadata: .init(actor: "test")).id
+        _ = try await admin.users.enableTOTP(realm: "dev", userID: ada, metadata: .init(actor: "test"))
+        let user = "/console/realms/dev/users/\(ada.uuidString.lowercased())"
+        try await app.test(.router) { client in
+            let session = try await Self.session(client, harness)
+            let steps: [(String, String)] = [
+                ("/profile", "first_name=Ada&last_name=Lovelace&username=ada"), ("/roles/grant", "role=support"),
+                ("/roles/grant", "role=auditor"), ("/roles/revoke", "role=support"), ("/two-factor/reset", ""),
+            ]
+            for (path, body) in steps {
+                let reply = try await H.call(client, .post, user + path, "_csrf=\(session.csrf)&" + body, headers: session.headers)
+                XCTAssertEqual(reply.status, .seeOther, "\(path): \(reply.body)")
+            }
+            let badRole = try await H.call(client, .post, user + "/roles/grant", "_csrf=\(session.csrf)&role=Not%20A%20Role", headers: session.headers)
+            XCTAssertEqual(badRole.status, .badRequest, badRole.body)
+            XCTAssertTrue(badRole.body.contains("A role is 1 to 64"), badRole.body)
+            let page = try await H.call(client, .get, user, "", headers: session.headers)
+            XCTAssertTrue(page.body.contains(#"value="Lovelace""#) && page.body.contains("<code>auditor</code>"), page.body)
+            XCTAssertFalse(page.body.contains("<code>support</code>") || page.body.contains("Reset two-factor"), page.body)
+
+            let confirm = try await H.call(client, .get, "/console/realms/dev/clients/app/delete", "", headers: session.headers)
+            XCTAssertTrue(try Self.confirmation(confirm.body).contains(#"<strong class="subject">app</strong>"#), confirm.body)
+            let wrong = try await H.call(client, .post, "/console/realms/dev/clients/app/delete", "_csrf=\(session.csrf)&confirm=ap", headers: session.headers)
+            XCTAssertEqual(wrong.status, .badRequest)
+            let stillThere = try await admin.clients.get(realm: "dev", id: "app").exists
+            XCTAssertTrue(stillThere, "a wrong confirmation deletes nothing")
+            let deleted = try await H.call(client, .post, "/console/realms/dev/clients/app/delete", "_csrf=\(session.csrf)&confirm=app", headers: session.headers)
+            XCTAssertEqual(deleted.headers[.location], "/console/realms/dev/clients", deleted.body)
+            let audit = try await H.call(client, .get, user + "/audit", "", headers: session.headers)
+            XCTAssertTrue(audit.body.contains(">operator \(Self.operatorEmail)</td>"), "the actor is named by address: \(audit.body)")
+            XCTAssertTrue(audit.body.contains(#"title="operator:operators/"#), "and its id stays in the cell's title")
+        }
+        let (state, profile) = try await admin.users.profile(realm: "dev", userID: ada)
+        XCTAssertEqual([profile.username, profile.firstName, profile.lastName], ["ada", "Ada", "Lovelace"])
+        XCTAssertEqual(state.roles, ["auditor"])
+        XCTAssertNil(state.encryptedTOTPSecret)
+        let client = try await admin.clients.get(realm: "dev", id: "app")
+        XCTAssertFalse(client.exists)
+        let history = try await admin.audit.userHistory(realm: "dev", userID: ada)
+        let byOperator = history.filter { $0.actor?.hasPrefix("operator:operators/") == true }.map(\.event)
+        XCTAssertEqual(byOperator, [UserProfileChanged.eventType] + Array(repeating: UserRolesChanged.eventType, count: 3) + [UserTOTPDisabled.eventType])
+        // Names sent again unchanged write nothing (sealed texts differ; the plaintexts are compared).
+        _ = try await admin.users.changeProfile(realm: "dev", userID: ada, username: "ada", firstName: "Ada", lastName: "Lovelace", metadata: .init())
+        let again = try await admin.audit.userHistory(realm: "dev", userID: ada)
+        XCTAssertEqual(again.count, history.count)
+    }
+
+    func testARefusedRealmValueKeepsWhatWasTypedAndTheFormsBoundsAreTheServers() async throws {
+        let app = try await start()
+        let harness = harness!
+        let before = try await harness.core.administration.realms.get("dev").settings
+        try await app.test(.router) { client in
+            let session = try await Self.session(client, harness)
+            let page = try await H.call(client, .get, "/console/realms/dev", "", headers: session.headers)
+            for (name, range) in [("access_minutes", NativeGrantSettings.accessTokenLifetimeRange), ("refresh_days", NativeGrantSettings.refreshTokenLifetimeRange),
+                                  ("reuse_grace", SessionLimits.reuseGraceRange), ("absolute_days", SessionLimits.absoluteLifetimeRange)] {
+                XCTAssertTrue(page.body.contains(#"name="\#(name)" type="number" min="\#(range.lowerBound)" max="\#(range.upperBound)""#), name)
+            }
+            let body = "_csrf=\(session.csrf)&registration_posture=JitOnOtp&native_grants=on&access_minutes=90&refresh_days=7&absolute_days=30&reuse_grace=5&enrollment_minutes=10"
+            let refused = try await H.call(client, .post, "/console/realms/dev/settings", body, headers: session.headers)
+            XCTAssertEqual(refused.status, .badRequest)
+            XCTAssertTrue(refused.body.contains(#"name="access_minutes" type="number" min="1" max="60" value="90" required aria-invalid="true""#), refused.body)
+            XCTAssertTrue(refused.body.contains("Access token lifetime (minutes) must be a whole number from 1 to 60."), refused.body)
+            XCTAssertTrue(refused.body.contains(#"name="refresh_days" type="number" min="1" max="30" value="7""#), "the other typed values stay")
+            let unchanged = try await harness.core.administration.realms.get("dev").settings
+            XCTAssertEqual(unchanged, before, "the refused post changed nothing")
+            let saved = try await H.call(client, .post, "/console/realms/dev/settings", body.replacingOccurrences(of: "access_minutes=90", with: "access_minutes=30"),
+                headers: session.headers)
+            XCTAssertEqual(saved.status, .seeOther, saved.body)
+        }
+        let after = try await harness.core.administration.realms.get("dev").settings
+        XCTAssertEqual(after?.nativeGrants.accessTokenLifetimeMinutes, 30)
+        XCTAssertEqual(after?.sessionLimits.refreshReuseGraceSeconds, 5)
+        XCTAssertNotEqual(before?.sessionLimits.refreshReuseGraceSeconds, 5)
+    }
+}
