@@ -11,12 +11,19 @@ public struct EventMetadata: Codable, Hashable, Sendable {
     public var actor: String?
     /// The client's IP address as the server saw it.
     public var clientIP: String?
+    /// The request's `User-Agent` (at most `maxUserAgentLength` characters): which app or
+    /// browser on which system acted, for an operator's triage (issue 43).
+    public var userAgent: String?
 
-    public init(correlationID: String? = nil, causationID: String? = nil, actor: String? = nil, clientIP: String? = nil) {
+    /// The longest `userAgent` kept; longer ones are cut.
+    public static let maxUserAgentLength = 256
+
+    public init(correlationID: String? = nil, causationID: String? = nil, actor: String? = nil, clientIP: String? = nil, userAgent: String? = nil) {
         self.correlationID = correlationID
         self.causationID = causationID
         self.actor = actor
         self.clientIP = clientIP
+        self.userAgent = userAgent.map { String($0.prefix(Self.maxUserAgentLength)) }
     }
 
     /// No metadata.
@@ -33,6 +40,7 @@ public struct EventMetadata: Codable, Hashable, Sendable {
         add("causationID", causationID)
         add("actor", actor)
         add("clientIP", clientIP)
+        add("userAgent", userAgent)
         return "{" + fields.joined(separator: ",") + "}"
     }
 }

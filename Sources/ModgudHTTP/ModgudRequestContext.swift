@@ -5,6 +5,8 @@ public struct ModgudRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The peer's IP address (the proxy's, behind one; see `SourceAddress`).
     public let peerAddress: String?
+    /// The request's `User-Agent`, set by `RequestObservationMiddleware`.
+    public internal(set) var userAgent: String?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -46,6 +46,6 @@ extension ModgudRequestContext {
     /// The metadata of the events this request writes: its correlation id, the acting user
     /// (`user:<id>`) when one is signed in, and the peer address.
     func eventMetadata(actor: UUID? = nil) -> EventMetadata {
-        EventMetadata(correlationID: id, actor: actor.map { "user:\($0.uuidString.lowercased())" }, clientIP: peerAddress)
+        EventMetadata(correlationID: id, actor: actor.map { "user:\($0.uuidString.lowercased())" }, clientIP: peerAddress, userAgent: userAgent)
     }
 }

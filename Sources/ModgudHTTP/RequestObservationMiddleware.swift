@@ -27,6 +27,7 @@ struct RequestObservationMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
         var context = context
+        context.userAgent = request.headers[.userAgent]
         if let given = request.headers[.requestID], Self.isPlainRequestID(given) {
             context.logger[metadataKey: "hb.request.id"] = .string(given)
         }

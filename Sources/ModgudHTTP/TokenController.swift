@@ -112,7 +112,7 @@ struct TokenController: Sendable {
         }
         let grantRequest = GrantRequest(
             form: form, client: client, limits: limits, realm: realm, issuer: issuer, source: source, correlationID: context.id,
-            clientIP: context.peerAddress, services: services, dpopKey: dpop?.key, dpopClaim: dpop?.claim)
+            clientIP: context.peerAddress, userAgent: context.userAgent, services: services, dpopKey: dpop?.key, dpopClaim: dpop?.claim)
         guard grant.isNative else { return try await grant.redeem(grantRequest) }
         // A failed proof (`invalid_grant`) of a native grant answers after the jitter, so timing
         // does not tell a wrong code from an unknown user. Successes are not delayed.

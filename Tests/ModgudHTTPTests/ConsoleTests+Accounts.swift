@@ -147,4 +147,43 @@ extension ConsoleTests {
         XCTAssertEqual(after?.sessionLimits.refreshReuseGraceSeconds, 5)
         XCTAssertNotEqual(before?.sessionLimits.refreshReuseGraceSeconds, 5)
     }
+
+    func testSessionsShowTheirDeviceAddressesLastUseAndExpiry() async throws {
+        let app = try await start()
+        let harness = harness!
+        let ada = try await harness.core.administration.users.create(realm: "dev", email: "ada@example.com", metadata: .init(actor: "test")).id
+        let signIn = "Acme/3.2 (com.acme.app; build:41; iOS 18.1.0) Alamofire/5.9.1"
+        let rotation = "okhttp/4.12.0"
+        try await app.test(.router) { client in
+            _ = try await H.requestCode(client, "ada@example.com")
+            let code = try await harness.code(for: "ada@example.com")
+            var headers = H.form
+            headers[.userAgent] = signIn
+            let tokens = try await H.token(
+                client, [("grant_type", "urn:cocoar:otp"), ("client_id", "app"), ("username", "ada@example.com"), ("otp_code", code),
+                         ("scope", "openid offline_access")], headers: headers)
+            let refreshToken = try XCTUnwrap(tokens.json["refresh_token"] as? String, tokens.body)
+            headers[.userAgent] = rotation
+            let refreshed = try await H.token(client, [("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", refreshToken)], headers: headers)
+            XCTAssertEqual(refreshed.status, .ok, refreshed.body)
+            let session = try await Self.session(client, harness)
+            let page = try await H.call(client, .get, "/console/realms/dev/users/\(ada.uuidString.lowercased())", "", headers: session.headers)
+            XCTAssertTrue(page.body.contains(#"<td class="device" title="okhttp/4.12.0">an app (okhttp)"#), page.body)
+        }
+        let families = try await harness.core.administration.users.sessions(realm: "dev", userID: ada).map(\.familyID)
+        let activity = try await harness.core.administration.users.sessionActivity(realm: "dev", userID: ada, families: families)
+        let used = try XCTUnwrap(activity[try XCTUnwrap(families.first)])
+        XCTAssertEqual(used.firstUserAgent, signIn)
+        XCTAssertEqual(used.lastUserAgent, rotation)
+        let realmSettings = try await harness.core.administration.realms.get("dev").settings
+        let settings = try XCTUnwrap(realmSettings)
+        XCTAssertEqual(used.expiresAt, used.lastUsedAt.addingTimeInterval(TimeInterval(settings.nativeGrants.refreshTokenLifetimeDays * 86_400)),
+            "the refresh token's lifetime from the latest rotation (within the absolute lifetime)")
+        // Sealed under the day's key like the address: no plaintext user agent in the log.
+        let plain = try await harness.core.pool.query("SELECT count(*)::int8 FROM events WHERE metadata::text LIKE '%okhttp%' OR metadata::text LIKE '%Alamofire%'")
+        XCTAssertEqual(try plain.first?.decode(Int64.self, at: 0), 0)
+        // The history carries the user agent of each event from a request.
+        let history = try await harness.core.administration.audit.userHistory(realm: "dev", userID: ada)
+        XCTAssertEqual(history.first { $0.event == TokenFamilyRefreshed.eventType }?.userAgent, rotation)
+    }
 }

@@ -34,7 +34,7 @@ import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.common.virtual_authenticator import VirtualAuthenticatorOptions
@@ -83,6 +83,12 @@ class Console:
     def text(self):
         return self.driver.find_element(By.TAG_NAME, "body").text
 
+    def wait_for_text(self, text):
+        """Waits for `text` in the body, looking the body up afresh each time: a form's redirect
+        replaces the document between a lookup and its read."""
+        WebDriverWait(self.driver, 30, ignored_exceptions=(StaleElementReferenceException, WebDriverException)).until(
+            lambda d: text in d.find_element(By.TAG_NAME, "body").text)
+
     def h1(self):
         return self.driver.find_element(By.TAG_NAME, "h1").text
 
@@ -128,12 +134,17 @@ class Console:
 
 def refresh(base, client, token):
     data = urllib.parse.urlencode({"grant_type": "refresh_token", "client_id": client, "refresh_token": token}).encode()
-    request = urllib.request.Request(base + "/connect/token", data=data, headers={"Content-Type": "application/x-www-form-urlencoded"})
+    request = urllib.request.Request(base + "/connect/token", data=data, headers={
+        "Content-Type": "application/x-www-form-urlencoded", "User-Agent": APP_USER_AGENT})
     try:
         with urllib.request.urlopen(request) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read() or b"{}")
+
+
+# What a native iOS app's HTTP stack sends; the console shows it as "Acme on an Apple system".
+APP_USER_AGENT = "Acme/41 CFNetwork/1568.200.51 Darwin/24.1.0"
 
 
 def attacker_site(port, target):
@@ -264,7 +275,11 @@ def run(console, mailbox, args):
     status, _ = refresh(args.base, "demo-app", args.refresh_token)
     check(status == 200, "the user's refresh works before the revocation", status)
     console.submit("/sessions/", "Revoke")
-    console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "body"), "ended (admin)"))
+    console.wait_for_text("ended: revoked by an operator")
+    # Issue 43: the session shows the device of its latest use (the refresh above), in full on hover.
+    device = driver.find_element(By.CSS_SELECTOR, "td.device")
+    check("Acme on an Apple system" in device.text and device.get_attribute("title") == APP_USER_AGENT,
+          "the session names its device and keeps the full user agent", (device.text, device.get_attribute("title")))
     status, body = refresh(args.base, "demo-app", args.refresh_token)
     check(status == 400 and body.get("error") == "invalid_grant", "after the revocation the refresh is refused", (status, body))
     user_url = driver.current_url
@@ -275,7 +290,7 @@ def run(console, mailbox, args):
         box.clear()
         box.send_keys(value)
     console.submit("/profile", "Save names")
-    console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "body"), "Ada Lovelace"))
+    console.wait_for_text("Ada Lovelace")
     driver.find_element(By.ID, "role").send_keys("support")
     console.submit("/roles/grant", "Grant")
     console.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "form.role code"))
@@ -283,7 +298,7 @@ def run(console, mailbox, args):
     check(roles == ["support"], "the granted role is listed", roles)
     console.shot("user-roles")
     console.submit("/roles/revoke", "Revoke")
-    console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "body"), "No roles."))
+    console.wait_for_text("No roles.")
 
     console.open(urllib.parse.urlparse(user_url).path + "/audit")
     check("token_family.revoked" in console.text() and f"operator {args.operator}" in console.text(),
@@ -368,7 +383,7 @@ def run(console, mailbox, args):
     console.open("/console/me")
     driver.find_element(By.ID, "passkey-name").send_keys("Operator laptop")
     driver.find_element(By.CSS_SELECTOR, "button[data-passkey=enroll]").click()
-    console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "body"), "Operator laptop"))
+    console.wait_for_text("Operator laptop")
     check("localhost" in console.text(), "the operator's passkey is listed under the console's RP-ID")
     console.shot("me")
 

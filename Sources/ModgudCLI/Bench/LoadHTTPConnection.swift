@@ -49,6 +49,9 @@ struct LoadHTTPConnection {
                 var headers = HTTPHeaders()
                 headers.add(contentsOf: extra)
                 headers.add(name: "Host", value: authority)
+                // What a native app's HTTP stack sends: the server records it with every event
+                // it writes for the request (issue 43), so the bench pays what apps make it pay.
+                headers.add(name: "User-Agent", value: "Acme/41 CFNetwork/1568.200.51 Darwin/24.1.0")
                 headers.add(name: "Content-Length", value: String(payload.utf8.count))
                 if let contentType { headers.add(name: "Content-Type", value: contentType) }
                 try await outbound.write(.head(HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)))

@@ -16,6 +16,7 @@ extension ConsoleController {
             var detail = entry.detail
             if let client = entry.client { detail += (detail.isEmpty ? "" : " ") + "client=\(client)" }
             if let address = entry.clientIP { detail += (detail.isEmpty ? "" : " ") + "ip=\(address)" }
+            if let agent = entry.userAgent { detail += (detail.isEmpty ? "" : " ") + "device=\(UserAgentLabel.short(agent))" }
             return [
                 "time": ConsoleFormat.time(entry.recordedAt), "event": entry.event, "actor": entry.actor.map { operators[$0] ?? $0 } ?? "-",
                 "actorID": entry.actor ?? "", "detail": detail,

@@ -124,10 +124,17 @@ extension ConsoleController {
             ["label": "Registered via", "value": state.registeredVia ?? "-"],
         ]
         let passkeys = Self.passkeyRows(try await admin.users.passkeys(realm: realm, userID: id))
-        let sessions = try await admin.users.sessions(realm: realm, userID: id).map { session -> [String: Any] in
-            [
+        let listed = try await admin.users.sessions(realm: realm, userID: id)
+        let activity = try await admin.users.sessionActivity(realm: realm, userID: id, families: listed.map(\.familyID))
+        let sessions = listed.map { session -> [String: Any] in
+            let used = activity[session.familyID]
+            return [
                 "id": session.familyID.uuidString.lowercased(), "client": session.clientID, "scopes": session.scopes.joined(separator: " "),
-                "started": ConsoleFormat.time(session.startedAt), "live": session.live, "ended": session.endedBecause ?? "",
+                "started": ConsoleFormat.time(session.startedAt), "live": session.live, "ended": Self.endedReason(session.endedBecause),
+                "device": UserAgentLabel.short(used?.lastUserAgent), "userAgent": used?.lastUserAgent ?? "",
+                "firstAddress": used?.firstAddress ?? "-", "lastAddress": used?.lastAddress ?? "-",
+                "lastUsed": used.map { ConsoleFormat.time($0.lastUsedAt) } ?? "-",
+                "expires": session.live ? (used?.expiresAt.map(ConsoleFormat.time) ?? "-") : "-",
             ]
         }
         let live = state.status == .active || state.status == .disabled
@@ -156,6 +163,18 @@ extension ConsoleController {
                 "liveSessions": liveSessions, "passkeyCount": passkeys,
             ],
             section: "realms", crumbs: userCrumbs(realm) + [(profile.email ?? "user", userPath(realm, id))])
+    }
+
+    /// Why a session ended, in words (issue 43: the reason codes alone were unexplained).
+    static func endedReason(_ code: String?) -> String {
+        switch code.flatMap(RevocationReason.init(rawValue:)) {
+        case .reuse: "a spent refresh token was presented again (possible theft; the whole session ended)"
+        case .logout: "signed out by the app or the user"
+        case .stamp: "the account's security stamp moved on (sign out everywhere, disable, or a credential change)"
+        case .admin: "revoked by an operator"
+        case .erased: "the person was erased"
+        case nil: code ?? "-"
+        }
     }
 
     /// Passkeys as the tables show them: provider name and icon (the AAGUID data ships icons as data: URLs).

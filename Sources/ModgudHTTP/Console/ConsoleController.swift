@@ -78,7 +78,7 @@ struct ConsoleController: Sendable {
 
     /// What events written for this operator carry: the operator as actor.
     func metadata(_ session: OperatorConsole.Operator, _ context: ModgudRequestContext) -> EventMetadata {
-        EventMetadata(correlationID: context.id, actor: session.actor)
+        EventMetadata(correlationID: context.id, actor: session.actor, userAgent: context.userAgent)
     }
 
     func render(_ page: ConsolePage, session: OperatorConsole.Operator?, started: ContinuousClock.Instant, cookie: String? = nil) async throws

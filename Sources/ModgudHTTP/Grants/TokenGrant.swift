@@ -41,6 +41,7 @@ struct GrantRequest: Sendable {
     let source: String
     let correlationID: String
     let clientIP: String?
+    let userAgent: String?
     /// The services a grant may call (and nothing else of the instance).
     let services: GrantServices
     /// The thumbprint of the request's verified DPoP proof key (RFC 9449): the tokens are bound to it.
@@ -51,7 +52,7 @@ struct GrantRequest: Sendable {
 
     /// Metadata of the events the grant appends, `actor` unset (a refresh) or the client.
     func metadata(actorIsClient: Bool) -> EventMetadata {
-        EventMetadata(correlationID: correlationID, actor: actorIsClient ? "client:\(client.id)" : nil, clientIP: clientIP)
+        EventMetadata(correlationID: correlationID, actor: actorIsClient ? "client:\(client.id)" : nil, clientIP: clientIP, userAgent: userAgent)
     }
 
     /// The sign-in request of a native grant (`scope`, `resource`, `totp_code`).

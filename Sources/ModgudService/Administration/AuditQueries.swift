@@ -25,6 +25,8 @@ public struct AuditQueries: Sendable {
         public var actor: String?
         public var client: String?
         public var clientIP: String?
+        /// The request's user agent, when the event came from one.
+        public var userAgent: String? = nil
     }
 
     /// A user's history from the log, in log order: their own stream, their token families,
@@ -69,17 +71,22 @@ public struct AuditQueries: Sendable {
                 }
                 // Sealed addresses open while their day key lives (docs/operations/retention.md, "Client IPs").
                 let stored = metadata["clientIP"]
-                let address =
-                    erased
-                    ? stored.map { _ in SealedFieldRenderer.erased }
-                    : try await vault?.openAddress(stored) ?? stored.map { SealedText(stored: $0) == nil ? $0 : "[sealed]" }
+                let address = erased ? stored.map { _ in SealedFieldRenderer.erased } : try await openForTheDay(stored)
                 entries.append(
                     Entry(
                         position: event.position, recordedAt: event.recordedAt, event: event.type, detail: details.joined(separator: " "), actor: metadata["actor"],
-                        client: clientOfStream[event.streamID], clientIP: address))
+                        client: clientOfStream[event.streamID], clientIP: address,
+                        userAgent: erased ? nil : try await openForTheDay(metadata["userAgent"])))
             }
             return entries
         }
+    }
+
+    /// A metadata text sealed under its day's key (a client IP, a user agent), opened while
+    /// the key lives; `[sealed]` in a tool without the master key.
+    private func openForTheDay(_ stored: String?) async throws -> String? {
+        if let vault { return try await vault.openAddress(stored) }
+        return stored.map { SealedText(stored: $0) == nil ? $0 : "[sealed]" }
     }
 
     /// The history of some streams of a realm (a client's, a realm's): type, actor and reason.
@@ -94,7 +101,7 @@ public struct AuditQueries: Sendable {
     }
 
     /// A JSON object's top-level scalar members as text (what `->>` would give).
-    private static func fields(_ json: String) -> [String: String] {
+    static func fields(_ json: String) -> [String: String] {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else { return [:] }
         var fields: [String: String] = [:]
         for (key, value) in object {

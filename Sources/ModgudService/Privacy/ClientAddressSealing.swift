@@ -3,10 +3,11 @@ import Foundation
 import ModgudDomain
 import PQ
 
-/// Client IPs in event metadata (issue 13, item 4): sealed under a key per UTC day
-/// (subject `ip:<yyyy-mm-dd>`), and unreadable once that day's key is shredded after the
-/// retention (`MODGUD_IP_RETENTION_DAYS`, default 30). Recent security events keep their
-/// addresses; old ones keep everything but.
+/// Client IPs and user agents in event metadata (issue 13, item 4; issue 43): sealed under a
+/// key per UTC day (subject `ip:<yyyy-mm-dd>`), and unreadable once that day's key is shredded
+/// after the retention (`MODGUD_IP_RETENTION_DAYS`, default 30). Recent security events keep
+/// their addresses and devices; old ones keep everything but. (A user agent names software,
+/// but with an address it narrows a person down: it is kept exactly as long.)
 extension PersonalDataVault {
     /// What the audit shows for an address whose day key was shredded.
     public static let expiredAddress = "[expired]"
@@ -25,19 +26,26 @@ extension PersonalDataVault {
         String(PQTimestamp.format(time).prefix(10))
     }
 
-    /// The metadata with its client IP sealed under the day key of `time`.
+    /// The metadata with its client IP and user agent sealed under the day key of `time`.
     public func sealingAddress(_ metadata: EventMetadata, at time: Date) async throws -> EventMetadata {
-        guard let address = metadata.clientIP, SealedText(stored: address) == nil else { return metadata }
         var sealed = metadata
-        do {
-            sealed.clientIP = try await seal(address, subject: Self.addressSubject(time), realm: "*").stored
-        } catch is SubjectErased {
-            sealed.clientIP = nil  // that day is past its retention already (a clock far behind): keep no address
-        }
+        sealed.clientIP = try await sealingForTheDay(metadata.clientIP, at: time)
+        sealed.userAgent = try await sealingForTheDay(metadata.userAgent, at: time)
         return sealed
     }
 
-    /// A stored client IP as the audit shows it: the address, `[expired]` after its
+    /// A metadata text sealed under its day's key; nil when that day is past its retention
+    /// already (a clock far behind: keep nothing), unchanged when sealed before.
+    private func sealingForTheDay(_ text: String?, at time: Date) async throws -> String? {
+        guard let text, SealedText(stored: text) == nil else { return text }
+        do {
+            return try await seal(text, subject: Self.addressSubject(time), realm: "*").stored
+        } catch is SubjectErased {
+            return nil
+        }
+    }
+
+    /// A stored client IP or user agent as the audit shows it: the text, `[expired]` after its
     /// retention, or the text itself when it was stored before sealing began.
     public func openAddress(_ stored: String?) async throws -> String? {
         guard let stored else { return nil }
