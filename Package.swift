@@ -73,6 +73,7 @@ let package = Package(
                 .embedInCode("0016_operator_console.sql"),
                 .embedInCode("0017_dpop_replay_logged.sql"),
                 .embedInCode("0018_settings_acknowledgements.sql"),
+                .embedInCode("0019_sign_in_failures.sql"),
             ],
             swiftSettings: strict
         ),
@@ -128,6 +129,7 @@ let package = Package(
                 .embedInCode("Console/Templates/client-new.mustache"),
                 .embedInCode("Console/Templates/client.mustache"),
                 .embedInCode("Console/Templates/clients.mustache"),
+                .embedInCode("Console/Templates/failures.mustache"),
                 .embedInCode("Console/Templates/health.mustache"),
                 .embedInCode("Console/Templates/layout.mustache"),
                 .embedInCode("Console/Templates/mail.mustache"),

@@ -29,6 +29,7 @@ public enum ModgudSchema {
         Migration(name: "0016_operator_console.sql", sql: text(PackageResources._016_operator_console_sql)),
         Migration(name: "0017_dpop_replay_logged.sql", sql: text(PackageResources._017_dpop_replay_logged_sql)),
         Migration(name: "0018_settings_acknowledgements.sql", sql: text(PackageResources._018_settings_acknowledgements_sql)),
+        Migration(name: "0019_sign_in_failures.sql", sql: text(PackageResources._019_sign_in_failures_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

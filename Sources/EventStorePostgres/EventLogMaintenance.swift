@@ -37,6 +37,12 @@ public struct EventLogMaintenance: Sendable {
         try await pool.query(EventStoreSQL.rawEvents(realm: realm, streams: streams)).rows.map(Self.raw)
     }
 
+    /// A realm's sign-in failures recorded at or after `since`, newest first, at most `limit`:
+    /// the events of `events_sign_in_failures` (migration 0019), read through that index.
+    public func signInFailures(realm: String, since: Date, limit: Int) async throws -> [RawEvent] {
+        try await pool.query(EventStoreSQL.signInFailures(realm: realm, since: since, limit: limit)).rows.map(Self.raw)
+    }
+
     /// The streams of a realm holding an event of `type` whose payload's `key` equals `value`
     /// (case-insensitively). A scan of that type's events: an operator command's cost.
     public func streams(realm: String, withEventOfType type: String, payloadKey key: String, equalTo value: String) async throws -> [String] {
@@ -115,6 +121,21 @@ extension EventStoreSQL {
 
     static func rawEvents(realm: String, streams: [String]) -> PQQuery {
         "SELECT \(unescaped: rawColumns) FROM events WHERE realm = \(realm) AND stream_id = ANY(\(streams)) ORDER BY tx_id, position"
+    }
+
+    /// The predicate of the partial index `events_sign_in_failures`, word for word (the
+    /// planner uses the index only for a query that states it).
+    static let signInFailurePredicate = """
+        (type IN ('challenge.attempt_failed', 'challenge.burned', 'passkey.clone_suspected') \
+        OR (type = 'token_family.revoked' AND payload->>'reason' = 'reuse'))
+        """
+
+    static func signInFailures(realm: String, since: Date, limit: Int) -> PQQuery {
+        """
+        SELECT \(unescaped: rawColumns) FROM events
+        WHERE realm = \(realm) AND \(unescaped: signInFailurePredicate) AND recorded_at >= \(since)
+        ORDER BY position DESC LIMIT \(limit)
+        """
     }
 
     static func streams(realm: String, type: String, payloadKey: String, value: String) -> PQQuery {

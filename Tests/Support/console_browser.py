@@ -143,6 +143,19 @@ def refresh(base, client, token):
         return error.code, json.loads(error.read() or b"{}")
 
 
+def wrong_code(base, client, email, guess):
+    """An email-code grant with a wrong guess."""
+    data = urllib.parse.urlencode({"grant_type": "urn:cocoar:otp", "client_id": client, "username": email, "otp_code": guess,
+                                   "scope": "openid"}).encode()
+    request = urllib.request.Request(base + "/connect/token", data=data, headers={
+        "Content-Type": "application/x-www-form-urlencoded", "User-Agent": APP_USER_AGENT})
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
 # What a native iOS app's HTTP stack sends; the console shows it as "Acme on an Apple system".
 APP_USER_AGENT = "Acme/41 CFNetwork/1568.200.51 Darwin/24.1.0"
 
@@ -300,6 +313,19 @@ def run(console, mailbox, args):
     console.submit("/roles/revoke", "Revoke")
     console.wait_for_text("No roles.")
 
+    # Issue 43: the realm's sign-in failures: the refused refresh after the revocation is not
+    # one (a revoked family is no reuse), so a wrong code is made for the list.
+    request = urllib.request.Request(args.base + "/api/account/native/otp/request", data=json.dumps({"Email": args.user}).encode(),
+                                     headers={"Content-Type": "application/json", "User-Agent": APP_USER_AGENT})
+    with urllib.request.urlopen(request) as response:
+        check(response.status == 200, "a code is asked for the user", response.status)
+    sent = mailbox.code(args.user)
+    status, _ = wrong_code(args.base, "demo-app", args.user, "111111" if sent == "000000" else "000000")
+    check(status == 400, "a wrong code is refused", status)
+    console.open("/console/realms/dev/failures?window=hour")
+    check("wrong code or link" in console.text() and "Acme on an Apple system" in console.text(),
+          "the realm's failures list the wrong code with its device", console.text()[:600])
+    console.shot("failures")
     console.open(urllib.parse.urlparse(user_url).path + "/audit")
     check("token_family.revoked" in console.text() and f"operator {args.operator}" in console.text(),
           "the revocation is in the history with the operator, by address, as actor", console.text()[:600])

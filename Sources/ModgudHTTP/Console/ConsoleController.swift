@@ -27,6 +27,7 @@ struct ConsoleController: Sendable {
         registerPasskeys(on: router)
         registerOperations(on: router)
         registerRealms(on: router)
+        registerFailures(on: router)
         registerClients(on: router)
         registerUsers(on: router)
     }

@@ -13,6 +13,7 @@ enum ConsoleTemplates {
             "sign-in": PackageResources.sign_in_mustache,
             "sign-in-code": PackageResources.sign_in_code_mustache,
             "health": PackageResources.health_mustache,
+            "failures": PackageResources.failures_mustache,
             "realms": PackageResources.realms_mustache,
             "realm": PackageResources.realm_mustache,
             "clients": PackageResources.clients_mustache,

@@ -84,7 +84,7 @@ public struct AuditQueries: Sendable {
 
     /// A metadata text sealed under its day's key (a client IP, a user agent), opened while
     /// the key lives; `[sealed]` in a tool without the master key.
-    private func openForTheDay(_ stored: String?) async throws -> String? {
+    func openForTheDay(_ stored: String?) async throws -> String? {
         if let vault { return try await vault.openAddress(stored) }
         return stored.map { SealedText(stored: $0) == nil ? $0 : "[sealed]" }
     }
