@@ -137,6 +137,7 @@ let package = Package(
                 .embedInCode("Console/Templates/message.mustache"),
                 .embedInCode("Console/Templates/projections-table.mustache"),
                 .embedInCode("Console/Templates/projections.mustache"),
+                .embedInCode("Console/Templates/realm-new.mustache"),
                 .embedInCode("Console/Templates/realm.mustache"),
                 .embedInCode("Console/Templates/realms.mustache"),
                 .embedInCode("Console/Templates/sign-in-code.mustache"),

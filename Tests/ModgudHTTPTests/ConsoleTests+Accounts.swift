@@ -233,4 +233,52 @@ extension ConsoleTests {
         }
         XCTAssertTrue(text.contains("events_sign_in_failures"), text)
     }
+
+    func testAnOperatorCreatesARealmAndEditsItsHostsFieldsAndRateLimits() async throws {
+        let app = try await start()
+        let harness = harness!
+        try await app.test(.router) { client in
+            let session = try await Self.session(client, harness)
+            let form = try await H.call(client, .get, "/console/realms/new", "", headers: session.headers)
+            XCTAssertEqual(form.status, .ok, form.body)
+            let taken = try await H.call(
+                client, .post, "/console/realms/new", "_csrf=\(session.csrf)&id=shop&display_name=Shop&hosts=localhost&native_grants=on", headers: session.headers)
+            XCTAssertEqual(taken.status, .badRequest, "dev holds localhost")
+            XCTAssertTrue(taken.body.contains("A host of this realm belongs to another realm.") && taken.body.contains(#"value="shop""#), taken.body)
+            let created = try await H.call(
+                client, .post, "/console/realms/new", "_csrf=\(session.csrf)&id=shop&display_name=Shop&hosts=shop.example.com&algorithm=RS256&native_grants=on",
+                headers: session.headers)
+            XCTAssertEqual(created.headers[.location], "/console/realms/shop", created.body)
+            let edits: [(String, String)] = [
+                ("identity", "display_name=The%20Shop&hosts=shop.example.com%0Aid.shop.example.com&primary_domain=shop.example.com"),
+                ("registration-fields", "username=Off&firstname=Required&lastname=Optional"),
+                ("rate-limits", "policy=otp-request.mailbox&limit=3&window=600&burst=2&log_only=on&allowlist=10.0.0.0%2F8"),
+            ]
+            for (path, body) in edits {
+                let reply = try await H.call(client, .post, "/console/realms/shop/\(path)", "_csrf=\(session.csrf)&" + body, headers: session.headers)
+                XCTAssertEqual(reply.status, .seeOther, "\(path): \(reply.body)")
+            }
+            let badRange = try await H.call(
+                client, .post, "/console/realms/shop/rate-limits", "_csrf=\(session.csrf)&policy=token.ip&limit=5&window=60&burst=1&allowlist=not-a-range",
+                headers: session.headers)
+            XCTAssertEqual(badRange.status, .badRequest)
+            XCTAssertTrue(badRange.body.contains("not-a-range is not an address range"), badRange.body)
+            let page = try await H.call(client, .get, "/console/realms/shop", "", headers: session.headers)
+            XCTAssertTrue(page.body.contains("realm override") && page.body.contains("default: 5 per 1 h, burst 5"), page.body)
+            let reset = try await H.call(
+                client, .post, "/console/realms/shop/rate-limits", "_csrf=\(session.csrf)&policy=otp-request.mailbox&reset=on", headers: session.headers)
+            XCTAssertEqual(reset.status, .seeOther, reset.body)
+        }
+        let shop = try await harness.core.administration.realms.get("shop")
+        let settings = try XCTUnwrap(shop.settings)
+        XCTAssertEqual(settings.displayName, "The Shop")
+        XCTAssertEqual(settings.hosts, ["shop.example.com", "id.shop.example.com"])
+        XCTAssertEqual(settings.primaryDomain, "shop.example.com")
+        XCTAssertEqual(settings.registrationFields, RegistrationFields(username: .off, firstname: .required, lastname: .optional))
+        XCTAssertEqual(settings.rateLimitOverrides, [:], "the override was set, then reset to the default")
+        XCTAssertEqual(shop.activeKey?.algorithm, "RS256")
+        let history = try await harness.core.administration.audit.history(realm: "shop", streams: [StreamNames.realm("shop").id])
+        XCTAssertTrue(history.allSatisfy { $0.actor?.hasPrefix("operator:operators/") == true }, "every change is the operator's: \(history.map(\.actor))")
+        XCTAssertGreaterThanOrEqual(history.count, 5)
+    }
 }

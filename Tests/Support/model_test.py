@@ -429,8 +429,9 @@ class Console:
         page = answer.text()
         facts = {html.unescape(k): html.unescape(v) for k, v in re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", page)}
         sessions = {}
-        for fid, state in re.findall(r"<td><code>([0-9a-f-]{36})</code></td><td>.*?</td><td>.*?</td><td>.*?</td><td>(.*?)</td>", page):
-            sessions[fid] = "live" if "live" in state and "ended" not in state else "ended"
+        # A sessions row: the device cell ends with the family id; the state cell says live or ended.
+        for fid, row in re.findall(r'<td class="device"[^>]*>.*?<code class="small">([0-9a-f-]{36})</code></td>(.*?)</tr>', page, re.S):
+            sessions[fid] = "live" if '<span class="ok">live</span>' in row else "ended"
         return {"Status": facts.get("Status"), "Roles": facts.get("Roles"), "sessions": sessions}
 
 

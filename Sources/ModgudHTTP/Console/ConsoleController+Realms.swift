@@ -92,24 +92,14 @@ extension ConsoleController {
             ["label": "Enrollment freshness", "value": "\(settings.sessionLimits.enrollmentFreshnessMinutes) min"],
         ]
         let fields = [("username", settings.registrationFields.username), ("firstname", settings.registrationFields.firstname),
-                      ("lastname", settings.registrationFields.lastname)].map { ["name": $0.0, "requirement": $0.1.rawValue] }
-        let limits = RateLimitPolicy.all.map { policy -> [String: Any] in
-            let setting = policy.setting(in: settings)
-            return [
-                "name": policy.name, "limit": ConsoleFormat.count(setting.limit), "window": ConsoleFormat.seconds(setting.windowSeconds),
-                "burst": ConsoleFormat.count(setting.burst), "mode": setting.logOnly == true ? "log only" : "enforced",
-                "source": settings.rateLimitOverrides[policy.name] == nil ? "default" : "realm override",
+                      ("lastname", settings.registrationFields.lastname)].map { field -> [String: Any] in
+            [
+                "name": field.0, "requirement": field.1.rawValue,
+                "options": FieldRequirement.allCases.map { ["value": $0.rawValue, "selected": $0 == field.1] as [String: Any] },
             ]
         }
-        let active = state.activeKey?.kid
-        let keys = state.signingKeys.reversed().map { key -> [String: Any] in
-            let retired = state.retiredKids.contains(key.kid)
-            let retirable = state.rotatedOutAt(key.kid).map { ConsoleFormat.time($0.addingTimeInterval(Realm.retirementOverlap)) } ?? "-"
-            return [
-                "kid": key.kid, "algorithm": key.algorithm, "rotatedAt": ConsoleFormat.time(key.rotatedAt), "active": key.kid == active,
-                "retired": retired, "published": key.kid != active && !retired, "retirableAt": retirable, "realm": id,
-            ]
-        }
+        let limits = Self.limitRows(settings)
+        let keys = Self.keyRows(state, realm: id)
         let postures = RegistrationPosture.allCases.map { ["value": $0.rawValue, "label": $0.rawValue, "selected": $0 == settings.registrationPosture] as [String: Any] }
         let numbers = Self.realmNumbers.map { field -> [String: Any] in
             var row: [String: Any] = [
@@ -123,6 +113,10 @@ extension ConsoleController {
             "realm": id, "facts": facts, "fields": fields, "limits": limits, "keys": keys, "postures": postures,
             "magicLinks": typed.map { $0["magic_links"] == "on" } ?? settings.magicLinksOn,
             "nativeGrants": typed.map { $0["native_grants"] == "on" } ?? settings.nativeGrants.enabled, "numbers": numbers,
+            "identity": [
+                "displayName": settings.displayName, "hosts": settings.hosts.joined(separator: "\n"), "primaryDomain": settings.primaryDomain ?? "",
+                "publicBaseURL": settings.publicBaseURL ?? "", "webFallbackURL": settings.webFallbackURL ?? "",
+            ],
         ]
         var page = ConsolePage(template: "realm", title: "Realm \(id)", values: values, section: "realms", crumbs: [("Realms", "/console/realms")])
         if let refused {
@@ -130,6 +124,34 @@ extension ConsoleController {
             page.error = refused.field == nil ? refused.message : "Nothing was saved: see the field marked below."
         }
         return page
+    }
+
+    /// Every rate-limit policy with its effective value, its default and whether the realm overrides it.
+    static func limitRows(_ settings: RealmSettings) -> [[String: Any]] {
+        RateLimitPolicy.all.map { policy -> [String: Any] in
+            let setting = policy.setting(in: settings)
+            let fallback = policy.defaultSetting
+            return [
+                "name": policy.name, "limit": ConsoleFormat.count(setting.limit), "window": ConsoleFormat.seconds(setting.windowSeconds),
+                "burst": ConsoleFormat.count(setting.burst), "mode": setting.logOnly == true ? "log only" : "enforced",
+                "source": settings.rateLimitOverrides[policy.name] == nil ? "default" : "realm override",
+                "overridden": settings.rateLimitOverrides[policy.name] != nil, "allowlist": (setting.allowlist ?? []).joined(separator: ", "),
+                "default": "\(ConsoleFormat.count(fallback.limit)) per \(ConsoleFormat.seconds(fallback.windowSeconds)), burst \(ConsoleFormat.count(fallback.burst))",
+            ]
+        }
+    }
+
+    /// The signing keys, newest first: which signs, which are published and from when each may be retired.
+    static func keyRows(_ state: Realm.State, realm: String) -> [[String: Any]] {
+        let active = state.activeKey?.kid
+        return state.signingKeys.reversed().map { key -> [String: Any] in
+            let retired = state.retiredKids.contains(key.kid)
+            let retirable = state.rotatedOutAt(key.kid).map { ConsoleFormat.time($0.addingTimeInterval(Realm.retirementOverlap)) } ?? "-"
+            return [
+                "kid": key.kid, "algorithm": key.algorithm, "rotatedAt": ConsoleFormat.time(key.rotatedAt), "active": key.kid == active,
+                "retired": retired, "published": key.kid != active && !retired, "retirableAt": retirable, "realm": realm,
+            ]
+        }
     }
 
     /// The realm form's number fields, bounded by the realm's own validation (the domain's ranges).

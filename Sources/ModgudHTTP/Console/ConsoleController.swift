@@ -28,6 +28,7 @@ struct ConsoleController: Sendable {
         registerOperations(on: router)
         registerRealms(on: router)
         registerFailures(on: router)
+        registerRealmSetup(on: router)
         registerClients(on: router)
         registerUsers(on: router)
     }

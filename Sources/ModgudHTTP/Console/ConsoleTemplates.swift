@@ -16,6 +16,7 @@ enum ConsoleTemplates {
             "failures": PackageResources.failures_mustache,
             "realms": PackageResources.realms_mustache,
             "realm": PackageResources.realm_mustache,
+            "realm-new": PackageResources.realm_new_mustache,
             "clients": PackageResources.clients_mustache,
             "client": PackageResources.client_mustache,
             "client-new": PackageResources.client_new_mustache,
