@@ -38,7 +38,7 @@ from selenium.common.exceptions import StaleElementReferenceException, WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.common.virtual_authenticator import VirtualAuthenticatorOptions
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 
 def fail(check, detail):
@@ -241,6 +241,29 @@ def run(console, mailbox, args):
     console.open("/console/realms/dev")
     check("otp-request.mailbox" in console.text() and "ES256" in console.text(), "realm page shows rate limits and signing keys")
     console.shot("realm")
+
+    # Issue 43: creates a realm, then sets a registration field and a rate-limit override.
+    console.open("/console/realms/new")
+    driver.find_element(By.ID, "id").send_keys("shop")
+    driver.find_element(By.ID, "display_name").send_keys("Shop")
+    driver.find_element(By.ID, "hosts").send_keys("shop.example.com")
+    console.shot("realm-new")
+    console.submit("/console/realms/new", "Create the realm")
+    console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Realm shop"))
+    old = driver.find_element(By.ID, "field-firstname")
+    Select(old).select_by_value("Required")
+    console.submit("/registration-fields", "Save fields")
+    console.wait.until(EC.staleness_of(old))
+    chosen = Select(driver.find_element(By.ID, "field-firstname")).first_selected_option.text
+    check(chosen == "Required", "the registration field is saved", chosen)
+    old = driver.find_element(By.ID, "policy")
+    Select(old).select_by_value("otp-request.mailbox")
+    for field, value in (("limit", "3"), ("window", "600"), ("burst", "2")):
+        driver.find_element(By.ID, field).send_keys(value)
+    console.submit("/rate-limits", "Save the override")
+    console.wait.until(EC.staleness_of(old))
+    row = driver.find_element(By.XPATH, "//tr[td[1]/code[text()='otp-request.mailbox']]").text
+    check("realm override" in row and "10 min" in row and "default: 5 per 1 h" in row, "the override shows with its default", row)
 
     # Creates a client and sees the app-association preview.
     console.open("/console/realms/dev/clients/new")
