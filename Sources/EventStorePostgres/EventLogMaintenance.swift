@@ -37,6 +37,16 @@ public struct EventLogMaintenance: Sendable {
         try await pool.query(EventStoreSQL.rawEvents(realm: realm, streams: streams)).rows.map(Self.raw)
     }
 
+    /// The newest events of some streams of a realm, newest first: only `types` (nil: every
+    /// type), recorded at or after `since`, positioned before `before` (a keyset page), at
+    /// most `limit` (nil: every one).
+    public func newestEvents(realm: String, streams: [String], types: [String]?, since: Date?, before: Int64?, limit: Int?) async throws
+        -> [RawEvent]
+    {
+        try await pool.query(EventStoreSQL.newestEvents(realm: realm, streams: streams, types: types, since: since, before: before, limit: limit))
+            .rows.map(Self.raw)
+    }
+
     /// A realm's sign-in failures recorded at or after `since`, newest first, at most `limit`:
     /// the events of `events_sign_in_failures` (migration 0019), read through that index.
     public func signInFailures(realm: String, since: Date, limit: Int) async throws -> [RawEvent] {
@@ -129,6 +139,17 @@ extension EventStoreSQL {
         (type IN ('challenge.attempt_failed', 'challenge.burned', 'passkey.clone_suspected') \
         OR (type = 'token_family.revoked' AND payload->>'reason' = 'reuse'))
         """
+
+    static func newestEvents(realm: String, streams: [String], types: [String]?, since: Date?, before: Int64?, limit: Int?) -> PQQuery {
+        """
+        SELECT \(unescaped: rawColumns) FROM events
+        WHERE realm = \(realm) AND stream_id = ANY(\(streams))
+          AND (\(types)::text[] IS NULL OR type = ANY(\(types)::text[]))
+          AND (\(since)::timestamptz IS NULL OR recorded_at >= \(since)::timestamptz)
+          AND (\(before)::int8 IS NULL OR position < \(before)::int8)
+        ORDER BY position DESC LIMIT \(limit)::int8
+        """
+    }
 
     static func signInFailures(realm: String, since: Date, limit: Int) -> PQQuery {
         """

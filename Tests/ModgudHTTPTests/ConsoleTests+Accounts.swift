@@ -4,7 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import ModgudDomain
-import ModgudHTTP
+@testable import ModgudHTTP
 @testable import EventStorePostgres
 import PQ
 @testable import ModgudService
@@ -280,5 +280,36 @@ extension ConsoleTests {
         let history = try await harness.core.administration.audit.history(realm: "shop", streams: [StreamNames.realm("shop").id])
         XCTAssertTrue(history.allSatisfy { $0.actor?.hasPrefix("operator:operators/") == true }, "every change is the operator's: \(history.map(\.actor))")
         XCTAssertGreaterThanOrEqual(history.count, 5)
+    }
+
+    func testAUsersHistoryFiltersByKindAndDateAndPagesByKeyset() async throws {
+        let app = try await start()
+        let harness = harness!
+        let admin = harness.core.administration
+        let ada = try await admin.users.create(realm: "dev", email: "ada@example.com", metadata: .init(actor: "test")).id
+        for _ in 0..<55 {  // 110 account events after the registration: two pages of 100
+            _ = try await admin.users.apply(.disable, realm: "dev", userID: ada, metadata: .init(actor: "test"))
+            _ = try await admin.users.apply(.enable, realm: "dev", userID: ada, metadata: .init(actor: "test"))
+        }
+        let path = "/console/realms/dev/users/\(ada.uuidString.lowercased())/audit"
+        try await app.test(.router) { client in
+            _ = try await H.requestCode(client, "ada@example.com")
+            let code = try await harness.code(for: "ada@example.com")
+            _ = try await H.redeemCode(client, "ada@example.com", code == "000000" ? "111111" : "000000")
+            let session = try await Self.session(client, harness)
+            let first = try await H.call(client, .get, path, "", headers: session.headers)
+            XCTAssertEqual(first.body.components(separatedBy: "<tr><td>").count - 1, 100, "a page holds 100 events")
+            let older = try XCTUnwrap(first.body.firstMatch(of: /<a href="([^"]+)">Older events/)).1.replacingOccurrences(of: "&amp;", with: "&")
+            XCTAssertTrue(older.contains("before="), String(older))
+            let second = try await H.call(client, .get, String(older), "", headers: session.headers)
+            XCTAssertTrue(second.body.contains("<code>user.registered</code>"), "the oldest event is on the second page")
+            XCTAssertFalse(second.body.contains("Older events"), "and nothing is older")
+            let failures = try await H.call(client, .get, path + "?kind=failures", "", headers: session.headers)
+            XCTAssertEqual(failures.body.components(separatedBy: "<tr><td>").count - 1, 1, failures.body)
+            XCTAssertTrue(failures.body.contains("<code>challenge.attempt_failed</code>") && !failures.body.contains("<code>user.disabled</code>"))
+            let tomorrow = ConsoleFormat.time(Date().addingTimeInterval(86_400)).prefix(10)
+            let none = try await H.call(client, .get, path + "?since=\(tomorrow)", "", headers: session.headers)
+            XCTAssertTrue(none.body.contains("No events."), none.body)
+        }
     }
 }

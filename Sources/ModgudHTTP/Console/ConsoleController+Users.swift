@@ -35,8 +35,7 @@ extension ConsoleController {
         router.get("console/realms/:realm/users/:user/audit") { request, context in
             await page(request, context) { _ in
                 let (realm, id) = try await target(context)
-                let crumbs = userCrumbs(realm) + [(id.uuidString.lowercased(), "/console/realms/\(realm)/users/\(id.uuidString.lowercased())")]
-                return try await auditPage(realm: realm, entries: try await admin.audit.userHistory(realm: realm, userID: id), title: "History of a user", crumbs: crumbs)
+                return try await userHistoryPage(request, realm: realm, id: id)
             }
         }
         registerUserActions(on: router)
@@ -200,7 +199,7 @@ extension ConsoleController {
 
     func userPath(_ realm: String, _ id: UUID) -> String { "/console/realms/\(realm)/users/\(id.uuidString.lowercased())" }
 
-    private func userCrumbs(_ realm: String) -> [(String, String)] {
+    func userCrumbs(_ realm: String) -> [(String, String)] {
         [("Realms", "/console/realms"), (realm, "/console/realms/\(realm)"), ("Users", "/console/realms/\(realm)/users")]
     }
 }

@@ -33,7 +33,25 @@ public struct AuditQueries: Sendable {
     /// their passkeys, and their sign-in challenges (codes, links and confirmations issued to
     /// them, with every wrong attempt and burn: issue 43, "why can't this user sign in?").
     /// A code sent to an address without an account names no user and is in no one's history.
-    public func userHistory(realm: String, userID: UUID) async throws -> [Entry] {
+    /// Which part of a history to read (the console's filters and pages).
+    public struct Window: Sendable, Equatable {
+        /// Only these event types (nil: every type).
+        public var types: [String]?
+        /// Only events recorded at or after this time.
+        public var since: Date?
+        /// Only events positioned before this one (the keyset of the next page, newest first).
+        public var before: Int64?
+        /// The newest `limit` of what matches (nil: all).
+        public var limit: Int?
+
+        public init(types: [String]? = nil, since: Date? = nil, before: Int64? = nil, limit: Int? = nil) {
+            (self.types, self.since, self.before, self.limit) = (types, since, before, limit)
+        }
+
+        public static let all = Window()
+    }
+
+    public func userHistory(realm: String, userID: UUID, window: Window = .all) async throws -> [Entry] {
         return try await ServiceRefusal.translating {
             // Their own stream, their token families' (with the client of each), and their
             // passkeys', deleted ones included (an operator command: a scan of the realm's
@@ -47,7 +65,12 @@ public struct AuditQueries: Sendable {
             let challengeStreams = try await log.streams(realm: realm, withEventOfType: ChallengeIssued.eventType, payloadKey: "userID", equalTo: user)
             let streams = [StreamNames.user(realm: realm, userID: userID).id, StreamNames.operatorLog(realm: realm, userID: userID).id]
                 + clientOfStream.keys.sorted() + passkeyStreams + challengeStreams
-            let events = try await log.events(realm: realm, streams: streams)
+            let events =
+                window == .all
+                ? try await log.events(realm: realm, streams: streams)
+                : try await log.newestEvents(
+                    realm: realm, streams: streams, types: window.types, since: window.since, before: window.before, limit: window.limit
+                ).reversed()
             // An erased person's data reads `[erased]`: their address in the registration, and
             // their client IPs (whose day keys outlive them: the audit does not).
             let erased = try await users.actor(for: StreamNames.user(realm: realm, userID: userID)).current().state.status == .erased
