@@ -49,6 +49,8 @@ struct ModgudConfiguration {
         var host = "127.0.0.1"
         var onPublicPort = false
         var settings = OperatorConsole.Settings()
+        /// The names the console answers to (`MODGUD_CONSOLE_HOSTNAMES`); empty: any.
+        var hostnames: Set<String> = []
     }
 
     /// The transport `serve` uses: SMTP when configured; the console only when asked for
@@ -130,6 +132,9 @@ struct ModgudConfiguration {
             settings: OperatorConsole.Settings(
                 realm: environment["MODGUD_CONSOLE_REALM"] ?? "operators",
                 idleTimeout: TimeInterval(60 * (try number("MODGUD_CONSOLE_IDLE_MINUTES", 15, 1...720)))))
+        console.hostnames = Set((environment["MODGUD_CONSOLE_HOSTNAMES"] ?? "").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }.filter { !$0.isEmpty })
         switch environment["MODGUD_CONSOLE_ON_PUBLIC_PORT"] ?? "false" {
         case "true": console.onPublicPort = true
         case "false", "": break

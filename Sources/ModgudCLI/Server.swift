@@ -42,8 +42,9 @@ enum Server {
         let http = HTTPConfiguration(
             issuerScheme: settings.issuerScheme, adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies,
             limits: settings.limits, metrics: MetricsExposition.registry)
-        let console = ConsoleConfiguration(
+        var console = ConsoleConfiguration(
             settings: configuration.console.settings, secureCookie: settings.consoleSecureCookie, trustedProxies: configuration.trustedProxies)
+        console.hostnames = configuration.console.hostnames
         let app = buildApplication(
             core: core, configuration: http,
             server: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: "modgud"),

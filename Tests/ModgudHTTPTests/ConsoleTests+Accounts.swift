@@ -8,6 +8,7 @@ import ModgudDomain
 @testable import EventStorePostgres
 import PQ
 @testable import ModgudService
+import AsyncTestSupport
 import XCTest
 
 /// Issue 43: confirmations name their subject, failed sign-ins are in the person's history, an
@@ -311,5 +312,31 @@ extension ConsoleTests {
             let none = try await H.call(client, .get, path + "?since=\(tomorrow)", "", headers: session.headers)
             XCTAssertTrue(none.body.contains("No events."), none.body)
         }
+    }
+
+    func testTheConsoleAnswersOnlyToItsConfiguredHostNames() async throws {
+        harness = try await EmailSignInHarness()
+        var console = ConsoleConfiguration()
+        console.hostnames = ["console.example.com"]
+        XCTAssertTrue(console.answers(to: "console.example.com:8443") && console.answers(to: "CONSOLE.example.com"))
+        XCTAssertFalse(console.answers(to: "rebound.attacker.example") || console.answers(to: nil) || console.answers(to: "console.example.com.evil"))
+        XCTAssertTrue(ConsoleConfiguration().answers(to: "anything"), "no names configured: any host")
+        // A real port and raw requests: the Host header is what a rebinding page's request carries.
+        let port = try RawSocket.freePort()
+        let app = buildApplication(
+            core: harness.core, configuration: harness.configuration, server: .init(address: .hostname("127.0.0.1", port: port)), console: console,
+            logger: harness.logs.logger("console"))
+        let server = Task { try await app.runService() }
+        try await Eventually.wait("the server listens on \(port)", every: .milliseconds(50)) { (try? RawSocket(port: port)) != nil }
+        func status(_ path: String, host: String) throws -> String {
+            let socket = try RawSocket(port: port)
+            XCTAssertTrue(socket.send("GET \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n"))
+            return String(socket.read(until: "\r\n", timeoutMilliseconds: 10_000).prefix(12))
+        }
+        XCTAssertEqual(try status("/console/sign-in", host: "rebound.attacker.example"), "HTTP/1.1 421")
+        XCTAssertEqual(try status("/console/sign-in", host: "console.example.com:\(port)"), "HTTP/1.1 200")
+        XCTAssertEqual(try status("/health/live", host: "rebound.attacker.example"), "HTTP/1.1 200", "only the console checks its host names")
+        server.cancel()
+        _ = await server.result
     }
 }
