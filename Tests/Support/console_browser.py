@@ -349,6 +349,10 @@ def run(console, mailbox, args):
     check("wrong code or link" in console.text() and "Acme on an Apple system" in console.text(),
           "the realm's failures list the wrong code with its device", console.text()[:600])
     console.shot("failures")
+    console.open("/console/realms/dev/failures?window=hour&address=127.0.0.")
+    check("wrong code or link" in console.text(), "the failures filter by the start of an address", console.text()[:300])
+    console.open("/console/realms/dev/failures?window=hour&address=10.")
+    check("No sign-in failures" in console.text(), "and another address range shows none", console.text()[:300])
     console.open(urllib.parse.urlparse(user_url).path + "/audit")
     check("token_family.revoked" in console.text() and f"operator {args.operator}" in console.text(),
           "the revocation is in the history with the operator, by address, as actor", console.text()[:600])

@@ -18,9 +18,15 @@ extension ConsoleController {
                 let window = Self.failureWindows.first { $0.value == query.get("window") } ?? Self.failureWindows[0]
                 let client = query.get("client").flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
                 let kind = query.get("kind").flatMap(AuditQueries.FailureKind.init(rawValue:))
+                // An address or the start of one ("203.0.113.", "2001:db8:"): the addresses are
+                // sealed, so the filter runs on the opened ones of the window.
+                let address = query.get("address").flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0.trimmingCharacters(in: .whitespaces) }
                 let failures = try await admin.audit.signInFailures(
-                    realm: realm, since: admin.now().addingTimeInterval(-window.seconds), client: client, kind: kind)
-                return failuresPage(realm: realm, failures: failures, window: window.value, client: client, kind: kind)
+                    realm: realm, since: admin.now().addingTimeInterval(-window.seconds), client: client, kind: kind
+                ).filter { failure in address.map { failure.address?.hasPrefix($0) == true } ?? true }
+                var page = failuresPage(realm: realm, failures: failures, window: window.value, client: client, kind: kind)
+                page.values["address"] = address ?? ""
+                return page
             }
         }
     }
