@@ -132,28 +132,24 @@ class Console:
         self.submit("/console/sign-in/code")
 
 
-def refresh(base, client, token):
-    data = urllib.parse.urlencode({"grant_type": "refresh_token", "client_id": client, "refresh_token": token}).encode()
-    request = urllib.request.Request(base + "/connect/token", data=data, headers={
+def token_request(base, fields):
+    """A token-endpoint request as the app sends it (its user agent): (status, JSON body)."""
+    request = urllib.request.Request(base + "/connect/token", data=urllib.parse.urlencode(fields).encode(), headers={
         "Content-Type": "application/x-www-form-urlencoded", "User-Agent": APP_USER_AGENT})
     try:
         with urllib.request.urlopen(request) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read() or b"{}")
+
+
+def refresh(base, client, token):
+    return token_request(base, {"grant_type": "refresh_token", "client_id": client, "refresh_token": token})
 
 
 def wrong_code(base, client, email, guess):
     """An email-code grant with a wrong guess."""
-    data = urllib.parse.urlencode({"grant_type": "urn:cocoar:otp", "client_id": client, "username": email, "otp_code": guess,
-                                   "scope": "openid"}).encode()
-    request = urllib.request.Request(base + "/connect/token", data=data, headers={
-        "Content-Type": "application/x-www-form-urlencoded", "User-Agent": APP_USER_AGENT})
-    try:
-        with urllib.request.urlopen(request) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
+    return token_request(base, {"grant_type": "urn:cocoar:otp", "client_id": client, "username": email, "otp_code": guess, "scope": "openid"})
 
 
 # What a native iOS app's HTTP stack sends; the console shows it as "Acme on an Apple system".

@@ -52,8 +52,8 @@ extension AuditQueries {
                 guard client == nil || by == client else { continue }
                 failures.append(
                     SignInFailure(
-                        recordedAt: event.recordedAt, kind: found, client: by, address: try await openForTheDay(metadata["clientIP"]),
-                        userAgent: try await openForTheDay(metadata["userAgent"])))
+                        recordedAt: event.recordedAt, kind: found, client: by, address: try await vault.openForTheDay(metadata["clientIP"]),
+                        userAgent: try await vault.openForTheDay(metadata["userAgent"])))
             }
             return failures
         }

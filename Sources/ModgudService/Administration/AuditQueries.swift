@@ -94,22 +94,15 @@ public struct AuditQueries: Sendable {
                 }
                 // Sealed addresses open while their day key lives (docs/operations/retention.md, "Client IPs").
                 let stored = metadata["clientIP"]
-                let address = erased ? stored.map { _ in SealedFieldRenderer.erased } : try await openForTheDay(stored)
+                let address = erased ? stored.map { _ in SealedFieldRenderer.erased } : try await vault.openForTheDay(stored)
                 entries.append(
                     Entry(
                         position: event.position, recordedAt: event.recordedAt, event: event.type, detail: details.joined(separator: " "), actor: metadata["actor"],
                         client: clientOfStream[event.streamID], clientIP: address,
-                        userAgent: erased ? nil : try await openForTheDay(metadata["userAgent"])))
+                        userAgent: erased ? nil : try await vault.openForTheDay(metadata["userAgent"])))
             }
             return entries
         }
-    }
-
-    /// A metadata text sealed under its day's key (a client IP, a user agent), opened while
-    /// the key lives; `[sealed]` in a tool without the master key.
-    func openForTheDay(_ stored: String?) async throws -> String? {
-        if let vault { return try await vault.openAddress(stored) }
-        return stored.map { SealedText(stored: $0) == nil ? $0 : "[sealed]" }
     }
 
     /// The history of some streams of a realm (a client's, a realm's): type, actor and reason.

@@ -36,8 +36,8 @@ extension UserAdministration {
             for event in events where event.type == TokenFamilyStarted.eventType || event.type == TokenFamilyRefreshed.eventType {
                 guard let family = streams[event.streamID] else { continue }
                 let metadata = AuditQueries.fields(event.metadata)
-                let address = erased ? metadata["clientIP"].map { _ in SealedFieldRenderer.erased } : try await openAddress(metadata["clientIP"])
-                let agent = erased ? nil : try await openAddress(metadata["userAgent"])
+                let address = erased ? metadata["clientIP"].map { _ in SealedFieldRenderer.erased } : try await vault.openForTheDay(metadata["clientIP"])
+                let agent = erased ? nil : try await vault.openForTheDay(metadata["userAgent"])
                 if var known = activity[family] {
                     (known.lastAddress, known.lastUserAgent, known.lastUsedAt) = (address, agent, event.recordedAt)
                     activity[family] = known
@@ -55,12 +55,5 @@ extension UserAdministration {
             }
             return activity
         }
-    }
-
-    /// A stored client address opened while its day key lives; `[sealed]` without the vault.
-    private func openAddress(_ stored: String?) async throws -> String? {
-        guard let stored else { return nil }
-        if let vault { return try await vault.openAddress(stored) }
-        return SealedText(stored: stored) == nil ? stored : "[sealed]"
     }
 }

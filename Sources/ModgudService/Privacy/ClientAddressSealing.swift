@@ -74,3 +74,13 @@ extension PersonalDataVault {
         return subjects
     }
 }
+
+extension Optional where Wrapped == PersonalDataVault {
+    /// A metadata text sealed under its day's key (a client IP, a user agent) as operators read
+    /// it: opened while the key lives (`PersonalDataVault.openAddress`); without a vault (a tool
+    /// started without the master key) plain text as stored and `[sealed]` for sealed text.
+    func openForTheDay(_ stored: String?) async throws -> String? {
+        if let vault = self { return try await vault.openAddress(stored) }
+        return stored.map { SealedText(stored: $0) == nil ? $0 : "[sealed]" }
+    }
+}
