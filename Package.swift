@@ -74,6 +74,7 @@ let package = Package(
                 .embedInCode("0017_dpop_replay_logged.sql"),
                 .embedInCode("0018_settings_acknowledgements.sql"),
                 .embedInCode("0019_sign_in_failures.sql"),
+                .embedInCode("0020_failures_and_last_sign_in.sql"),
             ],
             swiftSettings: strict
         ),

@@ -136,8 +136,9 @@ extension EventStoreSQL {
     /// The predicate of the partial index `events_sign_in_failures`, word for word (the
     /// planner uses the index only for a query that states it).
     static let signInFailurePredicate = """
-        (type IN ('challenge.attempt_failed', 'challenge.burned', 'passkey.clone_suspected') \
-        OR (type = 'token_family.revoked' AND payload->>'reason' = 'reuse'))
+        (type IN ('challenge.attempt_failed', 'challenge.burned', 'passkey.clone_suspected', 'passkey.assertion_failed', \
+        'token_family.refresh_refused', 'rate_limit.tripped') \
+        OR (type = 'token_family.revoked' AND payload->>'reason' IN ('reuse', 'stamp')))
         """
 
     static func newestEvents(realm: String, streams: [String], types: [String]?, since: Date?, before: Int64?, limit: Int?) -> PQQuery {

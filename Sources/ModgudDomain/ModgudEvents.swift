@@ -13,6 +13,7 @@ public enum ModgudEvents {
         PasskeyEvent.register(in: &registry)
         SignalStreamEvent.register(in: &registry)
         OperatorLogEvent.register(in: &registry)
+        RateLimitLogEvent.register(in: &registry)
         return registry
     }()
 }

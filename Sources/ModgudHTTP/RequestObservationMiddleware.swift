@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import Metrics
+import ModgudService
 import Synchronization
 
 /// What the server records of every request, in one middleware (three async frames were
@@ -10,6 +11,8 @@ import Synchronization
 ///   `A-Z a-z 0-9 . _ : -`), else one assigned; it is the events' correlation id and the log
 ///   lines' `hb.request.id`, and it is answered in `X-Request-Id`, so that an operator or a
 ///   test can find what one request wrote;
+/// - the request's origin (`RequestOrigin.current`: its id, address and user agent), for the
+///   records a service makes that no caller hands metadata to (a tripped rate limit);
 /// - metrics: `modgud_http_requests_total{method,route,status}` and
 ///   `modgud_http_request_duration_seconds{method,route,status}` (a histogram), by route
 ///   template, never the raw path (ids would make unbounded label values);
@@ -33,7 +36,8 @@ struct RequestObservationMiddleware: RouterMiddleware {
         }
         var response: Response
         do {
-            response = try await next(request, context)
+            let origin = RequestOrigin(requestID: context.id, clientIP: context.peerAddress, userAgent: context.userAgent)
+            response = try await RequestOrigin.$current.withValue(origin) { try await next(request, context) }
         } catch {
             observe(request, context, status: (error as? any HTTPResponseError)?.status.code ?? 500, started: started)
             throw error

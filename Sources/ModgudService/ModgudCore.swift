@@ -92,7 +92,7 @@ public struct ModgudCore: Sendable {
         passkeys = PasskeyService(
             pool: pool, ceremonies: ceremonyActors, passkeys: passkeyActors, users: userActors, clients: clientAuthenticator, tokenService: tokenService,
             now: now)
-        rateLimiter = RateLimiter(pool: pool, masterKey: masterKey, now: now)
+        rateLimiter = RateLimiter(pool: pool, masterKey: masterKey, trips: Self.rateLimitTrips(store: store, vault: vault, pool: pool, now: now), now: now)
         readiness = ReadinessProbe(pool: pool)
         secrets = try masterKey.map { try ServerSecrets(masterKey: $0) }
         signalStreamActors = AggregateRegistry(store: store)
@@ -116,6 +116,19 @@ public struct ModgudCore: Sendable {
         administration = Self.administration(
             realms: realmActors, clients: clientActors, users: userActors, families: familyActors, keys: keys, auditKeys: auditKeys, tokens: tokenService,
             passkeys: passkeys, vault: vault, totp: { try totp.get() }, eraser: eraser, pool: pool, settings: notifier, now: now)
+    }
+
+    /// The recorder of tripped rate limits; a per-mailbox trip names the address's account
+    /// by its blind index (none without the master key).
+    private static func rateLimitTrips(store: PostgresEventStore, vault: PersonalDataVault?, pool: PQPool, now: @escaping @Sendable () -> Date)
+        -> RateLimitTrips
+    {
+        RateLimitTrips(
+            log: AggregateRegistry(store: store, capacity: 1_000),
+            accountOf: { realm, address in
+                guard let vault, let email = EmailAddress(address) else { return nil }
+                return try await UsersTable.userID(realm: realm, email: email, index: vault.blindIndex(email.value, realm: realm), pool: pool)
+            }, now: now)
     }
 
     /// A service that needs the master key's parts, or `MasterKeyMissing` in a tool started without it.

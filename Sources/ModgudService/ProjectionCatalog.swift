@@ -7,7 +7,7 @@ public enum ProjectionCatalog {
         RealmDirectoryProjection(), ClientDirectoryProjection(), UserDirectoryProjection(), TokenProjection(), PasskeyDirectoryProjection(),
     ]
 
-    public static let all: [any SQLProjection] = identity + [LogStatisticsProjection()]
+    public static let all: [any SQLProjection] = identity + [LogStatisticsProjection(), UserSignInsProjection()]
 
     public static func named(_ name: String) -> (any SQLProjection)? {
         all.first { $0.name == name }

@@ -59,6 +59,12 @@ public enum StreamNames {
         StreamRef(type: OperatorLog.streamType, key: userID.uuidString.lowercased(), realm: realm)
     }
 
+    /// The trips of one rate-limit bucket on one UTC day: `bucket` is the bucket's stored key
+    /// (a keyed hash: no address), `day` is `yyyy-MM-dd`.
+    public static func rateLimitLog(realm: String, policy: String, bucket: String, day: String) -> StreamRef {
+        StreamRef(type: RateLimitLog.streamType, key: "\(policy).\(bucket).\(day)", realm: realm)
+    }
+
     /// The key part of a stream id (`user-<key>` → `<key>`).
     static func key(of stream: StreamRef) -> String {
         String(stream.id.dropFirst(stream.type.count + 1))

@@ -163,7 +163,9 @@ final class TokenFamilyTests: XCTestCase {
             XCTAssertLessThanOrEqual(state.refreshExpiresAt!, end, "capped at the session's end")
         }
         XCTAssertEqual(state.refreshExpiresAt, end)
-        XCTAssertRefused("TokenFamily.SessionExpired") { _ = try refresh("r6", to: "r7", state: state, at: end, sessionEndsAt: end, grace: 0) }
+        let ended = try refresh("r6", to: "r7", state: state, at: end, sessionEndsAt: end, grace: 0)
+        XCTAssertEqual(ended.currentRefreshHash, "r6", "nothing rotated after the end")
+        XCTAssertEqual(ended.lastRefusalAt, end, "the refusal is recorded (issue 43)")
     }
 
     /// Issue 11: within the reuse grace, the token the last rotation spent gets a new token too,
@@ -175,12 +177,13 @@ final class TokenFamilyTests: XCTestCase {
         XCTAssertNil(state.revoked)
         XCTAssertEqual(state.currentRefreshHash, "r2")
         XCTAssertEqual(state.alternateRefreshHash, "r1")
-        XCTAssertRefused("TokenFamily.Revoked") {
-            // A third presentation of r0 is reuse, even within the grace: it revokes the family.
-            let third = try refresh("r0", to: "r9", state: state, at: now + 12, grace: 30)
-            XCTAssertEqual(third.revoked, .reuse)
-            _ = try refresh("r1", to: "rZ", state: third, at: now + 13, grace: 30)
-        }
+        // A third presentation of r0 is reuse, even within the grace: it revokes the family,
+        // and r1 is refused after it.
+        let third = try refresh("r0", to: "r9", state: state, at: now + 12, grace: 30)
+        XCTAssertEqual(third.revoked, .reuse)
+        let afterReuse = try refresh("r1", to: "rZ", state: third, at: now + 13, grace: 30)
+        XCTAssertEqual(afterReuse.currentRefreshHash, third.currentRefreshHash)
+        XCTAssertEqual(afterReuse.lastRefusalAt, now + 13)
         let usedFirst = try refresh("r1", to: "r3", state: state, at: now + 20, grace: 30)
         XCTAssertEqual(usedFirst.currentRefreshHash, "r3")
         XCTAssertNil(usedFirst.alternateRefreshHash)
@@ -214,17 +217,32 @@ final class TokenFamilyTests: XCTestCase {
         let replay = try refresh("r0", to: "rX", state: state)
         XCTAssertEqual(replay, [.revoked(TokenFamilyRevoked(reason: .reuse, presentedRefreshHash: "r0"))])
         state = replay.reduce(state, TokenFamily.evolve)
-        XCTAssertRefused("TokenFamily.Revoked") { _ = try refresh("r1", to: "r2", state: state) }
+        XCTAssertEqual(
+            try refresh("r1", to: "r2", state: state), [.refreshRefused(TokenFamilyRefreshRefused(reason: .revoked, revokedBecause: .reuse, refusedAt: now))])
     }
 
     func testStampChangeExpiryAndStrangersFail() throws {
         let state = try started()
         XCTAssertEqual(try refresh("r0", to: "r1", state: state, stamp: "s2"), [.revoked(TokenFamilyRevoked(reason: .stamp, presentedRefreshHash: nil))])
         XCTAssertEqual(try refresh("r0", to: "r1", state: state, stamp: nil), [.revoked(TokenFamilyRevoked(reason: .stamp, presentedRefreshHash: nil))])
-        XCTAssertRefused("TokenFamily.Expired") { _ = try refresh("r0", to: "r1", state: state, at: now + 15 * 86400) }
+        XCTAssertEqual(
+            try refresh("r0", to: "r1", state: state, at: now + 15 * 86400),
+            [.refreshRefused(TokenFamilyRefreshRefused(reason: .expired, refusedAt: now + 15 * 86400))])
         XCTAssertRefused("TokenFamily.UnknownRefreshToken") { _ = try refresh("nope", to: "r1", state: state) }
         let revoked = try TokenFamily.decide(.revoke(.logout), state: state, now: now).reduce(state, TokenFamily.evolve)
         XCTAssertEqual(try TokenFamily.decide(.revoke(.admin), state: revoked, now: now), [], "revoking twice is a no-op")
+    }
+
+    /// Issue 43: a dead family's refusals are recorded, at most one a minute: a client that
+    /// retries in a loop cannot grow the log.
+    func testRefusalsOfADeadFamilyAreRecordedAtMostOnceAMinute() throws {
+        var state = try TokenFamily.decide(.revoke(.logout), state: try started(), now: now).reduce(try started(), TokenFamily.evolve)
+        let first = try refresh("r0", to: "r1", state: state, at: now + 1)
+        XCTAssertEqual(first, [.refreshRefused(TokenFamilyRefreshRefused(reason: .revoked, revokedBecause: .logout, refusedAt: now + 1))])
+        state = first.reduce(state, TokenFamily.evolve)
+        XCTAssertEqual(try refresh("r0", to: "r1", state: state, at: now + 59), [], "within the minute: nothing more")
+        XCTAssertEqual(try refresh("r0", to: "r1", state: state, at: now + 61).count, 1, "a minute on: recorded again")
+        XCTAssertEqual(state.currentRefreshHash, "r0", "a refusal never rotates")
     }
 }
 

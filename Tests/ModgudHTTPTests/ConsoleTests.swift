@@ -228,7 +228,8 @@ final class ConsoleTests: XCTestCase {
             let search = try await H.call(client, .get, "/console/realms/dev/users?q=%22%3E%3Cscript%3Ex", "", headers: session.headers)
             XCTAssertEqual(search.status, .ok)
             XCTAssertTrue(search.body.contains("value=\"&quot;&gt;&lt;script&gt;x\""), search.body)
-            XCTAssertTrue(search.body.contains("No user with that address or id"))
+            XCTAssertTrue(search.body.contains("No user's address starts with that"), search.body)
+            XCTAssertFalse(search.body.contains("<script>x"), "nor in the title or the count")
         }
     }
 

@@ -45,7 +45,7 @@ final class HealthAndMetricsTests: XCTestCase {
         XCTAssertEqual(pending.checks["migrations"], "pending: 0006_stream_age.sql")
         try await database.pool.query("INSERT INTO schema_migrations (name, checksum) VALUES ('0006_stream_age.sql', 'x')")
 
-        // An event recorded two minutes ago that no daemon has applied: log_statistics is stalled.
+        // An event recorded two minutes ago that no daemon has applied: the asynchronous projections are stalled.
         let core = try ModgudCore(pool: database.pool, masterKey: nil)
         _ = try await core.administration.realms.create(
             "dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), metadata: .init())
@@ -54,7 +54,7 @@ final class HealthAndMetricsTests: XCTestCase {
         try await database.pool.query("UPDATE events SET recorded_at = now() - interval '2 minutes'")
         let stalled = await probe.check()
         XCTAssertFalse(stalled.ready)
-        XCTAssertEqual(stalled.checks["projections"], "stalled: log_statistics")
+        XCTAssertEqual(stalled.checks["projections"], "stalled: log_statistics, user_sign_ins")
         try await ProjectionDaemon(pool: database.pool, projections: ProjectionCatalog.asynchronous).catchUp()
         let caughtUp = await probe.check()
         XCTAssertTrue(caughtUp.ready, "\(caughtUp)")

@@ -185,6 +185,10 @@ final class PasskeyTests: XCTestCase {
             }
             let after = try await steps.passkeyState(passkeyID).signCount
             XCTAssertEqual(after, before, "a refused assertion changes nothing")
+            // ... but the log: each refusal is a failure of Ada's history (issue 43).
+            let ada = try await harness.core.administration.users.find(realm: "dev", "ada@example.com")
+            let audit = try await harness.core.administration.audit.userHistory(realm: "dev", userID: try XCTUnwrap(ada))
+            XCTAssertEqual(audit.filter { $0.event == PasskeyAssertionFailed.eventType }.map(\.detail), ["reason=rp_id_mismatch", "reason=rp_id_mismatch"])
             // Anonymous begin: the realm's RP-ID, bound to no client.
             let anonymous = try await steps.begin(client, clientID: nil)
             XCTAssertEqual(anonymous.options["rpId"] as? String, "acme.test")
@@ -263,6 +267,9 @@ final class PasskeyTests: XCTestCase {
             options.flags = [.userPresent]
             let uv = try await steps.redeem(client, clientID: "ios", ceremony: noUV.id, assertion: steps.json(authenticator.assert(&credential, options)))
             XCTAssertEqual(uv.json["error_description"] as? String, "Invalid or expired passkey assertion.")
+            let failures = try await harness.core.administration.audit.signInFailures(realm: "dev", since: Date().addingTimeInterval(-3600))
+            XCTAssertEqual(failures.map(\.kind), [.passkeyRefused, .passkeyClone], "newest first")
+            XCTAssertEqual(failures.first?.detail, "user_verification_required")
         }
     }
 

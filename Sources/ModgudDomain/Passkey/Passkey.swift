@@ -34,6 +34,9 @@ public enum Passkey: Aggregate {
         /// same name sealed under the owner's key. The caller opens `current` and seals: the
         /// domain holds no keys.
         case rename(String, sealed: PersonalText, current: String?, by: String)
+        /// An assertion of this credential was refused, for the reason given (a deleted
+        /// passkey's too: its owner's app still offers it).
+        case reportFailedAssertion(reason: String)
     }
 
     public static let initialState = State()
@@ -46,9 +49,13 @@ public enum Passkey: Aggregate {
             }
             return [.enrolled(enrolled)]
         }
+        if case .reportFailedAssertion(let reason) = command {
+            guard state.enrolled != nil else { throw DomainError.notFound("Passkey.NotFound", "No such passkey.") }
+            return [.assertionFailed(PasskeyAssertionFailed(reason: String(reason.prefix(64))))]
+        }
         guard state.isActive else { throw DomainError.notFound("Passkey.NotFound", "No such passkey.") }
         switch command {
-        case .enroll:
+        case .enroll, .reportFailedAssertion:
             return []
         case .recordUse(let count, let backedUp, let at):
             if count != 0 || state.signCount != 0, count <= state.signCount {
@@ -86,7 +93,7 @@ public enum Passkey: Aggregate {
             next.signCount = used.signCount
             next.backedUp = used.backedUp
             next.lastUsedAt = used.usedAt
-        case .cloneSuspected:
+        case .cloneSuspected, .assertionFailed:
             break  // recorded for the audit; the stored count stays
         case .renamed(let renamed):
             next.renamedTo = renamed.displayName

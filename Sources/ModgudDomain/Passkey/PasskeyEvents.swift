@@ -79,6 +79,20 @@ public struct PasskeyCloneSuspected: DomainEvent, Equatable {
     }
 }
 
+/// passkey.assertion_failed: a sign-in with this passkey was refused (issue 43: a sign-in
+/// failure in its owner's history): a wrong signature, origin or RP-ID, user verification
+/// missing. `reason` is the verifier's code (`WebAuthnError.reason`), or `rp_id_mismatch`
+/// for a ceremony under another RP-ID than the passkey's. Each costs the caller a ceremony
+/// (single use, rate limited): the log grows no faster than sign-in attempts.
+public struct PasskeyAssertionFailed: DomainEvent, Equatable {
+    public static let eventType = "passkey.assertion_failed"
+    public var reason: String
+
+    public init(reason: String) {
+        self.reason = reason
+    }
+}
+
 /// passkey.renamed: its owner (or an administrator) gave it a new name.
 public struct PasskeyRenamed: DomainEvent, Equatable {
     public static let eventType = "passkey.renamed"
@@ -107,6 +121,7 @@ public enum PasskeyEvent: AggregateEvent, Equatable {
     case cloneSuspected(PasskeyCloneSuspected)
     case deleted(PasskeyDeleted)
     case renamed(PasskeyRenamed)
+    case assertionFailed(PasskeyAssertionFailed)
 
     public func newEvent() throws -> NewEvent {
         switch self {
@@ -115,6 +130,7 @@ public enum PasskeyEvent: AggregateEvent, Equatable {
         case .cloneSuspected(let event): return try NewEvent(event)
         case .deleted(let event): return try NewEvent(event)
         case .renamed(let event): return try NewEvent(event)
+        case .assertionFailed(let event): return try NewEvent(event)
         }
     }
 
@@ -125,6 +141,7 @@ public enum PasskeyEvent: AggregateEvent, Equatable {
         case let event as PasskeyCloneSuspected: self = .cloneSuspected(event)
         case let event as PasskeyDeleted: self = .deleted(event)
         case let event as PasskeyRenamed: self = .renamed(event)
+        case let event as PasskeyAssertionFailed: self = .assertionFailed(event)
         default: throw ForeignEventError(type: envelope.type, aggregate: "passkey")
         }
     }
@@ -135,5 +152,6 @@ public enum PasskeyEvent: AggregateEvent, Equatable {
         registry.register(PasskeyCloneSuspected.self)
         registry.register(PasskeyDeleted.self)
         registry.register(PasskeyRenamed.self)
+        registry.register(PasskeyAssertionFailed.self)
     }
 }

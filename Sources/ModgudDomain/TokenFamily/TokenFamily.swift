@@ -19,6 +19,8 @@ public enum TokenFamily: Aggregate {
         /// After a retry within the grace: the first answer's token, valid beside the current one
         /// until either is used.
         public var alternateRefreshHash: String?
+        /// When the last refused refresh was recorded (at most one a `refusalInterval`).
+        public var lastRefusalAt: Date?
 
         public var exists: Bool { started != nil }
     }
@@ -37,6 +39,16 @@ public enum TokenFamily: Aggregate {
 
     public static let initialState = State()
 
+    /// The least time between two recorded refusals of one family: enough for an operator to
+    /// see that, and when, a client keeps presenting a dead token; no more.
+    public static let refusalInterval: TimeInterval = 60
+
+    /// A refused refresh as an event, unless one was recorded within `refusalInterval`.
+    static func refusal(_ reason: TokenFamilyRefreshRefused.Reason, state: State, now: Date) -> [TokenFamilyEvent] {
+        if let last = state.lastRefusalAt, now.timeIntervalSince(last) < refusalInterval { return [] }
+        return [.refreshRefused(TokenFamilyRefreshRefused(reason: reason, revokedBecause: reason == .revoked ? state.revoked : nil, refusedAt: now))]
+    }
+
     public static func decide(_ command: Command, state: State, now: Date) throws(DomainError) -> [TokenFamilyEvent] {
         switch command {
         case .start(let started):
@@ -44,7 +56,9 @@ public enum TokenFamily: Aggregate {
             return [.started(started)]
         case .refresh(let presented, let newHash, let newExpiry, let accessToken, let userStamp, let sessionEndsAt, let reuseGrace):
             guard let started = state.started else { throw DomainError.notFound("TokenFamily.NotFound", "No such token family.") }
-            guard state.revoked == nil else { throw DomainError("TokenFamily.Revoked", "The token family was revoked.") }
+            // A dead family refuses, and says so in the log (an event, not an error: the actor
+            // appends it; the token service answers invalid_grant for anything not refreshed).
+            guard state.revoked == nil else { return refusal(.revoked, state: state, now: now) }
             // Within the grace, the token the last rotation spent may come once more (two refreshes
             // at once, or a retry after a lost answer): it gets a new token too, and the first
             // answer's token stays valid beside it, so whichever the client keeps works. Using
@@ -62,12 +76,8 @@ public enum TokenFamily: Aggregate {
             guard let userStamp, userStamp == started.securityStamp else {
                 return [.revoked(TokenFamilyRevoked(reason: .stamp, presentedRefreshHash: nil))]
             }
-            if let sessionEndsAt, now >= sessionEndsAt {
-                throw DomainError("TokenFamily.SessionExpired", "The sign-in reached its absolute lifetime.")
-            }
-            guard let expiry = state.refreshExpiresAt, now < expiry else {
-                throw DomainError("TokenFamily.Expired", "The refresh token has expired.")
-            }
+            if let sessionEndsAt, now >= sessionEndsAt { return refusal(.sessionEnded, state: state, now: now) }
+            guard let expiry = state.refreshExpiresAt, now < expiry else { return refusal(.expired, state: state, now: now) }
             return [
                 .refreshed(
                     TokenFamilyRefreshed(
@@ -103,6 +113,8 @@ public enum TokenFamily: Aggregate {
             next.generation = refreshed.generation
         case .revoked(let revoked):
             next.revoked = revoked.reason
+        case .refreshRefused(let refused):
+            next.lastRefusalAt = refused.refusedAt
         }
         return next
     }

@@ -122,17 +122,48 @@ public struct TokenFamilyRevoked: DomainEvent, Equatable {
     }
 }
 
+/// token_family.refresh_refused: a refresh token of the family was presented after the family
+/// ended (revoked, expired, or past the sign-in's absolute lifetime): a sign-in failure of the
+/// person's history (issue 43). The app is told `invalid_grant`; the operator is told why. At
+/// most one a minute per family (`TokenFamily.refusalInterval`): a client retrying in a loop
+/// cannot grow the log.
+public struct TokenFamilyRefreshRefused: DomainEvent, Equatable {
+    public static let eventType = "token_family.refresh_refused"
+
+    public enum Reason: String, Codable, Hashable, Sendable {
+        /// The family was revoked (`revokedBecause` says why).
+        case revoked
+        /// The refresh token expired (its sliding lifetime).
+        case expired
+        /// The sign-in reached its absolute lifetime.
+        case sessionEnded = "session_ended"
+    }
+
+    public var reason: Reason
+    public var revokedBecause: RevocationReason?
+    /// When it was refused (the next may be recorded a `TokenFamily.refusalInterval` later).
+    public var refusedAt: Date
+
+    public init(reason: Reason, revokedBecause: RevocationReason? = nil, refusedAt: Date) {
+        self.reason = reason
+        self.revokedBecause = revokedBecause
+        self.refusedAt = refusedAt
+    }
+}
+
 /// The events of a token family.
 public enum TokenFamilyEvent: AggregateEvent, Equatable {
     case started(TokenFamilyStarted)
     case refreshed(TokenFamilyRefreshed)
     case revoked(TokenFamilyRevoked)
+    case refreshRefused(TokenFamilyRefreshRefused)
 
     public func newEvent() throws -> NewEvent {
         switch self {
         case .started(let event): return try NewEvent(event)
         case .refreshed(let event): return try NewEvent(event)
         case .revoked(let event): return try NewEvent(event)
+        case .refreshRefused(let event): return try NewEvent(event)
         }
     }
 
@@ -141,6 +172,7 @@ public enum TokenFamilyEvent: AggregateEvent, Equatable {
         case let event as TokenFamilyStarted: self = .started(event)
         case let event as TokenFamilyRefreshed: self = .refreshed(event)
         case let event as TokenFamilyRevoked: self = .revoked(event)
+        case let event as TokenFamilyRefreshRefused: self = .refreshRefused(event)
         default: throw ForeignEventError(type: envelope.type, aggregate: "token-family")
         }
     }
@@ -149,5 +181,6 @@ public enum TokenFamilyEvent: AggregateEvent, Equatable {
         registry.register(TokenFamilyStarted.self)
         registry.register(TokenFamilyRefreshed.self)
         registry.register(TokenFamilyRevoked.self)
+        registry.register(TokenFamilyRefreshRefused.self)
     }
 }

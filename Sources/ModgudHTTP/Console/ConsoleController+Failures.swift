@@ -36,7 +36,7 @@ extension ConsoleController {
     {
         let rows = failures.prefix(200).map { failure -> [String: Any] in
             [
-                "time": ConsoleFormat.time(failure.recordedAt), "kind": failure.kind.label, "client": failure.client ?? "-",
+                "time": ConsoleFormat.time(failure.recordedAt), "kind": failure.kind.label, "detail": failure.detail ?? "-", "client": failure.client ?? "-",
                 "address": failure.address ?? "-", "device": UserAgentLabel.short(failure.userAgent), "userAgent": failure.userAgent ?? "",
             ]
         }

@@ -8,17 +8,19 @@ import ModgudService
 extension ConsoleController {
     /// The filter's kinds and the event types each shows.
     static let historyKinds: [(value: String, label: String, types: [String])] = [
-        ("failures", "sign-in failures", ["challenge.attempt_failed", "challenge.burned", "passkey.clone_suspected"]),
+        ("failures", "sign-in failures and ended sessions", AuditQueries.failureEventTypes),
         ("sign-in", "codes, links and sign-ins", [
             "challenge.issued", "challenge.attempt_failed", "challenge.burned", "challenge.consumed", "token_family.started", "passkey.used",
         ]),
-        ("sessions", "sessions", ["token_family.started", "token_family.refreshed", "token_family.revoked"]),
+        ("sessions", "sessions", ["token_family.started", "token_family.refreshed", "token_family.revoked", "token_family.refresh_refused"]),
         ("account", "account changes", [
             "user.registered", "user.profile_changed", "user.email_confirmed", "user.totp_enabled", "user.totp_enrollment_started",
             "user.totp_step_accepted", "user.totp_disabled", "user.security_stamp_rotated", "user.disabled", "user.enabled", "user.deleted",
             "user.erased", "user.roles_changed", "operator.action_recorded",
         ]),
-        ("passkeys", "passkeys", ["passkey.enrolled", "passkey.used", "passkey.renamed", "passkey.deleted", "passkey.clone_suspected"]),
+        ("passkeys", "passkeys", [
+            "passkey.enrolled", "passkey.used", "passkey.renamed", "passkey.deleted", "passkey.clone_suspected", "passkey.assertion_failed",
+        ]),
     ]
 
     static let historyPageSize = 100

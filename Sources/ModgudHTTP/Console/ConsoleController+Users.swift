@@ -13,17 +13,21 @@ extension ConsoleController {
         router.get("console/realms/:realm/users") { request, context in
             await page(request, context) { _ in
                 let realm = context.parameters.get("realm") ?? ""
-                let query = request.uri.queryParameters.get("q")?.trimmingCharacters(in: .whitespaces) ?? ""
+                let parameters = request.uri.queryParameters
+                let query = parameters.get("q")?.trimmingCharacters(in: .whitespaces) ?? ""
                 // Found by address (its blind index) or id: straight to the user.
                 if !query.isEmpty, let id = try await admin.users.find(realm: realm, query), try await admin.users.exists(realm: realm, id: id) {
                     return .redirect(userPath(realm, id))
                 }
-                let parameters = request.uri.queryParameters
+                if !query.isEmpty {
+                    return try await searchPage(realm: realm, query: query, after: parameters.get("from").flatMap(UUID.init(uuidString:)))
+                }
                 let page: UserAdministration.UserPage =
                     if let after = parameters.get("after").flatMap(UUID.init(uuidString:)) { .after(after) }
                     else if let before = parameters.get("before").flatMap(UUID.init(uuidString:)) { .before(before) }
                     else { .first }
-                return try await usersPage(realm: realm, query: query, page: page)
+                let order = parameters.get("sort").flatMap(UserListOrder.init(rawValue:)) ?? .registered
+                return try await usersPage(realm: realm, page: page, order: order)
             }
         }
         router.get("console/realms/:realm/users/:user") { request, context in
@@ -84,12 +88,12 @@ extension ConsoleController {
         }
     }
 
-    /// A page of 50 in registration order, by keyset; one more is read to know whether the
-    /// list goes on in the direction of travel.
-    private func usersPage(realm: String, query: String, page: UserAdministration.UserPage) async throws -> ConsolePage {
+    /// A page of 50 in the chosen order, by keyset; one more is read to know whether the list
+    /// goes on in the direction of travel.
+    private func usersPage(realm: String, page: UserAdministration.UserPage, order: UserListOrder) async throws -> ConsolePage {
         guard try await admin.realms.get(realm).exists else { throw ConsoleRefusal.notFound("realm") }
         let total = try await admin.users.count(realm: realm)
-        var users = query.isEmpty ? try await admin.users.list(realm: realm, limit: Self.usersPerPage + 1, page: page) : []
+        var users = try await admin.users.list(realm: realm, limit: Self.usersPerPage + 1, page: page, order: order)
         let more = users.count > Self.usersPerPage
         var (hasPrevious, hasNext) = (false, false)
         switch page {
@@ -98,13 +102,45 @@ extension ConsoleController {
         case .before: (hasPrevious, hasNext) = (more, true)
         }
         if more, case .before = page { users.removeFirst() } else if more { users.removeLast() }
-        var values: [String: Any] = [
-            "realm": realm, "query": query, "searched": !query.isEmpty, "total": ConsoleFormat.count(total),
-            "users": users.map { ["id": $0.id.uuidString.lowercased(), "email": $0.email ?? "[erased]", "status": $0.status] },
-        ]
-        if hasPrevious, let first = users.first { values["previous"] = first.id.uuidString.lowercased() }
-        if hasNext, let last = users.last { values["next"] = last.id.uuidString.lowercased() }
+        var values = Self.userListValues(realm: realm, users: users, order: order)
+        values["total"] = ConsoleFormat.count(total)
+        if hasPrevious, let first = users.first { values["previous"] = "before=\(first.id.uuidString.lowercased())&sort=\(order.rawValue)" }
+        if hasNext, let last = users.last { values["next"] = "after=\(last.id.uuidString.lowercased())&sort=\(order.rawValue)" }
         return ConsolePage(template: "users", title: "Users of \(realm)", values: values, section: "realms", crumbs: Array(userCrumbs(realm).dropLast()))
+    }
+
+    /// The users whose address starts with the query (`UserAdministration.search`): a bounded
+    /// look through the realm, with a link to look further.
+    private func searchPage(realm: String, query: String, after: UUID?) async throws -> ConsolePage {
+        guard try await admin.realms.get(realm).exists else { throw ConsoleRefusal.notFound("realm") }
+        let total = try await admin.users.count(realm: realm)
+        let found = try await admin.users.search(realm: realm, addressPrefix: query, after: after, limit: Self.usersPerPage)
+        var values = Self.userListValues(realm: realm, users: found.matches, order: .registered)
+        values["total"] = ConsoleFormat.count(total)
+        values["query"] = query
+        values["searched"] = ["scanned": ConsoleFormat.count(found.scanned), "resumed": after != nil]
+        if let resume = found.resumeAfter {
+            var further = URLComponents()
+            further.queryItems = [URLQueryItem(name: "q", value: query), URLQueryItem(name: "from", value: resume.uuidString.lowercased())]
+            values["further"] = further.percentEncodedQuery ?? ""
+        }
+        return ConsolePage(
+            template: "users", title: "Users of \(realm) whose address starts with \(query)", values: values, section: "realms",
+            crumbs: Array(userCrumbs(realm).dropLast()))
+    }
+
+    private static func userListValues(realm: String, users: [UserAdministration.UserSummary], order: UserListOrder) -> [String: Any] {
+        let orders: [(UserListOrder, String)] = [(.registered, "registration, oldest first"), (.newest, "registration, newest first"), (.lastSignIn, "last sign-in")]
+        return [
+            "realm": realm,
+            "orders": orders.map { ["value": $0.0.rawValue, "label": $0.1, "selected": $0.0 == order] as [String: Any] },
+            "users": users.map {
+                [
+                    "id": $0.id.uuidString.lowercased(), "email": $0.email ?? "[erased]", "status": $0.status,
+                    "registered": $0.registeredAt.map(ConsoleFormat.time) ?? "-", "lastSignIn": $0.lastSignInAt.map(ConsoleFormat.time) ?? "never",
+                ]
+            },
+        ]
     }
 
     private func userPage(_ context: ModgudRequestContext) async throws -> ConsolePage {

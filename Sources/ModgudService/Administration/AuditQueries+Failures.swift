@@ -3,8 +3,9 @@ import Foundation
 import ModgudDomain
 
 /// A realm's recent sign-in failures, for spotting an attack from the console (issue 43): wrong
-/// codes and links, second factors, burns, a spent refresh token presented again, a passkey
-/// whose counter went back. Read newest first through the log's partial index of exactly
+/// codes and links, second factors, burns, a spent refresh token presented again, a refresh
+/// of an ended session, a refused passkey assertion or one whose counter went back, a
+/// tripped rate limit. Read newest first through the log's partial index of exactly
 /// these events (migration 0019).
 extension AuditQueries {
     /// What kind of failure; the raw values are the console's filter values.
@@ -13,7 +14,10 @@ extension AuditQueries {
         case wrongSecondFactor = "wrong_second_factor"
         case burned
         case refreshReuse = "refresh_reuse"
+        case refreshRefused = "refresh_refused"
+        case passkeyRefused = "passkey_refused"
         case passkeyClone = "passkey_clone"
+        case rateLimited = "rate_limited"
 
         /// In words, for the console.
         public var label: String {
@@ -22,7 +26,10 @@ extension AuditQueries {
             case .wrongSecondFactor: "wrong second factor"
             case .burned: "code burned (too many wrong attempts)"
             case .refreshReuse: "spent refresh token presented again"
+            case .refreshRefused: "refresh refused (session ended, expired, or signed out everywhere)"
+            case .passkeyRefused: "passkey assertion refused"
             case .passkeyClone: "passkey counter went back (a clone?)"
+            case .rateLimited: "rate limit reached"
             }
         }
     }
@@ -35,7 +42,16 @@ extension AuditQueries {
         /// The address and user agent, opened while their day key lives.
         public var address: String?
         public var userAgent: String?
+        /// What exactly: the refusal's reason, the rate limit's policy.
+        public var detail: String? = nil
     }
+
+    /// The event types of sign-in failures, for a user's history filter (a revocation is a
+    /// failure only for reuse and a changed stamp: the filter shows every revocation).
+    public static let failureEventTypes = [
+        ChallengeAttemptFailed.eventType, ChallengeBurned.eventType, PasskeyAssertionFailed.eventType, PasskeyCloneSuspected.eventType,
+        TokenFamilyRefreshRefused.eventType, TokenFamilyRevoked.eventType, RateLimitTripped.eventType,
+    ]
 
     /// The realm's failures since `since`, newest first; with `client` or `kind`, only those.
     /// At most `limit` are read before filtering.
@@ -53,7 +69,7 @@ extension AuditQueries {
                 failures.append(
                     SignInFailure(
                         recordedAt: event.recordedAt, kind: found, client: by, address: try await vault.openForTheDay(metadata["clientIP"]),
-                        userAgent: try await vault.openForTheDay(metadata["userAgent"])))
+                        userAgent: try await vault.openForTheDay(metadata["userAgent"]), detail: Self.detail(payload)))
             }
             return failures
         }
@@ -64,9 +80,27 @@ extension AuditQueries {
         case ChallengeAttemptFailed.eventType:
             reason == ChallengeAttemptFailed.Reason.wrongSecondFactor.rawValue ? .wrongSecondFactor : .wrongCode
         case ChallengeBurned.eventType: .burned
-        case TokenFamilyRevoked.eventType: reason == RevocationReason.reuse.rawValue ? .refreshReuse : nil
+        case TokenFamilyRevoked.eventType:
+            switch reason {
+            case RevocationReason.reuse.rawValue: .refreshReuse
+            case RevocationReason.stamp.rawValue: .refreshRefused
+            default: nil
+            }
+        case TokenFamilyRefreshRefused.eventType: .refreshRefused
+        case PasskeyAssertionFailed.eventType: .passkeyRefused
         case PasskeyCloneSuspected.eventType: .passkeyClone
+        case RateLimitTripped.eventType: .rateLimited
         default: nil
         }
+    }
+
+    /// The particulars an operator reads beside the kind.
+    static func detail(_ payload: [String: String]) -> String? {
+        var parts: [String] = []
+        if let reason = payload["reason"] { parts.append(reason == RevocationReason.stamp.rawValue ? "stamp changed" : reason) }
+        if let because = payload["revokedBecause"] { parts.append("revoked: \(because)") }
+        if let policy = payload["policy"] { parts.append(policy) }
+        if let wait = payload["retryAfterSeconds"] { parts.append("retry after \(wait) s") }
+        return parts.isEmpty ? nil : parts.joined(separator: ", ")
     }
 }

@@ -30,8 +30,9 @@ public struct AuditQueries: Sendable {
     }
 
     /// A user's history from the log, in log order: their own stream, their token families,
-    /// their passkeys, and their sign-in challenges (codes, links and confirmations issued to
-    /// them, with every wrong attempt and burn: issue 43, "why can't this user sign in?").
+    /// their passkeys, their sign-in challenges (codes, links and confirmations issued to
+    /// them, with every wrong attempt and burn: issue 43, "why can't this user sign in?"), and
+    /// the rate limits their address tripped.
     /// A code sent to an address without an account names no user and is in no one's history.
     /// Which part of a history to read (the console's filters and pages).
     public struct Window: Sendable, Equatable {
@@ -63,8 +64,9 @@ public struct AuditQueries: Sendable {
             let user = userID.uuidString.lowercased()
             let passkeyStreams = try await log.streams(realm: realm, withEventOfType: PasskeyEnrolled.eventType, payloadKey: "userID", equalTo: user)
             let challengeStreams = try await log.streams(realm: realm, withEventOfType: ChallengeIssued.eventType, payloadKey: "userID", equalTo: user)
+            let throttleStreams = try await log.streams(realm: realm, withEventOfType: RateLimitTripped.eventType, payloadKey: "userID", equalTo: user)
             let streams = [StreamNames.user(realm: realm, userID: userID).id, StreamNames.operatorLog(realm: realm, userID: userID).id]
-                + clientOfStream.keys.sorted() + passkeyStreams + challengeStreams
+                + clientOfStream.keys.sorted() + passkeyStreams + challengeStreams + throttleStreams
             let events =
                 window == .all
                 ? try await log.events(realm: realm, streams: streams)
@@ -83,6 +85,8 @@ public struct AuditQueries: Sendable {
                 if let generation = payload["generation"] { details.append("generation=\(generation)") }
                 if let reason = payload["reason"] { details.append("reason=\(reason)") }
                 if let purpose = payload["purpose"] { details.append("purpose=\(purpose)") }
+                if let because = payload["revokedBecause"] { details.append("revoked=\(because)") }
+                if let policy = payload["policy"] { details.append("policy=\(policy)") }
                 if let attempts = payload["attempts"] { details.append("attempts=\(attempts)") }
                 if let action = payload["action"], let target = payload["target"] { details.append("\(action) \(target)") }
                 if let stored = payload["storedSignCount"], let received = payload["receivedSignCount"] {

@@ -37,6 +37,10 @@ public struct UserAdministration: Sendable {
         /// nil once erased.
         public var email: String?
         public var status: String
+        /// In a listing: when the user registered and last signed in (nil: never, or not
+        /// yet projected: `UserSignInsProjection` is asynchronous).
+        public var registeredAt: Date? = nil
+        public var lastSignInAt: Date? = nil
     }
 
     /// Creates a confirmed user with no password, ready to sign in by email code or magic link
@@ -71,19 +75,24 @@ public struct UserAdministration: Sendable {
     /// The realm's users, oldest first, addresses opened (each user's key comes with the row).
     public typealias UserPage = UserListPage
 
-    public func list(realm: String, limit: Int = 1000, page: UserPage = .first) async throws -> [UserSummary] {
+    public func list(realm: String, limit: Int = 1000, page: UserPage = .first, order: UserListOrder = .registered) async throws -> [UserSummary] {
         return try await ServiceRefusal.translating {
             var users: [UserSummary] = []
-            for row in try await UsersTable.list(realm: realm, limit: limit, page: page, pool: pool) {
-                if let sealedKey = row.sealedKey {
-                    try vault?.adopt(sealedKey: sealedKey, subject: PersonalDataVault.userSubject(row.userID))
-                }
-                let stored = row.storedEmail.map(PersonalText.init(stored:))
-                let email = try await vault?.open(stored) ?? stored.flatMap { if case .plain(let text) = $0 { text } else { nil } }
-                users.append(UserSummary(id: row.userID, email: email, status: row.status))
+            for row in try await UsersTable.list(realm: realm, limit: limit, page: page, order: order, pool: pool) {
+                users.append(try await summary(of: row))
             }
             return users
         }
+    }
+
+    /// A listed row with its address opened (its sealed key came with it).
+    func summary(of row: UsersTable.Listed) async throws -> UserSummary {
+        if let sealedKey = row.sealedKey {
+            try vault?.adopt(sealedKey: sealedKey, subject: PersonalDataVault.userSubject(row.userID))
+        }
+        let stored = row.storedEmail.map(PersonalText.init(stored:))
+        let email = try await vault?.open(stored) ?? stored.flatMap { if case .plain(let text) = $0 { text } else { nil } }
+        return UserSummary(id: row.userID, email: email, status: row.status, registeredAt: row.registeredAt, lastSignInAt: row.lastSignInAt)
     }
 
     /// Whether the realm has this user (in any status but never registered).

@@ -49,9 +49,13 @@ extension PasskeyService {
         let passkey = await passkeyActors.actor(for: StreamNames.passkey(realm: realm, passkeyID: found.passkeyID))
         let state = try await passkey.current(atLeast: found.passkeyVersion).state
         // A credential verifies only under the RP-ID it was enrolled under.
-        guard state.isActive, let enrolled = state.enrolled, enrolled.rpID == ceremony.rpID,
-            let publicKeyBytes = Base64URL.decode(enrolled.publicKey), let publicKey = try? COSEKey(bytes: publicKeyBytes)
+        guard state.isActive, let enrolled = state.enrolled, let publicKeyBytes = Base64URL.decode(enrolled.publicKey),
+            let publicKey = try? COSEKey(bytes: publicKeyBytes)
         else { throw failed }
+        guard enrolled.rpID == ceremony.rpID else {
+            await reportFailure("rp_id_mismatch", passkey: passkey, grant)
+            throw failed
+        }
         let stored = StoredCredential(
             credentialID: rawID, publicKey: publicKey, signCount: state.signCount, userHandle: Self.userHandle(enrolled.userID),
             backupEligible: enrolled.backupEligible)
@@ -93,7 +97,14 @@ extension PasskeyService {
             _ = try? await passkey.execute(.reportClone(stored: stored, received: received), now: now(), metadata: grant.metadata)
             return nil
         } catch {
+            await reportFailure(error.reason, passkey: passkey, grant)
             return nil
         }
+    }
+
+    /// A refused assertion of a known passkey, in its owner's history (issue 43). Best effort:
+    /// the caller is refused whether or not the record is written.
+    private func reportFailure(_ reason: String, passkey: AggregateActor<Passkey>, _ grant: UserGrantRequest) async {
+        _ = try? await passkey.execute(.reportFailedAssertion(reason: reason), now: now(), metadata: grant.metadata)
     }
 }

@@ -32,7 +32,7 @@ public struct PasskeyDirectoryProjection: SQLProjection, InlineProjection {
             return [PasskeysTable.delete(table: table, passkeyID: passkeyID)]
         case .renamed(let renamed):
             return [PasskeysTable.rename(table: table, passkeyID: passkeyID, to: renamed.displayName)]
-        case .cloneSuspected:
+        case .cloneSuspected, .assertionFailed:
             return []
         }
     }

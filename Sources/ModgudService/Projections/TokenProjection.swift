@@ -22,6 +22,8 @@ public struct TokenProjection: SQLProjection, InlineProjection {
             return TokenTables.refreshFamily(refreshed, family: familyID, realm: realm, tables: tables)
         case .revoked(let revoked):
             return TokenTables.revokeFamily(revoked, family: familyID, tables: tables)
+        case .refreshRefused:
+            return []  // not among `eventTypes`: the log's record of a refusal changes no token
         }
     }
 }

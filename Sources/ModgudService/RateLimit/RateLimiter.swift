@@ -28,12 +28,19 @@ public struct RateLimiter: Sendable {
     public let pool: PQPool
     let now: @Sendable () -> Date
     private let keying: SymmetricKey
+    /// Where tripped buckets are recorded (nil: a tool's limiter, which records nothing).
+    let trips: RateLimitTrips?
 
     /// - Parameter masterKey: the key bucket names are hashed under (a tool without it uses a
     ///   fixed key: its buckets are still no plain addresses, but not secret either).
     public init(pool: PQPool, masterKey: [UInt8]? = nil, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.init(pool: pool, masterKey: masterKey, trips: nil, now: now)
+    }
+
+    init(pool: PQPool, masterKey: [UInt8]?, trips: RateLimitTrips?, now: @escaping @Sendable () -> Date) {
         self.pool = pool
         self.now = now
+        self.trips = trips
         keying = HKDF<SHA256>.deriveKey(
             inputKeyMaterial: SymmetricKey(data: masterKey ?? Array(repeating: 0, count: 32)), salt: Array("modgud".utf8),
             info: Array("rate-limit bucket keys v1".utf8), outputByteCount: 32)
@@ -77,7 +84,8 @@ public struct RateLimiter: Sendable {
             if let source = bucket.source ?? (bucket.policy.dimension == "ip" ? bucket.key : nil), setting.allows(sourceKey: source) { continue }
             counted.append(.init(bucket: bucket, setting: setting))
         }
-        return RateLimitCheck(realm: realm, counted: counted, query: RateLimitsTable.count(counted, realm: realm, now: now(), keyed: { storedKey($0) }))
+        return RateLimitCheck(
+            realm: realm, counted: counted, query: RateLimitsTable.count(counted, realm: realm, now: now(), keyed: { storedKey($0) }), trips: trips)
     }
 
     /// What the table holds for a bucket key: a keyed hash, 128 bits in base64url.
@@ -98,11 +106,15 @@ public struct RateLimitBucket: Sendable {
     public var key: String
     /// The request's source, for the policy's allowlist (defaults to `key` for per-source policies).
     public var source: String?
+    /// The address a per-mailbox bucket counts (whose `key` is only its hash): when the
+    /// bucket trips, its account, if any, is named in the record. Never stored.
+    public var mailbox: String?
 
-    public init(_ policy: RateLimitPolicy, key: String, source: String? = nil) {
+    public init(_ policy: RateLimitPolicy, key: String, source: String? = nil, mailbox: String? = nil) {
         self.policy = policy
         self.key = key
         self.source = source
+        self.mailbox = mailbox
     }
 }
 
@@ -119,6 +131,7 @@ public struct RateLimitCheck: Sendable {
     let counted: [Counted]
     /// nil when no bucket is counted (every policy allowlisted for this source).
     let query: PQQuery?
+    let trips: RateLimitTrips?
 
     private static let logger = Logger(label: "modgud.ratelimit")
 
@@ -142,17 +155,21 @@ public struct RateLimitCheck: Sendable {
 
     /// Metrics and notices for every rejecting bucket; the first enforced rejection.
     private func record(_ result: PQResult, silently: Bool) throws -> RateLimited? {
-        let waits = try RateLimitsTable.waits(result)
+        let refusals = try RateLimitsTable.refusals(result)
         var first: RateLimited?
         for item in counted {
-            guard let wait = waits.first(where: { $0.policy == item.bucket.policy.name })?.wait else { continue }
-            let policy = item.bucket.policy.name
+            guard let refusal = refusals.first(where: { $0.policy == item.bucket.policy.name }) else { continue }
+            let (policy, wait) = (item.bucket.policy.name, refusal.wait)
             if item.setting.logOnly == true {
                 Counter(label: "modgud_rate_limit_would_reject_total", dimensions: [("policy", policy)]).increment()
                 Self.logger.notice("rate limit would reject (log-only)", metadata: ["policy": "\(policy)", "realm": "\(realm)"])
                 continue
             }
             Counter(label: "modgud_rate_limit_rejections_total", dimensions: [("policy", policy)]).increment()
+            if refusal.tripped {
+                trips?.note(
+                    .init(realm: realm, policy: policy, bucket: refusal.bucket, retryAfterSeconds: wait, mailbox: item.bucket.mailbox, origin: RequestOrigin.current))
+            }
             Self.logger.notice(
                 silently ? "rate limit dropped a request (the client got the uniform answer)" : "rate limit rejected a request (429)",
                 metadata: ["policy": "\(policy)", "realm": "\(realm)", "retry_after_s": "\(wait)"])

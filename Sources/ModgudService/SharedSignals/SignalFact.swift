@@ -106,7 +106,7 @@ enum SignalCatalog {
             return SignalFact(
                 event: .credentialChange, owner: .firstEventOf(streamID: stream), detail: credential("", "delete", deleted.by == "erasure" ? "admin" : initiator, why),
                 passkeyFacts: true)
-        case .used, .cloneSuspected:
+        case .used, .cloneSuspected, .assertionFailed:
             return nil
         }
     }

@@ -32,7 +32,7 @@ extension EmailSignInService {
         guard !user.emailConfirmed else { return .alreadyConfirmed }
         try await limiter.check(.requestPerIP, key: source, realm: realm.realmID, settings: realm.settings)
         guard let address = try await vault.open(user.email).flatMap(EmailAddress.init) else { return .accountCannotSignIn }
-        try await limiter.check(.requestPerMailbox, key: mailboxKey(address.value), realm: realm.realmID, settings: realm.settings)
+        try await limiter.check([RateLimitBucket(.requestPerMailbox, key: mailboxKey(address.value), mailbox: address.value)], realm: realm.realmID, settings: realm.settings)
         let time = now()
         let code = OneTimeCode.generate()
         let issued = ChallengeIssued(

@@ -13,7 +13,7 @@ extension EmailSignInService {
         let settings = realm.settings
         try await limiter.check(.requestPerIP, key: source, realm: realm.realmID, settings: settings)
         guard let email = EmailAddress(rawEmail) else { throw InvalidEmailAddress() }
-        try await limiter.check(.requestPerMailbox, key: mailboxKey(email.value), realm: realm.realmID, settings: settings)
+        try await limiter.check([RateLimitBucket(.requestPerMailbox, key: mailboxKey(email.value), mailbox: email.value)], realm: realm.realmID, settings: settings)
         guard settings.magicLinksOn,
             let user = try await findUser(realm: realm.realmID, email: email, index: vault.blindIndex(email.value, realm: realm.realmID)),
             user.emailConfirmed, user.canSignIn, let userID = user.id

@@ -101,7 +101,7 @@ public struct EmailSignInService: Sendable {
         // An address that is not one still counts against a mailbox key (its own text), so
         // malformed input is limited like any other.
         guard let email = EmailAddress(request.email) else { throw InvalidEmailAddress() }
-        try await limiter.check(.requestPerMailbox, key: mailboxKey(email.value), realm: realm.realmID, settings: settings)
+        try await limiter.check([RateLimitBucket(.requestPerMailbox, key: mailboxKey(email.value), mailbox: email.value)], realm: realm.realmID, settings: settings)
         // Seed 001: the explicit registration endpoint does nothing under any posture but
         // ExplicitEndpoint (it never doubles the JIT path, nor mails a known user a login code);
         // the caller still answers the uniform message after the jitter.

@@ -1,4 +1,5 @@
 import Foundation
+import ModgudDomain
 import PQ
 
 /// The one home of the `rate_limits` table's SQL (docs/architecture.md, "House habits"): the
@@ -27,18 +28,26 @@ enum RateLimitsTable {
                   EXCLUDED.tolerance_seconds + EXCLUDED.interval_seconds)
             """
         let fits = "greatest(r.tat, $2) - $2 <= make_interval(secs => EXCLUDED.tolerance_seconds)"
+        let allowed = "CASE WHEN \(unchanged) THEN \(fits) ELSE \(debt) <= EXCLUDED.tolerance_seconds END"
+        // A refusal trips the bucket (its event is recorded: `RateLimitTrips`) unless it
+        // tripped within the last `RateLimitLog.tripInterval`.
+        let trips = """
+            NOT (\(allowed)) AND (r.tripped_at IS NULL OR r.tripped_at <= $2 - make_interval(secs => \(Int(RateLimitLog.tripInterval))))
+            """
         return PQQuery(
             """
             INSERT INTO rate_limits AS r (realm_id, policy, bucket_key, tat, allowed, interval_seconds, tolerance_seconds)
             VALUES \(rows.joined(separator: ", "))
             ON CONFLICT (realm_id, policy, bucket_key) DO UPDATE SET
-                allowed = CASE WHEN \(unchanged) THEN \(fits) ELSE \(debt) <= EXCLUDED.tolerance_seconds END,
+                allowed = \(allowed),
+                tripped_at = CASE WHEN \(trips) THEN $2 ELSE r.tripped_at END,
+                just_tripped = \(trips),
                 tat = CASE WHEN \(unchanged) THEN
                     CASE WHEN \(fits) THEN greatest(r.tat, $2) + make_interval(secs => EXCLUDED.interval_seconds) ELSE r.tat END
                 ELSE $2 + make_interval(secs => \(debt)
                     + CASE WHEN \(debt) <= EXCLUDED.tolerance_seconds THEN EXCLUDED.interval_seconds ELSE 0 END) END,
                 interval_seconds = EXCLUDED.interval_seconds, tolerance_seconds = EXCLUDED.tolerance_seconds
-            RETURNING policy, allowed, extract(epoch FROM tat - $2)::float8, tolerance_seconds
+            RETURNING policy, allowed, extract(epoch FROM tat - $2)::float8, tolerance_seconds, just_tripped, bucket_key
             """, binds: binds)
     }
 
@@ -47,13 +56,26 @@ enum RateLimitsTable {
         _ = try await pool.query("DELETE FROM rate_limits WHERE tat < \(cutoff)")
     }
 
-    /// The rejecting rows of an answer: policy name and seconds until a request would pass.
-    static func waits(_ result: PQResult) throws -> [(policy: String, wait: Int)] {
+    /// A rejecting row of an answer.
+    struct Refusal {
+        var policy: String
+        /// Seconds until a request would pass.
+        var wait: Int
+        /// Whether this refusal tripped the bucket (the first in a `RateLimitLog.tripInterval`).
+        var tripped: Bool
+        /// The bucket's stored key.
+        var bucket: String
+    }
+
+    /// The rejecting rows of an answer.
+    static func refusals(_ result: PQResult) throws -> [Refusal] {
         try result.rows.compactMap { row in
             guard try !row.decode(Bool.self, at: 1) else { return nil }
             let ahead = try row.decode(Double.self, at: 2)
             let tolerance = try row.decode(Double.self, at: 3)
-            return (try row.decode(String.self, at: 0), max(1, Int((ahead - tolerance).rounded(.up))))
+            return Refusal(
+                policy: try row.decode(String.self, at: 0), wait: max(1, Int((ahead - tolerance).rounded(.up))),
+                tripped: try row.decode(Bool.self, at: 4), bucket: try row.decode(String.self, at: 5))
         }
     }
 }

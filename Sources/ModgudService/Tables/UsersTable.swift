@@ -71,42 +71,44 @@ enum UsersTable {
         var storedEmail: String?
         var status: String
         var sealedKey: [UInt8]?
+        var registeredAt: Date
+        var lastSignInAt: Date?
     }
 
-    /// The realm's users in registration order, a page at a time by keyset (the page starts
-    /// after or ends before a user: an index range scan of `users_by_registration` whatever
-    /// the page, where an OFFSET would walk every row before it).
-    static func list(realm: String, limit: Int, page: UserListPage = .first, pool: PQPool) async throws -> [Listed] {
-        let columns = "u.user_id, u.email, u.status, " + SubjectKeysTable.sealedKeyOfUserSQL(idColumn: "u.user_id")
-        let query: PQQuery
+    /// The realm's users in `order`, a page at a time by keyset (the page starts after or
+    /// ends before a user: in registration order an index range scan of
+    /// `users_by_registration` whatever the page, where an OFFSET would walk every row
+    /// before it; by last sign-in a join with `user_sign_ins` and a top-N sort).
+    static func list(realm: String, limit: Int, page: UserListPage = .first, order: UserListOrder = .registered, pool: PQPool) async throws
+        -> [Listed]
+    {
+        let columns = "u.user_id, u.email, u.status, " + SubjectKeysTable.sealedKeyOfUserSQL(idColumn: "u.user_id") + ", u.registered_at, s.signed_in_at"
+        let from = "users u LEFT JOIN user_sign_ins s ON s.user_id = u.user_id"
+        let (key, descending) = order.key
+        // A page before a user reads backwards from it and is turned round.
+        let backwards = { if case .before = page { true } else { false } }()
+        let direction = descending != backwards ? "DESC" : "ASC"
+        var cursor: UUID?
         switch page {
-        case .first:
-            query = """
-                SELECT \(unescaped: columns) FROM users u
-                WHERE u.realm_id = \(realm) ORDER BY u.registered_at, u.user_id LIMIT \(limit)
-                """
-        case .after(let user):
-            query = """
-                SELECT \(unescaped: columns) FROM users u
-                WHERE u.realm_id = \(realm)
-                  AND (u.registered_at, u.user_id) > (SELECT registered_at, user_id FROM users WHERE user_id = \(user))
-                ORDER BY u.registered_at, u.user_id LIMIT \(limit)
-                """
-        case .before(let user):
-            query = """
-                SELECT \(unescaped: columns) FROM users u
-                WHERE u.realm_id = \(realm)
-                  AND (u.registered_at, u.user_id) < (SELECT registered_at, user_id FROM users WHERE user_id = \(user))
-                ORDER BY u.registered_at DESC, u.user_id DESC LIMIT \(limit)
-                """
+        case .first: cursor = nil
+        case .after(let user), .before(let user): cursor = user
         }
+        let comparison = direction == "DESC" ? "<" : ">"
+        let query: PQQuery =
+            """
+            SELECT \(unescaped: columns) FROM \(unescaped: from)
+            WHERE u.realm_id = \(realm)
+              AND (\(cursor)::uuid IS NULL OR (\(unescaped: key), u.user_id) \(unescaped: comparison)
+                   (SELECT \(unescaped: key), u.user_id FROM \(unescaped: from) WHERE u.user_id = \(cursor)::uuid))
+            ORDER BY \(unescaped: key) \(unescaped: direction), u.user_id \(unescaped: direction) LIMIT \(limit)
+            """
         let rows = try await pool.query(query).rows.map {
             Listed(
                 userID: try $0.decode(UUID.self, at: 0), storedEmail: try $0.decode(String?.self, at: 1), status: try $0.decode(String.self, at: 2),
-                sealedKey: try $0.decode(PQBytes?.self, at: 3)?.bytes)
+                sealedKey: try $0.decode(PQBytes?.self, at: 3)?.bytes, registeredAt: try $0.decode(Date.self, at: 4),
+                lastSignInAt: try $0.decode(Date?.self, at: 5))
         }
-        if case .before = page { return rows.reversed() }
-        return rows
+        return backwards ? rows.reversed() : rows
     }
 
     /// How many users the realm has (every status).

@@ -1,0 +1,134 @@
+import EventSourcing
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import AsyncTestSupport
+import ModgudDomain
+import ModgudHTTP
+@testable import ModgudService
+import XCTest
+
+/// Issue 43, "why can't this user sign in?": refused refreshes, tripped rate limits and the
+/// users list's search and sort, over HTTP on a real database.
+extension ConsoleTests {
+    func testARefusedRefreshIsAFailureOfThePersonsHistoryAndOfTheRealmsList() async throws {
+        let app = try await start()
+        let harness = harness!
+        let ada = try await harness.core.administration.users.create(realm: "dev", email: "ada@example.com", metadata: .init(actor: "test")).id
+        try await app.test(.router) { client in
+            _ = try await H.requestCode(client, "ada@example.com")
+            let tokens = try await H.redeemCode(client, "ada@example.com", try await harness.code(for: "ada@example.com"))
+            let refreshToken = try XCTUnwrap(tokens.json["refresh_token"] as? String, tokens.body)
+            // The operator signs Ada out everywhere: her app's next refresh meets the new stamp,
+            // and the ones after it a revoked session.
+            _ = try await harness.core.administration.users.apply(.logoutEverywhere, realm: "dev", userID: ada, metadata: .init(actor: "test"))
+            var headers = H.form
+            headers[.userAgent] = "okhttp/4.12.0"
+            for _ in 1...3 {
+                let refused = try await H.token(client, [("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", refreshToken)], headers: headers)
+                XCTAssertEqual(refused.json["error"] as? String, "invalid_grant", refused.body)
+            }
+            let session = try await Self.session(client, harness)
+            let list = try await H.call(client, .get, "/console/realms/dev/failures?window=hour&kind=refresh_refused", "", headers: session.headers)
+            XCTAssertTrue(list.body.contains("2 failure(s)"), list.body)
+            XCTAssertTrue(list.body.contains("<td>revoked, revoked: stamp</td>") && list.body.contains("<td>stamp changed</td>"), list.body)
+            let history = try await H.call(
+                client, .get, "/console/realms/dev/users/\(ada.uuidString.lowercased())/audit?kind=failures", "", headers: session.headers)
+            XCTAssertTrue(history.body.contains("token_family.refresh_refused") && history.body.contains("reason=revoked revoked=stamp"), history.body)
+        }
+        // Three refusals, two records: the stamp's revocation, then one refusal of the dead
+        // family (at most one a minute).
+        let failures = try await harness.core.administration.audit.signInFailures(realm: "dev", since: Date().addingTimeInterval(-3600))
+        XCTAssertEqual(failures.map(\.kind), [.refreshRefused, .refreshRefused])
+        XCTAssertEqual(failures.map(\.userAgent), ["okhttp/4.12.0", "okhttp/4.12.0"])
+    }
+
+    func testATrippedRateLimitIsRecordedOnceAndNamesOnlyAnAccountsOwner() async throws {
+        let app = try await start()
+        let harness = harness!
+        let ada = try await harness.core.administration.users.create(realm: "dev", email: "ada@example.com", metadata: .init(actor: "test")).id
+        _ = try await harness.core.administration.realms.update("dev", metadata: .init(actor: "test")) {
+            $0.rateLimitOverrides["otp-request.mailbox"] = RateLimitSetting(limit: 1, windowSeconds: 3600, burst: 1)
+        }
+        var fields = H.json
+        fields[.userAgent] = "Acme/3.2 (iOS 18.1) Alamofire/5.9.1"
+        let headers = fields
+        try await app.test(.router) { client in
+            for address in ["ada@example.com", "nobody@example.com"] {
+                var statuses: [Int] = []
+                for _ in 1...4 {
+                    statuses.append(try await H.call(client, .post, "/api/account/native/otp/request", H.jsonBody(["Email": address]), headers: headers).status.code)
+                }
+                XCTAssertEqual(statuses, [200, 429, 429, 429], address)
+            }
+        }
+        // Recorded off the refused request's path: the log has them a moment later. One per
+        // bucket, though three requests were refused in each.
+        let tripped = try await Eventually.value("both trips recorded") { () async throws -> [AuditQueries.SignInFailure]? in
+            let found = try await harness.core.administration.audit.signInFailures(realm: "dev", since: Date().addingTimeInterval(-3600), kind: .rateLimited)
+            return found.count >= 2 ? found : nil
+        }
+        XCTAssertEqual(tripped.count, 2)
+        XCTAssertEqual(Set(tripped.compactMap(\.detail)), ["otp-request.mailbox, retry after 3600 s"])
+        XCTAssertEqual(tripped.map(\.userAgent), Array(repeating: "Acme/3.2 (iOS 18.1) Alamofire/5.9.1", count: 2))
+        let events = try await harness.core.pool.query("SELECT lower(payload->>'userID') FROM events WHERE type = 'rate_limit.tripped' ORDER BY position")
+        XCTAssertEqual(try events.rows.map { try $0.decode(String?.self, at: 0) }.compactMap { $0 }, [ada.uuidString.lowercased()],
+            "Ada's trip names her; the unknown address's names no one")
+        let history = try await harness.core.administration.audit.userHistory(realm: "dev", userID: ada)
+        XCTAssertEqual(history.filter { $0.event == RateLimitTripped.eventType }.map(\.detail), ["policy=otp-request.mailbox"])
+        let plain = try await harness.core.pool.query("SELECT count(*)::int8 FROM events WHERE payload::text LIKE '%example.com%' AND type = 'rate_limit.tripped'")
+        XCTAssertEqual(try plain.first?.decode(Int64.self, at: 0), 0, "no address in a trip's record")
+    }
+
+    func testTheUsersListSortsByLastSignInAndFindsTheStartOfAnAddress() async throws {
+        let app = try await start()
+        let harness = harness!
+        var created: [String: UUID] = [:]
+        for address in ["ada@example.com", "adam@example.org", "bob@example.com", "carol@other.test"] {
+            created[address] = try await harness.core.administration.users.create(realm: "dev", email: address, metadata: .init(actor: "test")).id
+        }
+        let ids = created
+        try await app.test(.router) { client in
+            // Carol signs in, then Bob: the last sign-in order is Bob, Carol, then those who never did.
+            for address in ["carol@other.test", "bob@example.com"] {
+                harness.clock.advance(EmailSignInService.resendCooldown + 1)
+                _ = try await H.requestCode(client, address)
+                let signedIn = try await H.redeemCode(client, address, try await harness.code(for: address))
+                XCTAssertEqual(signedIn.status, .ok, signedIn.body)
+            }
+            _ = try await harness.core.makeProjectionDaemon().catchUp()
+            let session = try await Self.session(client, harness)
+            let sorted = try await H.call(client, .get, "/console/realms/dev/users?sort=last-sign-in", "", headers: session.headers)
+            let order = sorted.body.matches(of: /<td>([a-z]+@[a-z.]+)<\/td>/).map { String($0.1) }
+            XCTAssertEqual(Array(order.prefix(2)), ["bob@example.com", "carol@other.test"], sorted.body)
+            XCTAssertTrue(sorted.body.contains(#"<option value="last-sign-in" selected>"#))
+            XCTAssertTrue(sorted.body.contains("<td>never</td>"), "those who never signed in say so")
+            let newest = try await H.call(client, .get, "/console/realms/dev/users?sort=newest", "", headers: session.headers)
+            XCTAssertEqual(newest.body.matches(of: /<td>([a-z]+@[a-z.]+)<\/td>/).map { String($0.1) }.first, "carol@other.test", "Carol registered last")
+
+            let started = try await H.call(client, .get, "/console/realms/dev/users?q=ADA", "", headers: session.headers)
+            XCTAssertEqual(started.status, .ok)
+            XCTAssertEqual(Set(started.body.matches(of: /<td>([a-z]+@[a-z.]+)<\/td>/).map { String($0.1) }), ["ada@example.com", "adam@example.org"])
+            XCTAssertTrue(started.body.contains("users looked through for addresses starting with <strong>ADA</strong>"), started.body)
+            let domain = try await H.call(client, .get, "/console/realms/dev/users?q=%40example.", "", headers: session.headers)
+            XCTAssertEqual(Set(domain.body.matches(of: /<td>([a-z]+@[a-z.]+)<\/td>/).map { String($0.1) }),
+                ["ada@example.com", "adam@example.org", "bob@example.com"])
+            let exact = try await H.call(client, .get, "/console/realms/dev/users?q=carol%40other.test", "", headers: session.headers)
+            XCTAssertEqual(exact.headers[.location], "/console/realms/dev/users/\(ids["carol@other.test"]!.uuidString.lowercased())", "a whole address goes to its user")
+        }
+        // A bounded search resumes where it stopped: one address opened per search here.
+        let users = harness.core.administration.users
+        var resume: UUID?
+        var seen: [String] = []
+        var searches = 0
+        repeat {
+            let found = try await users.search(realm: "dev", addressPrefix: "ada", after: resume, budget: 1)
+            XCTAssertLessThanOrEqual(found.scanned, 1)
+            seen += found.matches.compactMap(\.email)
+            resume = found.resumeAfter
+            searches += 1
+        } while resume != nil && searches < 10
+        XCTAssertEqual(seen, ["ada@example.com", "adam@example.org"], "every match found once, in registration order")
+    }
+}
