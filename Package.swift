@@ -50,6 +50,24 @@ let package = Package(
         .target(name: "PQ", dependencies: ["CLibPQ"], swiftSettings: strict),
         // Storage-agnostic event-sourcing kit: streams, versions, registry, store and projection protocols.
         .target(name: "EventSourcing", swiftSettings: strict),
+        // The operator's handbook, embedded so the console serves the pages of its own version.
+        .target(
+            name: "ModgudDocs",
+            path: "docs",
+            // Everything else in docs/ is for readers of the repository.
+            exclude: [
+                "api.md", "architecture.md", "configuration.md", "decisions.md", "development.md", "performance.md", "spec.md", "webauthn.md",
+                "guides/coming-from-auth0.md", "guides/dpop.md", "guides/ios-and-android.md", "guides/modgud-client.md",
+                "guides/passkeys-in-an-app.md", "operations/console",
+            ],
+            sources: ["OperatorDocs.swift"],
+            resources: [
+                .embedInCode("operations/console.md"), .embedInCode("operations/metrics.md"), .embedInCode("operations/audit-log.md"),
+                .embedInCode("operations/retention.md"), .embedInCode("operations/privacy.md"), .embedInCode("operations/production.md"),
+                .embedInCode("operations/commands.md"), .embedInCode("operations/backups.md"), .embedInCode("guides/shared-signals.md"),
+            ],
+            swiftSettings: strict
+        ),
         // The forward-only SQL migrations, embedded in the binary.
         .target(
             name: "ModgudSchema",
@@ -111,7 +129,7 @@ let package = Package(
         .target(
             name: "ModgudHTTP",
             dependencies: [
-                "ModgudService", "ModgudDomain", "EventSourcing", "PQ", "TransparencyLog",
+                "ModgudService", "ModgudDomain", "EventSourcing", "PQ", "TransparencyLog", "ModgudDocs",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -129,6 +147,7 @@ let package = Package(
                 .embedInCode("Console/Templates/client-form.mustache"),
                 .embedInCode("Console/Templates/client-new.mustache"),
                 .embedInCode("Console/Templates/client.mustache"),
+                .embedInCode("Console/Templates/doc.mustache"),
                 .embedInCode("Console/Templates/clients.mustache"),
                 .embedInCode("Console/Templates/failures.mustache"),
                 .embedInCode("Console/Templates/health.mustache"),

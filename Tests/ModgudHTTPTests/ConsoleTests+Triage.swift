@@ -32,7 +32,7 @@ extension ConsoleTests {
             let session = try await Self.session(client, harness)
             let list = try await H.call(client, .get, "/console/realms/dev/failures?window=hour&kind=refresh_refused", "", headers: session.headers)
             XCTAssertTrue(list.body.contains("2 failure(s)"), list.body)
-            XCTAssertTrue(list.body.contains("<td>revoked, revoked: stamp</td>") && list.body.contains("<td>stamp changed</td>"), list.body)
+            XCTAssertTrue(list.body.contains("<td>revoked (stamp changed)</td>") && list.body.contains("<td>stamp changed</td>"), list.body)
             let history = try await H.call(
                 client, .get, "/console/realms/dev/users/\(ada.uuidString.lowercased())/audit?kind=failures", "", headers: session.headers)
             XCTAssertTrue(history.body.contains("token_family.refresh_refused") && history.body.contains("reason=revoked revoked=stamp"), history.body)
@@ -42,6 +42,7 @@ extension ConsoleTests {
         let failures = try await harness.core.administration.audit.signInFailures(realm: "dev", since: Date().addingTimeInterval(-3600))
         XCTAssertEqual(failures.map(\.kind), [.refreshRefused, .refreshRefused])
         XCTAssertEqual(failures.map(\.userAgent), ["okhttp/4.12.0", "okhttp/4.12.0"])
+        XCTAssertEqual(failures.map(\.client), ["app", "app"], "a refresh names its client through its family")
     }
 
     func testATrippedRateLimitIsRecordedOnceAndNamesOnlyAnAccountsOwner() async throws {
@@ -130,5 +131,29 @@ extension ConsoleTests {
             searches += 1
         } while resume != nil && searches < 10
         XCTAssertEqual(seen, ["ada@example.com", "adam@example.org"], "every match found once, in registration order")
+    }
+
+    /// Issue 43: the doc paths a page names are links to the handbook this binary ships.
+    func testDocPathsLinkToTheHandbookThisBinaryShips() async throws {
+        let app = try await start()
+        let harness = harness!
+        try await app.test(.router) { client in
+            let session = try await Self.session(client, harness)
+            let health = try await H.call(client, .get, "/console", "", headers: session.headers)
+            XCTAssertTrue(health.body.contains(#"<a href="/console/docs/metrics">docs/operations/metrics.md</a>"#), health.body)
+            let metrics = try await H.call(client, .get, "/console/docs/metrics", "", headers: session.headers)
+            XCTAssertEqual(metrics.status, .ok)
+            let shipped = try String(contentsOfFile: #filePath.replacingOccurrences(of: "Tests/ModgudHTTPTests/ConsoleTests+Triage.swift", with: "docs/operations/metrics.md"), encoding: .utf8)
+            let heading = try XCTUnwrap(shipped.split(separator: "\n").first { $0.hasPrefix("# ") }).dropFirst(2)
+            XCTAssertTrue(metrics.body.contains("<h1>\(heading)</h1>"), "titled by the page's own heading")
+            XCTAssertTrue(metrics.body.contains("modgud_http_requests_total"), "the page's text, as shipped")
+            XCTAssertTrue(metrics.body.contains(#"<a href="/console/docs/console">"#), "with the other pages")
+            let index = try await H.call(client, .get, "/console/docs", "", headers: session.headers)
+            XCTAssertEqual(index.body.components(separatedBy: "<li><a href=\"/console/docs/").count - 1, 9, index.body)
+            let missing = try await H.call(client, .get, "/console/docs/architecture", "", headers: session.headers)
+            XCTAssertEqual(missing.status, .notFound, "only the operator's pages ship")
+            let signedOut = try await H.call(client, .get, "/console/docs/metrics", "", headers: [:])
+            XCTAssertEqual(signedOut.headers[.location], "/console/sign-in", "behind the sign-in like every page")
+        }
     }
 }

@@ -230,6 +230,12 @@ def run(console, mailbox, args):
     check(cookie and cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/console", "session cookie is HttpOnly, SameSite=Strict", cookie)
     check(args.operator in console.text() and "Ready" in console.text(), "health page shows the operator and readiness", console.text()[:300])
     console.shot("health")
+    # Issue 43: a doc path on a page is a link to the handbook this binary ships.
+    driver.find_element(By.LINK_TEXT, "docs/operations/metrics.md").click()
+    console.wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Metrics"))
+    check("modgud_http_requests_total" in console.text() and "docs/operations/metrics.md" in console.text(),
+          "the metrics page of the handbook opens from the health page", console.text()[:300])
+    console.shot("handbook")
 
     console.open("/console/realms")
     check("dev" in console.text() and "operators" in console.text(), "realms listed", console.text()[:300])
@@ -361,7 +367,7 @@ def run(console, mailbox, args):
     console.open("/console/realms/dev/failures?window=hour")
     check("wrong code or link" in console.text() and "Acme on an Apple system" in console.text(),
           "the realm's failures list the wrong code with its device", console.text()[:600])
-    check("refresh refused" in console.text() and "revoked, revoked: admin" in console.text(),
+    check("refresh of an ended session" in console.text() and "revoked (admin)" in console.text(),
           "and the refused refresh of the revoked session, with why", console.text()[:800])
     console.shot("failures")
     console.open("/console/realms/dev/failures?window=hour&address=127.0.0.")

@@ -33,6 +33,7 @@ struct ConsoleController: Sendable {
         registerRealmSetup(on: router)
         registerClients(on: router)
         registerUsers(on: router)
+        registerDocs(on: router)
     }
 
     // MARK: Plumbing

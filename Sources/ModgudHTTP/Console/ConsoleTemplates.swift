@@ -31,6 +31,7 @@ enum ConsoleTemplates {
             "mail": PackageResources.mail_mustache,
             "signals": PackageResources.signals_mustache,
             "me": PackageResources.me_mustache,
+            "doc": PackageResources.doc_mustache,
         ]
         var library = MustacheLibrary()
         for (name, bytes) in sources {

@@ -26,7 +26,7 @@ extension AuditQueries {
             case .wrongSecondFactor: "wrong second factor"
             case .burned: "code burned (too many wrong attempts)"
             case .refreshReuse: "spent refresh token presented again"
-            case .refreshRefused: "refresh refused (session ended, expired, or signed out everywhere)"
+            case .refreshRefused: "refresh of an ended session"
             case .passkeyRefused: "passkey assertion refused"
             case .passkeyClone: "passkey counter went back (a clone?)"
             case .rateLimited: "rate limit reached"
@@ -37,7 +37,7 @@ extension AuditQueries {
     public struct SignInFailure: Sendable, Equatable {
         public var recordedAt: Date
         public var kind: FailureKind
-        /// The client the request came through, when it named itself (a refresh does not).
+        /// The client the request came through (a refresh's: its family's).
         public var client: String?
         /// The address and user agent, opened while their day key lives.
         public var address: String?
@@ -60,11 +60,19 @@ extension AuditQueries {
     {
         try await ServiceRefusal.translating {
             var failures: [SignInFailure] = []
-            for event in try await EventLogMaintenance(pool: pool).signInFailures(realm: realm, since: since, limit: limit) {
+            let events = try await EventLogMaintenance(pool: pool).signInFailures(realm: realm, since: since, limit: limit)
+            // A refresh names no client in its metadata: its family does.
+            let familyOf = { (event: EventLogMaintenance.RawEvent) -> UUID? in
+                guard event.streamID.hasPrefix(TokenFamily.streamType + "-") else { return nil }
+                return UUID(uuidString: String(event.streamID.dropFirst(TokenFamily.streamType.count + 1)))
+            }
+            let familyClients = try await tokens.tokens.clients(ofFamilies: Array(Set(events.compactMap(familyOf))))
+            for event in events {
                 let payload = Self.fields(event.payload)
                 let metadata = Self.fields(event.metadata)
                 guard let found = Self.kind(type: event.type, reason: payload["reason"]), kind == nil || found == kind else { continue }
                 let by = metadata["actor"].flatMap { $0.hasPrefix("client:") ? String($0.dropFirst("client:".count)) : nil }
+                    ?? familyOf(event).flatMap { familyClients[$0] }
                 guard client == nil || by == client else { continue }
                 failures.append(
                     SignInFailure(
@@ -96,9 +104,9 @@ extension AuditQueries {
 
     /// The particulars an operator reads beside the kind.
     static func detail(_ payload: [String: String]) -> String? {
+        let words = { (reason: String) in reason == RevocationReason.stamp.rawValue ? "stamp changed" : reason }
         var parts: [String] = []
-        if let reason = payload["reason"] { parts.append(reason == RevocationReason.stamp.rawValue ? "stamp changed" : reason) }
-        if let because = payload["revokedBecause"] { parts.append("revoked: \(because)") }
+        if let reason = payload["reason"] { parts.append(words(reason) + (payload["revokedBecause"].map { " (\(words($0)))" } ?? "")) }
         if let policy = payload["policy"] { parts.append(policy) }
         if let wait = payload["retryAfterSeconds"] { parts.append("retry after \(wait) s") }
         return parts.isEmpty ? nil : parts.joined(separator: ", ")

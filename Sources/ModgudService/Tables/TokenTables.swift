@@ -83,6 +83,16 @@ public struct TokenTables: Sendable {
         return families
     }
 
+    /// The clients of some families (the failures list names a refresh's client by its family).
+    func clients(ofFamilies ids: [UUID]) async throws -> [UUID: String] {
+        guard !ids.isEmpty else { return [:] }
+        var clients: [UUID: String] = [:]
+        for row in try await pool.query("SELECT family_id, client_id FROM token_families WHERE family_id = ANY(\(ids.map { $0.uuidString.lowercased() })::uuid[])").rows {
+            clients[try row.decode(UUID.self, at: 0)] = try row.decode(String.self, at: 1)
+        }
+        return clients
+    }
+
     /// One of a user's sessions as operators see it (issue 31).
     public struct Session: Sendable {
         public var familyID: UUID
