@@ -58,7 +58,7 @@ let package = Package(
             exclude: [
                 "api.md", "architecture.md", "configuration.md", "decisions.md", "development.md", "performance.md", "spec.md", "webauthn.md",
                 "guides/coming-from-auth0.md", "guides/dpop.md", "guides/ios-and-android.md", "guides/modgud-client.md",
-                "guides/passkeys-in-an-app.md", "operations/console",
+                "guides/passkeys-in-an-app.md", "operations/console", "security",
             ],
             sources: ["OperatorDocs.swift"],
             resources: [

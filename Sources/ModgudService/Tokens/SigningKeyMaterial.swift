@@ -18,9 +18,11 @@ public struct SigningKeyMaterial: Sendable {
     /// The private key in a stable byte form: P-256 raw scalar, or RSA PKCS#1 DER.
     let privateBytes: [UInt8]
 
-    /// A fresh key with a random kid.
+    /// A fresh key with a random kid (16 base64url characters, never starting with `-`: a
+    /// command line would read such a kid as an option, `modgud realm retire-key dev -x…`).
     public static func generate(_ algorithm: Algorithm) throws -> SigningKeyMaterial {
-        let kid = OpaqueToken.generate().hash.prefix(16)
+        var kid = OpaqueToken.generate().hash.prefix(16)
+        while kid.first == "-" { kid = OpaqueToken.generate().hash.prefix(16) }
         switch algorithm {
         case .es256:
             return SigningKeyMaterial(kid: String(kid), algorithm: .es256, privateBytes: Array(P256.Signing.PrivateKey().rawRepresentation))
