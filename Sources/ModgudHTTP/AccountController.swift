@@ -182,8 +182,9 @@ struct AccountController: Sendable {
 
     // MARK: Shared
 
-    /// The caller behind the request's access token (Bearer or DPoP), or a 401 challenge.
+    /// The caller behind the request's access token (Bearer or DPoP), for the app or My
+    /// Account (`ProtectedResource.accountCaller`), or a 401 challenge.
     func caller(_ request: Request, realm: RealmDirectory.Entry, issuer: String) async throws -> Caller {
-        try await resource.caller(request, realm: realm.realmID, issuer: issuer)
+        try await resource.accountCaller(request, realm: realm.realmID, issuer: issuer)
     }
 }

@@ -216,9 +216,9 @@ struct MyAccountController: Sendable {
         RequestParsing.base(of: issuer) + base + "/" + methodID.replacingOccurrences(of: "|", with: "%7C")
     }
 
-    /// The My Account audience of an issuer: `https://login.example.com/me/`.
+    /// The My Account audience of an issuer (`ProtectedResource.myAccountAudience`).
     static func audience(issuer: String) -> String {
-        RequestParsing.base(of: issuer) + "/me/"
+        ProtectedResource.myAccountAudience(issuer: issuer)
     }
 
     /// `passkey|<uuid>` (Auth0's form, `|` possibly percent-encoded) or a bare passkey id.

@@ -182,11 +182,12 @@ struct PasskeyController: Sendable {
 
     // MARK: Shared
 
-    /// Realm flag first (400 `NativeGrants.Disabled`), then the access token, Bearer or DPoP (401).
+    /// Realm flag first (400 `NativeGrants.Disabled`), then the access token, Bearer or DPoP,
+    /// for the app or My Account (401, `ProtectedResource.accountCaller`).
     private func authorized(_ request: Request) async throws -> (RealmDirectory.Entry, Caller) {
         let (realm, issuer) = try await parsing.realm(request)
         guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(ProblemEdge.nativeGrantsDisabled()) }
-        return (realm, try await resource.caller(request, realm: realm.realmID, issuer: issuer))
+        return (realm, try await resource.accountCaller(request, realm: realm.realmID, issuer: issuer))
     }
 
     static func view(_ summary: PasskeyService.Summary) -> PasskeyBody {

@@ -38,6 +38,26 @@ struct ProtectedResource: Sendable {
             userID: userID, clientID: found.clientID, familyID: found.familyID, scopes: found.scopes, audiences: found.audiences, scheme: scheme)
     }
 
+    /// The caller of an endpoint that changes the account (passkeys, TOTP, address
+    /// confirmation): as `caller`, and the token must be for the app itself or for My Account
+    /// (its audiences name the client or `<base>/me/`), else 401 `invalid_token`. A token
+    /// minted for an API is refused, so that API cannot replay it here to change the account
+    /// (RFC 9700 sections 2.3 and 4.10.1: audience-restricted tokens; issue 44).
+    func accountCaller(_ request: Request, realm: String, issuer: String) async throws -> Caller {
+        let caller = try await caller(request, realm: realm, issuer: issuer)
+        let forAccount = caller.audiences.contains(caller.clientID) || caller.audiences.contains(Self.myAccountAudience(issuer: issuer))
+        guard forAccount else {
+            throw RequestParsing.Failure.response(
+                Self.challenge("invalid_token", scheme: caller.scheme, description: "This access token is for another audience than the app or My Account."))
+        }
+        return caller
+    }
+
+    /// The My Account audience of an issuer: `https://login.example.com/me/`.
+    static func myAccountAudience(issuer: String) -> String {
+        RequestParsing.base(of: issuer) + "/me/"
+    }
+
     /// The client behind a client-credentials access token (a service such as a Shared
     /// Signals receiver): tokens issued to a user are `invalid_token` here.
     func service(_ request: Request, realm: String, issuer: String) async throws -> (clientID: String, scopes: [String], scheme: Scheme) {

@@ -23,7 +23,7 @@ final class MyAccountTests: XCTestCase {
     static let audience = "https://localhost/me/"
     static let allScopes = ["create", "read", "update", "delete"].map { "\($0):me:authentication_methods" }
 
-    func makeHarness() async throws -> EmailSignInHarness {
+    static func makeHarness() async throws -> EmailSignInHarness {
         let harness = try await PasskeySignUpTests.makeHarness()
         _ = try await harness.core.administration.clients.create(
             realm: "dev", id: "auth0app",
@@ -52,7 +52,7 @@ final class MyAccountTests: XCTestCase {
     }
 
     func testTheSeedsEnrollmentThenListGetRenameAndDelete() async throws {
-        harness = try await makeHarness()
+        harness = try await Self.makeHarness()
         let harness = harness!
         try await harness.app.test(.router) { client in
             let token = try await Self.signIn(harness, client, "ada@example.com", scopes: Self.allScopes)
@@ -133,7 +133,7 @@ final class MyAccountTests: XCTestCase {
     }
 
     func testTheAudienceAndEachRoutesScopeAreRequired() async throws {
-        harness = try await makeHarness()
+        harness = try await Self.makeHarness()
         let harness = harness!
         try await harness.app.test(.router) { client in
             // A token of a client without the My Account audience: 401 invalid_token, as a
@@ -172,7 +172,7 @@ final class MyAccountTests: XCTestCase {
     }
 
     func testEnrollmentNeedsAFreshSignInAndOnlyPasskeys() async throws {
-        harness = try await makeHarness()
+        harness = try await Self.makeHarness()
         let harness = harness!
         try await harness.app.test(.router) { client in
             let token = try await Self.signIn(harness, client, "cy@example.com", scopes: Self.allScopes)

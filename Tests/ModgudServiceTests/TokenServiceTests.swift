@@ -188,4 +188,51 @@ final class TokenServiceTests: XCTestCase {
         XCTAssertTrue(introspected.active)
         XCTAssertEqual(introspected.clientID, "jwt-app")
     }
+
+    /// Issue 44: a JWT access token is recorded by the hash of the whole token, so one with
+    /// its jti and claims but another signature, or its signature over changed claims, or no
+    /// signature at all, is no one's: not live, inactive at introspection, and not revocable.
+    func testAJWTAccessTokenCountsOnlyWithItsOwnSignature() async throws {
+        let tokens = try await signIn("jwt-app", scope: "openid api")
+        let other = try await signIn("jwt-app", scope: "openid api")
+        let parts = tokens.accessToken.split(separator: ".").map(String.init)
+        let otherSignature = String(other.accessToken.split(separator: ".")[2])
+        var claims = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(XCTUnwrap(Base64URLText.decode(parts[1])))) as? [String: Any])
+        claims["scope"] = "openid api admin"
+        let changedPayload = Base64URLText.encode(Array(try JSONSerialization.data(withJSONObject: claims)))
+        let unsignedHeader = Base64URLText.encode(Array(#"{"alg":"none","typ":"JWT"}"#.utf8))
+        let forgeries = [
+            "\(parts[0]).\(parts[1]).\(otherSignature)", "\(parts[0]).\(changedPayload).\(parts[2])", "\(unsignedHeader).\(parts[1]).",
+            "\(parts[0]).\(parts[1]).",
+        ]
+        for forged in forgeries {
+            let live = try await service.liveAccessToken(realm: "demo", token: forged)
+            XCTAssertNil(live, forged)
+            let introspected = try await service.introspect(realm: "demo", token: forged)
+            XCTAssertFalse(introspected.active, forged)
+            let client = try await authenticator.authenticate(realm: "demo", clientID: "jwt-app", secret: nil)
+            try await service.revoke(client: client, token: forged, metadata: .none)
+        }
+        let stillLive = try await service.liveAccessToken(realm: "demo", token: tokens.accessToken)
+        XCTAssertNotNil(stillLive, "no forgery revoked the real token")
+    }
+
+    /// Tokens minted before issue 44 were recorded by their jti's hash; during their access
+    /// lifetime they are found by it, but only when the realm's key verifies the signature.
+    func testARecordByJTIFromBeforeTheUpgradeNeedsAVerifiedSignature() async throws {
+        let tokens = try await signIn("jwt-app", scope: "openid api")
+        let parts = tokens.accessToken.split(separator: ".").map(String.init)
+        let claims = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(XCTUnwrap(Base64URLText.decode(parts[1])))) as? [String: Any])
+        let jti = try XCTUnwrap(claims["jti"] as? String)
+        _ = try await database.pool.query(
+            "UPDATE access_tokens SET token_hash = \(OpaqueToken.hash(jti)) WHERE token_hash = \(OpaqueToken.hash(tokens.accessToken))")
+        let legacy = try await service.liveAccessToken(realm: "demo", token: tokens.accessToken)
+        XCTAssertEqual(legacy?.clientID, "jwt-app")
+        let other = try await signIn("jwt-app", scope: "openid api")
+        let forged = "\(parts[0]).\(parts[1]).\(other.accessToken.split(separator: ".")[2])"
+        let refused = try await service.liveAccessToken(realm: "demo", token: forged)
+        XCTAssertNil(refused)
+        let introspected = try await service.introspect(realm: "demo", token: forged)
+        XCTAssertFalse(introspected.active)
+    }
 }

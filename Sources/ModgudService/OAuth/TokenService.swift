@@ -264,7 +264,7 @@ public struct TokenService: Sendable {
         if let refresh = try await tokens.refreshToken(hash: OpaqueToken.hash(token), realm: client.realm) {
             familyID = refresh.familyID
         } else {
-            familyID = try await tokens.familyOfAccessToken(hash: Self.accessHash(of: token), realm: client.realm)
+            familyID = try await familyOfAccessToken(token, realm: client.realm)
         }
         guard let familyID else { return }
         let family = await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: familyID))
@@ -272,24 +272,31 @@ public struct TokenService: Sendable {
         _ = try await family.execute(.revoke(.logout), now: now(), metadata: metadata)
     }
 
-    /// A JWT access token is found by the hash of its jti; a reference token by its own hash.
     /// The live access token presented as `token` (reference or JWT), with its family: what a
-    /// bearer-authenticated endpoint acts on.
+    /// bearer-authenticated endpoint acts on. Found by the hash of the whole token, so a JWT's
+    /// signature is bound by the lookup itself.
     public func liveAccessToken(realm: String, token: String) async throws -> TokenTables.AccessToken? {
-        try await tokens.accessToken(hash: Self.accessHash(of: token), realm: realm, now: now())
+        if let found = try await tokens.accessToken(hash: OpaqueToken.hash(token), realm: realm, now: now()) { return found }
+        guard let legacy = await legacyAccessHash(of: token, realm: realm) else { return nil }
+        return try await tokens.accessToken(hash: legacy, realm: realm, now: now())
     }
 
-    static func accessHash(of token: String) -> String {
-        let parts = token.split(separator: ".")
-        if parts.count == 3, let payload = Base64URLText.decode(String(parts[1])),
-            let claims = try? JSONDecoder().decode(JTI.self, from: Data(payload))
-        {
-            return OpaqueToken.hash(claims.jti)
-        }
-        return OpaqueToken.hash(token)
+    /// The family of an access token, by the same rule as `liveAccessToken`.
+    private func familyOfAccessToken(_ token: String, realm: String) async throws -> UUID? {
+        if let found = try await tokens.familyOfAccessToken(hash: OpaqueToken.hash(token), realm: realm) { return found }
+        guard let legacy = await legacyAccessHash(of: token, realm: realm) else { return nil }
+        return try await tokens.familyOfAccessToken(hash: legacy, realm: realm)
     }
 
-    private struct JTI: Decodable { var jti: String }
+    /// JWT access tokens minted before issue 44 were recorded by the hash of their jti. Such a
+    /// token is looked up by it only when its signature verifies with one of the realm's keys
+    /// (a rolling upgrade's tokens live one access lifetime; afterwards nothing matches).
+    private func legacyAccessHash(of token: String, realm: String) async -> String? {
+        guard token.utf8.count <= 8192, token.split(separator: ".", omittingEmptySubsequences: false).count == 3,
+            let jti = await minter.keys.verifiedJTI(of: token, realm: realm)
+        else { return nil }
+        return OpaqueToken.hash(jti)
+    }
 
     private func realmLifetimes(_ realm: String) async throws -> (access: TimeInterval, refresh: TimeInterval, session: TimeInterval, reuseGrace: TimeInterval) {
         let settings = try await realmSettings(realm)

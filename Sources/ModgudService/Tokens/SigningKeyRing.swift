@@ -86,6 +86,14 @@ public actor SigningKeyRing {
         return try await loaded.collection.sign(payload, kid: JWKIdentifier(string: loaded.activeKid), header: header)
     }
 
+    /// The `jti` of a JWT whose signature one of the realm's keys verifies (RFC 7515 section
+    /// 5.2), or nil: what an access token minted before tokens were recorded by their whole
+    /// hash is found by (`TokenService.liveAccessToken`).
+    public func verifiedJTI(of token: String, realm: String) async -> String? {
+        guard let loaded = try? await load(realm), let claims = try? await loaded.collection.verify(token, as: SignedJTI.self) else { return nil }
+        return claims.jti
+    }
+
     /// The realm's JWKS document: every key it ever signed with (RFC 7517 section 5).
     public nonisolated func jwks(realm: String) async throws -> String {
         try await published.value(for: realm) {
@@ -138,4 +146,11 @@ public enum SigningKeyRingError: Error, Equatable, CustomStringConvertible {
         case .noMasterKey: return "no master key configured (MODGUD_MASTER_KEY): signing keys cannot be used"
         }
     }
+}
+
+/// Only a token's `jti`: the signature is what `SigningKeyRing.verifiedJTI` checks; expiry is
+/// the access-token record's.
+private struct SignedJTI: JWTPayload {
+    var jti: String
+    func verify(using algorithm: some JWTAlgorithm) throws {}
 }

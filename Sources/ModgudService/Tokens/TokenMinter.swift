@@ -84,7 +84,8 @@ public struct TokenMinter: Sendable {
         case .reference:
             (access, accessHash) = OpaqueToken.generate()
         case .jwt:
-            // The jti is random; its hash identifies the token for revocation and introspection.
+            // The whole token's hash identifies it (issue 44): a lookup then binds the signature
+            // too, so a JWT with a known jti and any other signature or claims finds nothing.
             let jti = OpaqueToken.generate().token
             let claims = AccessTokenClaims(
                 iss: .init(value: request.issuer), sub: .init(value: subject), aud: .init(value: request.audiences),
@@ -92,7 +93,7 @@ public struct TokenMinter: Sendable {
                 scope: request.scopes.joined(separator: " "), clientID: request.clientID,
                 cnf: request.dpopKey.map { AccessTokenClaims.Confirmation(jkt: $0) })
             access = try await keys.sign(claims, realm: request.realm)
-            accessHash = OpaqueToken.hash(jti)
+            accessHash = OpaqueToken.hash(access)
         }
         var minted = Minted(
             accessToken: access,
