@@ -38,10 +38,136 @@ def cbor_items():
                     pass
 
 
+def field(data):
+    return len(data).to_bytes(2, "big") + data
+
+
+def webauthn_items():
+    """Vectors framed as Fuzz/WebAuthnFuzz.swift reads them: registrations (mode 0), assertions
+    with their stored key (mode 1), authenticator data (mode 2), COSE keys with a signature
+    over the signed data (mode 3)."""
+    import hashlib
+    for name, vector in vectors():
+        credential = vector.get("credential") or {}
+        response = credential.get("response") or {}
+        expected = vector.get("expected") or {}
+        try:
+            rp = (expected.get("rp_id") or "").encode()
+            origin = expected.get("origin") or ""
+            origin = (origin[0] if isinstance(origin, list) else origin).encode()
+            challenge = b64url(expected.get("challenge") or "")
+            client_data = b64url(response.get("clientDataJSON") or "")
+            head = field(rp) + field(origin) + field(challenge) + field(client_data)
+            if isinstance(response.get("attestationObject"), str):
+                yield f"{name}.registration", b"\x00" + head + b64url(response["attestationObject"])
+            stored = vector.get("stored_credential") or {}
+            if isinstance(response.get("authenticatorData"), str) and isinstance(stored.get("public_key_cose"), str):
+                auth_data = b64url(response["authenticatorData"])
+                signature = b64url(response.get("signature") or "")
+                key = b64url(stored["public_key_cose"])
+                yield f"{name}.assertion", b"\x01" + head + field(auth_data) + field(signature) + key
+                yield f"{name}.authdata", b"\x02" + auth_data
+                signed = auth_data + hashlib.sha256(client_data).digest()
+                yield f"{name}.cose", b"\x03" + field(key) + field(signature) + signed
+        except Exception:
+            pass
+
+
+def requests_items():
+    """Form bodies (mode 0) and JSON bodies (1: exact names, 2: any case) like the endpoints get."""
+    forms = [
+        b"grant_type=urn%3Acocoar%3Aotp&client_id=app&email=ada%40example.com&code=123456&scope=openid+offline_access",
+        b"grant_type=refresh_token&client_id=app&refresh_token=abc_DEF-123&resource=https%3A%2F%2Fapi.example&resource=x",
+        b"grant_type=authorization_code&code=x&redirect_uri=com.example.app%3A%2Fcb&code_verifier=" + b"a" * 43,
+        b"a=%zz&b=%00&c=%C3%A9&&=&d",
+    ]
+    bodies = [
+        b'{"Email":"ada@example.com","Code":"123456"}',
+        b'{"email":"ada@example.com","scopes":["a","b"],"enabled":true,"count":3}',
+        b'{"Email":"a\\u0000b","Unknown":1}',
+        b'{"Scopes":[],"Count":-1e308,"Enabled":null,"Code":"\\ud800"}',
+    ]
+    for index, body in enumerate(forms):
+        yield f"form-{index}", b"\x00" + body
+    for index, body in enumerate(bodies):
+        yield f"json-{index}", b"\x01" + body
+        yield f"json-any-case-{index}", b"\x02" + body
+
+
+def dpop_items():
+    """DPoP proofs by ES256 and EdDSA keys, signed here with `cryptography`: as sent (mode 0)
+    and as header, payload and signature (mode 1)."""
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+    from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+    from cryptography.hazmat.primitives import hashes
+
+    def b64(data):
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    es = ec.generate_private_key(ec.SECP256R1())
+    numbers = es.public_key().public_numbers()
+    ed = ed25519.Ed25519PrivateKey.generate()
+    keys = [
+        ("ES256", {"kty": "EC", "crv": "P-256", "x": b64(numbers.x.to_bytes(32, "big")), "y": b64(numbers.y.to_bytes(32, "big"))}),
+        ("EdDSA", {"kty": "OKP", "crv": "Ed25519", "x": b64(ed.public_key().public_bytes_raw())}),
+    ]
+    for alg, jwk in keys:
+        for extra in ({}, {"ath": b64(__import__("hashlib").sha256(b"an-access-token").digest())}, {"nonce": "n-1"}):
+            header = json.dumps({"typ": "dpop+jwt", "alg": alg, "jwk": jwk}).encode()
+            claims = {"jti": "j-1", "htm": "POST", "htu": "https://login.example.test/connect/token", "iat": 1800000000}
+            claims.update(extra)
+            payload = json.dumps(claims).encode()
+            signing_input = (b64(header) + "." + b64(payload)).encode()
+            if alg == "ES256":
+                r, s = decode_dss_signature(es.sign(signing_input, ec.ECDSA(hashes.SHA256())))
+                signature = r.to_bytes(32, "big") + s.to_bytes(32, "big")
+            else:
+                signature = ed.sign(signing_input)
+            name = f"{alg}-{'-'.join(extra) or 'plain'}"
+            yield f"{name}.jws", b"\x00" + signing_input + b"." + b64(signature).encode()
+            yield f"{name}.framed", b"\x01" + field(header) + field(payload) + signature
+
+
+def signed_note_items():
+    """Checkpoints signed by RFC 8032 section 7.1 test 1's key (the harness's), proofs' shapes."""
+    import hashlib
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    key = ed25519.Ed25519PrivateKey.from_private_bytes(bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"))
+    public = key.public_key().public_bytes_raw()
+    name = b"fuzz.example/log"
+    key_id = hashlib.sha256(name + b"\n\x01" + public).digest()[:4]
+    for size in (0, 1, 7, 1 << 20):
+        root = hashlib.sha256(str(size).encode()).digest()
+        body = f"fuzz.example/log\n{size}\n{base64.b64encode(root).decode()}\nTimestamp: 1800000000\n".encode()
+        note = body + "\n\u2014 ".encode() + name + b" " + base64.b64encode(key_id + key.sign(body)) + b"\n"
+        yield f"checkpoint-{size}", b"\x00" + note
+    leaf = hashlib.sha256(b"\x00leaf").digest()
+    for index, size in ((0, 1), (3, 7), (6, 7)):
+        yield f"inclusion-{index}-{size}", b"\x01" + index.to_bytes(8, "big") + size.to_bytes(8, "big") + leaf * 4
+        yield f"consistency-{index + 1}-{size}", b"\x02" + (index + 1).to_bytes(8, "big") + size.to_bytes(8, "big") + leaf * 4
+
+
+def smtp_reply_items():
+    """A real server's replies (aiosmtpd's and Postfix's shapes), whole and in small chunks."""
+    replies = [
+        b"220 mail.example.test ESMTP ready\r\n",
+        b"250-mail.example.test\r\n250-SIZE 33554432\r\n250-8BITMIME\r\n250-STARTTLS\r\n250-AUTH PLAIN LOGIN\r\n250 SMTPUTF8\r\n",
+        b"354 End data with <CR><LF>.<CR><LF>\r\n250 2.0.0 Ok: queued as 4C1F2\r\n221 Bye\r\n",
+        b"451 4.7.1 Try again later\n550-5.1.1 no such user\n550 5.1.1 rejected\n",
+    ]
+    for index, reply in enumerate(replies):
+        yield f"reply-{index}-whole", b"\xff" + reply
+        yield f"reply-{index}-chunked", b"\x03" + reply
+
+
 def main():
     target, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
-    sources = {"cbor": cbor_items}
+    sources = {
+        "cbor": cbor_items, "webauthn": webauthn_items, "requests": requests_items, "dpop": dpop_items,
+        "signed-note": signed_note_items, "smtp-reply": smtp_reply_items,
+    }
     count = 0
     for name, data in sources[target]():
         with open(os.path.join(out, name), "wb") as handle:

@@ -51,6 +51,14 @@ struct RequestParsing: Sendable {
     func tokenParameters(_ request: Request) async throws -> FormBody {
         guard let type = request.headers[.contentType]?.lowercased(), type.hasPrefix("application/json") else { return try await form(request) }
         let buffer = try await oauthBody(request)
+        // RFC 6749 section 3.2's "MUST NOT be included more than once", for JSON too (issue 44).
+        do {
+            try JSONSyntax.check(Array(buffer.readableBytesView))
+        } catch .duplicateMember(let name) {
+            throw Failure.response(OAuthResponses.error(.invalidRequest("The parameter \(name) is given more than once.")))
+        } catch {
+            throw Failure.response(OAuthResponses.error(.invalidRequest("The request body is not a JSON object.")))
+        }
         guard let members = try? JSONDecoder().decode([String: StrictJSON.AnyJSONValue].self, from: Data(buffer.readableBytesView)) else {
             throw Failure.response(OAuthResponses.error(.invalidRequest("The request body is not a JSON object.")))
         }

@@ -15,6 +15,13 @@ enum StrictJSON {
     ///   seed's ASP.NET binder does (`{"email": …}` binds `Email`); a member given twice in two
     ///   spellings is refused, an unknown one still is.
     static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], allowed: Set<String>?, ignoringCase: Bool = false) throws(Failure) -> T {
+        do {
+            try JSONSyntax.check(bytes)
+        } catch .duplicateMember(let name) {
+            throw .invalid("\(name) is given twice.")
+        } catch {
+            throw .malformed
+        }
         var data = Data(bytes)
         guard var members = try? JSONDecoder().decode([String: AnyJSONValue].self, from: data) else { throw .malformed }
         if members.contains(where: { $0.key.unicodeScalars.contains("\u{0}") || $0.value.containsNUL }) { throw .nulCharacter }

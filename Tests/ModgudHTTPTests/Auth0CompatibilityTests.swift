@@ -153,6 +153,8 @@ final class Auth0CompatibilityTests: XCTestCase {
                 (#"{"client_id":"ios","user_profile":{"name":"No Email"}}"#, "invalid_request", .badRequest),
                 (#"{"client_id":"ios","user_profile":{"email":"a@example.com"},"#, "invalid_request", .badRequest),
                 (#"{"client_id":"plain","user_profile":{"email":"a@example.com"}}"#, "unauthorized_client", .forbidden),
+                // Issue 44: a member given twice is refused, whichever one a parser would read.
+                (#"{"client_id":"plain","client_id":"ios","user_profile":{"email":"a@example.com"}}"#, "invalid_request", .badRequest),
             ] {
                 let reply = try await H.call(client, .post, "/passkey/register", body, headers: Self.json)
                 XCTAssertEqual(reply.status, status, body)
@@ -168,6 +170,13 @@ final class Auth0CompatibilityTests: XCTestCase {
             XCTAssertEqual(challengeExtra.status, .ok, challengeExtra.body)
             let form = try await H.call(client, .post, "/passkey/challenge", "client_id=ios", headers: H.form)
             XCTAssertEqual(form.json["error"] as? String, "invalid_request")
+            // A JSON token request naming a parameter twice, as a form may not (RFC 6749 section 3.2).
+            let twice = try await H.call(
+                client, .post, "/oauth/token", #"{"grant_type":"refresh_token","client_id":"ios","client_id":"plain","refresh_token":"x"}"#,
+                headers: Self.json)
+            XCTAssertEqual(twice.status, .badRequest, twice.body)
+            XCTAssertEqual(twice.json["error"] as? String, "invalid_request")
+            XCTAssertTrue((twice.json["error_description"] as? String)?.contains("client_id") == true, twice.body)
 
             // An address with an account: Auth0 tells the app to log in; so does Modgud, after
             // the whole ceremony.
