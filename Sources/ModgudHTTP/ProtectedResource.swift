@@ -66,6 +66,12 @@ struct ProtectedResource: Sendable {
             throw RequestParsing.Failure.response(
                 Self.challenge("invalid_token", scheme: scheme, description: "This endpoint takes a client's own token (client_credentials)."))
         }
+        // RFC 9700 section 2.3: a token the client asked for another API (`resource`) is that
+        // API's, which could replay it here; only a token for the client itself is taken.
+        guard found.audiences.contains(found.clientID) else {
+            throw RequestParsing.Failure.response(
+                Self.challenge("invalid_token", scheme: scheme, description: "This access token is for another audience than the client itself."))
+        }
         return (found.clientID, found.scopes, scheme)
     }
 

@@ -162,6 +162,8 @@ extension EmailSignInTests {
         XCTAssertEqual(try sink.messages().count, 1, "delivered once")
     }
 
+    /// Codes, link tokens, and the access and refresh tokens issued (issue 44) appear nowhere in
+    /// the database or the logs: only their hashes are kept.
     func testNoCodeOrMagicTokenInTheDatabaseOrTheLogs() async throws {
         harness = try await EmailSignInHarness()
         let harness = self.harness!
@@ -176,15 +178,26 @@ extension EmailSignInTests {
             let secrets = [login, registration, link.token]
             // A wrong try, then the redemptions: the secrets pass through every layer once.
             _ = try await H.redeemCode(client, "ada@example.com", login == "999999" ? "999998" : "999999")
-            let loginStatus = try await H.redeemCode(client, "ada@example.com", login).status
-            XCTAssertEqual(loginStatus, .ok)
+            let signedIn = try await H.redeemCode(client, "ada@example.com", login)
+            XCTAssertEqual(signedIn.status, .ok)
             let registrationStatus = try await H.redeemCode(client, "newbie@example.com", registration).status
             XCTAssertEqual(registrationStatus, .ok)
             harness.clock.advance(1)
             let magic = try await H.token(
                 client, [("grant_type", "urn:cocoar:magic"), ("client_id", "app"), ("user_id", link.userID), ("magic_token", link.token)])
             XCTAssertEqual(magic.status, .ok, magic.body)
-            return secrets
+            // Issue 44: the tokens issued, used at a bearer endpoint and refreshed, are secrets too.
+            var issued: [String] = []
+            for response in [signedIn, magic] {
+                issued += ["access_token", "refresh_token"].compactMap { response.json[$0] as? String }
+            }
+            XCTAssertEqual(issued.count, 4, "access and refresh tokens of two sign-ins")
+            let userinfo = try await H.call(client, .get, "/connect/userinfo", "", headers: [.authorization: "Bearer \(issued[0])"])
+            XCTAssertEqual(userinfo.status, .ok, userinfo.body)
+            let refreshed = try await H.token(client, [("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", issued[1])])
+            XCTAssertEqual(refreshed.status, .ok, refreshed.body)
+            issued += ["access_token", "refresh_token"].compactMap { refreshed.json[$0] as? String }
+            return secrets + issued
         }
         let database = try await harness.databaseText()
         XCTAssertTrue(database.contains("challenge.issued"), "the search covers the events table")
