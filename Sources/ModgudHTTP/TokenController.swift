@@ -113,9 +113,13 @@ struct TokenController: Sendable {
         let grantRequest = GrantRequest(
             form: form, client: client, limits: limits, realm: realm, issuer: issuer, source: source, correlationID: context.id,
             clientIP: context.peerAddress, userAgent: context.userAgent, services: services, dpopKey: dpop?.key, dpopClaim: dpop?.claim)
-        guard grant.isNative else { return try await grant.redeem(grantRequest) }
-        // A failed proof (`invalid_grant`) of a native grant answers after the jitter, so timing
-        // does not tell a wrong code from an unknown user. Successes are not delayed.
+        guard grant.refusesUniformly else { return try await grant.redeem(grantRequest) }
+        // A realm without a signing key fails every sign-in alike, before any lookup (a grant
+        // checks the code or token in the transaction that appends the signed tokens).
+        try await services.tokens.requireSigningKey(realm: realm.realmID)
+        // A failed proof (`invalid_grant`) of a native grant, or a refused refresh, answers after
+        // the jitter, so timing does not tell a wrong code from an unknown user, or a revoked
+        // refresh token from one never issued (ops/enumeration-bench). Successes are not delayed.
         do {
             return try await grant.redeem(grantRequest)
         } catch let error as OAuthError where error.error == "invalid_grant" {

@@ -72,7 +72,8 @@ final class EmailSignInHarness: @unchecked Sendable {
     ///   - database: run on this database (default: a fresh one on the shared test cluster).
     init(
         settings: (inout RealmSettings) -> Void = { _ in }, smtpPort: Int? = nil, jitter: ResponseJitter = ResponseJitter(milliseconds: 1...3),
-        maxConnections: Int = 30, issuerScheme: String = "https", database: (any DisposableDatabase)? = nil, signalLongPoll: Duration = .seconds(20)
+        maxConnections: Int = 30, issuerScheme: String = "https", database: (any DisposableDatabase)? = nil, signalLongPoll: Duration = .seconds(20),
+        signingKey: Bool = true
     ) async throws {
         if let database {
             self.database = database
@@ -88,7 +89,7 @@ final class EmailSignInHarness: @unchecked Sendable {
         settings(&realm)
         let admin = core.administration
         _ = try await admin.realms.create("dev", settings: realm, metadata: .init())
-        try await core.keys.rotate(realm: "dev", now: Date(), metadata: .init())
+        if signingKey { try await core.keys.rotate(realm: "dev", now: Date(), metadata: .init()) }
         let scopes: Set<String> = ["openid", "email", "profile", "offline_access", "api"]
         _ = try await admin.clients.create(
             realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .magic, .refreshToken], allowedScopes: scopes),

@@ -149,4 +149,28 @@ final class HostileRequestTests: XCTestCase {
             }
         }
     }
+
+    /// ops/enumeration-bench's finding: in a realm without a signing key, a wrong code for an
+    /// address holding a live code failed with 500 (the grant signs before it checks) and one
+    /// for any other address with 400. A realm that cannot sign now refuses every sign-in and
+    /// refresh alike, before any lookup.
+    func testARealmThatCannotSignRefusesEverySignInAlike() async throws {
+        harness = try await EmailSignInHarness(signingKey: false)
+        let harness = harness!
+        _ = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            _ = try await H.requestCode(client, "ada@example.com")
+            var answers: [String] = []
+            for (email, grant) in [("ada@example.com", "urn:cocoar:otp"), ("nobody@example.com", "urn:cocoar:otp"), ("", "refresh_token")] {
+                let reply = try await H.token(
+                    client,
+                    grant == "refresh_token"
+                        ? [("grant_type", grant), ("client_id", "app"), ("refresh_token", "unknown")]
+                        : [("grant_type", grant), ("client_id", "app"), ("username", email), ("otp_code", "000000"), ("scope", "openid")])
+                answers.append("\(reply.status.code) \(reply.json["error"] as? String ?? reply.body)")
+            }
+            XCTAssertEqual(Set(answers).count, 1, "\(answers)")
+            XCTAssertEqual(answers.first, "500 server_error")
+        }
+    }
 }

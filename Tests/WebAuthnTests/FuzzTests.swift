@@ -92,9 +92,12 @@ final class FuzzTests: XCTestCase {
         return bytes
     }
 
+    /// 25,000 seeded mutations by default (MODGUD_FUZZ_ITERATIONS for more): since issue 44
+    /// the coverage-guided `ops/fuzz webauthn` drives the same verifiers in every CI run, so
+    /// this test keeps its mutation strategies and its per-reason census, not the volume.
     func testMutatedCeremoniesNeverCrashOrHang() throws {
         let environment = ProcessInfo.processInfo.environment
-        let iterations = environment["MODGUD_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 100_000
+        let iterations = environment["MODGUD_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 25_000
         var random = Random(state: environment["MODGUD_FUZZ_SEED"].flatMap(UInt64.init) ?? 0x5eed)
         let seeds = try seeds()
         XCTAssertGreaterThanOrEqual(seeds.count, 6, "at least the software authenticator's seeds")

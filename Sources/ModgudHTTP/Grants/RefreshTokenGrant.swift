@@ -11,6 +11,7 @@ struct RefreshTokenGrant: TokenGrant {
     /// The count and the DPoP proof's jti claim ride in the same pipeline as the refresh
     /// token's lookup (one round trip).
     let countsItself = true
+    let refusesUniformly = true
 
     func redeem(_ request: GrantRequest) async throws -> TokenResponse {
         guard let refreshToken = request.form["refresh_token"] else {

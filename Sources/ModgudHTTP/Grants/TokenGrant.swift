@@ -19,12 +19,18 @@ protocol TokenGrant: Sendable {
     /// Whether it sends the request's rate-limit count and its DPoP proof's jti claim itself
     /// (in one pipeline with its own lookup); otherwise the endpoint sends them before redeeming.
     var countsItself: Bool { get }
+    /// Whether its refusals must not tell one subject from another (issue 44: the native
+    /// grants, and refresh, whose revoked and unknown tokens took different paths): a refused
+    /// redemption answers after the jitter, and a realm that cannot sign refuses every
+    /// request alike, before anything is looked up.
+    var refusesUniformly: Bool { get }
     /// Redeems the grant. Failures are `OAuthError`s (or `RateLimited`).
     func redeem(_ request: GrantRequest) async throws -> TokenResponse
 }
 
 extension TokenGrant {
     var countsItself: Bool { false }
+    var refusesUniformly: Bool { isNative }
 }
 
 /// What a grant gets from the endpoint: the parameters, the authenticated client and the

@@ -272,6 +272,12 @@ public struct TokenService: Sendable {
         _ = try await family.execute(.revoke(.logout), now: now(), metadata: metadata)
     }
 
+    /// Throws `SigningKeyRingError.noKey` when the realm cannot sign yet (checked first by the
+    /// token endpoint, so a keyless realm refuses every sign-in the same way).
+    public func requireSigningKey(realm: String) async throws {
+        try await minter.keys.requireKey(realm: realm)
+    }
+
     /// The live access token presented as `token` (reference or JWT), with its family: what a
     /// bearer-authenticated endpoint acts on. Found by the hash of the whole token, so a JWT's
     /// signature is bound by the lookup itself.

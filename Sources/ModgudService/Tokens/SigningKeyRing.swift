@@ -86,6 +86,11 @@ public actor SigningKeyRing {
         return try await loaded.collection.sign(payload, kid: JWKIdentifier(string: loaded.activeKid), header: header)
     }
 
+    /// Throws `SigningKeyRingError.noKey` (or `.noMasterKey`) unless the realm can sign now.
+    public func requireKey(realm: String) async throws {
+        _ = try await load(realm)
+    }
+
     /// The `jti` of a JWT whose signature one of the realm's keys verifies (RFC 7515 section
     /// 5.2), or nil: what an access token minted before tokens were recorded by their whole
     /// hash is found by (`TokenService.liveAccessToken`).
