@@ -93,6 +93,7 @@ let package = Package(
                 .embedInCode("0018_settings_acknowledgements.sql"),
                 .embedInCode("0019_sign_in_failures.sql"),
                 .embedInCode("0020_failures_and_last_sign_in.sql"),
+                .embedInCode("0021_first_party_apps.sql"),
             ],
             swiftSettings: strict
         ),

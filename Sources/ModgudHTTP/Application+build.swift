@@ -54,13 +54,15 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     // Each controller gets the services it uses, not the composition root.
     let grantServices = GrantServices(
         tokens: core.tokenService, passkeys: core.passkeys, rateLimiter: core.rateLimiter, emailSignIn: core.emailSignIn,
-        dpop: core.dpop)
-    let tokens = TokenController(services: grantServices, clients: core.clientAuthenticator, parsing: parsing)
+        dpop: core.dpop, firstParty: core.firstParty)
+    let gates = TokenEndpointGates(parsing: parsing, clients: core.clientAuthenticator, rateLimiter: core.rateLimiter, dpop: core.dpop)
+    let tokens = TokenController(services: grantServices, gates: gates, parsing: parsing)
     let introspection = IntrospectionController(clients: core.clientAuthenticator, tokens: core.tokenService, parsing: parsing)
     let discovery = DiscoveryController(keys: core.keys, parsing: parsing)
     let resource = ProtectedResource(tokens: core.tokenService, clients: core.clientAuthenticator, dpop: core.dpop)
     let userinfo = UserInfoController(tokens: core.tokenService, resource: resource, parsing: parsing)
     router.post("/connect/token", use: tokens.token)
+    AuthorizationChallengeController(gates: gates, parsing: parsing, services: grantServices).register(on: router)
     router.post("/connect/introspect", use: introspection.introspect)
     router.post("/connect/revoke", use: introspection.revoke)
     router.get("/connect/userinfo", use: userinfo.userinfo)

@@ -22,6 +22,11 @@ struct DiscoveryController: Sendable {
         var userinfoEndpoint: String
         var jwksURI: String
         var grantTypesSupported: [String]
+        /// draft-ietf-oauth-first-party-apps section 4.1 (issue 45): only while the realm's
+        /// native grants are on, as the grants it ends in.
+        var authorizationChallengeEndpoint: String?
+        /// RFC 8414 section 2, for the challenge endpoint's PKCE (S256 only).
+        var codeChallengeMethodsSupported: [String]?
         var tokenEndpointAuthMethodsSupported = ["none", "client_secret_basic", "client_secret_post"]
         var idTokenSigningAlgValuesSupported = ["ES256", "RS256"]
         /// RFC 9449 section 5.1: the algorithms of DPoP proofs the token endpoint checks.
@@ -41,6 +46,8 @@ struct DiscoveryController: Sendable {
             case userinfoEndpoint = "userinfo_endpoint"
             case jwksURI = "jwks_uri"
             case grantTypesSupported = "grant_types_supported"
+            case authorizationChallengeEndpoint = "authorization_challenge_endpoint"
+            case codeChallengeMethodsSupported = "code_challenge_methods_supported"
             case tokenEndpointAuthMethodsSupported = "token_endpoint_auth_methods_supported"
             case idTokenSigningAlgValuesSupported = "id_token_signing_alg_values_supported"
             case dpopSigningAlgValuesSupported = "dpop_signing_alg_values_supported"
@@ -61,7 +68,9 @@ struct DiscoveryController: Sendable {
                 let document = Metadata(
                     issuer: issuer, authorizationEndpoint: base + "/connect/authorize", tokenEndpoint: base + "/connect/token", introspectionEndpoint: base + "/connect/introspect",
                     revocationEndpoint: base + "/connect/revoke", userinfoEndpoint: base + "/connect/userinfo",
-                    jwksURI: base + "/.well-known/jwks.json", grantTypesSupported: grants)
+                    jwksURI: base + "/.well-known/jwks.json", grantTypesSupported: grants,
+                    authorizationChallengeEndpoint: realm.settings.nativeGrants.enabled ? base + FirstPartyPaths.challenge : nil,
+                    codeChallengeMethodsSupported: realm.settings.nativeGrants.enabled ? ["S256"] : nil)
                 return ByteBuffer(bytes: try OAuthResponses.encode(document))
             }
             return OAuthResponses.json(rendered: body)

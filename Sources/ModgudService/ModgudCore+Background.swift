@@ -30,6 +30,6 @@ extension ModgudCore {
     public func makeHousekeeping(retention: Duration, addressRetention: Duration, console: OperatorConsole.Settings) -> Housekeeping {
         Housekeeping(
             rateLimiter: rateLimiter, dpop: dpop, console: self.console(settings: console), retention: .oneShotStreams(pool: pool, maxAge: retention),
-            vault: vault, addressRetention: addressRetention, now: now)
+            vault: vault, addressRetention: addressRetention, firstParty: firstParty, now: now)
     }
 }

@@ -159,6 +159,11 @@ public struct ModgudCore: Sendable {
         SignalSETIssuer(keys: keys, users: userActors, vault: vault, clients: clientAuthenticator)
     }
 
+    /// The Authorization Challenge Endpoint's sessions and codes (issue 45).
+    public var firstParty: FirstPartyAuthorization {
+        FirstPartyAuthorization(pool: pool, now: now)
+    }
+
     /// The Shared Signals Stream Management API and the poll endpoint (issue 30).
     public var signalStreams: SignalStreamService {
         SignalStreamService(

@@ -101,6 +101,7 @@ final class TokenEndpointTests: XCTestCase {
             XCTAssertEqual(metadata["issuer"] as? String, "https://localhost")
             XCTAssertEqual(metadata["jwks_uri"] as? String, "https://localhost/.well-known/jwks.json")
             XCTAssertEqual(metadata["grant_types_supported"] as? [String], ["refresh_token", "client_credentials"], "native URNs only when enabled")
+            XCTAssertNil(metadata["authorization_challenge_endpoint"], "issue 45: listed only with the native grants on")
             let jwks = try await client.execute(uri: "/.well-known/jwks.json", method: .get)
             let keys = try await JWTKeyCollection().add(jwksJSON: String(buffer: jwks.body))
             let claims = try await keys.verify(tokens.idToken!, as: IDTokenClaims.self)
@@ -116,9 +117,11 @@ final class TokenEndpointTests: XCTestCase {
             XCTAssertEqual(
                 metadata["grant_types_supported"] as? [String],
                 [
-                    "refresh_token", "client_credentials", "http://auth0.com/oauth/grant-type/passwordless/otp", "urn:cocoar:magic", "urn:cocoar:otp",
+                    "refresh_token", "client_credentials", "authorization_code", "http://auth0.com/oauth/grant-type/passwordless/otp", "urn:cocoar:magic", "urn:cocoar:otp",
                     "urn:cocoar:passkey", "urn:okta:params:oauth:grant-type:webauthn",
                 ])
+            XCTAssertEqual(metadata["authorization_challenge_endpoint"] as? String, "https://localhost/connect/authorization-challenge")
+            XCTAssertEqual(metadata["code_challenge_methods_supported"] as? [String], ["S256"])
         }
     }
 

@@ -134,8 +134,9 @@ def totp(secret, offset=0):
     return f"{(struct.unpack('>I', mac[start:start + 4])[0] & 0x7FFFFFFF) % 1000000:06d}"
 
 
-def call(method, path, token=None, body=None, form=None):
-    """A request of the hook's own (a ceremony's begin step, a code request), outside the generated ones."""
+def call(method, path, token=None, body=None, form=None, errors=False):
+    """A request of the hook's own (a ceremony's begin step, a code request), outside the generated
+    ones. With errors, a 4xx answer's JSON body too (the challenge endpoint's steps are 400s)."""
     headers = {"Host": HOST, "Content-Type": "application/json"}
     if token:
         headers["Authorization"] = "Bearer " + token
@@ -146,6 +147,11 @@ def call(method, path, token=None, body=None, form=None):
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read())
+    except urllib.error.HTTPError as answer:
+        try:
+            return json.loads(answer.read()) if errors else None
+        except ValueError:
+            return None
     except (urllib.error.URLError, ValueError):
         return None
 
@@ -698,6 +704,25 @@ def passkey_revoke(case):
         path(case, "passkey", taken[1], 1)
 
 
+VERIFIER = "contract-" + "v" * 40
+CHALLENGE = base64.urlsafe_b64encode(hashlib.sha256(VERIFIER.encode()).digest()).rstrip(b"=").decode()
+
+
+def authorization_challenge(case):
+    """The Authorization Challenge Endpoint (issue 45): a first step (an identifier, or a
+    usernameless passkey), or a whole email-code sign-in whose last step answers the code."""
+    if not chance(rate(case)):
+        return
+    first = {"client_id": APP["app_client"], "code_challenge": CHALLENGE, "code_challenge_method": "S256", "scope": SCOPE}
+    if chance(0.3):
+        case.body = dict(first, login_hint=fresh_address()) if chance(0.7) else first
+        return
+    email, began = fresh_address(), {}
+    code = mailed(email, CODE, lambda: began.update(call("POST", "/connect/authorization-challenge", form=dict(first, login_hint=email), errors=True) or {}))
+    if code and "auth_session" in began:
+        case.body = {"client_id": APP["app_client"], "auth_session": began["auth_session"], "email_code": code.group(1)}
+
+
 HANDLERS = {
     "POST /api/account/native/otp/request": code_request,
     "POST /api/account/native/register": code_request,
@@ -724,6 +749,7 @@ HANDLERS = {
     "POST /connect/revoke": revoke,
     "POST /oauth/revoke": revoke,
     "POST /connect/token": token,
+    "POST /connect/authorization-challenge": authorization_challenge,
     "POST /oauth/token": token,
     "GET /me/v1/authentication-methods": my_account_list,
     "POST /me/v1/authentication-methods": my_account_begin,

@@ -84,4 +84,6 @@ struct GrantServices: Sendable {
     let emailSignIn: @Sendable () throws -> EmailSignInService
     /// DPoP proof checks (needs the master key for its nonces; nil without it).
     let dpop: DPoPVerifier?
+    /// The Authorization Challenge Endpoint's sessions and codes (issue 45).
+    let firstParty: FirstPartyAuthorization
 }

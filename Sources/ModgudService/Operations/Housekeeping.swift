@@ -4,7 +4,7 @@ import Logging
 
 /// One instance's periodic pruning (`modgud serve`'s maintenance loop): drained rate-limit
 /// buckets (a bucket whose time has passed holds nothing; deleting it changes no decision),
-/// spent DPoP `jti`s, idle console sessions, one-shot streams past their retention, the day
+/// spent DPoP `jti`s, idle console sessions, expired `auth_session`s and authorization codes, one-shot streams past their retention, the day
 /// keys of client IPs past theirs, and the keys of registrations never completed. Every
 /// instance runs it; each delete is idempotent and skips rows another instance holds. A
 /// database error is logged and the next step runs.
@@ -17,6 +17,8 @@ public struct Housekeeping: Sendable {
     let vault: PersonalDataVault?
     /// How long client IPs in event metadata stay readable (their day keys are shredded after).
     let addressRetention: Duration
+    /// Expired `auth_session`s and authorization codes (issue 45).
+    let firstParty: FirstPartyAuthorization
     let now: @Sendable () -> Date
 
     /// Runs every step once.
@@ -25,8 +27,9 @@ public struct Housekeeping: Sendable {
             try await rateLimiter.prune()
             try await dpop?.prune(now: now())
             _ = try await console.pruneSessions()
+            try await firstParty.prune()
         } catch {
-            logger.warning("rate-limit, DPoP jti or console session pruning failed", metadata: ["error": "\(error)"])
+            logger.warning("rate-limit, DPoP jti, console session or first-party session pruning failed", metadata: ["error": "\(error)"])
         }
         do {
             let report = try await retention.prune()

@@ -27,3 +27,9 @@ struct SecondFactor: Sendable {
         return .valid(step: step)
     }
 }
+
+extension EmailSignInService {
+    /// The refusal of a code or link whose person has TOTP on and sent no valid `totp_code`
+    /// (the Authorization Challenge Endpoint asks for the second factor on it, issue 45).
+    public static let secondFactorRefusal = SecondFactor.refusal
+}

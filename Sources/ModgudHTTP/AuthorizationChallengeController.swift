@@ -1,0 +1,185 @@
+import EventSourcing
+import Foundation
+import Hummingbird
+import ModgudDomain
+import ModgudService
+
+/// POST /connect/authorization-challenge: OAuth 2.0 for First-Party Applications
+/// (draft-ietf-oauth-first-party-apps, issue 45). A native app signs a person in with its own
+/// UI and no browser, step by step, and gets an authorization code it redeems at the token
+/// endpoint with its PKCE verifier (`AuthorizationCodeGrant`).
+///
+/// The steps are the native grants' own, through the same services, so every rule holds as
+/// there (uniform answers and jitter, registration posture, TOTP, rate limits, DPoP, the
+/// event log, Shared Signals); this type renders them in the draft's shape:
+/// - `login_hint` (an address): an email code is sent under the uniform rules;
+///   `insufficient_authorization` with an `auth_session`;
+/// - no `login_hint`: a usernameless passkey ceremony, its request options in the answer;
+/// - `auth_session` with `email_code`, with `user_id` and `magic_token` (a magic link), or with
+///   `passkey_assertion`: the factor is redeemed; a person with TOTP on is asked for
+///   `totp_code` (`insufficient_authorization` again, the proven code held in the session);
+///   then `authorization_code`.
+/// The gates are the token endpoint's (`TokenEndpointGates`): client authentication, the
+/// per-source and per-client rate limits, and a DPoP proof, which binds the session, the code
+/// and the tokens to its key.
+struct AuthorizationChallengeController: Sendable {
+    let gates: TokenEndpointGates
+    let parsing: RequestParsing
+    let services: GrantServices
+
+    func register(on router: Router<ModgudRequestContext>) {
+        router.post(RouterPath(Self.path), use: challenge)
+    }
+
+    static let path = FirstPartyPaths.challenge
+
+    /// One step. Refusals are the draft's error response (section 5.2.2) or the OAuth ones.
+    func challenge(_ request: Request, context: ModgudRequestContext) async -> Response {
+        let started = ContinuousClock.now
+        do {
+            return try await step(request, context: context, started: started)
+        } catch let answer as ChallengeAnswer {
+            return answer.response
+        } catch let refusal as DPoPError {
+            var response = ChallengeAnswer(refusal).response
+            if let dpop = services.dpop { response.headers[.dpopNonce] = dpop.currentNonce }
+            return response
+        } catch RequestParsing.Failure.response(let response) {
+            return response
+        } catch let error as OAuthError {
+            return OAuthResponses.error(error)
+        } catch let limited as RateLimited {
+            return OAuthResponses.rateLimited(limited)
+        } catch {
+            return ServerFailure.oauth(error, context: context, endpoint: "authorization_challenge")
+        }
+    }
+
+    private func step(_ request: Request, context: ModgudRequestContext, started: ContinuousClock.Instant) async throws -> Response {
+        let (realm, issuer) = try await parsing.realm(request)
+        guard realm.settings.nativeGrants.enabled else {
+            throw ChallengeAnswer(error: "invalid_request", "First-party sign-in is not enabled for this realm.")
+        }
+        let form = try await parsing.form(request)
+        let source = parsing.source(request, context: context)
+        let (client, limits) = try await gates.authenticate(request, form, realm: realm, source: source)
+        try await services.rateLimiter.run(limits)
+        let jkt = try await gates.verifiedDPoPKey(request, issuer: issuer, client: client, claimed: true)?.key
+        let call = ChallengeCall(
+            form: form, client: client, realm: realm, issuer: issuer, source: source, jkt: jkt, metadata: context.eventMetadata(), started: started)
+        if let token = form["auth_session"] {
+            // Section 5.1: the session must be this client's, and bound to this request's DPoP key.
+            guard let session = try await services.firstParty.session(token: token, realm: realm.realmID, clientID: client.id, jkt: jkt) else {
+                throw ChallengeAnswer(error: "invalid_session", "The auth_session is unknown, expired, used, another client's or bound to another key.")
+            }
+            return try await proceed(session, call)
+        }
+        return try await begin(call)
+    }
+
+    /// The first request: PKCE (S256 only), then the identifier or a passkey.
+    private func begin(_ call: ChallengeCall) async throws -> Response {
+        guard let challenge = call.form["code_challenge"], PKCE.isChallenge(challenge) else {
+            throw ChallengeAnswer(error: "invalid_request", "code_challenge (S256, RFC 7636) is required.")
+        }
+        guard (call.form["code_challenge_method"] ?? "S256") == "S256" else {
+            throw ChallengeAnswer(error: "invalid_request", "code_challenge_method must be S256.")
+        }
+        var state = FirstPartyAuthorization.SessionState(
+            codeChallenge: challenge, scope: call.form["scope"], resources: call.form.all("resource"))
+        if let hint = call.form["login_hint"] {
+            try permit(.otp, call)
+            do {
+                try await services.emailSignIn().requestCode(
+                    .init(email: hint, source: call.source), endpoint: .otpRequest, realm: call.realm, metadata: call.metadata)
+            } catch is EmailSignInService.InvalidEmailAddress {
+                throw ChallengeAnswer(error: "invalid_request", "login_hint is not an email address.")
+            } catch let refused as EmailSignInService.RequestRefused {
+                throw ChallengeAnswer(error: "invalid_request", refused.message)
+            }
+            state.email = hint
+            let session = try await services.firstParty.begin(realm: call.realm.realmID, clientID: call.client.id, jkt: call.jkt, state: state)
+            // The uniform answer (docs/spec.md section 2): the same for every address, after the jitter.
+            await parsing.configuration.jitter.wait(since: call.started)
+            throw ChallengeAnswer(
+                insufficient: session.token, expecting: ["email_code"],
+                "If the address may sign in, a six-digit code was sent to it: send it as email_code with the auth_session.")
+        }
+        try permit(.passkey, call)
+        let begun = try await services.passkeys.beginLogin(realm: call.realm, clientID: call.client.id, metadata: call.metadata)
+        state.passkeyCeremony = begun.ceremonyID.uuidString.lowercased()
+        let session = try await services.firstParty.begin(realm: call.realm.realmID, clientID: call.client.id, jkt: call.jkt, state: state)
+        throw ChallengeAnswer(
+            insufficient: session.token, expecting: ["passkey_assertion"], passkeyOptions: begun.options,
+            "Sign in with a passkey: send the assertion as passkey_assertion with the auth_session, or start again with login_hint.")
+    }
+
+    /// A later request: the factor it brings, redeemed by its native grant's service.
+    private func proceed(_ current: FirstPartyAuthorization.Session, _ call: ChallengeCall) async throws -> Response {
+        var session = current
+        let state = session.state
+        let grant = UserGrantRequest(
+            client: call.client, scope: state.scope, resources: state.resources, totpCode: call.form["totp_code"], issuer: call.issuer,
+            metadata: call.metadata, dpopKey: call.jkt)
+        let response: TokenResponse
+        do {
+            if let code = call.form["email_code"] ?? state.heldCode, let email = state.email {
+                try permit(.otp, call)
+                session.state.heldCode = code
+                response = try await services.emailSignIn().redeemCode(email: email, code: code, grant)
+            } else if let link = Self.link(call.form) ?? state.heldLink {
+                try permit(.magic, call)
+                session.state.heldLink = link
+                response = try await services.emailSignIn().redeemMagicLink(userID: link.userID, token: link.token, grant)
+            } else if let assertion = call.form["passkey_assertion"], let ceremony = state.passkeyCeremony {
+                try permit(.passkey, call)
+                response = try await services.passkeys.redeem(client: call.client, ceremonyID: ceremony, assertion: assertion, grant)
+            } else {
+                throw ChallengeAnswer(error: "invalid_request", "Send email_code, user_id with magic_token, or passkey_assertion with the auth_session.")
+            }
+        } catch let refusal as OAuthError where refusal == EmailSignInService.secondFactorRefusal {
+            // The factor held until the second one comes (the code or link is unspent).
+            try await services.firstParty.update(session, realm: call.realm.realmID, clientID: call.client.id)
+            await parsing.configuration.jitter.wait(since: call.started)
+            throw ChallengeAnswer(insufficient: session.token, expecting: ["totp_code"], "Two-factor authentication is required: send totp_code with the auth_session.")
+        } catch let refusal as OAuthError where refusal.error == "invalid_grant" {
+            await parsing.configuration.jitter.wait(since: call.started)
+            throw refusal
+        }
+        guard
+            let code = try await services.firstParty.issueCode(
+                for: session, realm: call.realm.realmID, clientID: call.client.id, jkt: call.jkt, response: response)
+        else { throw ChallengeAnswer(error: "invalid_session", "The auth_session was used meanwhile.") }
+        return OAuthResponses.json(CodeBody(authorizationCode: code))
+    }
+
+    private static func link(_ form: FormBody) -> FirstPartyAuthorization.SessionState.HeldLink? {
+        guard let userID = form["user_id"], let token = form["magic_token"] else { return nil }
+        return .init(userID: userID, token: token)
+    }
+
+    /// The client must hold the grant of the factor (RFC 6749 section 5.2 `unauthorized_client`).
+    private func permit(_ grant: GrantType, _ call: ChallengeCall) throws {
+        guard call.client.settings.grants.contains(grant) else {
+            throw OAuthError.unauthorizedClient("The client is not allowed to sign in with \(grant.rawValue).")
+        }
+    }
+
+    /// Section 5.2.1.
+    struct CodeBody: Encodable {
+        var authorizationCode: String
+        enum CodingKeys: String, CodingKey { case authorizationCode = "authorization_code" }
+    }
+}
+
+/// What one request of the challenge endpoint carries after its gates.
+struct ChallengeCall: Sendable {
+    let form: FormBody
+    let client: AuthenticatedClient
+    let realm: RealmDirectory.Entry
+    let issuer: String
+    let source: String
+    let jkt: String?
+    let metadata: EventMetadata
+    let started: ContinuousClock.Instant
+}

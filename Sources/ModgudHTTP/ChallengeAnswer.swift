@@ -1,0 +1,50 @@
+import Hummingbird
+import ModgudService
+
+/// An Authorization Challenge Endpoint answer other than a code
+/// (draft-ietf-oauth-first-party-apps section 5.2.2): 400 with `error`, `error_description`
+/// and, for `insufficient_authorization`, the `auth_session` to continue with. What the app
+/// must collect next is in `expecting` (Modgud's member: `email_code`, `totp_code`,
+/// `passkey_assertion`) and, for a passkey, `passkey_options` (WebAuthn request options, as
+/// `/connect/passkey/begin` gives them). Thrown by the controller's steps.
+struct ChallengeAnswer: Error {
+    var body: Body
+
+    struct Body: Encodable {
+        var error: String
+        var errorDescription: String
+        var authSession: String?
+        var expecting: [String]?
+        var passkeyOptions: CeremonyOptions?
+
+        enum CodingKeys: String, CodingKey {
+            case error
+            case errorDescription = "error_description"
+            case authSession = "auth_session"
+            case expecting
+            case passkeyOptions = "passkey_options"
+        }
+    }
+
+    init(error: String, _ description: String) {
+        body = Body(error: error, errorDescription: description)
+    }
+
+    init(insufficient session: String, expecting: [String], passkeyOptions: CeremonyOptions? = nil, _ description: String) {
+        body = Body(
+            error: "insufficient_authorization", errorDescription: description, authSession: session, expecting: expecting, passkeyOptions: passkeyOptions)
+    }
+
+    /// RFC 9449 sections 5 and 8, as the token endpoint answers them.
+    init(_ refusal: DPoPError) {
+        switch refusal {
+        case .useNonce(let detail): self.init(error: "use_dpop_nonce", detail)
+        case .invalid(let detail): self.init(error: "invalid_dpop_proof", "The DPoP proof is invalid: \(detail).")
+        case .replayed: self.init(error: "invalid_dpop_proof", "The DPoP proof was used before.")
+        }
+    }
+
+    var response: Response {
+        OAuthResponses.json(body, status: .badRequest)
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import ModgudDomain
+import PQ
+
+/// The state of OAuth 2.0 for First-Party Applications (draft-ietf-oauth-first-party-apps,
+/// issue 45): `auth_session`s between Authorization Challenge requests, and the authorization
+/// codes they end in. What a step proves (an email code, a magic link, a passkey) is redeemed by
+/// the native grants' own services; this type only keeps the session between steps and turns
+/// the sign-in's token response into a code the client redeems at the token endpoint with its
+/// PKCE verifier (and DPoP key).
+///
+/// Shared by every instance (PostgreSQL tables, migration 0021); nothing in them is readable
+/// without the session token or the code (`BearerSeal`).
+public struct FirstPartyAuthorization: Sendable {
+    /// What an `auth_session` carries between steps.
+    public struct SessionState: Codable, Sendable, Equatable {
+        /// RFC 7636 section 4.2 (S256).
+        public var codeChallenge: String
+        public var scope: String?
+        public var resources: [String]
+        /// The address the client named (`login_hint`), for the email-code step.
+        public var email: String?
+        /// An email code the person proved while their second factor is still owed: the next
+        /// step brings the TOTP code and the held code is redeemed with it.
+        public var heldCode: String?
+        /// A magic link's user and token held likewise.
+        public var heldLink: HeldLink?
+        /// The passkey ceremony begun for this session (its id), for the assertion step.
+        public var passkeyCeremony: String?
+
+        public struct HeldLink: Codable, Sendable, Equatable {
+            public var userID: String
+            public var token: String
+
+            public init(userID: String, token: String) {
+                self.userID = userID
+                self.token = token
+            }
+        }
+
+        public init(codeChallenge: String, scope: String?, resources: [String], email: String? = nil) {
+            self.codeChallenge = codeChallenge
+            self.scope = scope
+            self.resources = resources
+            self.email = email
+        }
+    }
+
+    /// A session found for a request: its token, and its state.
+    public struct Session: Sendable {
+        public let token: String
+        public var state: SessionState
+    }
+
+    /// An `auth_session` lives as long as an email code (docs/spec.md: 10 minutes).
+    public static let sessionLifetime: TimeInterval = 600
+    /// RFC 6749 section 4.1.2 recommends at most 10 minutes; a native app redeems at once.
+    public static let codeLifetime: TimeInterval = 60
+
+    let pool: PQPool
+    let now: @Sendable () -> Date
+
+    public init(pool: PQPool, now: @escaping @Sendable () -> Date = Date.init) {
+        self.pool = pool
+        self.now = now
+    }
+
+    /// Begins a session for `clientID`, bound to the DPoP key `jkt` when the request had one.
+    public func begin(realm: String, clientID: String, jkt: String?, state: SessionState) async throws -> Session {
+        let (token, hash) = OpaqueToken.generate()
+        let sealed = try BearerSeal.seal(state, secret: token, context: Self.sessionContext(realm: realm, clientID: clientID))
+        _ = try await pool.query(
+            AuthorizationSessionsTable.insert(
+                hash: hash, realm: realm, clientID: clientID, jkt: jkt, sealed: sealed, expiresAt: now().addingTimeInterval(Self.sessionLifetime)))
+        return Session(token: token, state: state)
+    }
+
+    /// The live session `token` names, or nil (the draft's `invalid_session`): unknown,
+    /// expired, ended, another client's, or bound to another DPoP key than the request's (or
+    /// to one when the request has none).
+    public func session(token: String, realm: String, clientID: String, jkt: String?) async throws -> Session? {
+        guard token.utf8.count <= 128,
+            let row = try await AuthorizationSessionsTable.find(hash: OpaqueToken.hash(token), realm: realm, now: now(), pool: pool),
+            row.clientID == clientID, row.jkt == jkt,
+            let state = BearerSeal.open(SessionState.self, row.sealed, secret: token, context: Self.sessionContext(realm: realm, clientID: clientID))
+        else { return nil }
+        return Session(token: token, state: state)
+    }
+
+    /// Keeps a session's new state (a step held a code for the second factor, a ceremony began).
+    public func update(_ session: Session, realm: String, clientID: String) async throws {
+        let sealed = try BearerSeal.seal(session.state, secret: session.token, context: Self.sessionContext(realm: realm, clientID: clientID))
+        try await AuthorizationSessionsTable.update(hash: OpaqueToken.hash(session.token), realm: realm, sealed: sealed, pool: pool)
+    }
+
+    /// Ends `session` and issues the authorization code standing for `response`, in one
+    /// transaction; nil when another request ended the session first.
+    public func issueCode(for session: Session, realm: String, clientID: String, jkt: String?, response: TokenResponse) async throws -> String? {
+        let (code, hash) = OpaqueToken.generate()
+        let sealed = try BearerSeal.seal(SealedResponse(response), secret: code, context: Self.codeContext(realm: realm, clientID: clientID))
+        let ended = AuthorizationSessionsTable.end(hash: OpaqueToken.hash(session.token), realm: realm)
+        let insert = AuthorizationCodesTable.insert(
+            hash: hash, realm: realm, clientID: clientID, codeChallenge: session.state.codeChallenge, jkt: jkt, sealed: sealed,
+            expiresAt: now().addingTimeInterval(Self.codeLifetime))
+        let issued = try await pool.transaction { connection -> Bool in
+            guard try connection.query(ended).count == 1 else { return false }
+            _ = try connection.query(insert)
+            return true
+        }
+        return issued ? code : nil
+    }
+
+    /// Redeems an authorization code (RFC 6749 section 4.1.3, RFC 7636 section 4.6, RFC 9449
+    /// section 10): taken out first, so it is spent whatever follows; then it must be live, the
+    /// client's, verified by the PKCE verifier and presented with the DPoP key it is bound to.
+    /// Every refusal is the same `invalid_grant`.
+    public func redeem(code: String, realm: String, clientID: String, verifier: String, jkt: String?) async throws -> TokenResponse {
+        let refused = OAuthError.invalidGrant("The authorization code is invalid, expired or used, or the verifier does not match.")
+        guard code.utf8.count <= 128, let row = try await AuthorizationCodesTable.take(hash: OpaqueToken.hash(code), realm: realm, pool: pool) else {
+            throw refused
+        }
+        guard row.expiresAt > now(), row.clientID == clientID, PKCE.verifies(verifier, challenge: row.codeChallenge), row.jkt == jkt,
+            let sealed = BearerSeal.open(SealedResponse.self, row.sealed, secret: code, context: Self.codeContext(realm: realm, clientID: clientID))
+        else { throw refused }
+        return sealed.response
+    }
+
+    /// Deletes expired sessions and codes (housekeeping).
+    public func prune() async throws {
+        try await AuthorizationSessionsTable.prune(before: now(), pool: pool)
+        try await AuthorizationCodesTable.prune(before: now(), pool: pool)
+    }
+
+    static func sessionContext(realm: String, clientID: String) -> String { "auth_session \(realm) \(clientID)" }
+    static func codeContext(realm: String, clientID: String) -> String { "authorization_code \(realm) \(clientID)" }
+}
+
+/// A token response as sealed inside an authorization code's row.
+private struct SealedResponse: Codable {
+    var accessToken: String
+    var tokenType: String
+    var expiresIn: Int
+    var refreshToken: String?
+    var scope: String
+    var idToken: String?
+
+    init(_ response: TokenResponse) {
+        accessToken = response.accessToken
+        tokenType = response.tokenType
+        expiresIn = response.expiresIn
+        refreshToken = response.refreshToken
+        scope = response.scope
+        idToken = response.idToken
+    }
+
+    var response: TokenResponse {
+        TokenResponse(accessToken: accessToken, tokenType: tokenType, expiresIn: expiresIn, refreshToken: refreshToken, scope: scope, idToken: idToken)
+    }
+}
