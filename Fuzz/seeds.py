@@ -126,6 +126,14 @@ def dpop_items():
             name = f"{alg}-{'-'.join(extra) or 'plain'}"
             yield f"{name}.jws", b"\x00" + signing_input + b"." + b64(signature).encode()
             yield f"{name}.framed", b"\x01" + field(header) + field(payload) + signature
+    # Form 2: headers with the harness's fixed key (the scalar 1..32), signed by the harness.
+    fixed = ec.derive_private_key(int.from_bytes(bytes(range(1, 33)), "big"), ec.SECP256R1()).public_key().public_numbers()
+    fixed_jwk = {"kty": "EC", "crv": "P-256", "x": b64(fixed.x.to_bytes(32, "big")), "y": b64(fixed.y.to_bytes(32, "big"))}
+    for index, extra in enumerate(({}, {"ath": b64(__import__("hashlib").sha256(b"an-access-token").digest())}, {"nonce": "n-1"}, {"iat": "x"})):
+        header = json.dumps({"typ": "dpop+jwt", "alg": "ES256", "jwk": fixed_jwk}).encode()
+        claims = {"jti": "j-1", "htm": "POST", "htu": "https://login.example.test/connect/token", "iat": 1800000000}
+        claims.update(extra)
+        yield f"fixed-key-{index}.signed-here", b"\x02" + field(header) + field(json.dumps(claims).encode())
 
 
 def signed_note_items():

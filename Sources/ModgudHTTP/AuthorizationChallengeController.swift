@@ -12,8 +12,8 @@ import ModgudService
 /// The steps are the native grants' own, through the same services, so every rule holds as
 /// there (uniform answers and jitter, registration posture, TOTP, rate limits, DPoP, the
 /// event log, Shared Signals); this type renders them in the draft's shape:
-/// - `login_hint` (an address): an email code is sent under the uniform rules;
-///   `insufficient_authorization` with an `auth_session`;
+/// - `login_hint` (an address): an email code, or with `email_delivery=link` a magic link, is
+///   sent under the uniform rules; `insufficient_authorization` with an `auth_session`;
 /// - no `login_hint`: a usernameless passkey ceremony, its request options in the answer;
 /// - `auth_session` with `email_code`, with `user_id` and `magic_token` (a magic link), or with
 ///   `passkey_assertion`: the factor is redeemed; a person with TOTP on is asked for
@@ -60,7 +60,18 @@ struct AuthorizationChallengeController: Sendable {
         guard realm.settings.nativeGrants.enabled else {
             throw ChallengeAnswer(error: "invalid_request", "First-party sign-in is not enabled for this realm.")
         }
-        let form = try await parsing.form(request)
+        var form = try await parsing.form(request)
+        // Section 5.1: response_type is `code` when given (draft -03 requires it; earlier
+        // drafts' clients leave it out).
+        if let type = form["response_type"], type != "code" {
+            throw ChallengeAnswer(error: "unsupported_response_type", "response_type must be code.")
+        }
+        // Section 5.1: a public client may leave client_id out when its auth_session names it.
+        if form["client_id"] == nil, request.headers[.authorization] == nil, let token = form["auth_session"],
+            let owner = try await services.firstParty.clientOfSession(token: token, realm: realm.realmID)
+        {
+            form = form.adding("client_id", owner)
+        }
         let source = parsing.source(request, context: context)
         let (client, limits) = try await gates.authenticate(request, form, realm: realm, source: source)
         try await services.rateLimiter.run(limits)
@@ -88,22 +99,24 @@ struct AuthorizationChallengeController: Sendable {
         var state = FirstPartyAuthorization.SessionState(
             codeChallenge: challenge, scope: call.form["scope"], resources: call.form.all("resource"))
         if let hint = call.form["login_hint"] {
-            try permit(.otp, call)
-            do {
-                try await services.emailSignIn().requestCode(
-                    .init(email: hint, source: call.source), endpoint: .otpRequest, realm: call.realm, metadata: call.metadata)
-            } catch is EmailSignInService.InvalidEmailAddress {
-                throw ChallengeAnswer(error: "invalid_request", "login_hint is not an email address.")
-            } catch let refused as EmailSignInService.RequestRefused {
-                throw ChallengeAnswer(error: "invalid_request", refused.message)
+            let delivery = call.form["email_delivery"] ?? "code"
+            guard delivery == "code" || delivery == "link" else {
+                throw ChallengeAnswer(error: "invalid_request", "email_delivery is code or link.")
             }
+            let byLink = delivery == "link"
+            try await send(byLink ? .magic : .otp, to: hint, call)
             state.email = hint
+            state.delivery = delivery
             let session = try await services.firstParty.begin(realm: call.realm.realmID, clientID: call.client.id, jkt: call.jkt, state: state)
-            // The uniform answer (docs/spec.md section 2): the same for every address, after the jitter.
+            // The uniform answer (docs/spec.md sections 2 and 3): the same for every address, after the jitter.
             await parsing.configuration.jitter.wait(since: call.started)
-            throw ChallengeAnswer(
-                insufficient: session.token, expecting: ["email_code"],
-                "If the address may sign in, a six-digit code was sent to it: send it as email_code with the auth_session.")
+            throw byLink
+                ? ChallengeAnswer(
+                    insufficient: session.token, expecting: ["user_id", "magic_token"],
+                    "If the address may sign in, a link was sent to it: send its userId and token as user_id and magic_token with the auth_session.")
+                : ChallengeAnswer(
+                    insufficient: session.token, expecting: ["email_code"],
+                    "If the address may sign in, a six-digit code was sent to it: send it as email_code with the auth_session.")
         }
         try permit(.passkey, call)
         let begun = try await services.passkeys.beginLogin(realm: call.realm, clientID: call.client.id, metadata: call.metadata)
@@ -123,19 +136,25 @@ struct AuthorizationChallengeController: Sendable {
             metadata: call.metadata, dpopKey: call.jkt)
         let response: TokenResponse
         do {
-            if let code = call.form["email_code"] ?? state.heldCode, let email = state.email {
+            // Each session takes the factor it began with, for the person it named.
+            if state.delivery == "code", let code = call.form["email_code"] ?? state.heldCode, let email = state.email {
                 try permit(.otp, call)
                 session.state.heldCode = code
                 response = try await services.emailSignIn().redeemCode(email: email, code: code, grant)
-            } else if let link = Self.link(call.form) ?? state.heldLink {
+            } else if state.delivery == "link", let link = Self.link(call.form) ?? state.heldLink, let email = state.email {
                 try permit(.magic, call)
+                // Another person's link is refused as a wrong one is (the same answer, after the jitter).
+                guard try await services.emailSignIn().isAccount(link.userID, of: email, realm: call.realm.realmID) else {
+                    throw EmailSignInService.invalidLink
+                }
                 session.state.heldLink = link
                 response = try await services.emailSignIn().redeemMagicLink(userID: link.userID, token: link.token, grant)
             } else if let assertion = call.form["passkey_assertion"], let ceremony = state.passkeyCeremony {
                 try permit(.passkey, call)
                 response = try await services.passkeys.redeem(client: call.client, ceremonyID: ceremony, assertion: assertion, grant)
             } else {
-                throw ChallengeAnswer(error: "invalid_request", "Send email_code, user_id with magic_token, or passkey_assertion with the auth_session.")
+                throw ChallengeAnswer(
+                    error: "invalid_request", "Send what the session expects: email_code, user_id with magic_token, or passkey_assertion.")
             }
         } catch let refusal as OAuthError where refusal == EmailSignInService.secondFactorRefusal {
             // The factor held until the second one comes (the code or link is unspent).
@@ -151,6 +170,28 @@ struct AuthorizationChallengeController: Sendable {
                 for: session, realm: call.realm.realmID, clientID: call.client.id, jkt: call.jkt, response: response)
         else { throw ChallengeAnswer(error: "invalid_session", "The auth_session was used meanwhile.") }
         return OAuthResponses.json(CodeBody(authorizationCode: code))
+    }
+
+    /// Sends the email code (`POST /api/account/native/otp/request`'s rules) or, with
+    /// `email_delivery=link`, the magic link (`/api/account/magic-link/request`'s).
+    private func send(_ factor: GrantType, to address: String, _ call: ChallengeCall) async throws {
+        try permit(factor, call)
+        do {
+            if factor == .magic {
+                guard call.realm.settings.magicLinksOn else {
+                    throw ChallengeAnswer(error: "invalid_request", "Magic links are not enabled for this realm.")
+                }
+                try await services.emailSignIn().requestMagicLink(
+                    email: address, source: call.source, realm: call.realm, issuer: call.issuer, metadata: call.metadata)
+            } else {
+                try await services.emailSignIn().requestCode(
+                    .init(email: address, source: call.source), endpoint: .otpRequest, realm: call.realm, metadata: call.metadata)
+            }
+        } catch is EmailSignInService.InvalidEmailAddress {
+            throw ChallengeAnswer(error: "invalid_request", "login_hint is not an email address.")
+        } catch let refused as EmailSignInService.RequestRefused {
+            throw ChallengeAnswer(error: "invalid_request", refused.message)
+        }
     }
 
     private static func link(_ form: FormBody) -> FirstPartyAuthorization.SessionState.HeldLink? {

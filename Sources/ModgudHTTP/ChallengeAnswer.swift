@@ -2,8 +2,9 @@ import Hummingbird
 import ModgudService
 
 /// An Authorization Challenge Endpoint answer other than a code
-/// (draft-ietf-oauth-first-party-apps section 5.2.2): 400 with `error`, `error_description`
-/// and, for `insufficient_authorization`, the `auth_session` to continue with. What the app
+/// (draft-ietf-oauth-first-party-apps section 5.2.2): `error`, `error_description` and, for
+/// `insufficient_authorization`, the `auth_session` to continue with; 403 for
+/// `insufficient_authorization` (as draft -04 sets it), 400 otherwise. What the app
 /// must collect next is in `expecting` (Modgud's member: `email_code`, `totp_code`,
 /// `passkey_assertion`) and, for a passkey, `passkey_options` (WebAuthn request options, as
 /// `/connect/passkey/begin` gives them). Thrown by the controller's steps.
@@ -45,6 +46,6 @@ struct ChallengeAnswer: Error {
     }
 
     var response: Response {
-        OAuthResponses.json(body, status: .badRequest)
+        OAuthResponses.json(body, status: body.error == "insufficient_authorization" ? .forbidden : .badRequest)
     }
 }

@@ -33,6 +33,14 @@ struct FormBody {
         return value
     }
 
+    /// The form with a parameter the request left out (the challenge endpoint's `client_id`
+    /// named by its `auth_session`).
+    func adding(_ name: String, _ value: String) -> FormBody {
+        var copy = self
+        copy.values[name] = [value]
+        return copy
+    }
+
     /// Every value of a repeatable parameter.
     func all(_ name: String) -> [String] {
         (values[name] ?? []).filter { !$0.isEmpty }

@@ -6,6 +6,8 @@ import HummingbirdTesting
 import ModgudDomain
 @testable import ModgudHTTP
 @testable import ModgudService
+import WebAuthn
+import WebAuthnTesting
 import XCTest
 
 /// Issue 45: OAuth 2.0 for First-Party Applications (draft-ietf-oauth-first-party-apps) over
@@ -36,7 +38,7 @@ final class AuthorizationChallengeTests: XCTestCase {
         let first = try await challenge(
             client, [("client_id", clientID), ("login_hint", email), ("code_challenge", Self.challenge), ("code_challenge_method", "S256"),
                      ("scope", "openid email offline_access")])
-        XCTAssertEqual(first.status, .badRequest, first.body)
+        XCTAssertEqual(first.status, .forbidden, first.body)
         XCTAssertEqual(first.json["error"] as? String, "insufficient_authorization")
         XCTAssertEqual(first.json["expecting"] as? [String], ["email_code"])
         let session = try XCTUnwrap(first.json["auth_session"] as? String)
@@ -122,6 +124,17 @@ final class AuthorizationChallengeTests: XCTestCase {
             XCTAssertEqual(wrong.json["error"] as? String, "invalid_grant", wrong.body)
             let unknownSession = try await Self.challenge(client, [("client_id", "app"), ("auth_session", "nope"), ("email_code", "000000")])
             XCTAssertEqual(unknownSession.json["error"] as? String, "invalid_session")
+            let notCode = try await Self.challenge(
+                client, [("client_id", "app"), ("response_type", "token"), ("login_hint", "ada@example.com"), ("code_challenge", Self.challenge)])
+            XCTAssertEqual(notCode.json["error"] as? String, "unsupported_response_type", notCode.body)
+            // Section 5.1: a public client may leave client_id out when its auth_session names it.
+            harness.clock.advance(EmailSignInService.resendCooldown + 1)
+            let named = try await Self.challenge(
+                client, [("client_id", "app"), ("response_type", "code"), ("login_hint", "ada@example.com"), ("code_challenge", Self.challenge)])
+            let namedSession = try XCTUnwrap(named.json["auth_session"] as? String, named.body)
+            let code = try await harness.code(for: "ada@example.com", number: 2)
+            let anonymous = try await Self.challenge(client, [("auth_session", namedSession), ("email_code", code)])
+            XCTAssertEqual(anonymous.status, .ok, anonymous.body)
         }
     }
 
@@ -139,6 +152,161 @@ final class AuthorizationChallengeTests: XCTestCase {
                 answers.append("\(reply.status.code) \(body.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })")
             }
             XCTAssertEqual(answers[0], answers[1])
+        }
+    }
+
+    /// A usernameless passkey: the first answer carries the request options; the assertion
+    /// comes back with the session, and the code signs in as the passkey grant would.
+    func testAPasskeySignsInThroughTheChallengeEndpoint() async throws {
+        harness = try await PasskeySignUpTests.makeHarness()
+        let harness = harness!
+        _ = try await harness.registerUser("ada@example.com")
+        let steps = PasskeySteps(harness: harness)
+        try await harness.app.test(.router) { client in
+            let token = try await steps.signInWithCode(client, "ada@example.com", clientID: "ios")
+            var (credential, _) = try await steps.enroll(client, token: token, origin: "https://ios.acme.test")
+            let first = try await Self.challenge(client, [("client_id", "ios"), ("code_challenge", Self.challenge), ("scope", "openid offline_access")])
+            XCTAssertEqual(first.json["error"] as? String, "insufficient_authorization", first.body)
+            XCTAssertEqual(first.json["expecting"] as? [String], ["passkey_assertion"])
+            let options = try XCTUnwrap(first.json["passkey_options"] as? [String: Any], first.body)
+            let challenge = try XCTUnwrap(Base64URL.decode(try XCTUnwrap(options["challenge"] as? String)))
+            let session = try XCTUnwrap(first.json["auth_session"] as? String)
+            let assertion = steps.authenticator.assert(&credential, .init(challenge: challenge, origin: "https://ios.acme.test"))
+            let second = try await Self.challenge(client, [("client_id", "ios"), ("auth_session", session), ("passkey_assertion", steps.json(assertion))])
+            XCTAssertEqual(second.status, .ok, second.body)
+            let code = try XCTUnwrap(second.json["authorization_code"] as? String)
+            let tokens = try await Self.redeem(client, code: code, clientID: "ios")
+            XCTAssertEqual(tokens.status, .ok, tokens.body)
+            let idToken = try XCTUnwrap(tokens.json["id_token"] as? String)
+            let claims = try XCTUnwrap(
+                JSONSerialization.jsonObject(with: Data(XCTUnwrap(Base64URLText.decode(String(idToken.split(separator: ".")[1]))))) as? [String: Any])
+            XCTAssertEqual(claims["amr"] as? [String], ["passkey", "mfa"], "as the passkey grant: a verified passkey is two factors")
+        }
+    }
+
+    /// TOTP on: the email code is held in the session, the next answer asks for `totp_code`,
+    /// and the right one ends in a code.
+    func testASecondFactorIsAskedForAndTheHeldCodeRedeemedWithIt() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = harness!
+        let totp = try await EmailSignInTests.turnOnTOTP(harness, user: try await harness.registerUser("ada@example.com"))
+        try await harness.app.test(.router) { client in
+            let first = try await Self.challenge(client, [("client_id", "app"), ("login_hint", "ada@example.com"), ("code_challenge", Self.challenge)])
+            let session = try XCTUnwrap(first.json["auth_session"] as? String)
+            let code = try await harness.code(for: "ada@example.com")
+            let second = try await Self.challenge(client, [("client_id", "app"), ("auth_session", session), ("email_code", code)])
+            XCTAssertEqual(second.json["error"] as? String, "insufficient_authorization", second.body)
+            XCTAssertEqual(second.json["expecting"] as? [String], ["totp_code"])
+            XCTAssertEqual(second.json["auth_session"] as? String, session)
+            let wrong = try await Self.challenge(client, [("client_id", "app"), ("auth_session", session), ("totp_code", totp.wrong)])
+            XCTAssertEqual(wrong.json["expecting"] as? [String], ["totp_code"], wrong.body)
+            let third = try await Self.challenge(client, [("client_id", "app"), ("auth_session", session), ("totp_code", totp.current)])
+            XCTAssertEqual(third.status, .ok, third.body)
+            let tokens = try await Self.redeem(client, code: try XCTUnwrap(third.json["authorization_code"] as? String))
+            XCTAssertEqual(tokens.status, .ok, tokens.body)
+        }
+    }
+
+    /// A magic link opened by the app, brought with the session begun by its address.
+    func testAMagicLinkSignsInThroughTheChallengeEndpoint() async throws {
+        harness = try await EmailSignInHarness(settings: { $0.magicLinkEnabled = true })
+        let harness = harness!
+        _ = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            let first = try await Self.challenge(
+                client, [("client_id", "app"), ("login_hint", "ada@example.com"), ("email_delivery", "link"), ("code_challenge", Self.challenge)])
+            XCTAssertEqual(first.json["expecting"] as? [String], ["user_id", "magic_token"], first.body)
+            let session = try XCTUnwrap(first.json["auth_session"] as? String)
+            let link = try await harness.magicLink(for: "ada@example.com")
+            let second = try await Self.challenge(
+                client, [("client_id", "app"), ("auth_session", session), ("user_id", link.userID), ("magic_token", link.token)])
+            XCTAssertEqual(second.status, .ok, second.body)
+            let tokens = try await Self.redeem(client, code: try XCTUnwrap(second.json["authorization_code"] as? String))
+            XCTAssertEqual(tokens.status, .ok, tokens.body)
+        }
+    }
+
+    /// RFC 9449 with the draft: a proof on the first request binds the session, the code and the
+    /// tokens to its key. Another key, or none, cannot continue the session or redeem the code.
+    func testADPoPKeyBindsTheSessionTheCodeAndTheTokens() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = harness!
+        _ = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            let challengeURL = "https://localhost/connect/authorization-challenge"
+            let tokenURL = "https://localhost/connect/token"
+            let iat = Int(harness.clock.now().timeIntervalSince1970)
+            let atChallenge = try DPoPProofMaker.make([["key": 1], ["key": 2], ["key": 1], ["key": 1]], htu: challengeURL, iat: iat)
+            let atToken = try DPoPProofMaker.make([["key_pem": atChallenge[0].key], ["key": 3]], htu: tokenURL, iat: iat)
+            func post(_ fields: [(String, String)], proof: String?, path: String = "/connect/authorization-challenge") async throws -> H.Reply {
+                try await H.call(client, .post, path, Self.form(fields), headers: DPoPTokenTests.headers(proof))
+            }
+            let first = try await post(
+                [("client_id", "app"), ("login_hint", "ada@example.com"), ("code_challenge", Self.challenge)], proof: atChallenge[0].proof)
+            let session = try XCTUnwrap(first.json["auth_session"] as? String, first.body)
+            let code = try await harness.code(for: "ada@example.com")
+            let otherKey = try await post([("client_id", "app"), ("auth_session", session), ("email_code", code)], proof: atChallenge[1].proof)
+            XCTAssertEqual(otherKey.json["error"] as? String, "invalid_session", otherKey.body)
+            let noKey = try await post([("client_id", "app"), ("auth_session", session), ("email_code", code)], proof: nil)
+            XCTAssertEqual(noKey.json["error"] as? String, "invalid_session", noKey.body)
+            let second = try await post([("client_id", "app"), ("auth_session", session), ("email_code", code)], proof: atChallenge[2].proof)
+            XCTAssertEqual(second.status, .ok, second.body)
+            let authorizationCode = try XCTUnwrap(second.json["authorization_code"] as? String)
+            let redeem = [("grant_type", "authorization_code"), ("client_id", "app"), ("code", authorizationCode), ("code_verifier", Self.verifier)]
+            let stranger = try await post(redeem, proof: atToken[1].proof, path: "/connect/token")
+            XCTAssertEqual(stranger.json["error"] as? String, "invalid_grant", "another key spends the code: \(stranger.body)")
+
+            // A second sign-in, redeemed with the session's key.
+            harness.clock.advance(EmailSignInService.resendCooldown + 1)
+            let again = try DPoPProofMaker.make([["key_pem": atChallenge[0].key], ["key_pem": atChallenge[0].key]], htu: challengeURL,
+                iat: Int(harness.clock.now().timeIntervalSince1970))
+            let redeemProof = try DPoPProofMaker.make([["key_pem": atChallenge[0].key]], htu: tokenURL, iat: Int(harness.clock.now().timeIntervalSince1970))
+            let begun = try await post([("client_id", "app"), ("login_hint", "ada@example.com"), ("code_challenge", Self.challenge)], proof: again[0].proof)
+            let code2 = try await harness.code(for: "ada@example.com", number: 2)
+            let ended = try await post(
+                [("client_id", "app"), ("auth_session", try XCTUnwrap(begun.json["auth_session"] as? String)), ("email_code", code2)], proof: again[1].proof)
+            let code3 = try XCTUnwrap(ended.json["authorization_code"] as? String, ended.body)
+            let tokens = try await post(
+                [("grant_type", "authorization_code"), ("client_id", "app"), ("code", code3), ("code_verifier", Self.verifier)],
+                proof: redeemProof[0].proof, path: "/connect/token")
+            XCTAssertEqual(tokens.status, .ok, tokens.body)
+            XCTAssertEqual(tokens.json["token_type"] as? String, "DPoP")
+            let introspected = try await harness.core.tokenService.introspect(realm: "dev", token: try XCTUnwrap(tokens.json["access_token"] as? String))
+            XCTAssertEqual(introspected.dpopKey, atChallenge[0].jkt, "the tokens are bound to the session's key")
+        }
+    }
+
+    /// A session takes the factor it began with, for the person it named: another person's
+    /// link, or a code in a session begun for a link, is refused (found by the draft-only
+    /// client's probe, ops/first-party-test).
+    func testASessionTakesOnlyItsFactorForItsPerson() async throws {
+        harness = try await EmailSignInHarness(settings: { $0.magicLinkEnabled = true })
+        let harness = harness!
+        _ = try await harness.registerUser("ada@example.com")
+        _ = try await harness.registerUser("bob@example.com")
+        try await harness.app.test(.router) { client in
+            let first = try await Self.challenge(
+                client, [("client_id", "app"), ("login_hint", "ada@example.com"), ("email_delivery", "link"), ("code_challenge", Self.challenge)])
+            let session = try XCTUnwrap(first.json["auth_session"] as? String)
+            let requested = try await H.call(client, .post, "/api/account/magic-link/request", #"{"Email":"bob@example.com"}"#, headers: H.json)
+            XCTAssertEqual(requested.status, .ok)
+            let bobs = try await harness.magicLink(for: "bob@example.com")
+            let stolen = try await Self.challenge(
+                client, [("client_id", "app"), ("auth_session", session), ("user_id", bobs.userID), ("magic_token", bobs.token)])
+            XCTAssertEqual(stolen.json["error"] as? String, "invalid_grant", stolen.body)
+            let code = try await Self.challenge(client, [("client_id", "app"), ("auth_session", session), ("email_code", "123456")])
+            XCTAssertEqual(code.json["error"] as? String, "invalid_request", "a link session takes no code: \(code.body)")
+            let odd = try await Self.challenge(
+                client, [("client_id", "app"), ("login_hint", "ada@example.com"), ("email_delivery", "pigeon"), ("code_challenge", Self.challenge)])
+            XCTAssertEqual(odd.json["error"] as? String, "invalid_request", odd.body)
+            let adas = try await harness.magicLink(for: "ada@example.com")
+            let own = try await Self.challenge(
+                client, [("client_id", "app"), ("auth_session", session), ("user_id", adas.userID), ("magic_token", adas.token)])
+            XCTAssertEqual(own.status, .ok, "the refusals spent nothing: \(own.body)")
+            // Bob's link is still his.
+            let bobSignsIn = try await H.token(
+                client, [("grant_type", "urn:cocoar:magic"), ("client_id", "app"), ("user_id", bobs.userID), ("magic_token", bobs.token)])
+            XCTAssertEqual(bobSignsIn.status, .ok, bobSignsIn.body)
         }
     }
 }

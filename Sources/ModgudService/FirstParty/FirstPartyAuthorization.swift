@@ -18,8 +18,10 @@ public struct FirstPartyAuthorization: Sendable {
         public var codeChallenge: String
         public var scope: String?
         public var resources: [String]
-        /// The address the client named (`login_hint`), for the email-code step.
+        /// The address the client named (`login_hint`), for the email step.
         public var email: String?
+        /// How that address was written to: `code` or `link`. A session takes only that factor.
+        public var delivery: String?
         /// An email code the person proved while their second factor is still owed: the next
         /// step brings the TOTP code and the held code is redeemed with it.
         public var heldCode: String?
@@ -38,11 +40,12 @@ public struct FirstPartyAuthorization: Sendable {
             }
         }
 
-        public init(codeChallenge: String, scope: String?, resources: [String], email: String? = nil) {
+        public init(codeChallenge: String, scope: String?, resources: [String], email: String? = nil, delivery: String? = nil) {
             self.codeChallenge = codeChallenge
             self.scope = scope
             self.resources = resources
             self.email = email
+            self.delivery = delivery
         }
     }
 
@@ -85,6 +88,13 @@ public struct FirstPartyAuthorization: Sendable {
             let state = BearerSeal.open(SessionState.self, row.sealed, secret: token, context: Self.sessionContext(realm: realm, clientID: clientID))
         else { return nil }
         return Session(token: token, state: state)
+    }
+
+    /// The client a live session belongs to (draft section 5.1: a public client may name itself
+    /// by its `auth_session` alone); nil for an unknown or expired one.
+    public func clientOfSession(token: String, realm: String) async throws -> String? {
+        guard token.utf8.count <= 128 else { return nil }
+        return try await AuthorizationSessionsTable.find(hash: OpaqueToken.hash(token), realm: realm, now: now(), pool: pool)?.clientID
     }
 
     /// Keeps a session's new state (a step held a code for the second factor, a ceremony began).

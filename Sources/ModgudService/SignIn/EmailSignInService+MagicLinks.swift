@@ -33,6 +33,13 @@ extension EmailSignInService {
         if !outcome.events.isEmpty { mailEnqueued() }
     }
 
+    /// Whether `rawUserID` is the account of `rawEmail` in the realm: a magic link brought to an
+    /// Authorization Challenge session must be for the address the session named (issue 45).
+    public func isAccount(_ rawUserID: String, of rawEmail: String, realm: String) async throws -> Bool {
+        guard let email = EmailAddress(rawEmail), let userID = UUID(uuidString: rawUserID) else { return false }
+        return try await UsersTable.userID(realm: realm, email: email, index: vault.blindIndex(email.value, realm: realm), pool: pool) == userID
+    }
+
     /// grant_type=urn:cocoar:magic (docs/spec.md section 3). The account and its second factor
     /// are checked before the link is tried, and the link is spent only by a complete sign-in
     /// (issue 40): a missing `totp_code` writes nothing and a wrong one counts as a failed
@@ -80,5 +87,5 @@ extension EmailSignInService {
         return signIn.response
     }
 
-    static let invalidLink = OAuthError.invalidGrant("Invalid or expired link.")
+    public static let invalidLink = OAuthError.invalidGrant("Invalid or expired link.")
 }
