@@ -87,8 +87,10 @@ public actor SigningKeyRing {
     }
 
     /// Throws `SigningKeyRingError.noKey` (or `.noMasterKey`) unless the realm can sign now.
-    public func requireKey(realm: String) async throws {
-        _ = try await load(realm)
+    /// Nonisolated: on the refresh path it is a cache hit, with no hop onto the actor.
+    public nonisolated func requireKey(realm: String) async throws {
+        guard let sealer else { throw SigningKeyRingError.noMasterKey }
+        _ = try await cache.value(for: realm) { @Sendable in try await self.read(realm, sealer: sealer) }
     }
 
     /// The `jti` of a JWT whose signature one of the realm's keys verifies (RFC 7515 section
