@@ -13,6 +13,16 @@ extension ModgudClient {
         try await exchangeProving(Self.form(try await discovery().tokenEndpoint, fields), accessToken: nil, bound: false)
     }
 
+    /// POSTs `fields` to the Authorization Challenge Endpoint (draft-ietf-oauth-first-party-apps),
+    /// with a proof by the same key when the client has one: the session, its code and the
+    /// tokens are bound to it.
+    func exchangeAtChallengeEndpoint(_ fields: [(String, String)]) async throws -> (Data, HTTPURLResponse) {
+        guard let endpoint = try await discovery().authorizationChallengeEndpoint else {
+            throw ModgudError.discovery("the issuer's metadata has no authorization_challenge_endpoint (native grants off?)")
+        }
+        return try await exchangeProving(Self.form(endpoint, fields), accessToken: nil, bound: false)
+    }
+
     /// Sends `request` with the session's access token: `Bearer`, or `DPoP` with a proof
     /// carrying the token's hash (`ath`, section 7.1) for a bound session.
     func exchangeAuthorized(_ request: URLRequest, _ session: ModgudSession) async throws -> (Data, HTTPURLResponse) {

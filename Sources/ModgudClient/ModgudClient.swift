@@ -266,6 +266,8 @@ struct Discovery: Sendable {
     var tokenEndpoint: URL
     var revocationEndpoint: URL
     var userinfoEndpoint: URL
+    /// draft-ietf-oauth-first-party-apps: listed when the realm's native grants are on.
+    var authorizationChallengeEndpoint: URL?
 
     /// - Throws: `.discovery` when the document names another issuer (Discovery section 4.3).
     init(json: Data, expectedIssuer: String) throws {
@@ -278,5 +280,6 @@ struct Discovery: Sendable {
         tokenEndpoint = token
         revocationEndpoint = revocation
         userinfoEndpoint = userinfo
+        authorizationChallengeEndpoint = (object["authorization_challenge_endpoint"] as? String).flatMap(URL.init(string:))
     }
 }

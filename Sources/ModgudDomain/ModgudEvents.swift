@@ -14,6 +14,7 @@ public enum ModgudEvents {
         SignalStreamEvent.register(in: &registry)
         OperatorLogEvent.register(in: &registry)
         RateLimitLogEvent.register(in: &registry)
+        AuthorizationSessionEvent.register(in: &registry)
         return registry
     }()
 }

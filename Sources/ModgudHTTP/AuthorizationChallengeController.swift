@@ -98,109 +98,50 @@ struct AuthorizationChallengeController: Sendable {
         }
         var state = FirstPartyAuthorization.SessionState(
             codeChallenge: challenge, scope: call.form["scope"], resources: call.form.all("resource"))
-        if let hint = call.form["login_hint"] {
-            let delivery = call.form["email_delivery"] ?? "code"
-            guard delivery == "code" || delivery == "link" else {
-                throw ChallengeAnswer(error: "invalid_request", "email_delivery is code or link.")
-            }
-            let byLink = delivery == "link"
-            try await send(byLink ? .magic : .otp, to: hint, call)
-            state.email = hint
-            state.delivery = delivery
-            let session = try await services.firstParty.begin(realm: call.realm.realmID, clientID: call.client.id, jkt: call.jkt, state: state)
-            // The uniform answer (docs/spec.md sections 2 and 3): the same for every address, after the jitter.
-            await parsing.configuration.jitter.wait(since: call.started)
-            throw byLink
-                ? ChallengeAnswer(
-                    insufficient: session.token, expecting: ["user_id", "magic_token"],
-                    "If the address may sign in, a link was sent to it: send its userId and token as user_id and magic_token with the auth_session.")
-                : ChallengeAnswer(
-                    insufficient: session.token, expecting: ["email_code"],
-                    "If the address may sign in, a six-digit code was sent to it: send it as email_code with the auth_session.")
+        guard let hint = call.form["login_hint"] else { return try await beginWithPasskey(state, call) }
+        let delivery = call.form["email_delivery"] ?? "code"
+        guard delivery == "code" || delivery == "link" else {
+            throw ChallengeAnswer(error: "invalid_request", "email_delivery is code or link.")
         }
+        guard EmailAddress(hint) != nil else { throw ChallengeAnswer(error: "invalid_request", "login_hint is not an email address.") }
+        try permit(delivery == "link" ? .magic : .otp, call)
+        state.email = hint
+        state.delivery = delivery
+        // OpenID Connect Prompt Create (`prompt=create`): the person asks to sign up, which a
+        // realm with an explicit registration endpoint requires.
+        state.signUp = call.form["prompt"]?.split(separator: " ").contains("create") == true
+        // The registration fields come first, whatever the address (the rule of
+        // POST /api/account/native/otp/request): asked for before anything is sent.
+        let missing = delivery == "code" ? Self.missingNames(call.form, call.realm) : []
+        if missing.isEmpty {
+            try await send(state, names: Self.names(call.form), call)
+        } else {
+            state.awaitingNames = true
+        }
+        let session = try await services.firstParty.begin(
+            realm: call.realm.realmID, clientID: call.client.id, jkt: call.jkt, factor: delivery == "link" ? .magicLink : .emailCode, state: state,
+            metadata: call.metadata)
+        if !missing.isEmpty { throw Self.askingFor(missing, session: session.token) }
+        // The uniform answer (docs/spec.md sections 2 and 3): the same for every address, after the jitter.
+        await parsing.configuration.jitter.wait(since: call.started)
+        throw Self.sent(delivery, session: session.token)
+    }
+
+    /// No identifier: a usernameless passkey ceremony, its options in the answer.
+    private func beginWithPasskey(_ initial: FirstPartyAuthorization.SessionState, _ call: ChallengeCall) async throws -> Response {
         try permit(.passkey, call)
+        var state = initial
         let begun = try await services.passkeys.beginLogin(realm: call.realm, clientID: call.client.id, metadata: call.metadata)
         state.passkeyCeremony = begun.ceremonyID.uuidString.lowercased()
-        let session = try await services.firstParty.begin(realm: call.realm.realmID, clientID: call.client.id, jkt: call.jkt, state: state)
+        let session = try await services.firstParty.begin(
+            realm: call.realm.realmID, clientID: call.client.id, jkt: call.jkt, factor: .passkey, state: state, metadata: call.metadata)
         throw ChallengeAnswer(
             insufficient: session.token, expecting: ["passkey_assertion"], passkeyOptions: begun.options,
             "Sign in with a passkey: send the assertion as passkey_assertion with the auth_session, or start again with login_hint.")
     }
 
-    /// A later request: the factor it brings, redeemed by its native grant's service.
-    private func proceed(_ current: FirstPartyAuthorization.Session, _ call: ChallengeCall) async throws -> Response {
-        var session = current
-        let state = session.state
-        let grant = UserGrantRequest(
-            client: call.client, scope: state.scope, resources: state.resources, totpCode: call.form["totp_code"], issuer: call.issuer,
-            metadata: call.metadata, dpopKey: call.jkt)
-        let response: TokenResponse
-        do {
-            // Each session takes the factor it began with, for the person it named.
-            if state.delivery == "code", let code = call.form["email_code"] ?? state.heldCode, let email = state.email {
-                try permit(.otp, call)
-                session.state.heldCode = code
-                response = try await services.emailSignIn().redeemCode(email: email, code: code, grant)
-            } else if state.delivery == "link", let link = Self.link(call.form) ?? state.heldLink, let email = state.email {
-                try permit(.magic, call)
-                // Another person's link is refused as a wrong one is (the same answer, after the jitter).
-                guard try await services.emailSignIn().isAccount(link.userID, of: email, realm: call.realm.realmID) else {
-                    throw EmailSignInService.invalidLink
-                }
-                session.state.heldLink = link
-                response = try await services.emailSignIn().redeemMagicLink(userID: link.userID, token: link.token, grant)
-            } else if let assertion = call.form["passkey_assertion"], let ceremony = state.passkeyCeremony {
-                try permit(.passkey, call)
-                response = try await services.passkeys.redeem(client: call.client, ceremonyID: ceremony, assertion: assertion, grant)
-            } else {
-                throw ChallengeAnswer(
-                    error: "invalid_request", "Send what the session expects: email_code, user_id with magic_token, or passkey_assertion.")
-            }
-        } catch let refusal as OAuthError where refusal == EmailSignInService.secondFactorRefusal {
-            // The factor held until the second one comes (the code or link is unspent).
-            try await services.firstParty.update(session, realm: call.realm.realmID, clientID: call.client.id)
-            await parsing.configuration.jitter.wait(since: call.started)
-            throw ChallengeAnswer(insufficient: session.token, expecting: ["totp_code"], "Two-factor authentication is required: send totp_code with the auth_session.")
-        } catch let refusal as OAuthError where refusal.error == "invalid_grant" {
-            await parsing.configuration.jitter.wait(since: call.started)
-            throw refusal
-        }
-        guard
-            let code = try await services.firstParty.issueCode(
-                for: session, realm: call.realm.realmID, clientID: call.client.id, jkt: call.jkt, response: response)
-        else { throw ChallengeAnswer(error: "invalid_session", "The auth_session was used meanwhile.") }
-        return OAuthResponses.json(CodeBody(authorizationCode: code))
-    }
-
-    /// Sends the email code (`POST /api/account/native/otp/request`'s rules) or, with
-    /// `email_delivery=link`, the magic link (`/api/account/magic-link/request`'s).
-    private func send(_ factor: GrantType, to address: String, _ call: ChallengeCall) async throws {
-        try permit(factor, call)
-        do {
-            if factor == .magic {
-                guard call.realm.settings.magicLinksOn else {
-                    throw ChallengeAnswer(error: "invalid_request", "Magic links are not enabled for this realm.")
-                }
-                try await services.emailSignIn().requestMagicLink(
-                    email: address, source: call.source, realm: call.realm, issuer: call.issuer, metadata: call.metadata)
-            } else {
-                try await services.emailSignIn().requestCode(
-                    .init(email: address, source: call.source), endpoint: .otpRequest, realm: call.realm, metadata: call.metadata)
-            }
-        } catch is EmailSignInService.InvalidEmailAddress {
-            throw ChallengeAnswer(error: "invalid_request", "login_hint is not an email address.")
-        } catch let refused as EmailSignInService.RequestRefused {
-            throw ChallengeAnswer(error: "invalid_request", refused.message)
-        }
-    }
-
-    private static func link(_ form: FormBody) -> FirstPartyAuthorization.SessionState.HeldLink? {
-        guard let userID = form["user_id"], let token = form["magic_token"] else { return nil }
-        return .init(userID: userID, token: token)
-    }
-
     /// The client must hold the grant of the factor (RFC 6749 section 5.2 `unauthorized_client`).
-    private func permit(_ grant: GrantType, _ call: ChallengeCall) throws {
+    func permit(_ grant: GrantType, _ call: ChallengeCall) throws {
         guard call.client.settings.grants.contains(grant) else {
             throw OAuthError.unauthorizedClient("The client is not allowed to sign in with \(grant.rawValue).")
         }

@@ -27,6 +27,8 @@ public struct ModgudCore: Sendable {
     let challengeActors: AggregateRegistry<EmailChallenge>
     let ceremonyActors: AggregateRegistry<PasskeyCeremony>
     let passkeyActors: AggregateRegistry<Passkey>
+    /// First-party `auth_session`s (issue 45).
+    let authorizationSessionActors: AggregateRegistry<AuthorizationSession>
     /// Passkey ceremonies, the passkey grant and passkey management.
     public let passkeys: PasskeyService
     public let rateLimiter: RateLimiter
@@ -89,6 +91,7 @@ public struct ModgudCore: Sendable {
         challengeActors = AggregateRegistry(store: store)
         ceremonyActors = AggregateRegistry(store: store)
         passkeyActors = AggregateRegistry(store: store)
+        authorizationSessionActors = AggregateRegistry(store: store)
         passkeys = PasskeyService(
             pool: pool, ceremonies: ceremonyActors, passkeys: passkeyActors, users: userActors, clients: clientAuthenticator, tokenService: tokenService,
             now: now)
@@ -161,7 +164,7 @@ public struct ModgudCore: Sendable {
 
     /// The Authorization Challenge Endpoint's sessions and codes (issue 45).
     public var firstParty: FirstPartyAuthorization {
-        FirstPartyAuthorization(pool: pool, now: now)
+        FirstPartyAuthorization(pool: pool, sessions: authorizationSessionActors, now: now)
     }
 
     /// The Shared Signals Stream Management API and the poll endpoint (issue 30).

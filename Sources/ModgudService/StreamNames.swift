@@ -44,6 +44,11 @@ public enum StreamNames {
         StreamRef(type: PasskeyCeremony.streamType, key: ceremonyID.uuidString.lowercased(), realm: realm)
     }
 
+    /// A first-party `auth_session` (issue 45), keyed by its id (not by its token).
+    public static func authorizationSession(realm: String, sessionID: UUID) -> StreamRef {
+        StreamRef(type: AuthorizationSession.streamType, key: sessionID.uuidString.lowercased(), realm: realm)
+    }
+
     /// A passkey, keyed by its management id.
     public static func passkey(realm: String, passkeyID: UUID) -> StreamRef {
         StreamRef(type: Passkey.streamType, key: passkeyID.uuidString.lowercased(), realm: realm)

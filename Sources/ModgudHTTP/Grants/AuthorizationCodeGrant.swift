@@ -19,6 +19,7 @@ struct AuthorizationCodeGrant: TokenGrant {
             throw OAuthError.invalidRequest("code and code_verifier are required.")
         }
         return try await request.services.firstParty.redeem(
-            code: code, realm: request.realm.realmID, clientID: request.client.id, verifier: verifier, jkt: request.dpopKey)
+            code: code, realm: request.realm.realmID, clientID: request.client.id, verifier: verifier, jkt: request.dpopKey,
+            metadata: request.metadata(actorIsClient: true))
     }
 }

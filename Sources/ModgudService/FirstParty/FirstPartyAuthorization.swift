@@ -1,3 +1,4 @@
+import EventSourcing
 import Foundation
 import ModgudDomain
 import PQ
@@ -10,10 +11,14 @@ import PQ
 /// PKCE verifier (and DPoP key).
 ///
 /// Shared by every instance (PostgreSQL tables, migration 0021); nothing in them is readable
-/// without the session token or the code (`BearerSeal`).
+/// without the session token or the code (`BearerSeal`). Each session is also a stream of the
+/// event log (`AuthorizationSession`: begun, code issued, code redeemed or refused), like the
+/// other ceremonies; its expected version decides that a session issues one code.
 public struct FirstPartyAuthorization: Sendable {
     /// What an `auth_session` carries between steps.
     public struct SessionState: Codable, Sendable, Equatable {
+        /// The session's stream (`StreamNames.authorizationSession`).
+        public var sessionID: UUID?
         /// RFC 7636 section 4.2 (S256).
         public var codeChallenge: String
         public var scope: String?
@@ -29,6 +34,11 @@ public struct FirstPartyAuthorization: Sendable {
         public var heldLink: HeldLink?
         /// The passkey ceremony begun for this session (its id), for the assertion step.
         public var passkeyCeremony: String?
+        /// The person asked to sign up (`prompt=create`).
+        public var signUp = false
+        /// The realm's required registration fields were missing: nothing was sent yet; the
+        /// next step brings them and the code is sent then.
+        public var awaitingNames = false
 
         public struct HeldLink: Codable, Sendable, Equatable {
             public var userID: String
@@ -61,20 +71,30 @@ public struct FirstPartyAuthorization: Sendable {
     public static let codeLifetime: TimeInterval = 60
 
     let pool: PQPool
+    let sessions: AggregateRegistry<AuthorizationSession>
     let now: @Sendable () -> Date
 
-    public init(pool: PQPool, now: @escaping @Sendable () -> Date = Date.init) {
+    init(pool: PQPool, sessions: AggregateRegistry<AuthorizationSession>, now: @escaping @Sendable () -> Date = Date.init) {
         self.pool = pool
+        self.sessions = sessions
         self.now = now
     }
 
-    /// Begins a session for `clientID`, bound to the DPoP key `jkt` when the request had one.
-    public func begin(realm: String, clientID: String, jkt: String?, state: SessionState) async throws -> Session {
+    /// Begins a session for `clientID` taking `factor`, bound to the DPoP key `jkt` when the
+    /// request had one: its row and its `authorization_session.begun` commit together.
+    public func begin(
+        realm: String, clientID: String, jkt: String?, factor: AuthorizationSession.Factor, state initial: SessionState, metadata: EventMetadata
+    ) async throws -> Session {
         let (token, hash) = OpaqueToken.generate()
+        var state = initial
+        let sessionID = UUID()
+        state.sessionID = sessionID
+        let expiresAt = now().addingTimeInterval(Self.sessionLifetime)
         let sealed = try BearerSeal.seal(state, secret: token, context: Self.sessionContext(realm: realm, clientID: clientID))
-        _ = try await pool.query(
-            AuthorizationSessionsTable.insert(
-                hash: hash, realm: realm, clientID: clientID, jkt: jkt, sealed: sealed, expiresAt: now().addingTimeInterval(Self.sessionLifetime)))
+        let insert = AuthorizationSessionsTable.insert(hash: hash, realm: realm, clientID: clientID, jkt: jkt, sealed: sealed, expiresAt: expiresAt)
+        let begun = AuthorizationSessionBegun(sessionID: sessionID, clientID: clientID, factor: factor, dpopBound: jkt != nil, expiresAt: expiresAt)
+        _ = try await sessions.actor(forNew: StreamNames.authorizationSession(realm: realm, sessionID: sessionID))
+            .execute(.begin(begun), now: now(), metadata: metadata, extra: { _ in [insert] })
         return Session(token: token, state: state)
     }
 
@@ -85,7 +105,8 @@ public struct FirstPartyAuthorization: Sendable {
         guard token.utf8.count <= 128,
             let row = try await AuthorizationSessionsTable.find(hash: OpaqueToken.hash(token), realm: realm, now: now(), pool: pool),
             row.clientID == clientID, row.jkt == jkt,
-            let state = BearerSeal.open(SessionState.self, row.sealed, secret: token, context: Self.sessionContext(realm: realm, clientID: clientID))
+            let state = BearerSeal.open(SessionState.self, row.sealed, secret: token, context: Self.sessionContext(realm: realm, clientID: clientID)),
+            state.sessionID != nil  // (a session begun before sessions had streams starts again)
         else { return nil }
         return Session(token: token, state: state)
     }
@@ -103,35 +124,59 @@ public struct FirstPartyAuthorization: Sendable {
         try await AuthorizationSessionsTable.update(hash: OpaqueToken.hash(session.token), realm: realm, sealed: sealed, pool: pool)
     }
 
-    /// Ends `session` and issues the authorization code standing for `response`, in one
-    /// transaction; nil when another request ended the session first.
-    public func issueCode(for session: Session, realm: String, clientID: String, jkt: String?, response: TokenResponse) async throws -> String? {
+    /// Ends `session` and issues the authorization code standing for `response` (a user grant's
+    /// answer): the session's `authorization_session.code_issued`, the end of its row and the
+    /// code's row commit together. nil when another request (on any instance) ended the session
+    /// first: the stream's expected version lets one through.
+    public func issueCode(
+        for session: Session, realm: String, clientID: String, jkt: String?, response: TokenResponse, metadata: EventMetadata
+    ) async throws -> String? {
+        guard let sessionID = session.state.sessionID, let signIn = response.signIn else { return nil }
         let (code, hash) = OpaqueToken.generate()
-        let sealed = try BearerSeal.seal(SealedResponse(response), secret: code, context: Self.codeContext(realm: realm, clientID: clientID))
-        let ended = AuthorizationSessionsTable.end(hash: OpaqueToken.hash(session.token), realm: realm)
-        let insert = AuthorizationCodesTable.insert(
-            hash: hash, realm: realm, clientID: clientID, codeChallenge: session.state.codeChallenge, jkt: jkt, sealed: sealed,
-            expiresAt: now().addingTimeInterval(Self.codeLifetime))
-        let issued = try await pool.transaction { connection -> Bool in
-            guard try connection.query(ended).count == 1 else { return false }
-            _ = try connection.query(insert)
-            return true
+        let expiresAt = now().addingTimeInterval(Self.codeLifetime)
+        let sealed = try BearerSeal.seal(
+            SealedResponse(response, sessionID: sessionID), secret: code, context: Self.codeContext(realm: realm, clientID: clientID))
+        let statements = [
+            AuthorizationSessionsTable.end(hash: OpaqueToken.hash(session.token), realm: realm),
+            AuthorizationCodesTable.insert(
+                hash: hash, realm: realm, clientID: clientID, codeChallenge: session.state.codeChallenge, jkt: jkt, sealed: sealed, expiresAt: expiresAt),
+        ]
+        let issued = AuthorizationCodeIssued(sessionID: sessionID, userID: signIn.userID, familyID: signIn.familyID, expiresAt: expiresAt)
+        do {
+            _ = try await sessions.actor(for: StreamNames.authorizationSession(realm: realm, sessionID: sessionID))
+                .execute(.issueCode(issued), now: now(), metadata: metadata, extra: { _ in statements })
+        } catch let refusal as DomainError where refusal.code == "AuthorizationSession.Invalid" {
+            return nil
         }
-        return issued ? code : nil
+        return code
     }
 
     /// Redeems an authorization code (RFC 6749 section 4.1.3, RFC 7636 section 4.6, RFC 9449
     /// section 10): taken out first, so it is spent whatever follows; then it must be live, the
     /// client's, verified by the PKCE verifier and presented with the DPoP key it is bound to.
-    /// Every refusal is the same `invalid_grant`.
-    public func redeem(code: String, realm: String, clientID: String, verifier: String, jkt: String?) async throws -> TokenResponse {
+    /// Every refusal is the same `invalid_grant`; the session's stream records which it was.
+    public func redeem(code: String, realm: String, clientID: String, verifier: String, jkt: String?, metadata: EventMetadata) async throws
+        -> TokenResponse
+    {
         let refused = OAuthError.invalidGrant("The authorization code is invalid, expired or used, or the verifier does not match.")
-        guard code.utf8.count <= 128, let row = try await AuthorizationCodesTable.take(hash: OpaqueToken.hash(code), realm: realm, pool: pool) else {
-            throw refused
-        }
-        guard row.expiresAt > now(), row.clientID == clientID, PKCE.verifies(verifier, challenge: row.codeChallenge), row.jkt == jkt,
-            let sealed = BearerSeal.open(SealedResponse.self, row.sealed, secret: code, context: Self.codeContext(realm: realm, clientID: clientID))
+        guard code.utf8.count <= 128, let row = try await AuthorizationCodesTable.take(hash: OpaqueToken.hash(code), realm: realm, pool: pool),
+            let sealed = BearerSeal.open(SealedResponse.self, row.sealed, secret: code, context: Self.codeContext(realm: realm, clientID: row.clientID))
         else { throw refused }
+        let refusal: AuthorizationCodeRedeemed.Refusal? =
+            if row.expiresAt <= now() { .expired }
+            else if row.clientID != clientID { .otherClient }
+            else if !PKCE.verifies(verifier, challenge: row.codeChallenge) { .wrongVerifier }
+            else if row.jkt != jkt { .otherKey }
+            else { nil }
+        if let sessionID = sealed.sessionID {
+            do {
+                _ = try await sessions.actor(for: StreamNames.authorizationSession(realm: realm, sessionID: sessionID))
+                    .execute(.redeem(refusal: refusal), now: now(), metadata: metadata)
+            } catch let refusal as DomainError where refusal.code == "AuthorizationSession.CodeInvalid" {
+                throw refused  // (recorded as redeemed already: a code is spent once)
+            }
+        }
+        guard refusal == nil else { throw refused }
         return sealed.response
     }
 
@@ -147,6 +192,8 @@ public struct FirstPartyAuthorization: Sendable {
 
 /// A token response as sealed inside an authorization code's row.
 private struct SealedResponse: Codable {
+    /// The session that issued the code (absent in codes issued before sessions had streams).
+    var sessionID: UUID?
     var accessToken: String
     var tokenType: String
     var expiresIn: Int
@@ -154,7 +201,8 @@ private struct SealedResponse: Codable {
     var scope: String
     var idToken: String?
 
-    init(_ response: TokenResponse) {
+    init(_ response: TokenResponse, sessionID: UUID) {
+        self.sessionID = sessionID
         accessToken = response.accessToken
         tokenType = response.tokenType
         expiresIn = response.expiresIn

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A successful token response (RFC 6749 section 5.1; OIDC Core section 3.1.3.3).
 public struct TokenResponse: Sendable, Equatable {
     public var accessToken: String
@@ -8,6 +10,14 @@ public struct TokenResponse: Sendable, Equatable {
     public var scope: String
     /// Only with scope `openid`.
     public var idToken: String?
+    /// The sign-in a user grant began (not sent to the client): its person and token family,
+    /// for what records it (a first-party authorization code, issue 45).
+    public var signIn: SignIn?
+
+    public struct SignIn: Sendable, Equatable, Codable {
+        public var userID: UUID
+        public var familyID: UUID
+    }
 }
 
 /// What introspection reports (RFC 7662 section 2.2); inactive tokens report only `active: false`.

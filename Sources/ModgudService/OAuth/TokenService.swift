@@ -79,7 +79,7 @@ public struct TokenService: Sendable {
             stream: StreamNames.tokenFamily(realm: client.realm, familyID: familyID), started: started,
             response: TokenResponse(
                 accessToken: minted.accessToken, tokenType: minted.tokenType, expiresIn: minted.expiresIn, refreshToken: minted.refreshToken,
-                scope: scopes.joined(separator: " "), idToken: minted.idToken))
+                scope: scopes.joined(separator: " "), idToken: minted.idToken, signIn: .init(userID: userID, familyID: familyID)))
     }
 
     /// grant_type=refresh_token: rotates the refresh token; a spent one revokes the family.

@@ -151,9 +151,22 @@ public struct EmailSignInService: Sendable {
     /// docs/spec.md section 2 step 2: required names first, whatever the address. The username
     /// is never required on native paths: it is the email (the seed's rule).
     static func checkRequiredNames(_ request: CodeRequest, _ fields: RegistrationFields) throws(RequestRefused) {
-        for (requirement, value, label) in [(fields.firstname, request.firstName, "Firstname"), (fields.lastname, request.lastName, "Lastname")]
-        where requirement == .required && (value ?? "").trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
-            throw RequestRefused(message: "\(label) is required.")
+        if let label = missingNames(firstName: request.firstName, lastName: request.lastName, fields).first {
+            throw RequestRefused(message: "\(label.rawValue) is required.")
+        }
+    }
+
+    /// A name a realm may require of a new person (`RegistrationFields`).
+    public enum RequiredName: String, Sendable, CaseIterable {
+        case firstName = "Firstname"
+        case lastName = "Lastname"
+    }
+
+    /// The names `fields` requires that are missing or blank, in the order they are asked for
+    /// (what `checkRequiredNames` refuses; the Authorization Challenge Endpoint asks for them).
+    public static func missingNames(firstName: String?, lastName: String?, _ fields: RegistrationFields) -> [RequiredName] {
+        [(fields.firstname, firstName, RequiredName.firstName), (fields.lastname, lastName, .lastName)].compactMap { requirement, value, label in
+            requirement == .required && (value ?? "").trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? label : nil
         }
     }
 

@@ -1,0 +1,174 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import ModgudDomain
+@testable import ModgudHTTP
+@testable import ModgudService
+import PQ
+import XCTest
+
+/// Issue 45's acceptance, "every rule of the native grants holds on the new endpoint": sign-up
+/// under the realm's posture, the registration fields asked for as the draft's additional
+/// information, the rate limits and their 429, and the event log (a session's own stream, with
+/// no address in it).
+final class AuthorizationChallengeRulesTests: XCTestCase {
+    typealias H = EmailSignInHarness
+    typealias C = AuthorizationChallengeTests
+    var harness: EmailSignInHarness!
+
+    override func tearDown() async throws {
+        await harness?.close()
+    }
+
+    static func begin(_ client: some TestClientProtocol, _ email: String, _ extra: [(String, String)] = []) async throws -> H.Reply {
+        try await C.challenge(
+            client, [("client_id", "app"), ("login_hint", email), ("code_challenge", C.challenge), ("scope", "openid profile email")] + extra)
+    }
+
+    static func claims(_ token: String) throws -> [String: Any] {
+        let payload = try XCTUnwrap(Base64URLText.decode(String(token.split(separator: ".")[1])))
+        return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
+    }
+
+    /// A new address under JitOnOtp: the same first answer as for anyone, a registration code,
+    /// and the code creates the account with the names the realm asked for, which the first
+    /// request lacked: the draft's insufficient_authorization names them, nothing is mailed
+    /// until they come, and a half answer is asked again for the rest.
+    func testSignUpAsksForTheRequiredNamesFirstThenMailsTheRegistrationCode() async throws {
+        harness = try await EmailSignInHarness(settings: {
+            $0.registrationFields = RegistrationFields(firstname: .required, lastname: .required)
+        })
+        let harness = harness!
+        try await harness.app.test(.router) { client in
+            let first = try await Self.begin(client, "new@example.com")
+            XCTAssertEqual(first.status, .forbidden, first.body)
+            XCTAssertEqual(first.json["error"] as? String, "insufficient_authorization")
+            XCTAssertEqual(first.json["expecting"] as? [String], ["given_name", "family_name"])
+            let session = try XCTUnwrap(first.json["auth_session"] as? String)
+            try await harness.allMailDelivered()
+            XCTAssertEqual(try harness.mails(to: "new@example.com").count, 0, "nothing is sent before the names")
+
+            let half = try await C.challenge(client, [("client_id", "app"), ("auth_session", session), ("given_name", "Ada")])
+            XCTAssertEqual(half.json["expecting"] as? [String], ["family_name"], half.body)
+            let names = try await C.challenge(
+                client, [("client_id", "app"), ("auth_session", session), ("given_name", "Ada"), ("family_name", "Lovelace")])
+            XCTAssertEqual(names.json["expecting"] as? [String], ["email_code"], names.body)
+            XCTAssertEqual(names.json["auth_session"] as? String, session)
+
+            let code = try await harness.code(for: "new@example.com")
+            let coded = try await C.challenge(client, [("client_id", "app"), ("auth_session", session), ("email_code", code)])
+            XCTAssertEqual(coded.status, .ok, coded.body)
+            let tokens = try await C.redeem(client, code: try XCTUnwrap(coded.json["authorization_code"] as? String))
+            XCTAssertEqual(tokens.status, .ok, tokens.body)
+            let idToken = try Self.claims(try XCTUnwrap(tokens.json["id_token"] as? String))
+            XCTAssertEqual(idToken["given_name"] as? String, "Ada")
+            XCTAssertEqual(idToken["family_name"] as? String, "Lovelace")
+            let created = try await harness.userCount("new@example.com")
+            XCTAssertEqual(created, 1)
+        }
+    }
+
+    /// A known address is asked for the names too (the rule is the same whatever the address,
+    /// so the question tells nothing), and the names sent first go out with the code at once.
+    func testTheNamesAreAskedOfEveryAddressAlike() async throws {
+        harness = try await EmailSignInHarness(settings: { $0.registrationFields = RegistrationFields(firstname: .required) })
+        let harness = harness!
+        _ = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            var answers: [String] = []
+            for email in ["ada@example.com", "nobody@example.com"] {
+                let reply = try await Self.begin(client, email)
+                var body = reply.json
+                XCTAssertNotNil(body.removeValue(forKey: "auth_session"))
+                answers.append("\(reply.status.code) \(body.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })")
+            }
+            XCTAssertEqual(answers[0], answers[1])
+            XCTAssertTrue(answers[0].contains("given_name"), answers[0])
+            let given = try await Self.begin(client, "grace@example.com", [("given_name", "Grace")])
+            XCTAssertEqual(given.json["expecting"] as? [String], ["email_code"], given.body)
+            _ = try await harness.code(for: "grace@example.com")
+        }
+    }
+
+    /// ExplicitEndpoint: a new address is signed up only when the person asks to
+    /// (`prompt=create`, OpenID Connect Prompt Create); without it nothing is mailed, and the
+    /// answer is the same either way.
+    func testAnExplicitRealmSignsUpOnlyWithPromptCreate() async throws {
+        harness = try await EmailSignInHarness(settings: { $0.registrationPosture = .explicitEndpoint })
+        let harness = harness!
+        try await harness.app.test(.router) { client in
+            let plain = try await Self.begin(client, "quiet@example.com")
+            XCTAssertEqual(plain.json["expecting"] as? [String], ["email_code"], plain.body)
+            let asked = try await Self.begin(client, "new@example.com", [("prompt", "create")])
+            XCTAssertEqual(asked.json["expecting"] as? [String], ["email_code"], asked.body)
+            let session = try XCTUnwrap(asked.json["auth_session"] as? String)
+            let code = try await harness.code(for: "new@example.com")
+            try await harness.allMailDelivered()
+            XCTAssertEqual(try harness.mails(to: "quiet@example.com").count, 0, "no prompt=create: no registration code")
+            let coded = try await C.challenge(client, [("client_id", "app"), ("auth_session", session), ("email_code", code)])
+            XCTAssertEqual(coded.status, .ok, coded.body)
+            let created = try await harness.userCount("new@example.com")
+            XCTAssertEqual(created, 1)
+        }
+    }
+
+    /// The per-source request limit of the email-code request counts the identifier step, and
+    /// refuses as everywhere: 429, Retry-After, no session and no mail.
+    func testTheRequestLimitAnswers429() async throws {
+        harness = try await EmailSignInHarness(settings: {
+            $0.rateLimitOverrides[RateLimitPolicy.requestPerIP.name] = RateLimitSetting(limit: 1, windowSeconds: 3600, burst: 1)
+        })
+        let harness = harness!
+        try await harness.app.test(.router) { client in
+            let first = try await Self.begin(client, "one@example.com")
+            XCTAssertEqual(first.status, .forbidden, first.body)
+            let sessionsBefore = try await Self.sessionCount(harness)
+            let second = try await Self.begin(client, "two@example.com")
+            XCTAssertEqual(second.status, .tooManyRequests, second.body)
+            XCTAssertNotNil(second.headers[.retryAfter])
+            let sessionsAfter = try await Self.sessionCount(harness)
+            XCTAssertEqual(sessionsAfter, sessionsBefore, "a refused request begins no session")
+            try await harness.allMailDelivered()
+            XCTAssertEqual(try harness.mails(to: "two@example.com").count, 0)
+        }
+    }
+
+    /// The event log: each session is a stream (begun, code issued, code redeemed or refused
+    /// with its reason), shared by every instance, with no address and no secret in it.
+    func testASessionIsAStreamOfTheLogWithNoAddressOrSecret() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = harness!
+        let userID = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            let (session, code) = try await C.signInByCode(harness, client, "ada@example.com")
+            let tokens = try await C.redeem(client, code: code)
+            XCTAssertEqual(tokens.status, .ok, tokens.body)
+            harness.clock.advance(EmailSignInService.resendCooldown + 1)
+            let (_, second) = try await C.signInByCode(harness, client, "ada@example.com", number: 2)
+            let wrong = try await C.redeem(client, code: second, verifier: String(repeating: "w", count: 48))
+            XCTAssertEqual(wrong.json["error"] as? String, "invalid_grant")
+
+            let rows = try await harness.core.pool.query(
+                "SELECT stream_id, type, payload::text FROM events WHERE stream_id LIKE 'authorization-session-%' ORDER BY position")
+            let events = try rows.rows.map { (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1), try $0.decode(String.self, at: 2)) }
+            XCTAssertEqual(
+                events.map(\.1),
+                ["authorization_session.begun", "authorization_session.code_issued", "authorization_session.code_redeemed",
+                 "authorization_session.begun", "authorization_session.code_issued", "authorization_session.code_redeemed"])
+            XCTAssertEqual(Set(events.map(\.0)).count, 2, "one stream per session")
+            XCTAssertTrue(events[1].2.lowercased().contains(userID.uuidString.lowercased()), "the code names the person it signs in")
+            XCTAssertFalse(events[2].2.contains("refusal\":\""), "redeemed: no refusal")
+            XCTAssertTrue(events[5].2.contains("wrong_verifier"), events[5].2)
+            for (_, _, payload) in events {
+                for secret in ["ada@example.com", session, code, second, C.challenge, tokens.json["refresh_token"] as! String] {
+                    XCTAssertFalse(payload.contains(secret), "a session event holds \(secret): \(payload)")
+                }
+            }
+        }
+    }
+
+    static func sessionCount(_ harness: EmailSignInHarness) async throws -> Int {
+        try await harness.core.pool.query("SELECT count(*) FROM authorization_sessions").first!.decode(Int.self, at: 0)
+    }
+}

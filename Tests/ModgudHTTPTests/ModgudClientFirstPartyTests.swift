@@ -1,0 +1,99 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ModgudClient
+import ModgudDomain
+@testable import ModgudService
+import WebAuthnTesting
+import XCTest
+
+/// Issue 45, item 6: `ModgudClient.FirstPartyFlow` speaks draft-ietf-oauth-first-party-apps to
+/// a live server over a real socket (URLSession, mail over SMTP): the endpoint from discovery,
+/// PKCE, the `auth_session` between steps, DPoP on every request, and the code redeemed.
+final class ModgudClientFirstPartyTests: XCTestCase {
+    typealias H = EmailSignInHarness
+    var harness: EmailSignInHarness!
+
+    override func tearDown() async throws {
+        await harness?.close()
+    }
+
+    static func app(_ port: Int, _ harness: EmailSignInHarness, clientID: String = "app", key: (any DPoPSigner)? = nil) -> ModgudClient {
+        let clock = harness.clock
+        return ModgudClient(
+            configuration: .init(issuer: URL(string: "http://localhost:\(port)")!, clientID: clientID, scope: "openid email profile offline_access"),
+            store: MemoryTokenStore(), dpop: key, now: { clock.now() })
+    }
+
+    /// A sign-up that is asked for the realm's required name, a wrong code and the right one,
+    /// DPoP-bound; then a person with TOTP on is asked for it.
+    func testEmailCodeWithRequiredNameDPoPAndASecondFactor() async throws {
+        harness = try await EmailSignInHarness(settings: { $0.registrationFields = RegistrationFields(firstname: .required) }, issuerScheme: "http")
+        let harness = self.harness!
+        let totp = try await EmailSignInTests.turnOnTOTP(harness, user: try await harness.registerUser("ada@example.com"))
+        try await harness.app.test(.live) { server in
+            let port = try XCTUnwrap(server.port)
+            let app = Self.app(port, harness, key: SoftwareDPoPKey())
+            let flow = await app.firstPartyFlow()
+            let asked = try await flow.start(email: "new@example.com")
+            XCTAssertEqual(asked, .informationRequired(["given_name"]))
+            let sent = try await flow.submit(fields: ["given_name": "Grace"])
+            XCTAssertEqual(sent, .emailCodeSent)
+            do {
+                _ = try await flow.submit(emailCode: "000000")
+                XCTFail("a wrong code")
+            } catch let error as ModgudError { XCTAssertEqual(error, .invalidCode) }
+            guard case .signedIn(let session) = try await flow.submit(emailCode: try await harness.code(for: "new@example.com")) else {
+                return XCTFail("not signed in")
+            }
+            XCTAssertTrue(session.isDPoPBound, "token_type DPoP")
+            XCTAssertNotNil(session.refreshToken)
+            let claims = try await app.userInfo()
+            XCTAssertEqual(claims["email"]?.string, "new@example.com")
+            XCTAssertEqual(claims["given_name"]?.string, "Grace")
+
+            let second = await app.firstPartyFlow()
+            let step = try await second.start(email: "ada@example.com", fields: ["given_name": "Ada"])
+            XCTAssertEqual(step, .emailCodeSent)
+            let owed = try await second.submit(emailCode: try await harness.code(for: "ada@example.com"))
+            XCTAssertEqual(owed, .secondFactorRequired)
+            guard case .signedIn(let ada) = try await second.submit(totpCode: totp.current) else { return XCTFail("not signed in") }
+            XCTAssertEqual(ada.idTokenClaims?["amr"], .array([.string("otp"), .string("mfa")]))
+        }
+    }
+
+    /// A magic link, and a usernameless passkey: each signs in the account it belongs to.
+    func testMagicLinkAndPasskey() async throws {
+        harness = try await PasskeySignUpTests.makeHarness(issuerScheme: "http") { $0.magicLinkEnabled = true }
+        let harness = self.harness!
+        let userID = try await harness.registerUser("bob@example.com")
+        try await harness.app.test(.live) { server in
+            let port = try XCTUnwrap(server.port)
+            let app = Self.app(port, harness)
+            let flow = await app.firstPartyFlow()
+            let sent = try await flow.start(email: "bob@example.com", delivery: .link)
+            XCTAssertEqual(sent, .magicLinkSent)
+            let link = try await harness.magicLink(for: "bob@example.com")
+            guard case .signedIn(let bob) = try await flow.submit(magicLink: try XCTUnwrap(URL(string: link.link))) else {
+                return XCTFail("not signed in")
+            }
+            XCTAssertEqual(bob.subject, userID.uuidString.lowercased())
+
+            let ios = Self.app(port, harness, clientID: "ios")
+            let device = SoftwarePasskeys(origin: "https://ios.acme.test")
+            let signedUp = try await ios.signUpWithPasskey(email: "grace@example.com", firstName: "Grace", using: device)
+            try await ios.signOut()
+            let passkey = await ios.firstPartyFlow()
+            let requested = try await passkey.startWithPasskey()
+            XCTAssertEqual(requested, .passkeyRequested)
+            guard case .signedIn(let grace) = try await passkey.submit(passkeyUsing: device) else { return XCTFail("not signed in") }
+            XCTAssertEqual(grace.subject, signedUp.subject)
+            do {
+                _ = try await passkey.submit(emailCode: "123456")
+                XCTFail("a finished flow has no session")
+            } catch let error as ModgudError {
+                guard case .invalidResponse = error else { return XCTFail("\(error)") }
+            }
+        }
+    }
+}
