@@ -3,7 +3,7 @@
 from the draft and Modgud's profile (docs/guides/first-party-apps.md) only, and the test driver that
 runs it against a live `modgud dev` (issue 45 item 6). Run it through ops/first-party-test.
 
-    first_party_client.py --issuer URL --admin-token TOKEN --smtp-port PORT [--only a,b,...]
+    first_party_client.py --issuer URL --admin-token TOKEN --smtp-port PORT [--peers URL,URL] [--only a,b,...]
 
 The client (`FirstPartyClient`) knows one URL: the issuer. Everything else comes from the
 authorization server metadata (RFC 8414, `/.well-known/oauth-authorization-server`):
@@ -39,7 +39,10 @@ the others still run; exit 1 when any failed):
   f  refusals: another client's session, a replayed auth_session, a reused code, a wrong verifier
      (the code is then spent), another client redeeming, no code_challenge, the plain method, an
      unknown auth_session, an unknown client, a wrong email code. Expired sessions (10 min) and
-     codes (60 s) are not tested live.
+     codes (60 s) are not tested live (AuthorizationChallengeRulesTests moves the server's clock).
+  g  three instances on one database (--peers): begun on the first, the code on the second, redeemed on
+     the third, DPoP-bound; two instances racing one session's last step (one code), three racing to
+     redeem one code (one token response)
 """
 import argparse
 import base64
@@ -406,6 +409,23 @@ def expect_tokens(answer, token_type="Bearer"):
     return body
 
 
+def race(calls):
+    """Runs the calls at once (a thread each, released together); their answers in order."""
+    barrier = threading.Barrier(len(calls))
+    answers = [None] * len(calls)
+
+    def run(i):
+        barrier.wait()
+        answers[i] = calls[i]()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return answers
+
+
 def jwt_claims(token):
     """The claims of a JWT without checking it (what the access token says of itself), or None."""
     parts = token.split(".")
@@ -549,12 +569,13 @@ class Run:
         self.mail = Mailbox(args.smtp_port)
         self.tag = secrets.token_hex(3)
         self.signed_in = {}  # flow a's sign-in, for the passkey enrollment of flow d
+        self.peers = [p.rstrip("/") for p in (args.peers or "").split(",") if p]
 
     def address(self, name):
         return f"{name}-{self.tag}@fp.modgud.test"
 
-    def client(self, transcript, client_id=ModgudSetup.APP):
-        client = FirstPartyClient(self.issuer, client_id, transcript)
+    def client(self, transcript, client_id=ModgudSetup.APP, issuer=None):
+        client = FirstPartyClient(issuer or self.issuer, client_id, transcript)
         client.discover()
         return client
 
@@ -742,6 +763,46 @@ class Run:
         t.note("a wrong email_code: invalid_grant; the right one then: authorization_code")
         t.note("not tested live: an expired auth_session (10 min) or code (60 s)")
 
+    # g
+    def flow_instances(self, t):
+        """Every step on another instance (one database): begin on the first, the code on the second,
+        the redemption on the third, DPoP-bound; then two instances racing the last step of one session,
+        and three racing to redeem one code: the database lets exactly one through each time."""
+        check(len(self.peers) >= 2, "flow g needs --peers with two more instances")
+        one = self.client(t)
+        two, three = (self.client(t, issuer=peer) for peer in self.peers[:2])
+        address = self.address("instances")
+        self.setup.user(address)
+        key = DPoPKey()
+        pkce = PKCE()
+        since = self.mail.mark()
+        session = expect_insufficient(one.start(pkce, login_hint=address, dpop=key), ["email_code"])
+        otp = self.mail.code(address, since)
+        code = expect_code(two.challenge(dpop=key, auth_session=session, email_code=otp))
+        tokens = expect_tokens(three.redeem(code, pkce.verifier, dpop=key), "DPoP")
+        check(one.userinfo(tokens, key).status == 200, "the tokens from the third instance at the first")
+        t.note("begun on instance 1, code on 2, redeemed on 3 (DPoP-bound): tokens; userinfo on 1")
+        expect_error(one.challenge(dpop=key, auth_session=session, email_code=otp), "invalid_session")
+        t.note("the session replayed on instance 1: invalid_session")
+
+        # The last step twice at once, on two instances.
+        pkce = PKCE()
+        since = self.mail.mark()
+        session = expect_insufficient(one.start(pkce, login_hint=address), ["email_code"])
+        otp = self.mail.code(address, since)
+        answers = race([lambda c=c: c.challenge(auth_session=session, email_code=otp) for c in (two, three)])
+        codes = [a.body["authorization_code"] for a in answers if a.status == 200 and "authorization_code" in (a.body or {})]
+        check(len(codes) == 1, f"two instances raced one session's last step: {answers}")
+        check(all(a.status in (200, 400) for a in answers), f"the loser's answer: {answers}")
+        t.note(f"one session's last step on instances 2 and 3 at once: one code ({[a.status for a in answers]})")
+
+        # One code redeemed on three instances at once.
+        answers = race([lambda c=c: c.redeem(codes[0], pkce.verifier) for c in (one, two, three)])
+        won = [a for a in answers if a.status == 200]
+        check(len(won) == 1, f"three instances redeemed one code: {answers}")
+        check(all(a.error == "invalid_grant" for a in answers if a.status != 200), f"the losers' answers: {answers}")
+        t.note(f"one code redeemed on instances 1, 2 and 3 at once: one token response ({[a.status for a in answers]})")
+
 
 FLOWS = [
     ("a", "email code", Run.flow_email_code),
@@ -750,6 +811,7 @@ FLOWS = [
     ("d", "passkey", Run.flow_passkey),
     ("e", "email code + TOTP", Run.flow_totp),
     ("f", "refusals", Run.flow_refusals),
+    ("g", "three instances", Run.flow_instances),
 ]
 
 
@@ -758,7 +820,8 @@ def main():
     parser.add_argument("--issuer", required=True, help="e.g. http://127.0.0.1:PORT (the realm this script makes serves it)")
     parser.add_argument("--admin-token", required=True)
     parser.add_argument("--smtp-port", type=int, required=True, help="where the server sends mail: this script listens there")
-    parser.add_argument("--only", help="comma-separated flow letters (a-f)")
+    parser.add_argument("--only", help="comma-separated flow letters (a-g)")
+    parser.add_argument("--peers", help="comma-separated base URLs of two more instances on the same database (flow g)")
     args = parser.parse_args()
     wanted = set(args.only.split(",")) if args.only else {k for k, _, _ in FLOWS}
     started = time.monotonic()
