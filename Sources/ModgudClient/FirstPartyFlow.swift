@@ -23,8 +23,9 @@ public enum FirstPartyStep: Sendable, Equatable {
     /// by their parameter names: `given_name`, `family_name`): `submit(fields:)`.
     case informationRequired([String])
     /// The server wants the person in a browser (the draft's `redirect_to_web`): start an
-    /// authorization code flow there, with `requestURI` when the server gave one.
-    case redirectToWeb(requestURI: String?)
+    /// authorization code flow there, with `requestURI` when the server gave one; a Modgud
+    /// realm names its web sign-in in `webURI`.
+    case redirectToWeb(requestURI: String?, webURI: URL?)
     /// Signed in: the session is stored and used by the client from now on.
     case signedIn(ModgudSession)
 }
@@ -143,7 +144,7 @@ public actor FirstPartyFlow {
             return .informationRequired(expecting)
         case "redirect_to_web":
             authSession = nil
-            return .redirectToWeb(requestURI: object["request_uri"] as? String)
+            return .redirectToWeb(requestURI: object["request_uri"] as? String, webURI: (object["web_uri"] as? String).flatMap(URL.init(string:)))
         default:
             throw ModgudClient.error(response, data)
         }

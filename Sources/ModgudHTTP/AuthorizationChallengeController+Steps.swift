@@ -76,7 +76,7 @@ extension AuthorizationChallengeController {
         do {
             if state.delivery == "link" {
                 guard call.realm.settings.magicLinksOn else {
-                    throw ChallengeAnswer(error: "invalid_request", "Magic links are not enabled for this realm.")
+                    throw ChallengeAnswer.redirectToWeb(call.realm, "Magic links are not enabled for this realm.")
                 }
                 try await services.emailSignIn().requestMagicLink(
                     email: address, source: call.source, realm: call.realm, issuer: call.issuer, metadata: call.metadata)

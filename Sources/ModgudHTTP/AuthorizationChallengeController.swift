@@ -58,7 +58,7 @@ struct AuthorizationChallengeController: Sendable {
     private func step(_ request: Request, context: ModgudRequestContext, started: ContinuousClock.Instant) async throws -> Response {
         let (realm, issuer) = try await parsing.realm(request)
         guard realm.settings.nativeGrants.enabled else {
-            throw ChallengeAnswer(error: "invalid_request", "First-party sign-in is not enabled for this realm.")
+            throw ChallengeAnswer.redirectToWeb(realm, "First-party sign-in is not enabled for this realm.")
         }
         var form = try await parsing.form(request)
         // Section 5.1: response_type is `code` when given (draft -03 requires it; earlier

@@ -17,6 +17,8 @@ struct ChallengeAnswer: Error {
         var authSession: String?
         var expecting: [String]?
         var passkeyOptions: CeremonyOptions?
+        /// `redirect_to_web` only: the realm's web sign-in (`WebFallbackURL`), Modgud's member.
+        var webURI: String?
 
         enum CodingKeys: String, CodingKey {
             case error
@@ -24,6 +26,7 @@ struct ChallengeAnswer: Error {
             case authSession = "auth_session"
             case expecting
             case passkeyOptions = "passkey_options"
+            case webURI = "web_uri"
         }
     }
 
@@ -34,6 +37,17 @@ struct ChallengeAnswer: Error {
     init(insufficient session: String, expecting: [String], passkeyOptions: CeremonyOptions? = nil, _ description: String) {
         body = Body(
             error: "insufficient_authorization", errorDescription: description, authSession: session, expecting: expecting, passkeyOptions: passkeyOptions)
+    }
+
+    /// A request the endpoint does not serve in this realm (section 5.2.2: `redirect_to_web`)
+    /// when the realm has a web sign-in to send the person to, else `invalid_request` with
+    /// `description`. Modgud has no authorization endpoint of its own, so no `request_uri` is
+    /// given (the draft's PAR-style reference); `web_uri` names the realm's web sign-in.
+    static func redirectToWeb(_ realm: RealmDirectory.Entry, _ description: String) -> ChallengeAnswer {
+        guard let web = realm.settings.webFallbackURL else { return ChallengeAnswer(error: "invalid_request", description) }
+        var answer = ChallengeAnswer(error: "redirect_to_web", "\(description) Sign in on the web instead.")
+        answer.body.webURI = web
+        return answer
     }
 
     /// RFC 9449 sections 5 and 8, as the token endpoint answers them.

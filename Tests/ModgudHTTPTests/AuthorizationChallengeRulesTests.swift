@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -168,7 +169,72 @@ final class AuthorizationChallengeRulesTests: XCTestCase {
         }
     }
 
+    /// Short lives (draft section 5.1; RFC 6749 section 4.1.2): a session past its 10 minutes is
+    /// invalid_session, and a code past its 60 seconds is invalid_grant and recorded as expired.
+    func testExpiredSessionsAndCodesAreRefused() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = harness!
+        _ = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            let first = try await Self.begin(client, "ada@example.com")
+            let session = try XCTUnwrap(first.json["auth_session"] as? String)
+            let code = try await harness.code(for: "ada@example.com")
+            harness.clock.advance(FirstPartyAuthorization.sessionLifetime + 1)
+            let late = try await C.challenge(client, [("client_id", "app"), ("auth_session", session), ("email_code", code)])
+            XCTAssertEqual(late.json["error"] as? String, "invalid_session", late.body)
+
+            let (_, issued) = try await C.signInByCode(harness, client, "ada@example.com", number: 2)
+            harness.clock.advance(FirstPartyAuthorization.codeLifetime + 1)
+            let stale = try await C.redeem(client, code: issued)
+            XCTAssertEqual(stale.json["error"] as? String, "invalid_grant", stale.body)
+            let recorded = try await harness.core.pool.query(
+                "SELECT payload->>'refusal' FROM events WHERE type = 'authorization_session.code_redeemed' ORDER BY position DESC LIMIT 1")
+            XCTAssertEqual(try recorded.first?.decode(String?.self, at: 0), "expired")
+        }
+    }
+
     static func sessionCount(_ harness: EmailSignInHarness) async throws -> Int {
         try await harness.core.pool.query("SELECT count(*) FROM authorization_sessions").first!.decode(Int.self, at: 0)
+    }
+}
+
+extension AuthorizationChallengeRulesTests {
+    /// Section 5.2.2 `redirect_to_web`: what the realm does not serve natively (its native grants
+    /// off, magic links off) sends the person to the realm's web sign-in when it has one; without
+    /// one it is invalid_request. Nothing is sent and no session begins.
+    func testWhatTheRealmDoesNotServeNativelyRedirectsToItsWebSignIn() async throws {
+        harness = try await EmailSignInHarness(settings: {
+            $0.webFallbackURL = "https://www.acme.test/sign-in"
+            $0.magicLinkEnabled = false
+        })
+        let harness = harness!
+        try await harness.app.test(.router) { client in
+            let link = try await Self.begin(client, "ada@example.com", [("email_delivery", "link")])
+            XCTAssertEqual(link.status, .badRequest, link.body)
+            XCTAssertEqual(link.json["error"] as? String, "redirect_to_web")
+            XCTAssertEqual(link.json["web_uri"] as? String, "https://www.acme.test/sign-in")
+            XCTAssertNil(link.json["auth_session"])
+            XCTAssertNil(link.json["request_uri"], "no authorization endpoint here: no PAR reference")
+
+            _ = try await harness.core.administration.realms.update("dev", metadata: .init()) { $0.nativeGrants.enabled = false }
+            let off = try await Eventually.value("the realm's native grants off") {
+                let reply = try await Self.begin(client, "ada@example.com")
+                return reply.json["error"] as? String == "redirect_to_web" ? reply : nil
+            }
+            XCTAssertEqual(off.json["web_uri"] as? String, "https://www.acme.test/sign-in")
+            let sessions = try await Self.sessionCount(harness)
+            XCTAssertEqual(sessions, 0)
+            try await harness.allMailDelivered()
+            XCTAssertEqual(try harness.mails(to: "ada@example.com").count, 0)
+        }
+    }
+
+    func testWithoutAWebSignInTheRefusalIsInvalidRequest() async throws {
+        harness = try await EmailSignInHarness(settings: { $0.magicLinkEnabled = false })
+        try await harness.app.test(.router) { client in
+            let link = try await Self.begin(client, "ada@example.com", [("email_delivery", "link")])
+            XCTAssertEqual(link.json["error"] as? String, "invalid_request", link.body)
+            XCTAssertNil(link.json["web_uri"])
+        }
     }
 }
