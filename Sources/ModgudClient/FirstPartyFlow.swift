@@ -70,6 +70,20 @@ public actor FirstPartyFlow {
         return try await step(request + fields.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
     }
 
+    /// A step-up (section 6.1; RFC 9470): when an API answers `insufficient_user_authentication`,
+    /// the person proves themselves again with a code to their own address; the server answers
+    /// `.emailCodeSent`, and `submit(emailCode:)` replaces the session with a fresh one.
+    /// - Parameters: `maxAge` and `acrValues` as the API's challenge named them.
+    /// - Throws: `.notSignedIn` without a session from a first-party sign-in.
+    public func stepUp(maxAge: Int? = nil, acrValues: String? = nil) async throws -> FirstPartyStep {
+        guard let stored = try await client.currentSession()?.authSession else { throw ModgudError.notSignedIn }
+        var request = await first()
+        request.append(("auth_session", stored))
+        if let maxAge { request.append(("max_age", String(maxAge))) }
+        if let acrValues { request.append(("acr_values", acrValues)) }
+        return try await step(request)
+    }
+
     /// A usernameless passkey sign-in: the server answers `.passkeyRequested` with its options.
     public func startWithPasskey() async throws -> FirstPartyStep {
         try await step(await first())

@@ -190,15 +190,17 @@ public actor ModgudClient {
             var expires_in: Double?
             var scope: String?
             var token_type: String?
+            var auth_session: String?
         }
         guard let token = try? JSONDecoder().decode(TokenResponse.self, from: data) else {
             throw ModgudError.invalidResponse(status: 200, body: String(decoding: data.prefix(500), as: UTF8.self))
         }
-        let next = ModgudSession(
+        var next = ModgudSession(
             issuer: configuration.issuerText, clientID: configuration.clientID, accessToken: token.access_token,
             refreshToken: token.refresh_token ?? previous?.refreshToken, idToken: token.id_token ?? previous?.idToken,
             expiresAt: now().addingTimeInterval(token.expires_in ?? 300), scope: token.scope ?? previous?.scope,
             tokenType: token.token_type?.caseInsensitiveCompare("DPoP") == .orderedSame ? "DPoP" : nil)
+        next.authSession = token.auth_session ?? previous?.authSession
         try await store.save(next)
         session = next
         loaded = true

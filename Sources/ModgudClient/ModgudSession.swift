@@ -14,6 +14,9 @@ public struct ModgudSession: Codable, Sendable, Equatable {
     public var scope: String?
     /// `DPoP` when the tokens are bound to the client's DPoP key (RFC 9449), nil for bearer tokens.
     public var tokenType: String?
+    /// draft-ietf-oauth-first-party-apps section 6.1: the session a first-party sign-in ended
+    /// with, for a later step-up (`FirstPartyFlow.stepUp`). Kept across refreshes.
+    public var authSession: String?
 
     public init(
         issuer: String, clientID: String, accessToken: String, refreshToken: String?, idToken: String?, expiresAt: Date, scope: String?,

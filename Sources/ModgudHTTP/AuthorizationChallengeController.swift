@@ -83,6 +83,7 @@ struct AuthorizationChallengeController: Sendable {
             guard let session = try await services.firstParty.session(token: token, realm: realm.realmID, clientID: client.id, jkt: jkt) else {
                 throw ChallengeAnswer(error: "invalid_session", "The auth_session is unknown, expired, used, another client's or bound to another key.")
             }
+            if session.state.reauthenticates != nil { return try await reauthenticate(session, call) }
             return try await proceed(session, call)
         }
         return try await begin(call)
@@ -90,14 +91,7 @@ struct AuthorizationChallengeController: Sendable {
 
     /// The first request: PKCE (S256 only), then the identifier or a passkey.
     private func begin(_ call: ChallengeCall) async throws -> Response {
-        guard let challenge = call.form["code_challenge"], PKCE.isChallenge(challenge) else {
-            throw ChallengeAnswer(error: "invalid_request", "code_challenge (S256, RFC 7636) is required.")
-        }
-        guard (call.form["code_challenge_method"] ?? "S256") == "S256" else {
-            throw ChallengeAnswer(error: "invalid_request", "code_challenge_method must be S256.")
-        }
-        var state = FirstPartyAuthorization.SessionState(
-            codeChallenge: challenge, scope: call.form["scope"], resources: call.form.all("resource"))
+        var state = try Self.newSignIn(call.form)
         guard let hint = call.form["login_hint"] else { return try await beginWithPasskey(state, call) }
         let delivery = call.form["email_delivery"] ?? "code"
         guard delivery == "code" || delivery == "link" else {
@@ -125,6 +119,43 @@ struct AuthorizationChallengeController: Sendable {
         // The uniform answer (docs/spec.md sections 2 and 3): the same for every address, after the jitter.
         await parsing.configuration.jitter.wait(since: call.started)
         throw Self.sent(delivery, session: session.token)
+    }
+
+    /// The first request's PKCE (S256 only, RFC 7636 section 4.3), scope and resources, and the
+    /// step-up parameters (section 6.1; RFC 9470 section 4): `max_age` is checked for its form
+    /// (every sign-in here authenticates afresh, so any age holds), `acr_values` accepted.
+    static func newSignIn(_ form: FormBody) throws -> FirstPartyAuthorization.SessionState {
+        guard let challenge = form["code_challenge"], PKCE.isChallenge(challenge) else {
+            throw ChallengeAnswer(error: "invalid_request", "code_challenge (S256, RFC 7636) is required.")
+        }
+        guard (form["code_challenge_method"] ?? "S256") == "S256" else {
+            throw ChallengeAnswer(error: "invalid_request", "code_challenge_method must be S256.")
+        }
+        if let maxAge = form["max_age"], UInt32(maxAge) == nil {
+            throw ChallengeAnswer(error: "invalid_request", "max_age is a number of seconds.")
+        }
+        return FirstPartyAuthorization.SessionState(codeChallenge: challenge, scope: form["scope"], resources: form.all("resource"))
+    }
+
+    /// A re-authorization session presented for a step-up (section 6.1; RFC 9470): a new
+    /// sign-in of the same person begins, by a code to their own address, and the presented
+    /// session is spent.
+    private func reauthenticate(_ presented: FirstPartyAuthorization.Session, _ call: ChallengeCall) async throws -> Response {
+        var state = try Self.newSignIn(call.form)
+        try permit(.otp, call)
+        guard let userID = presented.state.reauthenticates,
+            let profile = try await services.emailSignIn().signInProfile(of: userID, realm: call.realm.realmID), let address = profile.email
+        else { throw ChallengeAnswer(error: "invalid_session", "The account of the auth_session cannot sign in.") }
+        state.email = address
+        state.delivery = "code"
+        guard
+            let session = try await services.firstParty.continueReauthentication(
+                presented, realm: call.realm.realmID, clientID: call.client.id, jkt: call.jkt, state: state, metadata: call.metadata)
+        else { throw ChallengeAnswer(error: "invalid_session", "The auth_session was used meanwhile.") }
+        try await send(state, names: (profile.firstName, profile.lastName), call)
+        throw ChallengeAnswer(
+            insufficient: session.token, expecting: ["email_code"],
+            "A six-digit code was sent to the account's address: send it as email_code with this auth_session.")
     }
 
     /// No identifier: a usernameless passkey ceremony, its options in the answer.

@@ -56,7 +56,7 @@ enum OAuthResponses {
         json(
             TokenBody(
                 accessToken: token.accessToken, tokenType: token.tokenType, expiresIn: token.expiresIn, refreshToken: token.refreshToken,
-                scope: token.scope, idToken: token.idToken))
+                scope: token.scope, idToken: token.idToken, authSession: token.authSession))
     }
 
     static func introspection(_ result: Introspection) -> Response {
@@ -82,8 +82,10 @@ enum OAuthResponses {
         var refreshToken: String?
         var scope: String
         var idToken: String?
+        var authSession: String?
         enum CodingKeys: String, CodingKey {
             case scope
+            case authSession = "auth_session"
             case accessToken = "access_token"
             case tokenType = "token_type"
             case expiresIn = "expires_in"

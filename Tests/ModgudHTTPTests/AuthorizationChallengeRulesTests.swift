@@ -136,7 +136,7 @@ final class AuthorizationChallengeRulesTests: XCTestCase {
     }
 
     /// The event log: each session is a stream (begun, code issued, code redeemed or refused
-    /// with its reason), shared by every instance, with no address and no secret in it.
+    /// with its reason; a redeemed code's step-up session begun), shared by every instance, with no address and no secret in it.
     func testASessionIsAStreamOfTheLogWithNoAddressOrSecret() async throws {
         harness = try await EmailSignInHarness()
         let harness = harness!
@@ -156,11 +156,12 @@ final class AuthorizationChallengeRulesTests: XCTestCase {
             XCTAssertEqual(
                 events.map(\.1),
                 ["authorization_session.begun", "authorization_session.code_issued", "authorization_session.code_redeemed",
-                 "authorization_session.begun", "authorization_session.code_issued", "authorization_session.code_redeemed"])
-            XCTAssertEqual(Set(events.map(\.0)).count, 2, "one stream per session")
+                 "authorization_session.begun", "authorization_session.begun", "authorization_session.code_issued", "authorization_session.code_redeemed"])
+            XCTAssertEqual(Set(events.map(\.0)).count, 3, "one stream per session (the third: the token response's auth_session)")
+            XCTAssertTrue(events[3].2.contains("reauthentication"), events[3].2)
             XCTAssertTrue(events[1].2.lowercased().contains(userID.uuidString.lowercased()), "the code names the person it signs in")
             XCTAssertFalse(events[2].2.contains("refusal\":\""), "redeemed: no refusal")
-            XCTAssertTrue(events[5].2.contains("wrong_verifier"), events[5].2)
+            XCTAssertTrue(events[6].2.contains("wrong_verifier"), events[6].2)
             for (_, _, payload) in events {
                 for secret in ["ada@example.com", session, code, second, C.challenge, tokens.json["refresh_token"] as! String] {
                     XCTAssertFalse(payload.contains(secret), "a session event holds \(secret): \(payload)")
@@ -235,6 +236,51 @@ extension AuthorizationChallengeRulesTests {
             let link = try await Self.begin(client, "ada@example.com", [("email_delivery", "link")])
             XCTAssertEqual(link.json["error"] as? String, "invalid_request", link.body)
             XCTAssertNil(link.json["web_uri"])
+        }
+    }
+}
+
+extension AuthorizationChallengeRulesTests {
+    /// Section 6.1 with RFC 9470: the token response carries an auth_session; presented again
+    /// (with a new PKCE challenge, max_age and acr_values as an API's challenge named them) it
+    /// mails a code to the person's own address and begins a new sign-in of theirs, once; the
+    /// new tokens have a fresh auth_time and another auth_session.
+    func testTheTokenResponsesAuthSessionStepsUpOnceByACodeToTheOwnAddress() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = harness!
+        let userID = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            let (_, code) = try await C.signInByCode(harness, client, "ada@example.com")
+            let tokens = try await C.redeem(client, code: code)
+            let reauth = try XCTUnwrap(tokens.json["auth_session"] as? String, tokens.body)
+            let firstAuthTime = try XCTUnwrap(Self.claims(try XCTUnwrap(tokens.json["id_token"] as? String))["auth_time"] as? Int)
+
+            harness.clock.advance(EmailSignInService.resendCooldown + 60)
+            let other = try await C.challenge(client, [("client_id", "plain"), ("auth_session", reauth), ("code_challenge", C.challenge)])
+            XCTAssertEqual(other.json["error"] as? String, "invalid_session", "another client's")
+            let noPKCE = try await C.challenge(client, [("client_id", "app"), ("auth_session", reauth)])
+            XCTAssertEqual(noPKCE.json["error"] as? String, "invalid_request", noPKCE.body)
+            let stepUp = try await C.challenge(
+                client, [("client_id", "app"), ("auth_session", reauth), ("code_challenge", C.challenge), ("max_age", "0"), ("acr_values", "urn:x")])
+            XCTAssertEqual(stepUp.status, .forbidden, stepUp.body)
+            XCTAssertEqual(stepUp.json["expecting"] as? [String], ["email_code"])
+            let next = try XCTUnwrap(stepUp.json["auth_session"] as? String)
+            XCTAssertNotEqual(next, reauth)
+            let again = try await C.challenge(client, [("client_id", "app"), ("auth_session", reauth), ("code_challenge", C.challenge)])
+            XCTAssertEqual(again.json["error"] as? String, "invalid_session", "a re-authorization session is spent once")
+
+            let mailed = try await harness.code(for: "ada@example.com", number: 2)
+            let coded = try await C.challenge(client, [("client_id", "app"), ("auth_session", next), ("email_code", mailed)])
+            XCTAssertEqual(coded.status, .ok, coded.body)
+            let stepped = try await C.redeem(client, code: try XCTUnwrap(coded.json["authorization_code"] as? String))
+            XCTAssertEqual(stepped.status, .ok, stepped.body)
+            let claims = try Self.claims(try XCTUnwrap(stepped.json["id_token"] as? String))
+            XCTAssertEqual(claims["sub"] as? String, userID.uuidString.lowercased())
+            XCTAssertGreaterThan(try XCTUnwrap(claims["auth_time"] as? Int), firstAuthTime, "a fresh authentication")
+            XCTAssertNotNil(stepped.json["auth_session"] as? String)
+
+            let continued = try await harness.core.pool.query("SELECT count(*)::int8 FROM events WHERE type = 'authorization_session.continued'")
+            XCTAssertEqual(try continued.first?.decode(Int.self, at: 0), 1)
         }
     }
 }

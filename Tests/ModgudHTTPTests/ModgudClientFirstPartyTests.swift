@@ -51,6 +51,18 @@ final class ModgudClientFirstPartyTests: XCTestCase {
             let claims = try await app.userInfo()
             XCTAssertEqual(claims["email"]?.string, "new@example.com")
             XCTAssertEqual(claims["given_name"]?.string, "Grace")
+            XCTAssertNotNil(session.authSession, "section 6.1: kept for a step-up")
+
+            // A step-up: a code to the person's own address, a fresh session of the same person.
+            harness.clock.advance(EmailSignInService.resendCooldown + 1)
+            let stepUp = await app.firstPartyFlow()
+            let stepSent = try await stepUp.stepUp(maxAge: 0)
+            XCTAssertEqual(stepSent, .emailCodeSent)
+            guard case .signedIn(let fresh) = try await stepUp.submit(emailCode: try await harness.code(for: "new@example.com", number: 2)) else {
+                return XCTFail("not signed in again")
+            }
+            XCTAssertEqual(fresh.subject, session.subject)
+            XCTAssertNotEqual(fresh.authSession, session.authSession)
 
             let second = await app.firstPartyFlow()
             let step = try await second.start(email: "ada@example.com", fields: ["given_name": "Ada"])

@@ -26,11 +26,14 @@ public enum AuthorizationSession: Aggregate {
         public var begun: AuthorizationSessionBegun?
         public var codeIssued: AuthorizationCodeIssued?
         public var redeemed = false
+        /// A re-authorization session presented again: the sign-in session it began.
+        public var continuedBy: UUID?
 
-        /// Whether the session can still issue its code at `now`.
+        /// Whether the session can still issue its code (or, for a re-authorization, begin its
+        /// sign-in) at `now`.
         public func isLive(at now: Date) -> Bool {
             guard let begun else { return false }
-            return codeIssued == nil && now < begun.expiresAt
+            return codeIssued == nil && continuedBy == nil && now < begun.expiresAt
         }
     }
 
@@ -40,6 +43,9 @@ public enum AuthorizationSession: Aggregate {
         case issueCode(AuthorizationCodeIssued)
         /// The code was taken at the token endpoint: redeemed, or refused for `reason`.
         case redeem(refusal: AuthorizationCodeRedeemed.Refusal?)
+        /// A re-authorization session was presented: it ends, and the sign-in session `next`
+        /// takes over (once).
+        case continueAs(next: UUID)
     }
 
     public static let initialState = State()
@@ -57,6 +63,11 @@ public enum AuthorizationSession: Aggregate {
                 throw DomainError("AuthorizationSession.CodeInvalid", "The authorization code is unknown or was used.")
             }
             return [.codeRedeemed(AuthorizationCodeRedeemed(refusal: refusal))]
+        case .continueAs(let next):
+            guard state.isLive(at: now), state.begun?.factor == .reauthentication else {
+                throw DomainError("AuthorizationSession.Invalid", "The auth_session is expired or was used.")
+            }
+            return [.continued(AuthorizationSessionContinued(nextSessionID: next))]
         }
     }
 
@@ -66,6 +77,7 @@ public enum AuthorizationSession: Aggregate {
         case .begun(let begun): next.begun = begun
         case .codeIssued(let issued): next.codeIssued = issued
         case .codeRedeemed: next.redeemed = true
+        case .continued(let continued): next.continuedBy = continued.nextSessionID
         }
         return next
     }

@@ -62,17 +62,29 @@ public struct AuthorizationCodeRedeemed: DomainEvent, Equatable {
     public init(refusal: Refusal?) { self.refusal = refusal }
 }
 
+/// authorization_session.continued: a re-authorization session (the `auth_session` of a token
+/// response, the draft's section 6.1) was presented for a step-up: it is spent, and the sign-in
+/// session it began takes over.
+public struct AuthorizationSessionContinued: DomainEvent, Equatable {
+    public static let eventType = "authorization_session.continued"
+    public var nextSessionID: UUID
+
+    public init(nextSessionID: UUID) { self.nextSessionID = nextSessionID }
+}
+
 /// The events of an authorization session stream.
 public enum AuthorizationSessionEvent: AggregateEvent, Equatable {
     case begun(AuthorizationSessionBegun)
     case codeIssued(AuthorizationCodeIssued)
     case codeRedeemed(AuthorizationCodeRedeemed)
+    case continued(AuthorizationSessionContinued)
 
     public func newEvent() throws -> NewEvent {
         switch self {
         case .begun(let event): return try NewEvent(event)
         case .codeIssued(let event): return try NewEvent(event)
         case .codeRedeemed(let event): return try NewEvent(event)
+        case .continued(let event): return try NewEvent(event)
         }
     }
 
@@ -81,6 +93,7 @@ public enum AuthorizationSessionEvent: AggregateEvent, Equatable {
         case let event as AuthorizationSessionBegun: self = .begun(event)
         case let event as AuthorizationCodeIssued: self = .codeIssued(event)
         case let event as AuthorizationCodeRedeemed: self = .codeRedeemed(event)
+        case let event as AuthorizationSessionContinued: self = .continued(event)
         default: throw ForeignEventError(type: envelope.type, aggregate: "authorization-session")
         }
     }
@@ -89,5 +102,6 @@ public enum AuthorizationSessionEvent: AggregateEvent, Equatable {
         registry.register(AuthorizationSessionBegun.self)
         registry.register(AuthorizationCodeIssued.self)
         registry.register(AuthorizationCodeRedeemed.self)
+        registry.register(AuthorizationSessionContinued.self)
     }
 }

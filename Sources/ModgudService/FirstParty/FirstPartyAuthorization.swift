@@ -1,4 +1,5 @@
 import EventSourcing
+import EventStorePostgres
 import Foundation
 import ModgudDomain
 import PQ
@@ -34,6 +35,9 @@ public struct FirstPartyAuthorization: Sendable {
         public var heldLink: HeldLink?
         /// The passkey ceremony begun for this session (its id), for the assertion step.
         public var passkeyCeremony: String?
+        /// A re-authorization session (the `auth_session` of a token response, section 6.1): the
+        /// person it was issued for; presented again, it begins an email-code sign-in of theirs.
+        public var reauthenticates: UUID?
         /// The person asked to sign up (`prompt=create`).
         public var signUp = false
         /// The realm's required registration fields were missing: nothing was sent yet; the
@@ -69,6 +73,10 @@ public struct FirstPartyAuthorization: Sendable {
     public static let sessionLifetime: TimeInterval = 600
     /// RFC 6749 section 4.1.2 recommends at most 10 minutes; a native app redeems at once.
     public static let codeLifetime: TimeInterval = 60
+    /// A re-authorization session (a token response's `auth_session`) lasts as long as the
+    /// longest session a realm allows by default (30 days); it only lets the client ask for a
+    /// code to the person's own address, which signs them in again.
+    public static let reauthenticationLifetime: TimeInterval = 30 * 86_400
 
     let pool: PQPool
     let sessions: AggregateRegistry<AuthorizationSession>
@@ -85,17 +93,47 @@ public struct FirstPartyAuthorization: Sendable {
     public func begin(
         realm: String, clientID: String, jkt: String?, factor: AuthorizationSession.Factor, state initial: SessionState, metadata: EventMetadata
     ) async throws -> Session {
+        let made = try made(realm: realm, clientID: clientID, jkt: jkt, factor: factor, state: initial)
+        _ = try await sessions.actor(forNew: made.stream)
+            .execute(.begin(made.begun), now: now(), metadata: metadata, extra: { _ in [made.insert] })
+        return made.session
+    }
+
+    /// Presents a re-authorization session (section 6.1; RFC 9470 step-up): it is spent and the
+    /// sign-in session with `state` takes over, in one transaction (its
+    /// `authorization_session.continued`, the new session's `begun`, the rows). nil when it was
+    /// presented before (on any instance).
+    public func continueReauthentication(
+        _ presented: Session, realm: String, clientID: String, jkt: String?, state: SessionState, metadata: EventMetadata
+    ) async throws -> Session? {
+        guard let presentedID = presented.state.sessionID else { return nil }
+        let made = try made(realm: realm, clientID: clientID, jkt: jkt, factor: .emailCode, state: state, userID: presented.state.reauthenticates)
+        let statements = [AuthorizationSessionsTable.end(hash: OpaqueToken.hash(presented.token), realm: realm), made.insert]
+        let begun = try AuthorizationSessionEvent.begun(made.begun).newEvent()
+        do {
+            _ = try await sessions.actor(for: StreamNames.authorizationSession(realm: realm, sessionID: presentedID)).execute(
+                .continueAs(next: made.begun.sessionID), now: now(), metadata: metadata, extra: { _ in statements },
+                alsoAppending: { _ in [StreamWrite(stream: made.stream, expected: .noStream, events: [begun])] })
+        } catch let refusal as DomainError where refusal.code == "AuthorizationSession.Invalid" {
+            return nil
+        }
+        return made.session
+    }
+
+    /// A new session's token, row and `begun` event, not yet written.
+    private func made(
+        realm: String, clientID: String, jkt: String?, factor: AuthorizationSession.Factor, state initial: SessionState, userID: UUID? = nil
+    ) throws -> (session: Session, stream: StreamRef, begun: AuthorizationSessionBegun, insert: PQQuery) {
         let (token, hash) = OpaqueToken.generate()
         var state = initial
         let sessionID = UUID()
         state.sessionID = sessionID
-        let expiresAt = now().addingTimeInterval(Self.sessionLifetime)
+        let expiresAt = now().addingTimeInterval(factor == .reauthentication ? Self.reauthenticationLifetime : Self.sessionLifetime)
         let sealed = try BearerSeal.seal(state, secret: token, context: Self.sessionContext(realm: realm, clientID: clientID))
         let insert = AuthorizationSessionsTable.insert(hash: hash, realm: realm, clientID: clientID, jkt: jkt, sealed: sealed, expiresAt: expiresAt)
-        let begun = AuthorizationSessionBegun(sessionID: sessionID, clientID: clientID, factor: factor, dpopBound: jkt != nil, expiresAt: expiresAt)
-        _ = try await sessions.actor(forNew: StreamNames.authorizationSession(realm: realm, sessionID: sessionID))
-            .execute(.begin(begun), now: now(), metadata: metadata, extra: { _ in [insert] })
-        return Session(token: token, state: state)
+        let begun = AuthorizationSessionBegun(
+            sessionID: sessionID, clientID: clientID, factor: factor, dpopBound: jkt != nil, userID: userID ?? state.reauthenticates, expiresAt: expiresAt)
+        return (Session(token: token, state: state), StreamNames.authorizationSession(realm: realm, sessionID: sessionID), begun, insert)
     }
 
     /// The live session `token` names, or nil (the draft's `invalid_session`): unknown,
@@ -177,7 +215,15 @@ public struct FirstPartyAuthorization: Sendable {
             }
         }
         guard refusal == nil else { throw refused }
-        return sealed.response
+        var response = sealed.response
+        // Section 6.1: an auth_session for a later step-up, bound like the code (client, key).
+        if let userID = sealed.userID {
+            var state = SessionState(codeChallenge: "", scope: nil, resources: [])
+            state.reauthenticates = userID
+            response.authSession = try await begin(realm: realm, clientID: clientID, jkt: jkt, factor: .reauthentication, state: state, metadata: metadata)
+                .token
+        }
+        return response
     }
 
     /// Deletes expired sessions and codes (housekeeping).
@@ -194,6 +240,8 @@ public struct FirstPartyAuthorization: Sendable {
 private struct SealedResponse: Codable {
     /// The session that issued the code (absent in codes issued before sessions had streams).
     var sessionID: UUID?
+    /// The person signed in, for the re-authorization session of the answer.
+    var userID: UUID?
     var accessToken: String
     var tokenType: String
     var expiresIn: Int
@@ -203,6 +251,7 @@ private struct SealedResponse: Codable {
 
     init(_ response: TokenResponse, sessionID: UUID) {
         self.sessionID = sessionID
+        userID = response.signIn?.userID
         accessToken = response.accessToken
         tokenType = response.tokenType
         expiresIn = response.expiresIn

@@ -13,6 +13,9 @@ public struct TokenResponse: Sendable, Equatable {
     /// The sign-in a user grant began (not sent to the client): its person and token family,
     /// for what records it (a first-party authorization code, issue 45).
     public var signIn: SignIn?
+    /// draft-ietf-oauth-first-party-apps section 6.1: an `auth_session` for a later step-up,
+    /// in the answer to an Authorization Challenge code only.
+    public var authSession: String?
 
     public struct SignIn: Sendable, Equatable, Codable {
         public var userID: UUID

@@ -33,6 +33,14 @@ extension EmailSignInService {
         if !outcome.events.isEmpty { mailEnqueued() }
     }
 
+    /// The profile of a person who may sign in (for a step-up's code to their own address), or
+    /// nil (unknown, erased, disabled).
+    public func signInProfile(of userID: UUID, realm: String) async throws -> UserProfile? {
+        let user = try await userActors.actor(for: StreamNames.user(realm: realm, userID: userID)).current().state
+        guard user.id != nil, user.canSignIn else { return nil }
+        return try await vault.profile(of: user)
+    }
+
     /// Whether `rawUserID` is the account of `rawEmail` in the realm: a magic link brought to an
     /// Authorization Challenge session must be for the address the session named (issue 45).
     public func isAccount(_ rawUserID: String, of rawEmail: String, realm: String) async throws -> Bool {
