@@ -43,6 +43,9 @@ the others still run; exit 1 when any failed):
   g  three instances on one database (--peers): begun on the first, the code on the second, redeemed on
      the third, DPoP-bound; two instances racing one session's last step (one code), three racing to
      redeem one code (one token response)
+  h  step-up (section 6.1, RFC 9470): the token response's auth_session with a new PKCE challenge,
+     max_age=0 and acr_values -> a code to the person's own address -> a fresh sign-in of the same sub
+     (auth_time not earlier, a new refresh token); the presented auth_session is spent
 """
 import argparse
 import base64
@@ -763,6 +766,39 @@ class Run:
         t.note("a wrong email_code: invalid_grant; the right one then: authorization_code")
         t.note("not tested live: an expired auth_session (10 min) or code (60 s)")
 
+    # h
+    def flow_step_up(self, t):
+        """Section 6.1 with RFC 9470: the token response's auth_session, presented again with a new PKCE
+        challenge and the API's max_age and acr_values, asks for a code to the person's own address (no
+        login_hint) and signs the same person in afresh; the presented session is spent."""
+        client = self.client(t)
+        address = self.address("stepup")
+        user = self.setup.user(address)
+        code, pkce = self.email_code_sign_in(client, address)
+        tokens = expect_tokens(client.redeem(code, pkce.verifier))
+        session = tokens.get("auth_session")
+        check(isinstance(session, str) and session, f"token response without auth_session: {sorted(tokens)}")
+        first = client.verify_id_token(tokens["id_token"])
+        t.note("the token response carries an auth_session (section 6.1)")
+        pkce = PKCE()
+        since = self.mail.mark()
+        answer = client.challenge(response_type="code", auth_session=session, code_challenge=pkce.challenge, code_challenge_method="S256",
+                                  scope=SCOPE, max_age="0", acr_values="urn:modgud:email-code")
+        following = expect_insufficient(answer, ["email_code"])
+        check(following != session, "the step-up answered with the presented auth_session")
+        otp = self.mail.code(address, since)
+        code = expect_code(client.challenge(auth_session=following, email_code=otp))
+        again = expect_tokens(client.redeem(code, pkce.verifier))
+        claims = client.verify_id_token(again["id_token"])
+        check(claims["sub"] == user and first["sub"] == user, f"step-up signed in {claims['sub']}, not {user}")
+        # auth_time has a resolution of one second: not before the first, and a new sign-in (its own refresh token).
+        check(claims["auth_time"] >= first["auth_time"], f"auth_time {claims['auth_time']} is before {first['auth_time']}")
+        check(again["refresh_token"] != tokens["refresh_token"], "the step-up gave the old refresh token")
+        t.note(f"step-up with max_age=0: a code to the own address, the same sub, auth_time {first['auth_time']} -> {claims['auth_time']}")
+        expect_error(client.challenge(response_type="code", auth_session=session, code_challenge=PKCE().challenge, code_challenge_method="S256"),
+                     "invalid_session")
+        t.note("the token response's auth_session presented again: invalid_session")
+
     # g
     def flow_instances(self, t):
         """Every step on another instance (one database): begin on the first, the code on the second,
@@ -812,6 +848,7 @@ FLOWS = [
     ("e", "email code + TOTP", Run.flow_totp),
     ("f", "refusals", Run.flow_refusals),
     ("g", "three instances", Run.flow_instances),
+    ("h", "step-up", Run.flow_step_up),
 ]
 
 
@@ -820,7 +857,7 @@ def main():
     parser.add_argument("--issuer", required=True, help="e.g. http://127.0.0.1:PORT (the realm this script makes serves it)")
     parser.add_argument("--admin-token", required=True)
     parser.add_argument("--smtp-port", type=int, required=True, help="where the server sends mail: this script listens there")
-    parser.add_argument("--only", help="comma-separated flow letters (a-g)")
+    parser.add_argument("--only", help="comma-separated flow letters (a-h)")
     parser.add_argument("--peers", help="comma-separated base URLs of two more instances on the same database (flow g)")
     args = parser.parse_args()
     wanted = set(args.only.split(",")) if args.only else {k for k, _, _ in FLOWS}
