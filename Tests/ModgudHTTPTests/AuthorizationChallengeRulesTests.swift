@@ -284,3 +284,35 @@ extension AuthorizationChallengeRulesTests {
         }
     }
 }
+
+extension AuthorizationChallengeRulesTests {
+    /// Shared Signals: a sign-in made through the endpoint is a session like any other. Reuse
+    /// of its refresh token revokes it, and a receiver hears session-revoked naming the token
+    /// family the session's code_issued event recorded.
+    func testASessionFromTheEndpointIsRevokedWithItsSharedSignal() async throws {
+        harness = try await EmailSignInHarness(issuerScheme: "http")
+        let harness = harness!
+        let (_, secret) = try await harness.core.administration.clients.create(
+            realm: "dev", id: "receiver", settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["ssf.manage"]),
+            metadata: .init())
+        _ = try await harness.registerUser("ada@example.com")
+        let background = SignalBackground.start(harness.core)
+        defer { background.cancel() }
+        try await harness.app.test(.live) { server in
+            let port = try XCTUnwrap(server.port)
+            let receiver = try SSFReceiver(
+                issuer: "http://localhost:\(port)", clientID: "receiver", secret: try XCTUnwrap(secret), mode: "push", format: "iss_sub")
+            _ = try await receiver.waitFor("the verification SET") { $0.event == "verification" }
+            let (_, code) = try await C.signInByCode(harness, server, "ada@example.com")
+            let tokens = try await C.redeem(server, code: code)
+            let refresh = try XCTUnwrap(tokens.json["refresh_token"] as? String, tokens.body)
+            let family = try await harness.core.pool.query(
+                "SELECT lower(payload->>'familyID') FROM events WHERE type = 'authorization_session.code_issued'").first?.decode(String.self, at: 0)
+            try await SharedSignalsTests.triggerReuse(server, refresh: refresh, harness: harness)
+            let revoked = try await receiver.waitFor("session-revoked") { $0.event == "session-revoked" }
+            let subject = try XCTUnwrap(revoked.claims["sub_id"] as? [String: Any])
+            XCTAssertEqual((subject["session"] as? [String: Any])?["id"] as? String, family, "\(subject)")
+            XCTAssertEqual(try receiver.refusals(), [])
+        }
+    }
+}
