@@ -94,6 +94,7 @@ let package = Package(
                 .embedInCode("0019_sign_in_failures.sql"),
                 .embedInCode("0020_failures_and_last_sign_in.sql"),
                 .embedInCode("0021_first_party_apps.sql"),
+                .embedInCode("0022_authorization_code_reuse.sql"),
             ],
             swiftSettings: strict
         ),

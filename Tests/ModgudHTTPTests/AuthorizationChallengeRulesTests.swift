@@ -316,3 +316,31 @@ extension AuthorizationChallengeRulesTests {
         }
     }
 }
+
+extension AuthorizationChallengeRulesTests {
+    /// RFC 9700 section 4.2.4 and OWASP ASVS 10.4.2: a code works once, and presenting it again
+    /// revokes the tokens it gave (whoever presents it: the thief or the app).
+    func testACodePresentedAgainRevokesTheTokensItGave() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = harness!
+        _ = try await harness.registerUser("ada@example.com")
+        try await harness.app.test(.router) { client in
+            let (_, code) = try await C.signInByCode(harness, client, "ada@example.com")
+            let tokens = try await C.redeem(client, code: code)
+            XCTAssertEqual(tokens.status, .ok, tokens.body)
+            let access = try XCTUnwrap(tokens.json["access_token"] as? String)
+            let before = try await H.call(client, .get, "/connect/userinfo", "", headers: [.authorization: "Bearer \(access)"])
+            XCTAssertEqual(before.status, .ok)
+
+            let again = try await C.redeem(client, code: code)
+            XCTAssertEqual(again.json["error"] as? String, "invalid_grant", again.body)
+            let after = try await H.call(client, .get, "/connect/userinfo", "", headers: [.authorization: "Bearer \(access)"])
+            XCTAssertEqual(after.status, .unauthorized, "the access token the code gave is revoked")
+            let refresh = try await H.token(
+                client, [("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", try XCTUnwrap(tokens.json["refresh_token"] as? String))])
+            XCTAssertEqual(refresh.json["error"] as? String, "invalid_grant", "and its refresh token")
+            let reason = try await harness.core.pool.query("SELECT payload->>'reason' FROM events WHERE type = 'token_family.revoked'")
+            XCTAssertEqual(try reason.rows.map { try $0.decode(String.self, at: 0) }, ["code_reuse"])
+        }
+    }
+}

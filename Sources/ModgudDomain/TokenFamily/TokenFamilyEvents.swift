@@ -107,6 +107,9 @@ public enum RevocationReason: String, Codable, Hashable, Sendable {
     case admin
     /// The user was erased (issue 13).
     case erased
+    /// The authorization code that handed the family over was presented again (RFC 9700
+    /// section 4.2.4; issue 45).
+    case codeReuse = "code_reuse"
 }
 
 /// token_family.revoked: every token of the family is dead.

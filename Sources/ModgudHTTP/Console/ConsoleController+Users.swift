@@ -204,6 +204,7 @@ extension ConsoleController {
     static func endedReason(_ code: String?) -> String {
         switch code.flatMap(RevocationReason.init(rawValue:)) {
         case .reuse: "a spent refresh token was presented again (possible theft; the whole session ended)"
+        case .codeReuse: "its authorization code was presented again (possible theft; the whole session ended)"
         case .logout: "signed out by the app or the user"
         case .stamp: "the account's security stamp moved on (sign out everywhere, disable, or a credential change)"
         case .admin: "revoked by an operator"

@@ -18,8 +18,17 @@ struct AuthorizationCodeGrant: TokenGrant {
         guard let code = request.form["code"], let verifier = request.form["code_verifier"] else {
             throw OAuthError.invalidRequest("code and code_verifier are required.")
         }
-        return try await request.services.firstParty.redeem(
-            code: code, realm: request.realm.realmID, clientID: request.client.id, verifier: verifier, jkt: request.dpopKey,
-            metadata: request.metadata(actorIsClient: true))
+        do {
+            return try await request.services.firstParty.redeem(
+                code: code, realm: request.realm.realmID, clientID: request.client.id, verifier: verifier, jkt: request.dpopKey,
+                metadata: request.metadata(actorIsClient: true))
+        } catch let reused as FirstPartyAuthorization.CodeReused {
+            // RFC 9700 section 4.2.4: the tokens the code gave are revoked.
+            if let familyID = reused.familyID {
+                try await request.services.tokens.revokeForCodeReuse(
+                    realm: request.realm.realmID, familyID: familyID, metadata: request.metadata(actorIsClient: true))
+            }
+            throw FirstPartyAuthorization.codeRefused
+        }
     }
 }

@@ -14,6 +14,7 @@ extension AuditQueries {
         case wrongSecondFactor = "wrong_second_factor"
         case burned
         case refreshReuse = "refresh_reuse"
+        case codeReuse = "code_reuse"
         case refreshRefused = "refresh_refused"
         case passkeyRefused = "passkey_refused"
         case passkeyClone = "passkey_clone"
@@ -26,6 +27,7 @@ extension AuditQueries {
             case .wrongSecondFactor: "wrong second factor"
             case .burned: "code burned (too many wrong attempts)"
             case .refreshReuse: "spent refresh token presented again"
+            case .codeReuse: "spent authorization code presented again"
             case .refreshRefused: "refresh of an ended session"
             case .passkeyRefused: "passkey assertion refused"
             case .passkeyClone: "passkey counter went back (a clone?)"
@@ -91,6 +93,7 @@ extension AuditQueries {
         case TokenFamilyRevoked.eventType:
             switch reason {
             case RevocationReason.reuse.rawValue: .refreshReuse
+            case RevocationReason.codeReuse.rawValue: .codeReuse
             case RevocationReason.stamp.rawValue: .refreshRefused
             default: nil
             }

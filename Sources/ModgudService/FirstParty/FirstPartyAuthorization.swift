@@ -196,10 +196,13 @@ public struct FirstPartyAuthorization: Sendable {
     public func redeem(code: String, realm: String, clientID: String, verifier: String, jkt: String?, metadata: EventMetadata) async throws
         -> TokenResponse
     {
-        let refused = OAuthError.invalidGrant("The authorization code is invalid, expired or used, or the verifier does not match.")
-        guard code.utf8.count <= 128, let row = try await AuthorizationCodesTable.take(hash: OpaqueToken.hash(code), realm: realm, pool: pool),
+        let refused = Self.codeRefused
+        guard code.utf8.count <= 128,
+            let row = try await AuthorizationCodesTable.take(hash: OpaqueToken.hash(code), realm: realm, now: now(), pool: pool),
             let sealed = BearerSeal.open(SealedResponse.self, row.sealed, secret: code, context: Self.codeContext(realm: realm, clientID: row.clientID))
         else { throw refused }
+        // RFC 9700 section 4.2.4: a code presented again revokes what it gave.
+        if row.redeemedBefore != nil { throw CodeReused(familyID: sealed.familyID) }
         let refusal: AuthorizationCodeRedeemed.Refusal? =
             if row.expiresAt <= now() { .expired }
             else if row.clientID != clientID { .otherClient }
@@ -226,6 +229,15 @@ public struct FirstPartyAuthorization: Sendable {
         return response
     }
 
+    /// Every refusal of a code at the token endpoint (RFC 6749 section 5.2).
+    public static let codeRefused = OAuthError.invalidGrant("The authorization code is invalid, expired or used, or the verifier does not match.")
+
+    /// A code redeemed before was presented again: the caller revokes the sign-in `familyID`
+    /// (RFC 9700 section 4.2.4; OWASP ASVS 10.4.2) and answers `codeRefused`.
+    public struct CodeReused: Error, Sendable {
+        public var familyID: UUID?
+    }
+
     /// Deletes expired sessions and codes (housekeeping).
     public func prune() async throws {
         try await AuthorizationSessionsTable.prune(before: now(), pool: pool)
@@ -242,6 +254,8 @@ private struct SealedResponse: Codable {
     var sessionID: UUID?
     /// The person signed in, for the re-authorization session of the answer.
     var userID: UUID?
+    /// The sign-in (token family), revoked if the code is presented again.
+    var familyID: UUID?
     var accessToken: String
     var tokenType: String
     var expiresIn: Int
@@ -252,6 +266,7 @@ private struct SealedResponse: Codable {
     init(_ response: TokenResponse, sessionID: UUID) {
         self.sessionID = sessionID
         userID = response.signIn?.userID
+        familyID = response.signIn?.familyID
         accessToken = response.accessToken
         tokenType = response.tokenType
         expiresIn = response.expiresIn

@@ -272,6 +272,12 @@ public struct TokenService: Sendable {
         _ = try await family.execute(.revoke(.logout), now: now(), metadata: metadata)
     }
 
+    /// Revokes the family an authorization code handed over, when the code is presented again
+    /// (RFC 9700 section 4.2.4). A family revoked already stays as it is.
+    public func revokeForCodeReuse(realm: String, familyID: UUID, metadata: EventMetadata) async throws {
+        _ = try await families.actor(for: StreamNames.tokenFamily(realm: realm, familyID: familyID)).execute(.revoke(.codeReuse), now: now(), metadata: metadata)
+    }
+
     /// Throws `SigningKeyRingError.noKey` when the realm cannot sign yet (checked first by the
     /// token endpoint, so a keyless realm refuses every sign-in the same way).
     public func requireSigningKey(realm: String) async throws {

@@ -132,6 +132,7 @@ enum SignalCatalog {
     private static func sessionReason(_ reason: RevocationReason) -> (String, String) {
         switch reason {
         case .reuse: return ("policy", "A spent refresh token was presented again; the session was revoked.")
+        case .codeReuse: return ("policy", "The authorization code of the session was presented again; the session was revoked.")
         case .logout: return ("user", "The session was signed out.")
         case .stamp: return ("system", "The user's security stamp changed.")
         case .admin: return ("admin", "An administrator revoked the session.")
