@@ -191,6 +191,7 @@ public actor ModgudClient {
             var scope: String?
             var token_type: String?
             var auth_session: String?
+            var passkey_upgrade: Bool?
         }
         guard let token = try? JSONDecoder().decode(TokenResponse.self, from: data) else {
             throw ModgudError.invalidResponse(status: 200, body: String(decoding: data.prefix(500), as: UTF8.self))
@@ -201,6 +202,7 @@ public actor ModgudClient {
             expiresAt: now().addingTimeInterval(token.expires_in ?? 300), scope: token.scope ?? previous?.scope,
             tokenType: token.token_type?.caseInsensitiveCompare("DPoP") == .orderedSame ? "DPoP" : nil)
         next.authSession = token.auth_session ?? previous?.authSession
+        next.passkeyUpgrade = previous == nil ? token.passkey_upgrade : nil
         try await store.save(next)
         session = next
         loaded = true

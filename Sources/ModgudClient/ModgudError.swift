@@ -44,6 +44,11 @@ public enum ModgudError: Error, Sendable, Equatable {
     case magicLinksDisabled
     /// The realm has no RP-ID for passkeys.
     case passkeysUnavailable
+    /// An automatic upgrade needs a sign-in by code or link within 5 minutes (issue 46).
+    case upgradeNotAllowed
+    /// The device offered a passkey the server does not know (deleted, or never enrolled):
+    /// tell the device (`signalUnknownCredential`) with these, and sign in another way.
+    case unknownPasskey(credentialID: String, rpID: String)
 
     // MARK: Everywhere
     case rateLimited(retryAfterSeconds: Int?)
@@ -73,6 +78,9 @@ public enum ModgudError: Error, Sendable, Equatable {
         if let code = json["error"] as? String {
             let description = json["error_description"] as? String
             if code == "temporarily_unavailable" { return .temporarilyUnavailable(retryAfterSeconds: retryAfter) }
+            if code == "invalid_grant", let credential = json["credential_id"] as? String, let rpID = json["rp_id"] as? String {
+                return .unknownPasskey(credentialID: credential, rpID: rpID)
+            }
             if code == "invalid_grant", let description, let known = grantErrors[description] { return known }
             if json["error_description"] == nil, status == 400, !code.contains("_") { return .fieldRequired(code) }
             return .oauth(code: code, description: description, status: status)
@@ -111,6 +119,7 @@ public enum ModgudError: Error, Sendable, Equatable {
         "Passkey.InvalidAttestation": .invalidAttestation,
         "Passkey.InvalidEmail": .invalidEmail,
         "Passkey.Unavailable": .passkeysUnavailable,
+        "Passkey.UpgradeNotAllowed": .upgradeNotAllowed,
         "Email.Invalid": .invalidEmail,
         "Email.InvalidCode": .invalidCode,
         "NativeGrants.Disabled": .nativeGrantsDisabled,

@@ -17,6 +17,9 @@ public struct ModgudSession: Codable, Sendable, Equatable {
     /// draft-ietf-oauth-first-party-apps section 6.1: the session a first-party sign-in ended
     /// with, for a later step-up (`FirstPartyFlow.stepUp`). Kept across refreshes.
     public var authSession: String?
+    /// Issue 46: the server says an automatic passkey upgrade is possible now
+    /// (`ModgudClient.upgradeToPasskey`).
+    public var passkeyUpgrade: Bool?
 
     public init(
         issuer: String, clientID: String, accessToken: String, refreshToken: String?, idToken: String?, expiresAt: Date, scope: String?,

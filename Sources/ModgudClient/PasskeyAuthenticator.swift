@@ -22,6 +22,9 @@ public struct PasskeyRegistrationRequest: Sendable, Equatable {
     public var userDisplayName: String
     /// Credentials the account has under this RP-ID already: do not make another on them.
     public var excludedCredentialIDs: [Data]
+    /// An automatic upgrade (WebAuthn conditional create, issue 46): the platform creates the
+    /// passkey without a prompt when it can, and the server accepts it without user presence.
+    public var conditional = false
 }
 
 /// PublicKeyCredentialRequestOptions, decoded.

@@ -32,7 +32,11 @@ public struct PlatformPasskeyAuthenticator: PasskeyAuthenticator {
         let provider = ASAuthorizationPlatformPublicKeyCredentialProvider(relyingPartyIdentifier: request.rpID)
         let registration = provider.createCredentialRegistrationRequest(challenge: request.challenge, name: request.userName, userID: request.userID)
         registration.displayName = request.userDisplayName
-        registration.userVerificationPreference = .required
+        registration.userVerificationPreference = request.conditional ? .preferred : .required
+        // Issue 46: an automatic upgrade right after a code sign-in (iOS 18, macOS 15).
+        if request.conditional, #available(iOS 18.0, macOS 15.0, *) {
+            registration.requestStyle = .conditional
+        }
         // Passkeys honour excludeCredentials from iOS 17.4 (older systems may make a second one).
         if #available(iOS 17.4, macOS 14.4, *) {
             registration.excludedCredentials = request.excludedCredentialIDs.map { ASAuthorizationPlatformPublicKeyCredentialDescriptor(credentialID: $0) }

@@ -31,7 +31,9 @@ enum OAuthResponses {
     static func error(_ error: OAuthError, status: HTTPResponse.Status? = nil) -> Response {
         let challenged = error.error == "invalid_client" && error.authenticationAttempted
         var response = json(
-            ErrorBody(error: error.error, errorDescription: error.description), status: status ?? (challenged ? .unauthorized : .badRequest))
+            ErrorBody(
+                error: error.error, errorDescription: error.description, credentialID: error.unknownCredential?.credentialID,
+                rpID: error.unknownCredential?.rpID), status: status ?? (challenged ? .unauthorized : .badRequest))
         if challenged { response.headers[.wwwAuthenticate] = #"Basic realm="modgud""# }
         return response
     }
@@ -56,7 +58,7 @@ enum OAuthResponses {
         json(
             TokenBody(
                 accessToken: token.accessToken, tokenType: token.tokenType, expiresIn: token.expiresIn, refreshToken: token.refreshToken,
-                scope: token.scope, idToken: token.idToken, authSession: token.authSession))
+                scope: token.scope, idToken: token.idToken, authSession: token.authSession, passkeyUpgrade: token.passkeyUpgrade))
     }
 
     static func introspection(_ result: Introspection) -> Response {
@@ -69,9 +71,14 @@ enum OAuthResponses {
     struct ErrorBody: Encodable {
         var error: String
         var errorDescription: String
+        /// An unknown passkey's credential id and RP-ID (issue 46), for the device's signal.
+        var credentialID: String? = nil
+        var rpID: String? = nil
         enum CodingKeys: String, CodingKey {
             case error
             case errorDescription = "error_description"
+            case credentialID = "credential_id"
+            case rpID = "rp_id"
         }
     }
 
@@ -83,9 +90,11 @@ enum OAuthResponses {
         var scope: String
         var idToken: String?
         var authSession: String?
+        var passkeyUpgrade: Bool?
         enum CodingKeys: String, CodingKey {
             case scope
             case authSession = "auth_session"
+            case passkeyUpgrade = "passkey_upgrade"
             case accessToken = "access_token"
             case tokenType = "token_type"
             case expiresIn = "expires_in"

@@ -16,6 +16,8 @@ struct PasskeyController: Sendable {
     struct BegunBody: Encodable {
         var ceremonyId: String
         var options: CeremonyOptions
+        /// `conditional` for an automatic upgrade (the `mediation` of `navigator.credentials.create`).
+        var mediation: String? = nil
     }
 
     struct PasskeyBody: Encodable {
@@ -46,6 +48,7 @@ struct PasskeyController: Sendable {
         router.post("/connect/passkey/enroll/begin", use: enrollBegin)
         router.post("/connect/passkey/enroll", use: enroll)
         router.get("/connect/passkey", use: list)
+        router.get("/connect/passkey/signals", use: signals)
         router.get("/connect/passkey/:id", use: get)
         router.patch("/connect/passkey/:id", use: rename)
         router.delete("/connect/passkey/:id", use: delete)
@@ -98,10 +101,23 @@ struct PasskeyController: Sendable {
         await respond(context) {
             let (realm, bearer) = try await authorized(request)
             try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
-            try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
+            // Issue 46: `?mediation=conditional` begins an automatic upgrade (conditional create).
+            let conditional: Bool
+            switch request.uri.queryParameters["mediation"].map(String.init) {
+            case nil: conditional = false
+            case "conditional": conditional = true
+            default: return ServiceRefusal.invalid("Passkey.InvalidRequest", "mediation is conditional or absent.").problem
+            }
+            if conditional {
+                try await passkeys.requireUpgradeSignIn(realm: realm, familyID: bearer.familyID)
+            } else {
+                try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
+            }
             let begun = try await passkeys.beginEnrollment(
-                realm: realm, userID: bearer.userID, clientID: bearer.clientID, metadata: context.eventMetadata(actor: bearer.userID))
-            return OAuthResponses.json(BegunBody(ceremonyId: begun.ceremonyID.uuidString.lowercased(), options: begun.options))
+                realm: realm, userID: bearer.userID, clientID: bearer.clientID, conditional: conditional,
+                metadata: context.eventMetadata(actor: bearer.userID))
+            return OAuthResponses.json(
+                BegunBody(ceremonyId: begun.ceremonyID.uuidString.lowercased(), options: begun.options, mediation: conditional ? "conditional" : nil))
         }
     }
 
@@ -130,6 +146,28 @@ struct PasskeyController: Sendable {
                 realm: realm, userID: bearer.userID, clientID: bearer.clientID, ceremonyID: body.ceremonyId, attestation: body.attestation.bytes,
                 displayName: body.DisplayName, metadata: context.eventMetadata(actor: bearer.userID))
             return OAuthResponses.json(Self.view(created))
+        }
+    }
+
+    /// One RP-ID's signals, in the WebAuthn Signal API's member names (issue 46).
+    struct SignalsBody: Encodable {
+        var rpId: String
+        var userId: String
+        var allAcceptedCredentialIds: [String]
+        var name: String
+        var displayName: String
+    }
+
+    /// GET /connect/passkey/signals (Bearer): what the app passes to
+    /// `signalAllAcceptedCredentials` and `signalCurrentUserDetails`, per RP-ID.
+    func signals(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, bearer) = try await authorized(request)
+            let signals = try await passkeys.signals(realm: realm, userID: bearer.userID, clientID: bearer.clientID)
+            return OAuthResponses.json(
+                signals.map {
+                    SignalsBody(rpId: $0.rpID, userId: $0.userHandle, allAcceptedCredentialIds: $0.acceptedCredentialIDs, name: $0.name, displayName: $0.displayName)
+                })
         }
     }
 

@@ -109,3 +109,44 @@ final class ModgudClientFirstPartyTests: XCTestCase {
         }
     }
 }
+
+/// Issue 46 through the library: the upgrade hint and `upgradeToPasskey` (a registration
+/// without user presence), the signals, and an unknown passkey's typed error.
+final class ModgudClientPasskeyLifecycleTests: XCTestCase {
+    var harness: EmailSignInHarness!
+
+    override func tearDown() async throws {
+        await harness?.close()
+    }
+
+    func testUpgradeSignalsAndAnUnknownPasskey() async throws {
+        harness = try await PasskeySignUpTests.makeHarness(issuerScheme: "http")
+        let harness = self.harness!
+        try await harness.app.test(.live) { server in
+            let port = try XCTUnwrap(server.port)
+            let app = ModgudClientFirstPartyTests.app(port, harness, clientID: "ios")
+            try await app.requestCode(email: "ada@example.com")
+            let session = try await app.signIn(email: "ada@example.com", code: try await harness.code(for: "ada@example.com"))
+            XCTAssertEqual(session.passkeyUpgrade, true, "no passkey under ios.acme.test yet")
+            let device = SoftwarePasskeys(origin: "https://ios.acme.test")
+            let upgraded = try await app.upgradeToPasskey(using: device)
+            let noSignals = try await app.passkeySignals()
+            XCTAssertEqual(noSignals.count, 1)
+            let credentialID = try XCTUnwrap(noSignals.first?.allAcceptedCredentialIds.first)
+            XCTAssertEqual(noSignals.first?.rpId, "ios.acme.test")
+            XCTAssertEqual(noSignals.first?.name, "ada@example.com")
+
+            // Deleted on the server, still on the device: the sign-in says which credential.
+            try await app.deletePasskey(id: upgraded.id)
+            let after = try await app.passkeySignals()
+            XCTAssertEqual(after.first?.allAcceptedCredentialIds, [])
+            try await app.signOut()
+            do {
+                try await app.signInWithPasskey(using: device)
+                XCTFail("a deleted passkey signs nobody in")
+            } catch let error as ModgudError {
+                XCTAssertEqual(error, .unknownPasskey(credentialID: credentialID, rpID: "ios.acme.test"))
+            }
+        }
+    }
+}

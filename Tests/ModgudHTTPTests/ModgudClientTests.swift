@@ -199,7 +199,10 @@ final class ModgudClientTests: XCTestCase {
             do {
                 try await app.signInWithPasskey(using: laptop)
                 XCTFail("the deleted passkey")
-            } catch let error as ModgudError { XCTAssertEqual(error, .passkeyRefused) }
+            } catch let error as ModgudError {
+                guard case .unknownPasskey(_, let rpID) = error else { return XCTFail("\(error)") }
+                XCTAssertEqual(rpID, "ios.acme.test", "issue 46: the device is told which passkey to forget")
+            }
             do {
                 try await app.signUpWithPasskey(email: "bob@example.com", using: SoftwarePasskeys(origin: "https://ios.acme.test"))
                 XCTFail("bob has an account")
@@ -225,7 +228,10 @@ actor SoftwarePasskeys: PasskeyAuthenticator {
 
     func register(_ request: PasskeyRegistrationRequest) throws -> PasskeyRegistration {
         let credential = SoftwareCredential(algorithm: .es256, rpID: request.rpID, userHandle: Array(request.userID))
-        let made = authenticator.register(credential, .init(challenge: Array(request.challenge), origin: origin))
+        var options = SoftwareAuthenticator.RegistrationOptions(challenge: Array(request.challenge), origin: origin)
+        // Conditional create (issue 46): the platform makes the passkey without a gesture.
+        if request.conditional { options.flags = [] }
+        let made = authenticator.register(credential, options)
         credentials.append(credential)
         return PasskeyRegistration(
             credentialID: Data(credential.id), clientDataJSON: try Self.bytes(made.response.clientDataJSON),

@@ -735,6 +735,7 @@ HANDLERS = {
     "POST /connect/passkey/enroll/begin": enroll_begin,
     "POST /connect/passkey/enroll": enroll,
     "GET /connect/passkey": passkey_list,
+    "GET /connect/passkey/signals": passkey_list,
     "GET /connect/passkey/{id}": passkey_read,
     "PATCH /connect/passkey/{id}": passkey_read,
     "DELETE /connect/passkey/{id}": passkey_delete,

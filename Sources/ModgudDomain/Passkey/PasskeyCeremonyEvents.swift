@@ -20,11 +20,17 @@ public struct PasskeyCeremonyBegun: DomainEvent, Equatable {
     public var email: PersonalText?
     public var firstName: PersonalText?
     public var lastName: PersonalText?
+    /// Enrollment only: begun for an automatic upgrade (WebAuthn L3 conditional create, issue
+    /// 46), right after a sign-in by another factor. Only such a ceremony accepts a
+    /// registration without user presence (§7.1 step 14). Nil: an ordinary ceremony.
+    public var conditional: Bool?
 
     public init(
         ceremonyID: UUID, kind: PasskeyCeremony.Kind, challenge: String, rpID: String, clientID: String?, userID: UUID?, expiresAt: Date,
-        registrantID: UUID? = nil, email: PersonalText? = nil, firstName: PersonalText? = nil, lastName: PersonalText? = nil
+        registrantID: UUID? = nil, email: PersonalText? = nil, firstName: PersonalText? = nil, lastName: PersonalText? = nil,
+        conditional: Bool? = nil
     ) {
+        self.conditional = conditional
         self.ceremonyID = ceremonyID
         self.kind = kind
         self.challenge = challenge

@@ -18,6 +18,8 @@ struct Auth0PasswordlessOTPGrant: TokenGrant {
         let grant = request.signIn(
             scope: Auth0Compatibility.scope(request.form["scope"], client: request.client.settings),
             resources: try Auth0Compatibility.resources(request.form, realm: request.realm))
-        return try await request.services.emailSignIn().redeemCode(email: username, code: code, grant)
+        var response = try await request.services.emailSignIn().redeemCode(email: username, code: code, grant)
+        response.passkeyUpgrade = await request.services.passkeys.upgradeHint(for: response, client: request.client)
+        return response
     }
 }

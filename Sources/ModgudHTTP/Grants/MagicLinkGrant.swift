@@ -11,6 +11,8 @@ struct MagicLinkGrant: TokenGrant {
         guard let userID = request.form["user_id"], let token = request.form["magic_token"] else {
             throw OAuthError.invalidRequest("user_id and magic_token are required.")
         }
-        return try await request.services.emailSignIn().redeemMagicLink(userID: userID, token: token, request.signIn)
+        var response = try await request.services.emailSignIn().redeemMagicLink(userID: userID, token: token, request.signIn)
+        response.passkeyUpgrade = await request.services.passkeys.upgradeHint(for: response, client: request.client)
+        return response
     }
 }

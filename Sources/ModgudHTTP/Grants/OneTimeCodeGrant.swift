@@ -11,6 +11,8 @@ struct OneTimeCodeGrant: TokenGrant {
         guard let username = request.form["username"], let code = request.form["otp_code"] else {
             throw OAuthError.invalidRequest("username and otp_code are required.")
         }
-        return try await request.services.emailSignIn().redeemCode(email: username, code: code, request.signIn)
+        var response = try await request.services.emailSignIn().redeemCode(email: username, code: code, request.signIn)
+        response.passkeyUpgrade = await request.services.passkeys.upgradeHint(for: response, client: request.client)
+        return response
     }
 }

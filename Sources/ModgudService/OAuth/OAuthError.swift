@@ -6,11 +6,34 @@ public struct OAuthError: Error, Hashable, Sendable, CustomStringConvertible {
     /// For `invalid_client`: whether the client tried to authenticate (RFC 6749 section 5.2:
     /// 401 then, with a `WWW-Authenticate` challenge).
     public var authenticationAttempted: Bool
+    /// A passkey assertion by a credential this server does not know (issue 46): what the app
+    /// tells the device with WebAuthn's `signalUnknownCredential` (or the platform's).
+    public var unknownCredential: UnknownCredential?
+
+    /// A credential id (base64url) and the RP-ID it was asserted for.
+    public struct UnknownCredential: Hashable, Sendable {
+        public var credentialID: String
+        public var rpID: String
+
+        public init(credentialID: String, rpID: String) {
+            self.credentialID = credentialID
+            self.rpID = rpID
+        }
+    }
 
     public init(_ error: String, _ description: String, authenticationAttempted: Bool = false) {
         self.error = error
         self.description = description
         self.authenticationAttempted = authenticationAttempted
+    }
+
+    /// `invalid_grant` for an assertion by a credential that is not (or no longer) enrolled
+    /// here: the same for a deleted passkey and one that never was, for every caller. The text
+    /// is every passkey refusal's (the seed's "don't parse it"); the members tell it apart.
+    public static func unknownCredential(_ credentialID: String, rpID: String, description: String) -> OAuthError {
+        var error = OAuthError("invalid_grant", description)
+        error.unknownCredential = UnknownCredential(credentialID: credentialID, rpID: rpID)
+        return error
     }
 
     public static func invalidRequest(_ description: String) -> OAuthError { OAuthError("invalid_request", description) }

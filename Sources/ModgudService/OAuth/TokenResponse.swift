@@ -16,6 +16,9 @@ public struct TokenResponse: Sendable, Equatable {
     /// draft-ietf-oauth-first-party-apps section 6.1: an `auth_session` for a later step-up,
     /// in the answer to an Authorization Challenge code only.
     public var authSession: String?
+    /// Issue 46: the sign-in was by email code or link, and the person has no passkey under the
+    /// client's RP-ID: the app may offer an automatic upgrade (`mediation=conditional`).
+    public var passkeyUpgrade: Bool?
 
     public struct SignIn: Sendable, Equatable, Codable {
         public var userID: UUID

@@ -24,4 +24,19 @@ extension PasskeyService {
                 "Sign in again to add a passkey: the sign-in must be at most \(realm.settings.sessionLimits.enrollmentFreshnessMinutes) minutes old.")
         }
     }
+
+    /// How soon after the sign-in an automatic upgrade may begin.
+    public static let upgradeWindow: TimeInterval = 5 * 60
+
+    /// An automatic upgrade (conditional create, issue 46) follows a sign-in by another factor
+    /// (an email code or link) within `upgradeWindow`, whatever the token's scopes: the
+    /// registration it allows asserts no user presence, so only the moment right after a proven
+    /// sign-in may ask for one. Otherwise 403 `Passkey.UpgradeNotAllowed`.
+    public func requireUpgradeSignIn(realm: RealmDirectory.Entry, familyID: UUID) async throws {
+        let family = try await tokenService.families.actor(for: StreamNames.tokenFamily(realm: realm.realmID, familyID: familyID)).current().state
+        guard let started = family.started, !started.amr.contains("passkey"), now().timeIntervalSince(started.authTime) <= Self.upgradeWindow else {
+            throw ServiceRefusal.forbidden(
+                "Passkey.UpgradeNotAllowed", "An automatic passkey upgrade follows a sign-in by email code or link within 5 minutes.")
+        }
+    }
 }

@@ -11,7 +11,11 @@ extension PasskeyService {
 
     /// POST /connect/passkey/enroll/begin: creation options for the bearer's user under the
     /// RP-ID of the client the bearer token was issued to.
-    public func beginEnrollment(realm: RealmDirectory.Entry, userID: UUID, clientID: String, metadata: EventMetadata) async throws -> Begun {
+    /// - Parameter conditional: an automatic upgrade (`mediation=conditional`); the caller
+    ///   checked `requireUpgradeSignIn`.
+    public func beginEnrollment(realm: RealmDirectory.Entry, userID: UUID, clientID: String, conditional: Bool = false, metadata: EventMetadata)
+        async throws -> Begun
+    {
         let client = try await clients.enabledClient(realm: realm.realmID, clientID: clientID)
         guard let rpID = Self.rpID(client: client, realm: realm.settings) else { throw Self.unconfigured }
         let user = try await userActors.actor(for: StreamNames.user(realm: realm.realmID, userID: userID)).current().state
@@ -19,7 +23,7 @@ extension PasskeyService {
         // excludeCredentials: the user's live passkeys under this RP-ID, in one indexed read.
         let exclude = try await passkeyTable.credentialIDs(realm: realm.realmID, userID: userID, rpID: rpID)
         let (ceremonyID, challenge) = try await begin(
-            realm: realm.realmID, kind: .enrollment, rpID: rpID, clientID: clientID, userID: userID, metadata: metadata)
+            realm: realm.realmID, kind: .enrollment, rpID: rpID, clientID: clientID, userID: userID, conditional: conditional, metadata: metadata)
         // Shown by the authenticator only; opened for this answer, never stored.
         let profile = try await tokenService.vault.profile(of: user)
         let name = profile.email ?? userID.uuidString.lowercased()
@@ -89,7 +93,8 @@ extension PasskeyService {
             guard let challenge = Base64URL.decode(ceremony.challenge) else { throw WebAuthnError.malformedCredential("challenge") }
             verdict = try RegistrationVerifier().verify(
                 credential, expectedChallenge: challenge, expectedRPID: ceremony.rpID,
-                origins: Self.origins(rpID: ceremony.rpID, client: client, realm: realm.settings), policy: Self.verification)
+                origins: Self.origins(rpID: ceremony.rpID, client: client, realm: realm.settings),
+                policy: ceremony.conditional == true ? Self.upgradeVerification : Self.verification)
         } catch {
             throw ServiceRefusal.invalid("Passkey.InvalidAttestation", "Invalid attestation.")
         }

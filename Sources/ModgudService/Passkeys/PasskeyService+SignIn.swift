@@ -45,11 +45,15 @@ extension PasskeyService {
         guard let credential = try? AssertionCredential(json: Array(assertion.utf8)), let rawID = Base64URL.decode(credential.rawId),
             let challenge = Base64URL.decode(ceremony.challenge)
         else { throw failed }
-        guard let found = try await passkeyTable.credential(realm: realm, rawID: rawID) else { throw failed }
+        // Issue 46: a credential never enrolled, or deleted since, is unknown (the same answer
+        // for both, for every caller), with what the app needs to tell the device.
+        let unknown = OAuthError.unknownCredential(Base64URL.encode(rawID), rpID: ceremony.rpID, description: Self.refused.description)
+        guard let found = try await passkeyTable.credential(realm: realm, rawID: rawID) else { throw unknown }
         let passkey = await passkeyActors.actor(for: StreamNames.passkey(realm: realm, passkeyID: found.passkeyID))
         let state = try await passkey.current(atLeast: found.passkeyVersion).state
+        guard state.isActive else { throw unknown }
         // A credential verifies only under the RP-ID it was enrolled under.
-        guard state.isActive, let enrolled = state.enrolled, let publicKeyBytes = Base64URL.decode(enrolled.publicKey),
+        guard let enrolled = state.enrolled, let publicKeyBytes = Base64URL.decode(enrolled.publicKey),
             let publicKey = try? COSEKey(bytes: publicKeyBytes)
         else { throw failed }
         guard enrolled.rpID == ceremony.rpID else {

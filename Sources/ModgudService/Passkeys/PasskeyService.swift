@@ -60,12 +60,16 @@ public struct PasskeyService: Sendable {
     }
 
     static let verification = VerificationPolicy(requireUserPresence: true, requireUserVerification: true)
+    /// An automatic upgrade's registration (WebAuthn L3 §5.1.3 and §7.1 step 14: with
+    /// conditional mediation the authenticator creates the credential without a gesture, so
+    /// neither UP nor UV is asserted); only for a conditional ceremony.
+    static let upgradeVerification = VerificationPolicy(requireUserPresence: false, requireUserVerification: false)
 
     // MARK: Helpers
 
-    func begin(realm: String, kind: PasskeyCeremony.Kind, rpID: String, clientID: String?, userID: UUID?, metadata: EventMetadata)
-        async throws -> (UUID, [UInt8])
-    {
+    func begin(
+        realm: String, kind: PasskeyCeremony.Kind, rpID: String, clientID: String?, userID: UUID?, conditional: Bool = false, metadata: EventMetadata
+    ) async throws -> (UUID, [UInt8]) {
         let ceremonyID = UUID()
         let challenge = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
         let time = now()
@@ -73,7 +77,7 @@ public struct PasskeyService: Sendable {
             .begin(
                 PasskeyCeremonyBegun(
                     ceremonyID: ceremonyID, kind: kind, challenge: Base64URL.encode(challenge), rpID: rpID, clientID: clientID, userID: userID,
-                    expiresAt: time + PasskeyCeremony.lifetime)), now: time, metadata: metadata)
+                    expiresAt: time + PasskeyCeremony.lifetime, conditional: conditional ? true : nil)), now: time, metadata: metadata)
         return (ceremonyID, challenge)
     }
 
