@@ -21,12 +21,7 @@ final class PasskeySignalsTests: XCTestCase {
     }
 
     func makeHarness() async throws -> PasskeySteps {
-        harness = try await EmailSignInHarness(settings: { $0.primaryDomain = "acme.test" })
-        _ = try await harness.core.administration.clients.create(
-            realm: "dev", id: "ios",
-            settings: ClientSettings(
-                type: .public, grants: [.otp, .passkey, .refreshToken], allowedScopes: ["openid", "email", "offline_access"], rpID: "ios.acme.test"),
-            metadata: .init())
+        harness = try await PasskeyUpgradeTests.iosHarness()
         return PasskeySteps(harness: harness)
     }
 

@@ -20,13 +20,20 @@ final class PasskeyUpgradeTests: XCTestCase {
     }
 
     func makeHarness() async throws -> PasskeySteps {
-        harness = try await EmailSignInHarness(settings: { $0.primaryDomain = "acme.test" })
+        harness = try await Self.iosHarness()
+        return PasskeySteps(harness: harness)
+    }
+
+    /// A realm with primary domain `acme.test` and the public client `ios` (code and passkey
+    /// grants, RP-ID `ios.acme.test`).
+    static func iosHarness() async throws -> EmailSignInHarness {
+        let harness = try await EmailSignInHarness(settings: { $0.primaryDomain = "acme.test" })
         _ = try await harness.core.administration.clients.create(
             realm: "dev", id: "ios",
             settings: ClientSettings(
                 type: .public, grants: [.otp, .passkey, .refreshToken], allowedScopes: ["openid", "email", "offline_access"], rpID: "ios.acme.test"),
             metadata: .init())
-        return PasskeySteps(harness: harness)
+        return harness
     }
 
     /// enroll/begin (with `query`), then a registration with `flags`: the two replies.
