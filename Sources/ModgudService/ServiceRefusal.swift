@@ -17,6 +17,9 @@ public struct ServiceRefusal: Error, Sendable, Equatable, CustomStringConvertibl
         case unavailable
         /// Sooner than allowed after the last time (429).
         case tooFrequent
+        /// The caller's sign-in is too old for this (401 with RFC 9470's
+        /// `insufficient_user_authentication` challenge, its `max_age` in seconds).
+        case insufficientUserAuthentication(maxAge: Int)
     }
 
     public var kind: Kind

@@ -191,8 +191,10 @@ final class MyAccountTests: XCTestCase {
             harness.clock.advance(11 * 60)
             let stale = try await H.call(
                 client, .post, "/me/v1/authentication-methods", #"{"type":"passkey"}"#, headers: PasskeySteps.bearer(token, json: true))
-            XCTAssertEqual(stale.status, .forbidden, stale.body)
+            XCTAssertEqual(stale.status, .unauthorized, stale.body)
             XCTAssertTrue(stale.body.contains("Passkey.ReauthenticationRequired"), stale.body)
+            XCTAssertTrue(
+                stale.headers[values: .wwwAuthenticate].contains { $0.contains(#"error="insufficient_user_authentication""#) }, "RFC 9470 (issue 46)")
         }
     }
 

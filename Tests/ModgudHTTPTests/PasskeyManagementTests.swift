@@ -52,14 +52,20 @@ final class PasskeyManagementTests: XCTestCase {
             // Eleven minutes later the same (still live) token may not.
             harness.clock.advance(11 * 60)
             let stale = try await H.call(client, .post, "/connect/passkey/enroll/begin", "", headers: PasskeySteps.bearer(token))
-            XCTAssertEqual(stale.status, .forbidden, stale.body)
+            // RFC 9470 (issue 46): 401 with the step-up challenge and the realm's freshness as
+            // max_age; the problem's code is kept.
+            XCTAssertEqual(stale.status, .unauthorized, stale.body)
             XCTAssertEqual(stale.json["title"] as? String, "Passkey.ReauthenticationRequired")
+            let challenge = stale.headers[values: .wwwAuthenticate].joined(separator: " | ")
+            XCTAssertTrue(challenge.hasPrefix("Bearer "), challenge)
+            XCTAssertTrue(challenge.contains(#"error="insufficient_user_authentication""#), challenge)
+            XCTAssertTrue(challenge.contains("max_age=600"), challenge)
             let listed = try await H.call(client, .get, "/connect/passkey", "", headers: PasskeySteps.bearer(token))
             XCTAssertEqual(listed.status, .ok, "the token still works for everything else")
             let ceremony = try XCTUnwrap(fresh.json["ceremonyId"] as? String)
             let completing = try await H.call(
                 client, .post, "/connect/passkey/enroll", #"{"ceremonyId":"\#(ceremony)","attestation":{}}"#, headers: PasskeySteps.bearer(token, json: true))
-            XCTAssertEqual(completing.status, .forbidden, "completing a ceremony begun while fresh needs a fresh sign-in too")
+            XCTAssertEqual(completing.status, .unauthorized, "completing a ceremony begun while fresh needs a fresh sign-in too")
 
             // The enrollment scope enrolls whatever the sign-in's age.
             harness.clock.advance(121)

@@ -12,14 +12,16 @@ extension PasskeyService {
     /// it (`allowedScopes`) like any other.
     public static let enrollmentScope = "modgud:passkeys:enroll"
 
-    /// Refuses with 403 `Passkey.ReauthenticationRequired` unless the sign-in is fresh or the
-    /// scope is granted.
+    /// Refuses unless the sign-in is fresh or the scope is granted: 401 with RFC 9470's
+    /// `insufficient_user_authentication` challenge (`max_age` = the freshness in seconds) and
+    /// the problem `Passkey.ReauthenticationRequired` (its code kept, issue 46; it was a 403).
     public func requireFreshSignIn(realm: RealmDirectory.Entry, familyID: UUID, scopes: [String]) async throws {
         if scopes.contains(Self.enrollmentScope) { return }
         let family = try await tokenService.families.actor(for: StreamNames.tokenFamily(realm: realm.realmID, familyID: familyID)).current().state
         let limit = TimeInterval(realm.settings.sessionLimits.enrollmentFreshnessMinutes * 60)
         guard let signedIn = family.started?.authTime, now().timeIntervalSince(signedIn) <= limit else {
-            throw ServiceRefusal.forbidden(
+            throw ServiceRefusal(
+                .insufficientUserAuthentication(maxAge: realm.settings.sessionLimits.enrollmentFreshnessMinutes * 60),
                 "Passkey.ReauthenticationRequired",
                 "Sign in again to add a passkey: the sign-in must be at most \(realm.settings.sessionLimits.enrollmentFreshnessMinutes) minutes old.")
         }
