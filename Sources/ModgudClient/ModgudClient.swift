@@ -51,6 +51,45 @@ public actor ModgudClient {
     private var refreshing: Task<ModgudSession, any Error>?
     /// The server's latest DPoP nonce (RFC 9449 section 8), sent in the next proof.
     var dpopNonce: String?
+    /// What re-authenticates the person when an API asks for a fresher sign-in (RFC 9470).
+    private var stepUpHandler: StepUpHandler?
+
+    /// An API's RFC 9470 challenge (`insufficient_user_authentication`): how fresh, and how
+    /// strong, the sign-in must be.
+    public struct StepUpChallenge: Sendable, Equatable {
+        /// Seconds since the sign-in, at most.
+        public var maxAge: Int?
+        public var acrValues: String?
+
+        public init(maxAge: Int?, acrValues: String?) {
+            self.maxAge = maxAge
+            self.acrValues = acrValues
+        }
+
+        /// The challenge of an answer, or nil when it is not RFC 9470's (section 3).
+        static func parse(_ response: HTTPURLResponse) -> StepUpChallenge? {
+            guard response.statusCode == 401, let header = response.value(forHTTPHeaderField: "WWW-Authenticate"),
+                header.contains("insufficient_user_authentication")
+            else { return nil }
+            func parameter(_ name: String) -> String? {
+                guard let range = header.range(of: "\(name)=") else { return nil }
+                let rest = header[range.upperBound...]
+                if rest.hasPrefix("\"") { return rest.dropFirst().split(separator: "\"", maxSplits: 1).first.map(String.init) }
+                return rest.split(whereSeparator: { $0 == "," || $0 == " " }).first.map(String.init)
+            }
+            return StepUpChallenge(maxAge: parameter("max_age").flatMap { Int($0) }, acrValues: parameter("acr_values"))
+        }
+    }
+
+    /// Re-authenticates the person (with their input: a code, a passkey, `FirstPartyFlow.stepUp`)
+    /// so that the session meets `challenge`; the request is then sent once more.
+    public typealias StepUpHandler = @Sendable (StepUpChallenge) async throws -> Void
+
+    /// Sets what answers RFC 9470 challenges (nil: `send` returns the 401 and the enrollment
+    /// calls throw `.reauthenticationRequired`).
+    public func setStepUpHandler(_ handler: StepUpHandler?) {
+        stepUpHandler = handler
+    }
 
     /// - Parameters:
     ///   - store: where the session lives between launches (`FileTokenStore`,
@@ -104,6 +143,12 @@ public actor ModgudClient {
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let session = try await liveSession()
         let (data, response) = try await exchangeAuthorized(request, session)
+        // RFC 9470: the API wants a fresher (or stronger) sign-in; the handler re-authenticates
+        // and the request goes once more with the new session.
+        if let challenge = StepUpChallenge.parse(response), let stepUpHandler {
+            try await stepUpHandler(challenge)
+            return try await exchangeAuthorized(request, try await liveSession())
+        }
         guard response.statusCode == 401, (response.value(forHTTPHeaderField: "WWW-Authenticate") ?? "").contains("invalid_token") else {
             return (data, response)
         }

@@ -5,6 +5,7 @@ import ModgudClient
 import ModgudDomain
 @testable import ModgudService
 import WebAuthnTesting
+import Synchronization
 import XCTest
 
 /// Issue 45, item 6: `ModgudClient.FirstPartyFlow` speaks draft-ietf-oauth-first-party-apps to
@@ -147,6 +148,38 @@ final class ModgudClientPasskeyLifecycleTests: XCTestCase {
             } catch let error as ModgudError {
                 XCTAssertEqual(error, .unknownPasskey(credentialID: credentialID, rpID: "ios.acme.test"))
             }
+        }
+    }
+}
+
+extension ModgudClientPasskeyLifecycleTests {
+    /// RFC 9470 in the library: enrollment past the realm's freshness answers the step-up
+    /// challenge; without a handler the call throws `.reauthenticationRequired`, with one the
+    /// person signs in again (a code here) and the enrollment goes through on the retry.
+    func testAStepUpChallengeIsAnsweredByTheHandlerAndRetried() async throws {
+        harness = try await PasskeySignUpTests.makeHarness(issuerScheme: "http")
+        let harness = self.harness!
+        try await harness.app.test(.live) { server in
+            let port = try XCTUnwrap(server.port)
+            let app = ModgudClientFirstPartyTests.app(port, harness, clientID: "ios")
+            try await app.requestCode(email: "ada@example.com")
+            try await app.signIn(email: "ada@example.com", code: try await harness.code(for: "ada@example.com"))
+            harness.clock.advance(11 * 60)
+            let device = SoftwarePasskeys(origin: "https://ios.acme.test")
+            do {
+                try await app.enrollPasskey(using: device)
+                XCTFail("a stale sign-in")
+            } catch let error as ModgudError { XCTAssertEqual(error, .reauthenticationRequired) }
+
+            let seen = Mutex<[ModgudClient.StepUpChallenge]>([])
+            await app.setStepUpHandler { challenge in
+                seen.withLock { $0.append(challenge) }
+                try await app.requestCode(email: "ada@example.com")
+                try await app.signIn(email: "ada@example.com", code: try await harness.code(for: "ada@example.com", number: 2))
+            }
+            let enrolled = try await app.enrollPasskey(using: device)
+            XCTAssertEqual(enrolled.displayName, "Passkey")
+            XCTAssertEqual(seen.withLock { $0 }, [ModgudClient.StepUpChallenge(maxAge: 600, acrValues: nil)])
         }
     }
 }
