@@ -65,7 +65,8 @@ enum OAuthResponses {
         json(
             IntrospectionBody(
                 active: result.active, scope: result.scope, clientID: result.clientID, sub: result.subject, aud: result.audiences,
-                exp: result.expiresAt, tokenType: result.tokenType, cnf: result.dpopKey.map { ["jkt": $0] }, sid: result.sessionID))
+                exp: result.expiresAt, tokenType: result.tokenType, cnf: result.dpopKey.map { ["jkt": $0] }, sid: result.sessionID,
+                authTime: result.authTime, acr: result.acr, amr: result.amr))
     }
 
     struct ErrorBody: Encodable {
@@ -115,8 +116,13 @@ enum OAuthResponses {
         var cnf: [String: String]?
         /// The session (token family): what a Shared Signals session-revoked SET names.
         var sid: String?
+        /// The sign-in (RFC 9470 section 6; issue 46).
+        var authTime: Int?
+        var acr: String?
+        var amr: [String]?
         enum CodingKeys: String, CodingKey {
-            case active, scope, sub, aud, exp, cnf, sid
+            case active, scope, sub, aud, exp, cnf, sid, acr, amr
+            case authTime = "auth_time"
             case clientID = "client_id"
             case tokenType = "token_type"
         }

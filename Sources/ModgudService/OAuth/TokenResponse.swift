@@ -40,6 +40,11 @@ public struct Introspection: Sendable, Equatable {
     /// The sign-in (token family) the token belongs to: the `session` a Shared Signals
     /// session-revoked SET names (OpenID Connect's `sid`), for user tokens only.
     public var sessionID: String?
+    /// A user token's sign-in: `auth_time` (Unix seconds), `acr` and `amr` (issue 46; RFC 9470
+    /// section 6 lists them for introspection).
+    public var authTime: Int?
+    public var acr: String?
+    public var amr: [String]?
 
     public static let inactive = Introspection(active: false)
 

@@ -250,11 +250,17 @@ public struct TokenService: Sendable {
     /// revoked tokens are all just inactive.
     public func introspect(realm: String, token: String) async throws -> Introspection {
         guard let found = try await liveAccessToken(realm: realm, token: token) else { return .inactive }
-        return Introspection(
+        var result = Introspection(
             active: true, scope: found.scopes.joined(separator: " "), clientID: found.clientID,
             subject: found.userID?.uuidString.lowercased() ?? found.clientID, audiences: found.audiences,
             expiresAt: Int(found.expiresAt.timeIntervalSince1970), tokenType: found.dpopKey == nil ? "Bearer" : "DPoP", dpopKey: found.dpopKey,
             sessionID: found.userID == nil ? nil : found.familyID.uuidString.lowercased())
+        if found.userID != nil, let started = try await families.actor(for: StreamNames.tokenFamily(realm: realm, familyID: found.familyID)).current().state.started {
+            result.authTime = Int(started.authTime.timeIntervalSince1970)
+            result.amr = started.amr
+            result.acr = TokenMinter.acr(amr: started.amr)
+        }
+        return result
     }
 
     /// RFC 7009: revokes the family of a refresh or access token the client owns. Unknown

@@ -13,6 +13,11 @@ public struct AccessTokenClaims: JWTPayload, Equatable {
     public var clientID: String
     /// The DPoP key the token is bound to (RFC 9449 section 6.1: `cnf.jkt`).
     public var cnf: Confirmation?
+    /// A user token's sign-in (RFC 9068 section 2.2.1; issue 46): when, and how. A refresh keeps
+    /// the sign-in's, so an API can judge freshness (RFC 9470) from the access token alone.
+    public var authTime: Date?
+    public var acr: String?
+    public var amr: [String]?
 
     /// RFC 7800's confirmation claim, with RFC 9449's `jkt` member.
     public struct Confirmation: Codable, Equatable, Sendable {
@@ -20,8 +25,9 @@ public struct AccessTokenClaims: JWTPayload, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, exp, iat, jti, scope, cnf
+        case iss, sub, aud, exp, iat, jti, scope, cnf, acr, amr
         case clientID = "client_id"
+        case authTime = "auth_time"
     }
 
     public func verify(using algorithm: some JWTAlgorithm) async throws {

@@ -70,6 +70,13 @@ public struct TokenMinter: Sendable {
         self.keys = keys
     }
 
+    /// The `acr` of a sign-in by its `amr` (docs/api.md, "Tokens"): two factors (a passkey with
+    /// user verification, or a code or link with TOTP) are `urn:modgud:acr:mfa`, one is
+    /// `urn:modgud:acr:single-factor`.
+    public static func acr(amr: [String]) -> String {
+        amr.contains("mfa") ? "urn:modgud:acr:mfa" : "urn:modgud:acr:single-factor"
+    }
+
     /// Whether tokens for `scopes` carry personal claims (an ID token with `email` or `profile`).
     public static func profileNeeded(scopes: [String]) -> Bool {
         scopes.contains("openid") && (scopes.contains("email") || scopes.contains("profile"))
@@ -91,7 +98,8 @@ public struct TokenMinter: Sendable {
                 iss: .init(value: request.issuer), sub: .init(value: subject), aud: .init(value: request.audiences),
                 exp: .init(value: expiresAt), iat: .init(value: now), jti: .init(value: jti),
                 scope: request.scopes.joined(separator: " "), clientID: request.clientID,
-                cnf: request.dpopKey.map { AccessTokenClaims.Confirmation(jkt: $0) })
+                cnf: request.dpopKey.map { AccessTokenClaims.Confirmation(jkt: $0) }, authTime: request.user == nil ? nil : request.authTime,
+                acr: request.user == nil ? nil : Self.acr(amr: request.amr), amr: request.user == nil ? nil : request.amr)
             access = try await keys.sign(claims, realm: request.realm)
             accessHash = OpaqueToken.hash(access)
         }
@@ -112,7 +120,7 @@ public struct TokenMinter: Sendable {
             let claims = IDTokenClaims(
                 iss: .init(value: request.issuer), sub: .init(value: subject), aud: .init(value: [request.clientID]),
                 exp: .init(value: expiresAt), iat: .init(value: now), authTime: request.authTime, amr: request.amr,
-                acr: request.amr.contains("mfa") ? "urn:modgud:acr:mfa" : "urn:modgud:acr:single-factor", nonce: request.nonce,
+                acr: Self.acr(amr: request.amr), nonce: request.nonce,
                 email: email ? request.profile?.email : nil, emailVerified: email && request.profile?.email != nil ? user.emailConfirmed : nil,
                 givenName: profile ? request.profile?.firstName : nil, familyName: profile ? request.profile?.lastName : nil,
                 preferredUsername: profile ? request.profile?.username : nil)

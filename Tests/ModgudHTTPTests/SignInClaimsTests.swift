@@ -1,0 +1,74 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ModgudDomain
+@testable import ModgudService
+import WebAuthn
+import WebAuthnTesting
+import XCTest
+
+/// Issue 46, item 4: every token tells how and when its person signed in, for RFC 9470
+/// decisions: `auth_time`, `acr` and `amr` in the ID token, in a JWT access token and in
+/// introspection; a refresh never moves `auth_time`. Over a real socket.
+final class SignInClaimsTests: XCTestCase {
+    typealias H = EmailSignInHarness
+    var harness: EmailSignInHarness!
+
+    override func tearDown() async throws {
+        await harness?.close()
+    }
+
+    static func claims(_ jwt: String) throws -> [String: Any] {
+        try XCTUnwrap(JSONSerialization.jsonObject(with: Data(XCTUnwrap(Base64URL.decode(String(jwt.split(separator: ".")[1]))))) as? [String: Any])
+    }
+
+    func testCodeAndPasskeySignInsCarryTheirClaimsEverywhereAndARefreshKeepsThem() async throws {
+        harness = try await PasskeyUpgradeTests.iosHarness()
+        let harness = harness!
+        _ = try await harness.core.administration.clients.update(realm: "dev", id: "ios", metadata: .init()) { $0.accessTokenFormat = .jwt }
+        let steps = PasskeySteps(harness: harness)
+        let authenticator = SoftwareAuthenticator()
+        try await harness.app.test(.live) { client in
+            _ = try await H.requestCode(client, "ada@example.com")
+            let byCode = try await H.redeemCode(client, "ada@example.com", try await harness.code(for: "ada@example.com"), clientID: "ios")
+            XCTAssertEqual(byCode.status, .ok, byCode.body)
+            let idToken = try Self.claims(try XCTUnwrap(byCode.json["id_token"] as? String))
+            let access = try Self.claims(try XCTUnwrap(byCode.json["access_token"] as? String))
+            let introspected = try await Self.introspect(client, harness, try XCTUnwrap(byCode.json["access_token"] as? String))
+            for (source, claims) in [("ID token", idToken), ("access token", access), ("introspection", introspected)] {
+                XCTAssertEqual(claims["amr"] as? [String], ["otp"], source)
+                XCTAssertEqual(claims["acr"] as? String, "urn:modgud:acr:single-factor", source)
+                XCTAssertEqual(claims["auth_time"] as? Int, Int(harness.clock.now().timeIntervalSince1970), source)
+            }
+            let signedInAt = try XCTUnwrap(access["auth_time"] as? Int)
+
+            // A refresh a while later: a new access token with the sign-in's auth_time.
+            harness.clock.advance(20 * 60)
+            let refreshed = try await H.token(
+                client, [("grant_type", "refresh_token"), ("client_id", "ios"), ("refresh_token", try XCTUnwrap(byCode.json["refresh_token"] as? String))])
+            XCTAssertEqual(refreshed.status, .ok, refreshed.body)
+            let later = try Self.claims(try XCTUnwrap(refreshed.json["access_token"] as? String))
+            XCTAssertEqual(later["auth_time"] as? Int, signedInAt, "a refresh never raises auth_time")
+            XCTAssertGreaterThan(try XCTUnwrap(later["iat"] as? Int), signedInAt)
+
+            // A passkey (with user verification): two factors.
+            let fresh = try await steps.signInWithCode(client, "ada@example.com", clientID: "ios", number: 2)
+            var (credential, _) = try await steps.enroll(client, token: fresh, origin: "https://ios.acme.test")
+            let ceremony = try await steps.begin(client, clientID: "ios")
+            let assertion = authenticator.assert(&credential, .init(challenge: ceremony.challenge, origin: "https://ios.acme.test"))
+            let byPasskey = try await steps.redeem(client, clientID: "ios", ceremony: ceremony.id, assertion: steps.json(assertion))
+            let passkeyAccess = try Self.claims(try XCTUnwrap(byPasskey.json["access_token"] as? String))
+            XCTAssertEqual(passkeyAccess["amr"] as? [String], ["passkey", "mfa"])
+            XCTAssertEqual(passkeyAccess["acr"] as? String, "urn:modgud:acr:mfa")
+        }
+    }
+
+    static func introspect(_ client: some TestClientProtocol, _ harness: EmailSignInHarness, _ token: String) async throws -> [String: Any] {
+        var headers = H.form
+        headers[.authorization] = "Basic " + Data("conf:\(harness.confidentialSecret)".utf8).base64EncodedString()
+        let reply = try await H.call(
+            client, .post, "/connect/introspect", "token=\(token.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)", headers: headers)
+        XCTAssertEqual(reply.json["active"] as? Bool, true, reply.body)
+        return reply.json
+    }
+}
