@@ -109,6 +109,12 @@ struct TokenController: Sendable {
         if let permission = grant.permission, !client.settings.grants.contains(permission) {
             throw OAuthError.unauthorizedClient("The client is not allowed to use this grant type.")
         }
+        // RFC 9470 section 4 / OpenID Connect `max_age` (issue 46): a number of seconds. A native
+        // grant signs in now, so it always holds; a refresh checks the sign-in's age.
+        if let maxAge = form["max_age"], UInt32(maxAge) == nil {
+            if grant.countsItself { try await rateLimiter.run(limits) }
+            throw OAuthError.invalidRequest("max_age is a number of seconds.")
+        }
         let dpop: (key: String, claim: DPoPClaim?)?
         do {
             dpop = try await gates.verifiedDPoPKey(request, issuer: issuer, client: client, claimed: !grant.countsItself)

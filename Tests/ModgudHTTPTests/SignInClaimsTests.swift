@@ -42,17 +42,34 @@ final class SignInClaimsTests: XCTestCase {
             }
             let signedInAt = try XCTUnwrap(access["auth_time"] as? Int)
 
-            // A refresh a while later: a new access token with the sign-in's auth_time.
+            // max_age on a refresh (RFC 9470): a sign-in older than it is refused and nothing is
+            // spent; a malformed one is invalid_request.
             harness.clock.advance(20 * 60)
+            let refreshToken = try XCTUnwrap(byCode.json["refresh_token"] as? String)
+            let tooOld = try await H.token(
+                client, [("grant_type", "refresh_token"), ("client_id", "ios"), ("refresh_token", refreshToken), ("max_age", "600")])
+            XCTAssertEqual(tooOld.json["error"] as? String, "invalid_grant", tooOld.body)
+            let malformed = try await H.token(
+                client, [("grant_type", "refresh_token"), ("client_id", "ios"), ("refresh_token", refreshToken), ("max_age", "ten")])
+            XCTAssertEqual(malformed.json["error"] as? String, "invalid_request", malformed.body)
+            let young = try await H.token(
+                client, [("grant_type", "refresh_token"), ("client_id", "ios"), ("refresh_token", refreshToken), ("max_age", "3600")])
+            XCTAssertEqual(young.status, .ok, "max_age an hour: the 20-minute-old sign-in holds; nothing was spent before: \(young.body)")
+
+            // A refresh a while later: a new access token with the sign-in's auth_time.
             let refreshed = try await H.token(
-                client, [("grant_type", "refresh_token"), ("client_id", "ios"), ("refresh_token", try XCTUnwrap(byCode.json["refresh_token"] as? String))])
+                client, [("grant_type", "refresh_token"), ("client_id", "ios"), ("refresh_token", try XCTUnwrap(young.json["refresh_token"] as? String))])
             XCTAssertEqual(refreshed.status, .ok, refreshed.body)
             let later = try Self.claims(try XCTUnwrap(refreshed.json["access_token"] as? String))
             XCTAssertEqual(later["auth_time"] as? Int, signedInAt, "a refresh never raises auth_time")
             XCTAssertGreaterThan(try XCTUnwrap(later["iat"] as? Int), signedInAt)
 
             // A passkey (with user verification): two factors.
-            let fresh = try await steps.signInWithCode(client, "ada@example.com", clientID: "ios", number: 2)
+            _ = try await H.requestCode(client, "ada@example.com")
+            let withMaxAge = try await H.redeemCode(
+                client, "ada@example.com", try await harness.code(for: "ada@example.com", number: 2), clientID: "ios", extra: [("max_age", "0")])
+            XCTAssertEqual(withMaxAge.status, .ok, "a native grant signs in now: any max_age holds: \(withMaxAge.body)")
+            let fresh = try XCTUnwrap(withMaxAge.json["access_token"] as? String)
             var (credential, _) = try await steps.enroll(client, token: fresh, origin: "https://ios.acme.test")
             let ceremony = try await steps.begin(client, clientID: "ios")
             let assertion = authenticator.assert(&credential, .init(challenge: ceremony.challenge, origin: "https://ios.acme.test"))

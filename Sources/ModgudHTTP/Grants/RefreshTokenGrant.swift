@@ -24,6 +24,7 @@ struct RefreshTokenGrant: TokenGrant {
         return try await request.services.tokens.refresh(
             client: request.client, refreshToken: refreshToken, scope: Auth0Compatibility.scope(request.form["scope"], client: request.client.settings),
             resources: request.form.all("resource") + (request.form["audience"].map { [$0] } ?? []), issuer: request.issuer,
-            metadata: request.metadata(actorIsClient: false), rateLimit: request.limits, dpopKey: request.dpopKey, dpopClaim: request.dpopClaim)
+            metadata: request.metadata(actorIsClient: false), rateLimit: request.limits, dpopKey: request.dpopKey, dpopClaim: request.dpopClaim,
+            maxAge: request.form["max_age"].flatMap { Double($0) })
     }
 }

@@ -93,9 +93,11 @@ public struct TokenService: Sendable {
     ///   token without its key cannot revoke the session either.
     /// - Parameter dpopClaim: the proof's jti claim, sent with the lookup (a replay throws
     ///   `DPoPError.replayed` before anything is read).
+    /// - Parameter maxAge: RFC 9470 / OpenID Connect `max_age`: a sign-in older than this many
+    ///   seconds is refused before anything is spent (a refresh never makes a sign-in fresher).
     public func refresh(
         client: AuthenticatedClient, refreshToken: String, scope: String? = nil, resources: [String], issuer: String, metadata: EventMetadata,
-        rateLimit: RateLimitCheck? = nil, dpopKey: String? = nil, dpopClaim: DPoPClaim? = nil
+        rateLimit: RateLimitCheck? = nil, dpopKey: String? = nil, dpopClaim: DPoPClaim? = nil, maxAge: TimeInterval? = nil
     ) async throws -> TokenResponse {
         guard client.settings.grants.contains(.refreshToken) else {
             try await rateLimit?.run(on: pool)
@@ -123,6 +125,9 @@ public struct TokenService: Sendable {
         if let bound = started.dpopKey, bound != dpopKey {
             throw OAuthError(
                 "invalid_dpop_proof", dpopKey == nil ? "This refresh token is bound to a DPoP key: send a DPoP proof." : "The DPoP proof is by another key than the refresh token's.")
+        }
+        if let maxAge, now().timeIntervalSince(started.authTime) > maxAge {
+            throw OAuthError.invalidGrant("The sign-in is older than max_age: sign in again (the refresh token stays valid).")
         }
         // RFC 6749 section 6 and RFC 8707 section 2.2: a refresh may narrow the scopes and the
         // audience, or switch audience by the client's refresh policy; never widen the grant.
