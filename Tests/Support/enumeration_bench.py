@@ -18,7 +18,7 @@ created by the admin API (confirmed, active), live codes and links requested for
 enrolled through the real enrollment endpoints by a software authenticator (ES256, `none`
 attestation), sessions signed in by email code and then revoked. Every request for a code or link
 names an address of its own; a wrong code or link is tried three times per subject (three wrong
-tries burn a code); the passkey and refresh comparisons share 16 enrolled credentials and 16 revoked
+tries burn a code); the passkey and refresh comparisons share 16 deleted credentials and 16 revoked
 refresh tokens among their known requests. Unknown subjects are addresses, user ids, credentials
 and tokens of the same shape that the server has never seen.
 
@@ -93,7 +93,7 @@ IGNORED_HEADERS = {"date", "x-request-id"}
 # fresh UUID's 16 bytes: "user.id" below, a member `id` inside a member `user`). The address the request named, echoed (`email`, `user.name`,
 # `user.displayName`), is replaced by <email>; known and unknown addresses have the same form
 # and length, so Content-Length is compared as sent.
-NORMALISED = {"_id", "ceremonyId", "auth_session", "challenge", "user.id"}
+NORMALISED = {"_id", "ceremonyId", "auth_session", "challenge", "user.id", "credential_id"}
 
 OTP_MESSAGE = "If your email is registered, you will receive a verification code."
 
@@ -374,7 +374,14 @@ class Bench:
             "ceremonyId": options["ceremonyId"], "attestation": passkey.attestation(options["options"])}, headers=bearer)
         if done.status != 200:
             raise SystemExit(f"enumeration-bench: enroll: {done.status} {done.body!r}")
+        passkey.management_id = done.json()["Id"]
         return passkey
+
+    def delete_passkey(self, realm, tokens, passkey):
+        bearer = {"Authorization": "Bearer " + tokens["access_token"]}
+        gone = self.http.request("DELETE", "/connect/passkey/" + passkey.management_id, realm.host, headers=bearer)
+        if gone.status != 204:
+            raise SystemExit(f"enumeration-bench: delete passkey: {gone.status} {gone.body!r}")
 
 
 # MARK: Endpoints
@@ -507,7 +514,10 @@ class PasskeyGrant(Endpoint):
         super().__init__(bench)
         self.realm, self.auth0 = realm, auth0
         self.name = "webauthn grant (/oauth/token)" if auth0 else "passkey grant (/connect/token)"
-        self.what = "assertion: an enrolled credential with a wrong signature vs an unknown credential"
+        # Issue 46: an unknown credential's refusal names it (credential_id, rp_id) so that the app
+        # can tell the device; what must not differ is a credential that was an account's (deleted
+        # since) against one that never was.
+        self.what = "assertion: a credential enrolled, then deleted vs one never enrolled"
 
     def subjects(self, count):
         sessions = self.bench.sign_in(self.realm, [new_address("p") for _ in range(self.pool)])
@@ -516,6 +526,7 @@ class PasskeyGrant(Endpoint):
         ok, _ = self.send(keys[0], wrong_key=False)
         if ok.status != 200:
             raise SystemExit(f"enumeration-bench: {self.name}: a right assertion was refused: {ok.status} {ok.body!r}")
+        parallel(lambda pair: self.bench.delete_passkey(self.realm, pair[0][1], pair[1]), list(zip(sessions, keys)))
         known = [keys[i % len(keys)] for i in range(count)]
         return known, [SoftPasskey() for _ in range(count)]
 
