@@ -95,6 +95,7 @@ let package = Package(
                 .embedInCode("0020_failures_and_last_sign_in.sql"),
                 .embedInCode("0021_first_party_apps.sql"),
                 .embedInCode("0022_authorization_code_reuse.sql"),
+                .embedInCode("0023_recovery_codes.sql"),
             ],
             swiftSettings: strict
         ),

@@ -24,7 +24,7 @@ enum DevSeed {
         }
         if try await !admin.clients.get(realm: realmID, id: clientID).exists {
             let settings = ClientSettings(
-                type: .public, displayName: "Demo app", grants: [.otp, .magic, .passkey, .refreshToken],
+                type: .public, displayName: "Demo app", grants: [.otp, .magic, .passkey, .refreshToken, .recoveryCode],
                 allowedScopes: ["openid", "email", "profile", "offline_access"], rpID: "localhost")
             _ = try await admin.clients.create(realm: realmID, id: clientID, settings: settings, metadata: metadata)
         }

@@ -21,6 +21,22 @@ extension AdminController {
                 return Self.ok(["Id": id.uuidString.lowercased(), "TwoFactor": "off"], found: true)
             }
         }
+        // Issue 46: how many recovery codes are left, and revoking them (never a code).
+        api.get("realms/:realm/users/:user/recovery-codes") { request, context in
+            let user = context.parameters.get("user") ?? ""
+            return await self.handle(request, context) { realm in
+                let status = try await self.admin.users.recoveryCodeStatus(realm: realm, userID: try await self.userID(user, realm: realm))
+                return Self.ok(["Remaining": status.remaining], found: true)
+            }
+        }
+        api.delete("realms/:realm/users/:user/recovery-codes") { request, context in
+            let user = context.parameters.get("user") ?? ""
+            return await self.handle(request, context) { realm in
+                let id = try await self.userID(user, realm: realm)
+                _ = try await self.admin.users.revokeRecoveryCodes(realm: realm, userID: id, metadata: self.metadata(context))
+                return Response(status: .noContent)
+            }
+        }
         api.get("realms/:realm/users/:user/passkeys") { request, context in
             let user = context.parameters.get("user") ?? ""
             return await self.handle(request, context) { realm in

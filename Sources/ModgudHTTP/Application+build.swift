@@ -54,7 +54,7 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     // Each controller gets the services it uses, not the composition root.
     let grantServices = GrantServices(
         tokens: core.tokenService, passkeys: core.passkeys, rateLimiter: core.rateLimiter, emailSignIn: core.emailSignIn,
-        dpop: core.dpop, firstParty: core.firstParty)
+        dpop: core.dpop, firstParty: core.firstParty, recoveryCodes: core.recoveryCodes)
     let gates = TokenEndpointGates(parsing: parsing, clients: core.clientAuthenticator, rateLimiter: core.rateLimiter, dpop: core.dpop)
     let tokens = TokenController(services: grantServices, gates: gates, parsing: parsing)
     let introspection = IntrospectionController(clients: core.clientAuthenticator, tokens: core.tokenService, parsing: parsing)
@@ -84,6 +84,9 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     ).register(on: router)
     PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, resource: resource).register(on: router)
     MyAccountController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, resource: resource).register(on: router)
+    RecoveryCodeController(recoveryCodes: core.recoveryCodes, passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, resource: resource)
+        .register(on: router)
+    SessionController(tokens: core.tokenService, parsing: parsing, resource: resource).register(on: router)
     Auth0PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing).register(on: router)
     Auth0PasswordlessController(clients: core.clientAuthenticator, emailSignIn: core.emailSignIn, parsing: parsing).register(on: router)
     MagicLoginController(parsing: parsing).register(on: router)

@@ -49,6 +49,11 @@ extension AuthorizationChallengeController {
             await parsing.configuration.jitter.wait(since: call.started)
             throw refusal
         }
+        return try await codeAnswer(session, response, call)
+    }
+
+    /// Section 5.2.1: the session's one authorization code, handing over `response`.
+    func codeAnswer(_ session: FirstPartyAuthorization.Session, _ response: TokenResponse, _ call: ChallengeCall) async throws -> Response {
         guard
             let code = try await services.firstParty.issueCode(
                 for: session, realm: call.realm.realmID, clientID: call.client.id, jkt: call.jkt, response: response, metadata: call.metadata)

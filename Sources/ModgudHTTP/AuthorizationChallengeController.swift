@@ -93,6 +93,7 @@ struct AuthorizationChallengeController: Sendable {
     private func begin(_ call: ChallengeCall) async throws -> Response {
         var state = try Self.newSignIn(call.form)
         guard let hint = call.form["login_hint"] else { return try await beginWithPasskey(state, call) }
+        if let recoveryCode = call.form["recovery_code"] { return try await recover(state, email: hint, code: recoveryCode, call) }
         let delivery = call.form["email_delivery"] ?? "code"
         guard delivery == "code" || delivery == "link" else {
             throw ChallengeAnswer(error: "invalid_request", "email_delivery is code or link.")
@@ -169,6 +170,24 @@ struct AuthorizationChallengeController: Sendable {
         throw ChallengeAnswer(
             insufficient: session.token, expecting: ["passkey_assertion"], passkeyOptions: begun.options,
             "Sign in with a passkey: send the assertion as passkey_assertion with the auth_session, or start again with login_hint.")
+    }
+
+    /// A recovery code with `login_hint` (issue 46): redeemed at once by the recovery grant's
+    /// rules; the code the answer carries hands over a recovery session (docs/api.md).
+    private func recover(_ state: FirstPartyAuthorization.SessionState, email: String, code: String, _ call: ChallengeCall) async throws -> Response {
+        try permit(.recoveryCode, call)
+        let session = try await services.firstParty.begin(
+            realm: call.realm.realmID, clientID: call.client.id, jkt: call.jkt, factor: .recoveryCode, state: state, metadata: call.metadata)
+        let grant = UserGrantRequest(
+            client: call.client, scope: nil, resources: [], totpCode: nil, issuer: call.issuer, metadata: call.metadata, dpopKey: call.jkt)
+        let response: TokenResponse
+        do {
+            response = try await services.recoveryCodes().redeem(email: email, code: code, grant, source: call.source, settings: call.realm.settings)
+        } catch let refusal as OAuthError where refusal.error == "invalid_grant" {
+            await parsing.configuration.jitter.wait(since: call.started)
+            throw refusal
+        }
+        return try await codeAnswer(session, response, call)
     }
 
     /// The client must hold the grant of the factor (RFC 6749 section 5.2 `unauthorized_client`).

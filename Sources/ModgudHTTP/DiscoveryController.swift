@@ -36,6 +36,8 @@ struct DiscoveryController: Sendable {
         var scopesSupported = ["openid", "email", "profile", "offline_access"]
         var claimsSupported = ["sub", "iss", "aud", "exp", "iat", "auth_time", "amr", "acr", "email", "email_verified", "given_name",
             "family_name", "preferred_username"]
+        /// OpenID Connect Discovery section 3 (issue 46): Modgud's `acr` values, weakest first.
+        var acrValuesSupported = AuthenticationContext.supported
 
         enum CodingKeys: String, CodingKey {
             case issuer
@@ -55,6 +57,7 @@ struct DiscoveryController: Sendable {
             case responseTypesSupported = "response_types_supported"
             case scopesSupported = "scopes_supported"
             case claimsSupported = "claims_supported"
+            case acrValuesSupported = "acr_values_supported"
         }
     }
 

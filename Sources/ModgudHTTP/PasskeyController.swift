@@ -99,7 +99,7 @@ struct PasskeyController: Sendable {
     /// POST /connect/passkey/enroll/begin (Bearer).
     func enrollBegin(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
-            let (realm, bearer) = try await authorized(request)
+            let (realm, bearer) = try await authorized(request, allowsRecovery: true)
             try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
             // Issue 46: `?mediation=conditional` begins an automatic upgrade (conditional create).
             let conditional: Bool
@@ -132,7 +132,7 @@ struct PasskeyController: Sendable {
     /// POST /connect/passkey/enroll (Bearer, JSON).
     func enroll(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
-            let (realm, bearer) = try await authorized(request)
+            let (realm, bearer) = try await authorized(request, allowsRecovery: true)
             try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
             try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             let body: EnrollBody
@@ -221,11 +221,12 @@ struct PasskeyController: Sendable {
     // MARK: Shared
 
     /// Realm flag first (400 `NativeGrants.Disabled`), then the access token, Bearer or DPoP,
-    /// for the app or My Account (401, `ProtectedResource.accountCaller`).
-    private func authorized(_ request: Request) async throws -> (RealmDirectory.Entry, Caller) {
+    /// for the app or My Account (401, `ProtectedResource.accountCaller`). Only enrollment
+    /// takes a recovery session's token (issue 46).
+    private func authorized(_ request: Request, allowsRecovery: Bool = false) async throws -> (RealmDirectory.Entry, Caller) {
         let (realm, issuer) = try await parsing.realm(request)
         guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(ProblemEdge.nativeGrantsDisabled()) }
-        return (realm, try await resource.accountCaller(request, realm: realm.realmID, issuer: issuer))
+        return (realm, try await resource.accountCaller(request, realm: realm.realmID, issuer: issuer, allowsRecovery: allowsRecovery))
     }
 
     static func view(_ summary: PasskeyService.Summary) -> PasskeyBody {

@@ -31,9 +31,20 @@ struct ProtectedResource: Sendable {
 
     /// The caller behind the request's access token, or a 401 challenge (thrown as a parsing
     /// response). Tokens without a user (client credentials) are `invalid_token` here.
-    func caller(_ request: Request, realm: String, issuer: String) async throws -> Caller {
+    ///
+    /// A recovery session's token (issue 46) is taken only where `allowsRecovery` (passkey
+    /// enrollment, the caller's sessions); elsewhere it is RFC 9470's 401
+    /// `insufficient_user_authentication` with `acr_values` naming a real sign-in.
+    func caller(_ request: Request, realm: String, issuer: String, allowsRecovery: Bool = false) async throws -> Caller {
         let (found, scheme) = try await authenticate(request, realm: realm, issuer: issuer)
         guard let userID = found.userID else { throw RequestParsing.Failure.response(Self.challenge("invalid_token", scheme: scheme)) }
+        if !allowsRecovery, found.scopes.contains(TokenService.recoveryScope) {
+            throw RequestParsing.Failure.response(
+                Self.challenge(
+                    "insufficient_user_authentication", scheme: scheme,
+                    description: "A recovery session can only enroll a passkey and manage sessions: sign in with it.",
+                    parameters: [#"acr_values="\#(AuthenticationContext.singleFactor) \#(AuthenticationContext.mfa)""#]))
+        }
         return Caller(
             userID: userID, clientID: found.clientID, familyID: found.familyID, scopes: found.scopes, audiences: found.audiences, scheme: scheme)
     }
@@ -43,8 +54,8 @@ struct ProtectedResource: Sendable {
     /// (its audiences name the client or `<base>/me/`), else 401 `invalid_token`. A token
     /// minted for an API is refused, so that API cannot replay it here to change the account
     /// (RFC 9700 sections 2.3 and 4.10.1: audience-restricted tokens; issue 44).
-    func accountCaller(_ request: Request, realm: String, issuer: String) async throws -> Caller {
-        let caller = try await caller(request, realm: realm, issuer: issuer)
+    func accountCaller(_ request: Request, realm: String, issuer: String, allowsRecovery: Bool = false) async throws -> Caller {
+        let caller = try await caller(request, realm: realm, issuer: issuer, allowsRecovery: allowsRecovery)
         let forAccount = caller.audiences.contains(caller.clientID) || caller.audiences.contains(Self.myAccountAudience(issuer: issuer))
         guard forAccount else {
             throw RequestParsing.Failure.response(
@@ -144,11 +155,14 @@ struct ProtectedResource: Sendable {
     /// RFC 6750 section 3 and RFC 9449 section 7.1: 401 (403 for insufficient scope) with a
     /// challenge in the scheme the token came in. Without credentials both schemes are offered,
     /// the DPoP one with the algorithms it takes.
-    static func challenge(_ error: String?, scheme: Scheme?, status: HTTPResponse.Status = .unauthorized, description: String? = nil) -> Response {
+    static func challenge(
+        _ error: String?, scheme: Scheme?, status: HTTPResponse.Status = .unauthorized, description: String? = nil, parameters extra: [String] = []
+    ) -> Response {
         var response = Response(status: status)
         var parameters = [#"realm="modgud""#]
         if let error { parameters.append(#"error="\#(error)""#) }
         if let description { parameters.append(#"error_description="\#(description.filter { $0 != "\"" && $0 != "\\" })""#) }
+        parameters += extra
         let algorithms = #"algs="\#(DPoPKey.Algorithm.allCases.map(\.rawValue).joined(separator: " "))""#
         switch scheme {
         case .bearer?:

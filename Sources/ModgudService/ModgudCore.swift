@@ -43,6 +43,7 @@ public struct ModgudCore: Sendable {
     private let mailDoorbell: Doorbell
     private let emailSignInMade: Result<EmailSignInService, MasterKeyMissing>
     private let totpMade: Result<TOTPEnrollment, MasterKeyMissing>
+    private let recoveryCodesMade: Result<RecoveryCodeService, MasterKeyMissing>
     /// Receivers' Shared Signals streams (issue 30).
     let signalStreamActors: AggregateRegistry<SignalStream>
     /// Operators' console actions that change no aggregate of their own (issue 31).
@@ -112,13 +113,17 @@ public struct ModgudCore: Sendable {
         }
         let totp = Self.withMasterKey(secrets, vault) { secrets, vault in TOTPEnrollment(users: users, secrets: secrets, vault: vault, now: now) }
         totpMade = totp
+        let recovery = Self.withMasterKey(secrets, vault) { secrets, vault in
+            RecoveryCodeService(pool: pool, users: users, tokenService: tokens, limiter: limiter, vault: vault, secrets: secrets, now: now)
+        }
+        recoveryCodesMade = recovery
         let notifier = SettingsNotifier(pool: pool, invalidate: Self.invalidation(realms: realmDirectory, keys: keys, clients: clientAuthenticator, vault: vault))
         settingsNotifier = notifier
         eraser = UserEraser(
             users: userActors, familyActors: familyActors, tokens: tokenService, passkeys: passkeys, vault: vault, pool: pool, notifier: notifier, now: now)
         administration = Self.administration(
             realms: realmActors, clients: clientActors, users: userActors, families: familyActors, keys: keys, auditKeys: auditKeys, tokens: tokenService,
-            passkeys: passkeys, vault: vault, totp: { try totp.get() }, eraser: eraser, pool: pool, settings: notifier, now: now)
+            passkeys: passkeys, vault: vault, totp: { try totp.get() }, recoveryCodes: { try recovery.get() }, eraser: eraser, pool: pool, settings: notifier, now: now)
     }
 
     /// The recorder of tripped rate limits; a per-mailbox trip names the address's account
@@ -145,7 +150,7 @@ public struct ModgudCore: Sendable {
     private static func administration(
         realms: AggregateRegistry<Realm>, clients: AggregateRegistry<Client>, users: AggregateRegistry<User>, families: AggregateRegistry<TokenFamily>,
         keys: SigningKeyRing, auditKeys: AuditLogKeys, tokens: TokenService, passkeys: PasskeyService, vault: PersonalDataVault?,
-        totp: @escaping @Sendable () throws -> TOTPEnrollment,
+        totp: @escaping @Sendable () throws -> TOTPEnrollment, recoveryCodes: @escaping @Sendable () throws -> RecoveryCodeService,
         eraser: UserEraser, pool: PQPool, settings: SettingsNotifier, now: @escaping @Sendable () -> Date
     ) -> Administration {
         Administration(
@@ -153,7 +158,7 @@ public struct ModgudCore: Sendable {
             clients: ClientAdministration(clients: clients, realms: realms, passkeys: passkeys, pool: pool, notifier: settings, now: now),
             users: UserAdministration(
                 users: users, realms: realms, families: families, tokens: tokens, passkeyService: passkeys, vault: vault, pool: pool, eraser: eraser,
-                totp: totp, now: now),
+                totp: totp, recoveryCodes: recoveryCodes, now: now),
             audit: AuditQueries(pool: pool, tokens: tokens, users: users, vault: vault, auditKeys: auditKeys), clock: now)
     }
 
@@ -205,6 +210,12 @@ public struct ModgudCore: Sendable {
     /// master key. A function value: callers keep it, never the composition.
     public var emailSignIn: @Sendable () throws -> EmailSignInService {
         let made = emailSignInMade
+        return { try made.get() }
+    }
+
+    /// Recovery codes (issue 46); throws `MasterKeyMissing` without the master key.
+    public var recoveryCodes: @Sendable () throws -> RecoveryCodeService {
+        let made = recoveryCodesMade
         return { try made.get() }
     }
 

@@ -180,7 +180,7 @@ final class AuthorizationChallengeTests: XCTestCase {
             let idToken = try XCTUnwrap(tokens.json["id_token"] as? String)
             let claims = try XCTUnwrap(
                 JSONSerialization.jsonObject(with: Data(XCTUnwrap(Base64URLText.decode(String(idToken.split(separator: ".")[1]))))) as? [String: Any])
-            XCTAssertEqual(claims["amr"] as? [String], ["passkey", "mfa"], "as the passkey grant: a verified passkey is two factors")
+            XCTAssertEqual(claims["amr"] as? [String], ["hwk", "mfa"], "as the passkey grant: a verified passkey is two factors")
         }
     }
 

@@ -206,7 +206,7 @@ extension EmailSignInTests {
         }
 
         /// The ID token's `amr` of a sign-in with TOTP.
-        var amr: [String] { self == .magicLink ? ["email", "otp", "mfa"] : ["otp", "mfa"] }
+        var amr: [String] { ["otp", "mfa"] }
     }
 
     /// A mailed proof: the token request's fields for it, without `totp_code`.

@@ -149,7 +149,7 @@ final class ModgudClientTests: XCTestCase {
             let device = SoftwarePasskeys(origin: "https://ios.acme.test")
 
             let signedUp = try await app.signUpWithPasskey(email: "grace@example.com", firstName: "Grace", displayName: "Grace H.", using: device)
-            XCTAssertEqual(signedUp.idTokenClaims?["amr"], .array([.string("passkey"), .string("mfa")]))
+            XCTAssertEqual(signedUp.idTokenClaims?["amr"], .array([.string("hwk"), .string("mfa")]))
             let checked2 = try await app.userInfo()["email_verified"]
             XCTAssertEqual(checked2, .bool(false))
             let checked3 = try await app.requestEmailConfirmation()

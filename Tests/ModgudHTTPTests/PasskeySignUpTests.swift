@@ -64,7 +64,7 @@ final class PasskeySignUpTests: XCTestCase {
             XCTAssertEqual(userinfo.json["email_verified"] as? Bool, false, "unconfirmed until a code proves the address")
             XCTAssertEqual(userinfo.json["given_name"] as? String, "Ada")
             let claims = try Self.idTokenClaims(signedUp)
-            XCTAssertEqual(claims["amr"] as? [String], ["passkey", "mfa"])
+            XCTAssertEqual(claims["amr"] as? [String], ["hwk", "mfa"])
             let passkeys = try await H.call(client, .get, "/connect/passkey", "", headers: PasskeySteps.bearer(access))
             XCTAssertEqual((try JSONSerialization.jsonObject(with: Data(passkeys.body.utf8)) as? [Any])?.count, 1, passkeys.body)
 

@@ -63,7 +63,7 @@ final class PasskeyTests: XCTestCase {
             let idToken = try XCTUnwrap(tokens.json["id_token"] as? String)
             let payload = try XCTUnwrap(Base64URL.decode(String(idToken.split(separator: ".")[1])))
             let claims = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
-            XCTAssertEqual(claims["amr"] as? [String], ["passkey", "mfa"], "the passkey counts as MFA")
+            XCTAssertEqual(claims["amr"] as? [String], ["hwk", "mfa"], "the passkey counts as MFA")
 
             let newToken = try XCTUnwrap(tokens.json["access_token"] as? String)
             let list = try await H.call(client, .get, "/connect/passkey", "", headers: PasskeySteps.bearer(newToken))

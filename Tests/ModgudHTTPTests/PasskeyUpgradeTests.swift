@@ -26,8 +26,11 @@ final class PasskeyUpgradeTests: XCTestCase {
 
     /// A realm with primary domain `acme.test` and the public client `ios` (code and passkey
     /// grants, RP-ID `ios.acme.test`).
-    static func iosHarness() async throws -> EmailSignInHarness {
-        let harness = try await EmailSignInHarness(settings: { $0.primaryDomain = "acme.test" })
+    static func iosHarness(_ more: (inout RealmSettings) -> Void = { _ in }) async throws -> EmailSignInHarness {
+        let harness = try await EmailSignInHarness(settings: {
+            $0.primaryDomain = "acme.test"
+            more(&$0)
+        })
         _ = try await harness.core.administration.clients.create(
             realm: "dev", id: "ios",
             settings: ClientSettings(

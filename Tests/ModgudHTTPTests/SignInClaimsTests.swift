@@ -56,9 +56,21 @@ final class SignInClaimsTests: XCTestCase {
                 client, [("grant_type", "refresh_token"), ("client_id", "ios"), ("refresh_token", refreshToken), ("max_age", "3600")])
             XCTAssertEqual(young.status, .ok, "max_age an hour: the 20-minute-old sign-in holds; nothing was spent before: \(young.body)")
 
+            // acr_values (RFC 9470 section 4): a refresh never makes a sign-in stronger; refused
+            // before anything is spent. Values Modgud does not know are voluntary.
+            let tooWeak = try await H.token(
+                client, [("grant_type", "refresh_token"), ("client_id", "ios"), ("refresh_token", try XCTUnwrap(young.json["refresh_token"] as? String)),
+                    ("acr_values", "urn:modgud:acr:mfa")])
+            XCTAssertEqual(tooWeak.json["error"] as? String, "invalid_grant", tooWeak.body)
+            XCTAssertTrue((tooWeak.json["error_description"] as? String ?? "").contains("acr_values"), tooWeak.body)
+            let strongEnough = try await H.token(
+                client, [("grant_type", "refresh_token"), ("client_id", "ios"), ("refresh_token", try XCTUnwrap(young.json["refresh_token"] as? String)),
+                    ("acr_values", "urn:example:unknown urn:modgud:acr:single-factor")])
+            XCTAssertEqual(strongEnough.status, .ok, strongEnough.body)
+
             // A refresh a while later: a new access token with the sign-in's auth_time.
             let refreshed = try await H.token(
-                client, [("grant_type", "refresh_token"), ("client_id", "ios"), ("refresh_token", try XCTUnwrap(young.json["refresh_token"] as? String))])
+                client, [("grant_type", "refresh_token"), ("client_id", "ios"), ("refresh_token", try XCTUnwrap(strongEnough.json["refresh_token"] as? String))])
             XCTAssertEqual(refreshed.status, .ok, refreshed.body)
             let later = try Self.claims(try XCTUnwrap(refreshed.json["access_token"] as? String))
             XCTAssertEqual(later["auth_time"] as? Int, signedInAt, "a refresh never raises auth_time")
@@ -66,6 +78,11 @@ final class SignInClaimsTests: XCTestCase {
 
             // A passkey (with user verification): two factors.
             _ = try await H.requestCode(client, "ada@example.com")
+            // A code without TOTP is one factor: asked for two, it is refused and stays unspent.
+            let weakCode = try await H.redeemCode(
+                client, "ada@example.com", try await harness.code(for: "ada@example.com", number: 2), clientID: "ios",
+                extra: [("acr_values", "urn:modgud:acr:mfa")])
+            XCTAssertEqual(weakCode.json["error"] as? String, "invalid_grant", weakCode.body)
             let withMaxAge = try await H.redeemCode(
                 client, "ada@example.com", try await harness.code(for: "ada@example.com", number: 2), clientID: "ios", extra: [("max_age", "0")])
             XCTAssertEqual(withMaxAge.status, .ok, "a native grant signs in now: any max_age holds: \(withMaxAge.body)")
@@ -75,7 +92,7 @@ final class SignInClaimsTests: XCTestCase {
             let assertion = authenticator.assert(&credential, .init(challenge: ceremony.challenge, origin: "https://ios.acme.test"))
             let byPasskey = try await steps.redeem(client, clientID: "ios", ceremony: ceremony.id, assertion: steps.json(assertion))
             let passkeyAccess = try Self.claims(try XCTUnwrap(byPasskey.json["access_token"] as? String))
-            XCTAssertEqual(passkeyAccess["amr"] as? [String], ["passkey", "mfa"])
+            XCTAssertEqual(passkeyAccess["amr"] as? [String], ["hwk", "mfa"])
             XCTAssertEqual(passkeyAccess["acr"] as? String, "urn:modgud:acr:mfa")
         }
     }

@@ -118,8 +118,11 @@ final class TokenEndpointTests: XCTestCase {
                 metadata["grant_types_supported"] as? [String],
                 [
                     "refresh_token", "client_credentials", "authorization_code", "http://auth0.com/oauth/grant-type/passwordless/otp", "urn:cocoar:magic", "urn:cocoar:otp",
-                    "urn:cocoar:passkey", "urn:okta:params:oauth:grant-type:webauthn",
+                    "urn:cocoar:passkey", "urn:modgud:recovery-code", "urn:okta:params:oauth:grant-type:webauthn",
                 ])
+            // Issue 46: the acr values tokens carry, weakest first.
+            XCTAssertEqual(
+                metadata["acr_values_supported"] as? [String], ["urn:modgud:acr:recovery", "urn:modgud:acr:single-factor", "urn:modgud:acr:mfa"])
             XCTAssertEqual(metadata["authorization_challenge_endpoint"] as? String, "https://localhost/connect/authorization-challenge")
             XCTAssertEqual(metadata["code_challenge_methods_supported"] as? [String], ["S256"])
         }

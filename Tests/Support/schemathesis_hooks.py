@@ -213,6 +213,13 @@ def enroll_begin(case):
     bearer(case, USER["access"])
 
 
+def end_session(case):
+    # Another person's or an unknown session id (404): the user's own session serves the
+    # other operations and must stay live.
+    bearer(case, USER["access"])
+    path(case, "id", "00000000-0000-4000-8000-%012d" % next(SERIAL), 1)
+
+
 def enroll(case):
     bearer(case, USER["access"])
     if chance(rate(case)):
@@ -736,6 +743,11 @@ HANDLERS = {
     "POST /connect/passkey/enroll": enroll,
     "GET /connect/passkey": passkey_list,
     "GET /connect/passkey/signals": passkey_list,
+    "POST /connect/recovery-codes": passkey_list,
+    "GET /connect/recovery-codes": passkey_list,
+    "DELETE /connect/recovery-codes": passkey_list,
+    "GET /connect/sessions": passkey_list,
+    "DELETE /connect/sessions/{id}": end_session,
     "GET /connect/passkey/{id}": passkey_read,
     "PATCH /connect/passkey/{id}": passkey_read,
     "DELETE /connect/passkey/{id}": passkey_delete,
@@ -789,6 +801,8 @@ HANDLERS = {
     "DELETE /admin/api/realms/{realm}/users/{user}": user_delete,
     "GET /admin/api/realms/{realm}/users/{user}/audit": user_read,
     "GET /admin/api/realms/{realm}/users/{user}/passkeys": user_read,
+    "GET /admin/api/realms/{realm}/users/{user}/recovery-codes": user_read,
+    "DELETE /admin/api/realms/{realm}/users/{user}/recovery-codes": user_read,
     "DELETE /admin/api/realms/{realm}/users/{user}/passkeys/{passkey}": passkey_revoke,
     "DELETE /admin/api/realms/{realm}/users/{user}/totp": user_totp,
     "POST /admin/api/realms/{realm}/users/{user}/totp": user_totp,

@@ -5,6 +5,8 @@ public enum GrantType: String, Codable, Hashable, Sendable, CaseIterable, Compar
     case passkey = "urn:cocoar:passkey"
     case refreshToken = "refresh_token"
     case clientCredentials = "client_credentials"
+    /// A recovery code (issue 46): a session that can only enroll a passkey and manage sessions.
+    case recoveryCode = "urn:modgud:recovery-code"
 
     /// The three native passwordless grants.
     public static let native: Set<GrantType> = [.otp, .magic, .passkey]

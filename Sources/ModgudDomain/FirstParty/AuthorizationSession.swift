@@ -17,6 +17,8 @@ public enum AuthorizationSession: Aggregate {
         case emailCode = "email_code"
         case magicLink = "magic_link"
         case passkey
+        /// A recovery code (issue 46), redeemed in the first request with `login_hint`.
+        case recoveryCode = "recovery_code"
         /// A session the person had already signed in with, presented again (the draft's
         /// section on re-authorization): it takes the factor the person proves again.
         case reauthentication

@@ -46,8 +46,12 @@ public struct TokenFamilyStarted: DomainEvent, Equatable {
     /// The RFC 7638 thumbprint of the DPoP key the family's refresh tokens are bound to (a
     /// public client that signed in with a DPoP proof; RFC 9449 section 5). Absent: bearer.
     public var dpopKey: String?
+    /// The sign-in's `acr` when its methods do not tell it (issue 46: a recovery session).
+    /// Absent: derived from `amr`.
+    public var acr: String?
 
-    public init(familyID: UUID, clientID: String, userID: UUID? = nil, scopes: [String], audiences: [String], grantType: String, authTime: Date, amr: [String], securityStamp: String? = nil, accessToken: IssuedAccessToken, refreshTokenHash: String? = nil, refreshExpiresAt: Date? = nil, dpopKey: String? = nil) {
+    public init(familyID: UUID, clientID: String, userID: UUID? = nil, scopes: [String], audiences: [String], grantType: String, authTime: Date, amr: [String], securityStamp: String? = nil, accessToken: IssuedAccessToken, refreshTokenHash: String? = nil, refreshExpiresAt: Date? = nil, dpopKey: String? = nil, acr: String? = nil) {
+        self.acr = acr
         self.dpopKey = dpopKey
         self.familyID = familyID
         self.clientID = clientID

@@ -27,6 +27,10 @@ public enum User: Aggregate {
         public var roles: [String] = []
         /// The grant (or tool) that created the account (`user.registered`'s `via`).
         public var registeredVia: String?
+        /// The current set of recovery codes (issue 46), nil without one.
+        public var recoveryCodeSet: UUID?
+        /// How many codes of the current set are unused.
+        public var recoveryCodesLeft = 0
 
         public var exists: Bool { id != nil }
         /// A live account made by passkey sign-up whose address nobody has proven yet (issue
@@ -69,6 +73,13 @@ public enum User: Aggregate {
         case erase(newStamp: String)
         /// Grants (`true`) or takes away (`false`) a role; no event when nothing changes.
         case setRole(String, granted: Bool)
+        /// A new set of recovery codes replaces any earlier one (issue 46); `count` codes were
+        /// stored under `setID` before the command.
+        case generateRecoveryCodes(setID: UUID, count: Int)
+        /// A code of `setID` was spent (in the command's transaction, by the database).
+        case useRecoveryCode(setID: UUID)
+        /// The current set stops working; nothing when there is none.
+        case revokeRecoveryCodes
     }
 
     /// A role name: 1 to 64 of a-z, 0-9, `-`, `_`, `.` and `:`.
@@ -105,6 +116,8 @@ public enum User: Aggregate {
             return state.emailConfirmed ? [] : [.emailConfirmed(UserEmailConfirmed())]
         case .enableTOTP, .beginTOTPEnrollment, .confirmTOTPEnrollment, .acceptTOTPStep, .disableTOTP:
             return try decideSecondFactor(command, state: state)
+        case .generateRecoveryCodes, .useRecoveryCode, .revokeRecoveryCodes:
+            return try decideRecoveryCodes(command, state: state)
         case .rotateSecurityStamp(let stamp, let reason):
             return [.securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: reason))]
         case .disable(let stamp):
@@ -157,6 +170,26 @@ public enum User: Aggregate {
         }
     }
 
+    /// Recovery codes (issue 46): a set replaces the last one; a code is spent only from the
+    /// current set of an account that may sign in.
+    private static func decideRecoveryCodes(_ command: Command, state: State) throws(DomainError) -> [UserEvent] {
+        switch command {
+        case .generateRecoveryCodes(let setID, let count):
+            guard state.canSignIn else { throw DomainError("User.CannotSignIn", "The account cannot sign in.") }
+            return [.recoveryCodesGenerated(UserRecoveryCodesGenerated(setID: setID, count: count, replaced: state.recoveryCodeSet))]
+        case .useRecoveryCode(let setID):
+            guard state.canSignIn, state.recoveryCodeSet == setID, state.recoveryCodesLeft > 0 else {
+                throw DomainError("RecoveryCode.Invalid", "Invalid recovery code.")
+            }
+            return [.recoveryCodeUsed(UserRecoveryCodeUsed(setID: setID, remaining: state.recoveryCodesLeft - 1))]
+        case .revokeRecoveryCodes:
+            guard let current = state.recoveryCodeSet else { return [] }
+            return [.recoveryCodesRevoked(UserRecoveryCodesRevoked(setID: current))]
+        default:
+            return []
+        }
+    }
+
     /// `user.registered`'s `via` for an account made by passkey sign-up.
     public static let passkeySignUpVia = "urn:cocoar:passkey"
 
@@ -196,6 +229,15 @@ public enum User: Aggregate {
         case .enabled: next.status = .active
         case .deleted: next.status = .deleted
         case .rolesChanged(let changed): next.roles = changed.roles
+        case .recoveryCodesGenerated(let generated):
+            next.recoveryCodeSet = generated.setID
+            next.recoveryCodesLeft = generated.count
+        case .recoveryCodeUsed(let used):
+            next.recoveryCodesLeft = used.remaining
+            if used.remaining == 0 { next.recoveryCodeSet = nil }
+        case .recoveryCodesRevoked:
+            next.recoveryCodeSet = nil
+            next.recoveryCodesLeft = 0
         case .erased:
             next.status = .erased
             next.email = nil
@@ -204,6 +246,8 @@ public enum User: Aggregate {
             next.lastName = nil
             next.encryptedTOTPSecret = nil
             next.pendingTOTPSecret = nil
+            next.recoveryCodeSet = nil
+            next.recoveryCodesLeft = 0
         }
         return next
     }

@@ -174,6 +174,9 @@ public enum UserEvent: AggregateEvent, Equatable {
     case deleted(UserDeleted)
     case erased(UserErased)
     case rolesChanged(UserRolesChanged)
+    case recoveryCodesGenerated(UserRecoveryCodesGenerated)
+    case recoveryCodeUsed(UserRecoveryCodeUsed)
+    case recoveryCodesRevoked(UserRecoveryCodesRevoked)
 
     public func newEvent() throws -> NewEvent {
         switch self {
@@ -190,6 +193,9 @@ public enum UserEvent: AggregateEvent, Equatable {
         case .deleted(let event): return try NewEvent(event)
         case .erased(let event): return try NewEvent(event)
         case .rolesChanged(let event): return try NewEvent(event)
+        case .recoveryCodesGenerated(let event): return try NewEvent(event)
+        case .recoveryCodeUsed(let event): return try NewEvent(event)
+        case .recoveryCodesRevoked(let event): return try NewEvent(event)
         }
     }
 
@@ -208,6 +214,9 @@ public enum UserEvent: AggregateEvent, Equatable {
         case let event as UserDeleted: self = .deleted(event)
         case let event as UserErased: self = .erased(event)
         case let event as UserRolesChanged: self = .rolesChanged(event)
+        case let event as UserRecoveryCodesGenerated: self = .recoveryCodesGenerated(event)
+        case let event as UserRecoveryCodeUsed: self = .recoveryCodeUsed(event)
+        case let event as UserRecoveryCodesRevoked: self = .recoveryCodesRevoked(event)
         default: throw ForeignEventError(type: envelope.type, aggregate: "user")
         }
     }
@@ -226,5 +235,8 @@ public enum UserEvent: AggregateEvent, Equatable {
         registry.register(UserDeleted.self)
         registry.register(UserErased.self)
         registry.register(UserRolesChanged.self)
+        registry.register(UserRecoveryCodesGenerated.self)
+        registry.register(UserRecoveryCodeUsed.self)
+        registry.register(UserRecoveryCodesRevoked.self)
     }
 }

@@ -5,6 +5,7 @@ import ModgudDomain
 enum ConsoleClientForm {
     static let grantLabels: [GrantType: String] = [
         .otp: "Email code", .magic: "Magic link", .passkey: "Passkey", .refreshToken: "Refresh token", .clientCredentials: "Client credentials",
+        .recoveryCode: "Recovery code",
     ]
 
     /// What the form shows for `settings` (nil: a new client's defaults).

@@ -2,7 +2,8 @@ import Foundation
 import Hummingbird
 import ModgudService
 
-/// Running an account from the console (issue 43): names, roles and two-factor, each an event
+/// Running an account from the console (issue 43): names, roles, two-factor and recovery codes
+/// (issue 46), each an event
 /// with the operator as actor, behind the session's CSRF token.
 extension ConsoleController {
     func registerAccountActions(on router: Router<ModgudRequestContext>) {
@@ -30,6 +31,14 @@ extension ConsoleController {
             await action(request, context) { session, _ in
                 let (realm, id) = try await target(context)
                 try await admin.users.disableTOTP(realm: realm, userID: id, metadata: metadata(session, context))
+                return ConsoleResponse.redirect(userPath(realm, id))
+            }
+        }
+        // Issue 46: a person's recovery codes stop working (a lost printout).
+        router.post("console/realms/:realm/users/:user/recovery-codes/revoke") { request, context in
+            await action(request, context) { session, _ in
+                let (realm, id) = try await target(context)
+                _ = try await admin.users.revokeRecoveryCodes(realm: realm, userID: id, metadata: metadata(session, context))
                 return ConsoleResponse.redirect(userPath(realm, id))
             }
         }

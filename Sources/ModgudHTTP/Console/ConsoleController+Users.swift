@@ -155,6 +155,7 @@ extension ConsoleController {
             ["label": "Username", "value": erased ? "[erased]" : profile.username ?? "-"],
             ["label": "Status", "value": state.status.rawValue],
             ["label": "Two-factor", "value": state.encryptedTOTPSecret == nil ? "off" : "on"],
+            ["label": "Recovery codes", "value": state.recoveryCodeSet == nil ? "none" : "\(state.recoveryCodesLeft) of 10 left"],
             ["label": "Roles", "value": state.roles.isEmpty ? "-" : state.roles.joined(separator: ", ")],
             ["label": "Registered via", "value": state.registeredVia ?? "-"],
         ]
@@ -178,7 +179,8 @@ extension ConsoleController {
             values: [
                 "realm": realm, "id": id.uuidString.lowercased(), "userID": id.uuidString.lowercased(), "facts": facts, "passkeys": passkeys,
                 "sessions": sessions, "live": live, "active": state.status == .active, "tombstone": erased,
-                "roles": state.roles, "totp": state.encryptedTOTPSecret != nil, "username": profile.username ?? "", "firstName": profile.firstName ?? "",
+                "roles": state.roles, "totp": state.encryptedTOTPSecret != nil,
+                "hasRecoveryCodes": state.recoveryCodeSet != nil, "recoveryCodes": state.recoveryCodesLeft, "username": profile.username ?? "", "firstName": profile.firstName ?? "",
                 "lastName": profile.lastName ?? "",
             ], section: "realms", crumbs: userCrumbs(realm))
     }

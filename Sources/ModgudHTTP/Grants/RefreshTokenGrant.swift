@@ -25,6 +25,6 @@ struct RefreshTokenGrant: TokenGrant {
             client: request.client, refreshToken: refreshToken, scope: Auth0Compatibility.scope(request.form["scope"], client: request.client.settings),
             resources: request.form.all("resource") + (request.form["audience"].map { [$0] } ?? []), issuer: request.issuer,
             metadata: request.metadata(actorIsClient: false), rateLimit: request.limits, dpopKey: request.dpopKey, dpopClaim: request.dpopClaim,
-            maxAge: request.form["max_age"].flatMap { Double($0) })
+            maxAge: request.form["max_age"].flatMap { Double($0) }, acrValues: AuthenticationContext.values(request.form["acr_values"]))
     }
 }

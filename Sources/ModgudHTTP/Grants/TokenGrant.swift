@@ -71,7 +71,7 @@ struct GrantRequest: Sendable {
     func signIn(scope: String?, resources: [String]) -> UserGrantRequest {
         UserGrantRequest(
             client: client, scope: scope, resources: resources, totpCode: form["totp_code"], issuer: issuer, metadata: metadata(actorIsClient: true),
-            dpopKey: dpopKey)
+            dpopKey: dpopKey, acrValues: AuthenticationContext.values(form["acr_values"]))
     }
 }
 
@@ -86,4 +86,6 @@ struct GrantServices: Sendable {
     let dpop: DPoPVerifier?
     /// The Authorization Challenge Endpoint's sessions and codes (issue 45).
     let firstParty: FirstPartyAuthorization
+    /// Recovery codes (issue 46; needs the master key).
+    let recoveryCodes: @Sendable () throws -> RecoveryCodeService
 }

@@ -19,6 +19,8 @@ public struct UserAdministration: Sendable {
     let eraser: UserEraser
     /// TOTP enrollment (throws without the master key).
     let totp: @Sendable () throws -> TOTPEnrollment
+    /// Recovery codes (issue 46; throws without the master key).
+    let recoveryCodes: @Sendable () throws -> RecoveryCodeService
     let now: @Sendable () -> Date
 
     /// A user by id or by email (deleted users by id only).
@@ -154,6 +156,20 @@ public struct UserAdministration: Sendable {
     public func disableTOTP(realm: String, userID: UUID, metadata: EventMetadata) async throws {
         try await ServiceRefusal.translating {
             try await totp().disable(realm: realm, userID: userID, metadata: metadata)
+        }
+    }
+
+    /// How many recovery codes the user has left (issue 46; never a code).
+    public func recoveryCodeStatus(realm: String, userID: UUID) async throws -> RecoveryCodeService.Status {
+        try await ServiceRefusal.translating {
+            try await recoveryCodes().status(realm: realm, userID: userID)
+        }
+    }
+
+    /// Revokes the user's recovery codes (a lost printout, say); false when there were none.
+    public func revokeRecoveryCodes(realm: String, userID: UUID, metadata: EventMetadata) async throws -> Bool {
+        try await ServiceRefusal.translating {
+            try await recoveryCodes().revoke(realm: realm, userID: userID, metadata: metadata)
         }
     }
 

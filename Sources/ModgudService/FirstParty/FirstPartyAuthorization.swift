@@ -220,7 +220,8 @@ public struct FirstPartyAuthorization: Sendable {
         guard refusal == nil else { throw refused }
         var response = sealed.response
         // Section 6.1: an auth_session for a later step-up, bound like the code (client, key).
-        if let userID = sealed.userID {
+        // A recovery session (issue 46) gets none: it only enrolls a passkey, which then signs in.
+        if let userID = sealed.userID, response.scope != TokenService.recoveryScope {
             var state = SessionState(codeChallenge: "", scope: nil, resources: [])
             state.reauthenticates = userID
             response.authSession = try await begin(realm: realm, clientID: clientID, jkt: jkt, factor: .reauthentication, state: state, metadata: metadata)

@@ -54,9 +54,12 @@ public struct TokenService: Sendable {
     ///   token is bound to it, and a public client's refresh tokens too (RFC 9449 section 5).
     public func prepareSignIn(
         client: AuthenticatedClient, user: User.State, grantType: GrantType, scope: String?, resources: [String], amr: [String],
-        issuer: String, nonce: String? = nil, dpopKey: String? = nil
+        issuer: String, nonce: String? = nil, dpopKey: String? = nil, acrValues: [String] = []
     ) async throws -> PreparedSignIn {
         guard let userID = user.id, user.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
+        // RFC 9470 section 4: a sign-in weaker than asked is refused here, before the caller
+        // spends its proof (a code, a link, a passkey ceremony stays as it was).
+        guard AuthenticationContext.satisfies(AuthenticationContext.acr(amr: amr), acrValues: acrValues) else { throw Self.unmetACR }
         let scopes = try ScopePolicy.grantedScopes(requested: scope, client: client.settings)
         let audiences = try ScopePolicy.audiences(resources: resources, client: client.settings, clientID: client.id)
         let lifetimes = try await realmLifetimes(client.realm)
@@ -82,6 +85,10 @@ public struct TokenService: Sendable {
                 scope: scopes.joined(separator: " "), idToken: minted.idToken, signIn: .init(userID: userID, familyID: familyID)))
     }
 
+    /// A sign-in weaker than the request's `acr_values` (issue 46).
+    public static let unmetACR = OAuthError.invalidGrant(
+        "The sign-in does not meet acr_values: sign in with a stronger method (docs/api.md, \"Tokens\").")
+
     /// grant_type=refresh_token: rotates the refresh token; a spent one revokes the family.
     ///
     /// Two round trips when this instance holds the family and the user (issue 12): the
@@ -97,7 +104,8 @@ public struct TokenService: Sendable {
     ///   seconds is refused before anything is spent (a refresh never makes a sign-in fresher).
     public func refresh(
         client: AuthenticatedClient, refreshToken: String, scope: String? = nil, resources: [String], issuer: String, metadata: EventMetadata,
-        rateLimit: RateLimitCheck? = nil, dpopKey: String? = nil, dpopClaim: DPoPClaim? = nil, maxAge: TimeInterval? = nil
+        rateLimit: RateLimitCheck? = nil, dpopKey: String? = nil, dpopClaim: DPoPClaim? = nil, maxAge: TimeInterval? = nil,
+        acrValues: [String] = []
     ) async throws -> TokenResponse {
         guard client.settings.grants.contains(.refreshToken) else {
             try await rateLimit?.run(on: pool)
@@ -129,6 +137,10 @@ public struct TokenService: Sendable {
         if let maxAge, now().timeIntervalSince(started.authTime) > maxAge {
             throw OAuthError.invalidGrant("The sign-in is older than max_age: sign in again (the refresh token stays valid).")
         }
+        // A refresh never makes a sign-in stronger either.
+        guard AuthenticationContext.satisfies(started.acr ?? AuthenticationContext.acr(amr: started.amr), acrValues: acrValues) else {
+            throw Self.unmetACR
+        }
         // RFC 6749 section 6 and RFC 8707 section 2.2: a refresh may narrow the scopes and the
         // audience, or switch audience by the client's refresh policy; never widen the grant.
         let (scopes, audiences) = try ScopePolicy.refreshed(
@@ -149,7 +161,7 @@ public struct TokenService: Sendable {
             TokenMinter.Request(
                 realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: userState,
                 profile: profile, scopes: scopes, audiences: audiences, authTime: started.authTime, amr: started.amr,
-                accessLifetime: lifetimes.access, refreshLifetime: lifetimes.refresh, dpopKey: dpopKey), now: time)
+                accessLifetime: lifetimes.access, refreshLifetime: lifetimes.refresh, dpopKey: dpopKey, acr: started.acr), now: time)
         // The access token's own scopes and audiences, when they are not the grant's.
         if scopes != started.scopes { minted.accessRecord.scopes = scopes }
         if audiences != started.audiences { minted.accessRecord.audiences = audiences }
@@ -263,7 +275,7 @@ public struct TokenService: Sendable {
         if found.userID != nil, let started = try await families.actor(for: StreamNames.tokenFamily(realm: realm, familyID: found.familyID)).current().state.started {
             result.authTime = Int(started.authTime.timeIntervalSince1970)
             result.amr = started.amr
-            result.acr = TokenMinter.acr(amr: started.amr)
+            result.acr = started.acr ?? AuthenticationContext.acr(amr: started.amr)
         }
         return result
     }
@@ -321,7 +333,7 @@ public struct TokenService: Sendable {
         return OpaqueToken.hash(jti)
     }
 
-    private func realmLifetimes(_ realm: String) async throws -> (access: TimeInterval, refresh: TimeInterval, session: TimeInterval, reuseGrace: TimeInterval) {
+    func realmLifetimes(_ realm: String) async throws -> (access: TimeInterval, refresh: TimeInterval, session: TimeInterval, reuseGrace: TimeInterval) {
         let settings = try await realmSettings(realm)
         return (
             TimeInterval(settings.nativeGrants.accessTokenLifetimeMinutes * 60), TimeInterval(settings.nativeGrants.refreshTokenLifetimeDays * 86400),

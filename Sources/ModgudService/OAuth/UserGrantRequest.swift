@@ -13,11 +13,15 @@ public struct UserGrantRequest: Sendable {
     public var metadata: EventMetadata
     /// The thumbprint of the request's verified DPoP proof key (RFC 9449), if any.
     public var dpopKey: String?
+    /// `acr_values` (issue 46, RFC 9470 section 4): a sign-in weaker than these is refused
+    /// before its proof is spent.
+    public var acrValues: [String]
 
     public init(
         client: AuthenticatedClient, scope: String?, resources: [String], totpCode: String?, issuer: String, metadata: EventMetadata,
-        dpopKey: String? = nil
+        dpopKey: String? = nil, acrValues: [String] = []
     ) {
+        self.acrValues = acrValues
         self.dpopKey = dpopKey
         self.client = client
         self.scope = scope

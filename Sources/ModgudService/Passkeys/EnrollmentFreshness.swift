@@ -27,6 +27,11 @@ extension PasskeyService {
         }
     }
 
+    /// Whether `amr` is a passkey's (RFC 8176 `hwk`/`swk`; `passkey` before issue 46).
+    static func isPasskeySignIn(_ amr: [String]) -> Bool {
+        amr.contains("hwk") || amr.contains("swk") || amr.contains("passkey")
+    }
+
     /// How soon after the sign-in an automatic upgrade may begin.
     public static let upgradeWindow: TimeInterval = 5 * 60
 
@@ -36,7 +41,7 @@ extension PasskeyService {
     /// sign-in may ask for one. Otherwise 403 `Passkey.UpgradeNotAllowed`.
     public func requireUpgradeSignIn(realm: RealmDirectory.Entry, familyID: UUID) async throws {
         let family = try await tokenService.families.actor(for: StreamNames.tokenFamily(realm: realm.realmID, familyID: familyID)).current().state
-        guard let started = family.started, !started.amr.contains("passkey"), now().timeIntervalSince(started.authTime) <= Self.upgradeWindow else {
+        guard let started = family.started, !Self.isPasskeySignIn(started.amr), now().timeIntervalSince(started.authTime) <= Self.upgradeWindow else {
             throw ServiceRefusal.forbidden(
                 "Passkey.UpgradeNotAllowed", "An automatic passkey upgrade follows a sign-in by email code or link within 5 minutes.")
         }

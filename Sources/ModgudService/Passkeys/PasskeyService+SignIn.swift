@@ -66,13 +66,14 @@ extension PasskeyService {
         guard let verdict = try await verify(credential, challenge: challenge, ceremony: ceremony, stored: stored, client: client, passkey: passkey, grant)
         else { throw failed }
         let user = try await userActors.actor(for: StreamNames.user(realm: realm, userID: enrolled.userID)).current(atLeast: found.userVersion).state
-        // User verification was required: the passkey is two factors in one (RFC 8176 "mfa").
+        // User verification was required: the passkey is two factors in one (RFC 8176 "mfa";
+        // `AuthenticationContext.passkeyAMR`).
         // The tokens are minted first; their family commits with the recorded use.
         let signIn =
             user.canSignIn
             ? try await tokenService.prepareSignIn(
-                client: client, user: user, grantType: .passkey, scope: grant.scope, resources: grant.resources, amr: ["passkey", "mfa"],
-                issuer: grant.issuer, dpopKey: grant.dpopKey)
+                client: client, user: user, grantType: .passkey, scope: grant.scope, resources: grant.resources, amr: AuthenticationContext.passkeyAMR(backupEligible: enrolled.backupEligible),
+                issuer: grant.issuer, dpopKey: grant.dpopKey, acrValues: grant.acrValues)
             : nil
         let used = try await passkey.execute(
             .recordUse(signCount: verdict.newSignCount, backedUp: verdict.backedUp, at: now()), now: now(), metadata: grant.metadata,

@@ -163,7 +163,8 @@ extension PasskeyService {
         // User verification was required: the passkey is two factors in one (RFC 8176 "mfa").
         let signIn = try await tokenService.prepareSignIn(
             client: client, user: User.evolve(User.initialState, .registered(registered)), grantType: .passkey, scope: grant.scope,
-            resources: grant.resources, amr: ["passkey", "mfa"], issuer: grant.issuer, dpopKey: grant.dpopKey)
+            resources: grant.resources, amr: AuthenticationContext.passkeyAMR(backupEligible: enrolled.backupEligible), issuer: grant.issuer,
+            dpopKey: grant.dpopKey, acrValues: grant.acrValues)
         let keyCheck = SubjectKeysTable.requireKey(subject: PersonalDataVault.userSubject(registered.userID))
         let registrant = registered.userID
         do {

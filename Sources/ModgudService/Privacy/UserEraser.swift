@@ -16,6 +16,8 @@ import PQ
 ///    address: every sealed copy of the address and names, in events, read models and
 ///    backups whose copy of `subject_keys` expired, is unreadable;
 /// 4. mail still queued for the address deleted from the outbox.
+///
+/// Step 2 also deletes the user's recovery codes (issue 46).
 public struct UserEraser: Sendable {
     let users: AggregateRegistry<User>
     let familyActors: AggregateRegistry<TokenFamily>
@@ -65,6 +67,8 @@ public struct UserEraser: Sendable {
             outcome.erasedNow = !result.events.isEmpty
             outcome.familiesRevoked = try await revokeFamilies(realm: realm, userID: userID, metadata: metadata)
             outcome.passkeysDeleted = try await deletePasskeys(realm: realm, userID: userID, metadata: metadata)
+            // Issue 46: the recovery codes' hashes go (the erased state names no set any more).
+            _ = try await pool.query(RecoveryCodesTable.removeAll(realm: realm, userID: userID))
             let subject = PersonalDataVault.userSubject(userID)
             if try await vault.shred(subject: subject, realm: realm) { outcome.keysShredded += 1 }
             await notifier.changed(.subject(subject))

@@ -36,13 +36,21 @@ public struct RateLimitPolicy: Sendable, Hashable {
         policy: "token", dimension: "client-source", defaultSetting: .init(limit: 120, windowSeconds: 60, burst: 60))
     /// Every policy, by name: what operators may override (`RealmSettings.rateLimitOverrides`).
     public static var all: [RateLimitPolicy] {
-        [requestPerIP, requestPerMailbox, signupPerIP, tokenPerIP, tokenPerClient, tokenPerClientSource, passkeyPerIP]
+        [requestPerIP, requestPerMailbox, signupPerIP, tokenPerIP, tokenPerClient, tokenPerClientSource, passkeyPerIP, recoveryPerMailbox, recoveryPerIP]
     }
 
     public static func named(_ name: String) -> RateLimitPolicy? {
         all.first { $0.name == name }
     }
 
+    /// Recovery code attempts per address (issue 46), like codes per mailbox: counted by the
+    /// address's peppered hash whether or not it has an account, so a 429 tells nothing.
+    public static let recoveryPerMailbox = RateLimitPolicy(
+        policy: "recovery-code", dimension: "mailbox", defaultSetting: .init(limit: 10, windowSeconds: 3600, burst: 5))
+    /// Recovery code redemptions and new sets per source: each costs slow hashes (one, or
+    /// ten), so one network cannot spend the service's CPU on them.
+    public static let recoveryPerIP = RateLimitPolicy(
+        policy: "recovery-code", dimension: "ip", defaultSetting: .init(limit: 120, windowSeconds: 3600, burst: 30))
     public static let passkeyPerIP = RateLimitPolicy(policy: "passkey", dimension: "ip", defaultSetting: .init(limit: 1200, windowSeconds: 300, burst: 300))
 }
 

@@ -33,6 +33,7 @@ enum SignalCatalog {
         TokenFamilyRevoked.eventType, UserSecurityStampRotated.eventType, UserTOTPEnabled.eventType, UserTOTPDisabled.eventType,
         UserProfileChanged.eventType, UserEmailConfirmed.eventType, UserDisabled.eventType, UserEnabled.eventType, UserDeleted.eventType,
         UserErased.eventType, PasskeyEnrolled.eventType, PasskeyRenamed.eventType, PasskeyDeleted.eventType,
+        UserRecoveryCodesGenerated.eventType, UserRecoveryCodeUsed.eventType, UserRecoveryCodesRevoked.eventType,
     ] + SignalStreamEvent.types
 
     /// The fact an event produces, if any.
@@ -85,6 +86,18 @@ enum SignalCatalog {
             return fact(.accountEnabled, [:])
         case .deleted, .erased:
             return fact(.accountPurged, [:])
+        case .recoveryCodesGenerated(let generated):
+            // CAEP 1.0 section 3.2: `credential_type` may be a type the transmitter and receiver
+            // agree on; Modgud's is `recovery-code` (docs/shared-signals.md).
+            return fact(
+                .credentialChange,
+                credential(
+                    "recovery-code", generated.replaced == nil ? "create" : "update", initiator,
+                    "\(generated.count) recovery codes were generated\(generated.replaced == nil ? "" : ", replacing the earlier set")."))
+        case .recoveryCodeUsed(let used):
+            return fact(.credentialChange, credential("recovery-code", "update", initiator, "A recovery code was used; \(used.remaining) left."))
+        case .recoveryCodesRevoked:
+            return fact(.credentialChange, credential("recovery-code", "revoke", initiator, "The recovery codes were revoked."))
         case .registered, .totpEnrollmentStarted, .totpStepAccepted, .rolesChanged:
             return nil
         }

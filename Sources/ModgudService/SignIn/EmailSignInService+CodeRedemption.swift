@@ -162,12 +162,14 @@ extension EmailSignInService {
         case (.registrationCode, _):
             return try await tokenService.prepareSignIn(
                 client: grant.client, user: User.evolve(User.initialState, .registered(registered)), grantType: .otp, scope: grant.scope,
-                resources: grant.resources, amr: ["otp"], issuer: grant.issuer, dpopKey: grant.dpopKey)
+                resources: grant.resources, amr: AuthenticationContext.emailAMR(totp: false), issuer: grant.issuer, dpopKey: grant.dpopKey,
+                acrValues: grant.acrValues)
         case (_, .open):
             guard let user = account.user else { throw Self.invalidCode }
             return try await tokenService.prepareSignIn(
                 client: grant.client, user: user, grantType: .otp, scope: grant.scope, resources: grant.resources,
-                amr: account.totpStep == nil ? ["otp"] : ["otp", "mfa"], issuer: grant.issuer, dpopKey: grant.dpopKey)
+                amr: AuthenticationContext.emailAMR(totp: account.totpStep != nil), issuer: grant.issuer, dpopKey: grant.dpopKey,
+                acrValues: grant.acrValues)
         default:
             return nil
         }

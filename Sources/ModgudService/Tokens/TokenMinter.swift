@@ -41,12 +41,19 @@ public struct TokenMinter: Sendable {
         public var nonce: String?
         /// The thumbprint of the DPoP key the access token is bound to.
         public var dpopKey: String?
+        /// The sign-in's `acr` when the methods do not tell it (a recovery session); nil:
+        /// derived from `amr`.
+        public var acr: String?
+
+        /// The `acr` the tokens state.
+        public var effectiveACR: String { acr ?? AuthenticationContext.acr(amr: amr) }
 
         public init(
             realm: String, issuer: String, clientID: String, format: AccessTokenFormat, user: User.State?, profile: UserProfile? = nil,
             scopes: [String], audiences: [String], authTime: Date, amr: [String], accessLifetime: TimeInterval, refreshLifetime: TimeInterval?,
-            nonce: String? = nil, dpopKey: String? = nil
+            nonce: String? = nil, dpopKey: String? = nil, acr: String? = nil
         ) {
+            self.acr = acr
             self.dpopKey = dpopKey
             self.profile = profile
             self.realm = realm
@@ -68,13 +75,6 @@ public struct TokenMinter: Sendable {
 
     public init(keys: SigningKeyRing) {
         self.keys = keys
-    }
-
-    /// The `acr` of a sign-in by its `amr` (docs/api.md, "Tokens"): two factors (a passkey with
-    /// user verification, or a code or link with TOTP) are `urn:modgud:acr:mfa`, one is
-    /// `urn:modgud:acr:single-factor`.
-    public static func acr(amr: [String]) -> String {
-        amr.contains("mfa") ? "urn:modgud:acr:mfa" : "urn:modgud:acr:single-factor"
     }
 
     /// Whether tokens for `scopes` carry personal claims (an ID token with `email` or `profile`).
@@ -99,7 +99,7 @@ public struct TokenMinter: Sendable {
                 exp: .init(value: expiresAt), iat: .init(value: now), jti: .init(value: jti),
                 scope: request.scopes.joined(separator: " "), clientID: request.clientID,
                 cnf: request.dpopKey.map { AccessTokenClaims.Confirmation(jkt: $0) }, authTime: request.user == nil ? nil : request.authTime,
-                acr: request.user == nil ? nil : Self.acr(amr: request.amr), amr: request.user == nil ? nil : request.amr)
+                acr: request.user == nil ? nil : request.effectiveACR, amr: request.user == nil ? nil : request.amr)
             access = try await keys.sign(claims, realm: request.realm)
             accessHash = OpaqueToken.hash(access)
         }
@@ -120,7 +120,7 @@ public struct TokenMinter: Sendable {
             let claims = IDTokenClaims(
                 iss: .init(value: request.issuer), sub: .init(value: subject), aud: .init(value: [request.clientID]),
                 exp: .init(value: expiresAt), iat: .init(value: now), authTime: request.authTime, amr: request.amr,
-                acr: Self.acr(amr: request.amr), nonce: request.nonce,
+                acr: request.effectiveACR, nonce: request.nonce,
                 email: email ? request.profile?.email : nil, emailVerified: email && request.profile?.email != nil ? user.emailConfirmed : nil,
                 givenName: profile ? request.profile?.firstName : nil, familyName: profile ? request.profile?.lastName : nil,
                 preferredUsername: profile ? request.profile?.username : nil)
