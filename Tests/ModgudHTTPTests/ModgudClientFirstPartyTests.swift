@@ -183,3 +183,49 @@ extension ModgudClientPasskeyLifecycleTests {
         }
     }
 }
+
+extension ModgudClientPasskeyLifecycleTests {
+    /// Issue 46, item 3 in the library: a lost phone, a recovery code on another device, the
+    /// lost phone's session ended, a passkey enrolled in the recovery session and signing in.
+    func testARecoveryCodeBringsALostAccountBackThroughAPasskey() async throws {
+        harness = try await PasskeySignUpTests.makeHarness(issuerScheme: "http")
+        let harness = self.harness!
+        _ = try await harness.core.administration.clients.update(realm: "dev", id: "ios", metadata: .init()) { $0.grants.insert(.recoveryCode) }
+        try await harness.app.test(.live) { server in
+            let port = try XCTUnwrap(server.port)
+            let phone = ModgudClientFirstPartyTests.app(port, harness, clientID: "ios")
+            try await phone.requestCode(email: "ada@example.com")
+            try await phone.signIn(email: "ada@example.com", code: try await harness.code(for: "ada@example.com"))
+            let codes = try await phone.generateRecoveryCodes()
+            XCTAssertEqual(codes.count, 10)
+            let remaining = try await phone.recoveryCodesRemaining()
+            XCTAssertEqual(remaining, 10)
+
+            let tablet = ModgudClientFirstPartyTests.app(port, harness, clientID: "ios")
+            do {
+                try await tablet.signIn(email: "ada@example.com", recoveryCode: "00000-00000")
+                XCTFail("a wrong code")
+            } catch let error as ModgudError {
+                XCTAssertEqual(error, .oauth(code: "invalid_grant", description: "Invalid recovery code.", status: 400))
+            }
+            let recovery = try await tablet.signIn(email: "ada@example.com", recoveryCode: codes[0])
+            XCTAssertTrue(recovery.isRecovery)
+            XCTAssertNil(recovery.refreshToken)
+            let sessions = try await tablet.sessions()
+            XCTAssertEqual(sessions.count, 2)
+            let lost = try XCTUnwrap(sessions.first { !$0.current })
+            try await tablet.endSession(id: lost.id)
+            do {
+                _ = try await phone.recoveryCodesRemaining()
+                XCTFail("the lost phone's session was ended")
+            } catch is ModgudError {}
+
+            let device = SoftwarePasskeys(origin: "https://ios.acme.test")
+            try await tablet.enrollPasskey(using: device)
+            let restored = try await tablet.signInWithPasskey(using: device)
+            XCTAssertFalse(restored.isRecovery)
+            let left = try await tablet.recoveryCodesRemaining()
+            XCTAssertEqual(left, 9)
+        }
+    }
+}

@@ -46,6 +46,11 @@ the others still run; exit 1 when any failed):
   h  step-up (section 6.1, RFC 9470): the token response's auth_session with a new PKCE challenge,
      max_age=0 and acr_values -> a code to the person's own address -> a fresh sign-in of the same sub
      (auth_time not earlier, a new refresh token); the presented auth_session is spent
+  i  recovery codes across instances (Modgud's extension, issue 46): ten codes made on the first
+     instance; login_hint + recovery_code on the second -> a code -> a recovery session redeemed on
+     the third (scope urn:modgud:recovery, acr urn:modgud:acr:recovery, no refresh token), refused
+     at userinfo with RFC 9470's challenge; the same code on every instance refused; one code
+     redeemed on three instances at once at the token endpoint: one session
 """
 import argparse
 import base64
@@ -520,13 +525,17 @@ class ModgudSetup:
         # The dev realm holds 127.0.0.1 and localhost; the test's realm takes 127.0.0.1 (as ops/auth0-sdk-test does).
         self.admin("PATCH", "/realms/dev", {"Hosts": ["localhost"]})
         # Every session names its own address but a few users sign in more than once: the per-mailbox
-        # limit (5 an hour) is raised; the other limits stay the defaults.
+        # limits are raised; the other limits stay the defaults.
         self.admin("POST", "/realms", {
             "Id": self.REALM, "Hosts": ["127.0.0.1"], "DisplayName": "First-party test", "PrimaryDomain": self.RP_ID,
             "NativeGrants": {"Enabled": True}, "RegistrationPosture": "JitOnOtp", "MagicLinkEnabled": True,
-            "RateLimits": {"otp-request.mailbox": {"Limit": 1000, "WindowSeconds": 3600, "Burst": 1000}}, "SigningAlgorithm": "ES256"})
+            "RateLimits": {"otp-request.mailbox": {"Limit": 1000, "WindowSeconds": 3600, "Burst": 1000},
+                           # flow i tries one address's codes seven times (the limit's own test is RecoveryCodeTests)
+                           "recovery-code.mailbox": {"Limit": 1000, "WindowSeconds": 3600, "Burst": 1000}},
+            "SigningAlgorithm": "ES256"})
         self.admin("POST", f"/realms/{self.REALM}/clients", {
-            "Id": self.APP, "Type": "public", "Grants": ["urn:cocoar:otp", "urn:cocoar:magic", "urn:cocoar:passkey", "refresh_token"],
+            "Id": self.APP, "Type": "public", "Grants": ["urn:cocoar:otp", "urn:cocoar:magic", "urn:cocoar:passkey", "refresh_token",
+                                                        "urn:modgud:recovery-code"],
             "Scopes": ["openid", "email", "offline_access"], "RpId": self.RP_ID})
         self.admin("POST", f"/realms/{self.REALM}/clients", {
             "Id": self.OTHER, "Type": "public", "Grants": ["urn:cocoar:otp", "refresh_token"], "Scopes": ["openid", "email", "offline_access"]})
@@ -839,6 +848,54 @@ class Run:
         check(all(a.error == "invalid_grant" for a in answers if a.status != 200), f"the losers' answers: {answers}")
         t.note(f"one code redeemed on instances 1, 2 and 3 at once: one token response ({[a.status for a in answers]})")
 
+    # i
+    def flow_recovery(self, t):
+        """Recovery codes (issue 46) on three instances: made on the first, a first-party step on the
+        second, the code redeemed on the third; each code once, whichever instance and endpoint."""
+        check(len(self.peers) >= 2, "flow i needs --peers with two more instances")
+        one = self.client(t)
+        two, three = (self.client(t, issuer=peer) for peer in self.peers[:2])
+        address = self.address("recovery")
+        self.setup.user(address)
+        code, pkce = self.email_code_sign_in(one, address)
+        tokens = expect_tokens(one.redeem(code, pkce.verifier))
+        claims = one.verify_id_token(tokens["id_token"])
+        check(claims.get("acr") == "urn:modgud:acr:single-factor" and claims.get("amr") == ["otp"], f"email code claims {claims}")
+        t.note(f"email code sign-in: amr {claims['amr']}, acr {claims['acr']}, auth_time {claims['auth_time']}")
+        url = self.issuer + "/connect/recovery-codes"
+        headers = {"Authorization": "Bearer " + tokens["access_token"], "Accept": "application/json"}
+        made = one.http.post(url, headers=headers, timeout=60)
+        one.transcript.exchange("POST", url, headers, None, made)
+        check(made.status_code == 201, f"recovery codes: {made.status_code} {made.text[:200]}")
+        codes = made.json()["codes"]
+        check(len(codes) == 10 and all(re.fullmatch(r"[0-9A-HJKMNP-TV-Z]{5}-[0-9A-HJKMNP-TV-Z]{5}", c) for c in codes), f"codes {codes}")
+        t.note("ten recovery codes made on instance 1 (shown once)")
+
+        pkce = PKCE()
+        answer = two.challenge(response_type="code", login_hint=address, recovery_code=codes[0], code_challenge=pkce.challenge,
+                               code_challenge_method="S256", scope=SCOPE)
+        recovered = three.redeem(expect_code(answer), pkce.verifier)
+        check(recovered.status == 200 and recovered.body.get("scope") == "urn:modgud:recovery", f"recovery session: {recovered!r}")
+        check("refresh_token" not in recovered.body and "id_token" not in recovered.body, f"a recovery session lasts: {recovered!r}")
+        introspected = three.userinfo(recovered.body)
+        challenge = introspected.headers.get("WWW-Authenticate", "")
+        check(introspected.status == 401 and 'error="insufficient_user_authentication"' in challenge and "acr_values=" in challenge,
+              f"userinfo with a recovery session: {introspected.status} {challenge}")
+        t.note(f"login_hint + recovery_code on instance 2, redeemed on 3: scope urn:modgud:recovery; userinfo on 3: 401 {challenge}")
+        for client in (one, two, three):
+            expect_error(client._post(client.metadata["token_endpoint"], {
+                "grant_type": "urn:modgud:recovery-code", "client_id": client.client_id, "username": address, "recovery_code": codes[0]}),
+                "invalid_grant")
+        t.note("the used code at the token endpoint of instances 1, 2 and 3: invalid_grant")
+
+        answers = race([lambda c=c: c._post(c.metadata["token_endpoint"], {
+            "grant_type": "urn:modgud:recovery-code", "client_id": c.client_id, "username": address, "recovery_code": codes[1]})
+            for c in (one, two, three)])
+        won = [a for a in answers if a.status == 200]
+        check(len(won) == 1, f"three instances redeemed one recovery code: {answers}")
+        check(all(a.error == "invalid_grant" for a in answers if a.status != 200), f"the losers' answers: {answers}")
+        t.note(f"one recovery code redeemed on instances 1, 2 and 3 at once: one session ({[a.status for a in answers]})")
+
 
 FLOWS = [
     ("a", "email code", Run.flow_email_code),
@@ -849,6 +906,7 @@ FLOWS = [
     ("f", "refusals", Run.flow_refusals),
     ("g", "three instances", Run.flow_instances),
     ("h", "step-up", Run.flow_step_up),
+    ("i", "recovery codes, three instances", Run.flow_recovery),
 ]
 
 
@@ -857,7 +915,7 @@ def main():
     parser.add_argument("--issuer", required=True, help="e.g. http://127.0.0.1:PORT (the realm this script makes serves it)")
     parser.add_argument("--admin-token", required=True)
     parser.add_argument("--smtp-port", type=int, required=True, help="where the server sends mail: this script listens there")
-    parser.add_argument("--only", help="comma-separated flow letters (a-h)")
+    parser.add_argument("--only", help="comma-separated flow letters (a-i)")
     parser.add_argument("--peers", help="comma-separated base URLs of two more instances on the same database (flow g)")
     args = parser.parse_args()
     wanted = set(args.only.split(",")) if args.only else {k for k, _, _ in FLOWS}

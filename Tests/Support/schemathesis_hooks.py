@@ -214,8 +214,17 @@ def enroll_begin(case):
 
 
 def end_session(case):
-    # Another person's or an unknown session id (404): the user's own session serves the
-    # other operations and must stay live.
+    # A disposable session (a pool refresh token, refreshed here) ends itself; otherwise an
+    # unknown id (404) with the user's own session, which serves the other operations.
+    if POOLS["refresh"] and chance(rate(case, 0.5)):
+        tokens = call("POST", "/connect/token", form={"grant_type": "refresh_token", "client_id": APP["app_client"],
+                                                       "refresh_token": POOLS["refresh"].pop(0)})
+        listed = call("GET", "/connect/sessions", tokens["access_token"]) if tokens and "access_token" in tokens else None
+        current = [s["id"] for s in listed or [] if isinstance(s, dict) and s.get("current")]
+        if current:
+            bearer(case, tokens["access_token"])
+            path(case, "id", current[0], 1)
+            return
     bearer(case, USER["access"])
     path(case, "id", "00000000-0000-4000-8000-%012d" % next(SERIAL), 1)
 

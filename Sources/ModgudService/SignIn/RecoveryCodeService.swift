@@ -51,8 +51,8 @@ public struct RecoveryCodeService: Sendable {
         let setID = UUID()
         // The rows first: an append that then fails leaves a set no stream names (removed below
         // by the next generation), never a named set without its codes.
-        _ = try await pool.query(
-            RecoveryCodesTable.insertSet(realm: realm, userID: userID, setID: setID, salt: salt, hashes: try codes.map { try RecoveryCode.hash($0, salt: salt) }))
+        let hashes = try await SlowHashQueue.run { try codes.map { try RecoveryCode.hash($0, salt: salt) } }
+        _ = try await pool.query(RecoveryCodesTable.insertSet(realm: realm, userID: userID, setID: setID, salt: salt, hashes: hashes))
         do {
             _ = try await userActors.actor(for: StreamNames.user(realm: realm, userID: userID))
                 .execute(.generateRecoveryCodes(setID: setID, count: codes.count), now: now(), metadata: metadata)
@@ -93,7 +93,8 @@ public struct RecoveryCodeService: Sendable {
             ], realm: realm, settings: settings)
         let found = try await candidate(address, realm: realm)
         // One slow hash whatever was found, so the time taken tells nothing either.
-        let hash = try RecoveryCode.hash(code, salt: found?.salt ?? Self.decoySalt)
+        let salt = found?.salt ?? Self.decoySalt
+        let hash = try await SlowHashQueue.run { try RecoveryCode.hash(code, salt: salt) }
         guard let found, RecoveryCode.normalize(code) != nil,
             // A wrong code costs no token minting and no transaction (the spend below decides).
             try await RecoveryCodesTable.isUnused(realm: realm, userID: found.userID, setID: found.setID, hash: hash, pool: pool)
