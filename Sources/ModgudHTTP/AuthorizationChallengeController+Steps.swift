@@ -18,7 +18,7 @@ extension AuthorizationChallengeController {
         let grant = UserGrantRequest(
             client: call.client, scope: state.scope, resources: state.resources, totpCode: call.form["totp_code"], issuer: call.issuer,
             metadata: call.metadata, dpopKey: call.jkt)
-        let response: TokenResponse
+        var response: TokenResponse
         do {
             // Each session takes the factor it began with, for the person it named.
             if state.delivery == "code", let code = call.form["email_code"] ?? state.heldCode, let email = state.email {
@@ -49,6 +49,8 @@ extension AuthorizationChallengeController {
             await parsing.configuration.jitter.wait(since: call.started)
             throw refusal
         }
+        // Issue 46: after a code or a link, the hint that an automatic passkey upgrade may follow.
+        if state.delivery != nil { response.passkeyUpgrade = await services.passkeys.upgradeHint(for: response, client: call.client) }
         return try await codeAnswer(session, response, call)
     }
 

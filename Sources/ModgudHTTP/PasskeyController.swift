@@ -206,9 +206,12 @@ struct PasskeyController: Sendable {
     }
 
     /// DELETE /connect/passkey/{id} (Bearer): 204, or 404 for unknown and other users' ids.
+    /// Issue 46: a fresh sign-in, as enrolling (RFC 9470's 401 with `max_age`): a stolen or
+    /// weeks-old token cannot take a person's passkeys away.
     func delete(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, bearer) = try await authorized(request)
+            try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
                 try await passkeys.delete(
                     realm: realm.realmID, userID: bearer.userID, passkeyID: id, by: "user:\(bearer.userID.uuidString.lowercased())",

@@ -184,6 +184,25 @@ final class AuthorizationChallengeTests: XCTestCase {
         }
     }
 
+    /// Issue 46: a code's token response through the challenge endpoint carries the upgrade
+    /// hint as the code grant's does, until the person has a passkey under the client's RP-ID.
+    func testTheCodesTokenResponseCarriesThePasskeyUpgradeHint() async throws {
+        harness = try await PasskeySignUpTests.makeHarness()
+        let harness = harness!
+        _ = try await harness.registerUser("ada@example.com")
+        let steps = PasskeySteps(harness: harness)
+        try await harness.app.test(.router) { client in
+            let (_, code) = try await Self.signInByCode(harness, client, "ada@example.com", clientID: "ios")
+            let tokens = try await Self.redeem(client, code: code, clientID: "ios")
+            XCTAssertEqual(tokens.json["passkey_upgrade"] as? Bool, true, tokens.body)
+            _ = try await steps.enroll(client, token: try XCTUnwrap(tokens.json["access_token"] as? String), origin: "https://ios.acme.test")
+            let (_, second) = try await Self.signInByCode(harness, client, "ada@example.com", clientID: "ios", number: 2)
+            let again = try await Self.redeem(client, code: second, clientID: "ios")
+            XCTAssertEqual(again.status, .ok, again.body)
+            XCTAssertNil(again.json["passkey_upgrade"], "a passkey under the RP-ID already")
+        }
+    }
+
     /// TOTP on: the email code is held in the session, the next answer asks for `totp_code`,
     /// and the right one ends in a code.
     func testASecondFactorIsAskedForAndTheHeldCodeRedeemedWithIt() async throws {

@@ -97,6 +97,31 @@ final class SignInClaimsTests: XCTestCase {
         }
     }
 
+    /// Issue 46: deleting a passkey needs a fresh sign-in, as enrolling does, expressed as
+    /// RFC 9470's challenge; a new sign-in meets it.
+    func testDeletingAPasskeyNeedsAFreshSignInByTheStepUpChallenge() async throws {
+        harness = try await PasskeyUpgradeTests.iosHarness()
+        let harness = harness!
+        let steps = PasskeySteps(harness: harness)
+        try await harness.app.test(.live) { client in
+            _ = try await H.requestCode(client, "ada@example.com")
+            let first = try await H.redeemCode(client, "ada@example.com", try await harness.code(for: "ada@example.com"), clientID: "ios")
+            let old = try XCTUnwrap(first.json["access_token"] as? String)
+            let (_, id) = try await steps.enroll(client, token: old, origin: "https://ios.acme.test")
+            harness.clock.advance(11 * 60)
+            let stale = try await H.call(client, .delete, "/connect/passkey/\(id)", "", headers: PasskeySteps.bearer(old))
+            XCTAssertEqual(stale.status, .unauthorized, stale.body)
+            let challenge = stale.headers[.wwwAuthenticate] ?? ""
+            XCTAssertTrue(challenge.contains(#"error="insufficient_user_authentication""#) && challenge.contains("max_age=600"), challenge)
+            XCTAssertEqual(stale.json["title"] as? String, "Passkey.ReauthenticationRequired")
+            _ = try await H.requestCode(client, "ada@example.com")
+            let again = try await H.redeemCode(client, "ada@example.com", try await harness.code(for: "ada@example.com", number: 2), clientID: "ios")
+            let fresh = try XCTUnwrap(again.json["access_token"] as? String)
+            let deleted = try await H.call(client, .delete, "/connect/passkey/\(id)", "", headers: PasskeySteps.bearer(fresh))
+            XCTAssertEqual(deleted.status, .noContent, deleted.body)
+        }
+    }
+
     static func introspect(_ client: some TestClientProtocol, _ harness: EmailSignInHarness, _ token: String) async throws -> [String: Any] {
         var headers = H.form
         headers[.authorization] = "Basic " + Data("conf:\(harness.confidentialSecret)".utf8).base64EncodedString()

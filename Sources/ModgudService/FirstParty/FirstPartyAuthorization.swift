@@ -263,6 +263,8 @@ private struct SealedResponse: Codable {
     var refreshToken: String?
     var scope: String
     var idToken: String?
+    /// Issue 46: the code's or link's hint that an automatic passkey upgrade may follow.
+    var passkeyUpgrade: Bool?
 
     init(_ response: TokenResponse, sessionID: UUID) {
         self.sessionID = sessionID
@@ -274,9 +276,13 @@ private struct SealedResponse: Codable {
         refreshToken = response.refreshToken
         scope = response.scope
         idToken = response.idToken
+        passkeyUpgrade = response.passkeyUpgrade
     }
 
     var response: TokenResponse {
-        TokenResponse(accessToken: accessToken, tokenType: tokenType, expiresIn: expiresIn, refreshToken: refreshToken, scope: scope, idToken: idToken)
+        var response = TokenResponse(
+            accessToken: accessToken, tokenType: tokenType, expiresIn: expiresIn, refreshToken: refreshToken, scope: scope, idToken: idToken)
+        response.passkeyUpgrade = passkeyUpgrade
+        return response
     }
 }
