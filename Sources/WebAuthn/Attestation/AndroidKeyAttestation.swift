@@ -31,7 +31,7 @@ public struct AndroidKeyAttestation: AttestationFormat {
         // §8.4 step 4: the extension's attestationChallenge is clientDataHash; allApplications
         // absent; origin KM_ORIGIN_GENERATED and purpose KM_PURPOSE_SIGN (union of both lists).
         guard let value = AttestationCertificates.extensionValue(leaf, oid: Self.keyDescription),
-            let description = KeyDescription(der: Array(value))
+            let description = AndroidKeyDescription(der: Array(value))
         else {
             throw .attestationInvalid(format: identifier, reason: "the key description extension is missing or malformed")
         }
@@ -49,50 +49,5 @@ public struct AndroidKeyAttestation: AttestationFormat {
         }
         let anchored = try AttestationCertificates.validate(chain, policy: input.policy, format: identifier)
         return AttestationResult(type: .basic, trustPath: chain, anchored: anchored)
-    }
-
-    /// The parts of Android's KeyDescription this check needs.
-    struct KeyDescription {
-        var attestationChallenge: [UInt8] = []
-        var allApplications = false
-        var origins: Set<Int64> = []
-        var purposes: Set<Int64> = []
-
-        /// KeyDescription ::= SEQUENCE { attestationVersion, attestationSecurityLevel, keymasterVersion,
-        /// keymasterSecurityLevel, attestationChallenge OCTET STRING, uniqueId, softwareEnforced, teeEnforced }
-        init?(der: [UInt8]) {
-            guard let root = try? DER.parse(der), case .constructed(let fields) = root.content else { return nil }
-            let elements = Array(fields)
-            guard elements.count >= 8, case .primitive(let challenge) = elements[4].content else { return nil }
-            attestationChallenge = Array(challenge)
-            for list in elements[6...7] {
-                guard case .constructed(let entries) = list.content else { return nil }
-                for entry in entries where entry.identifier.tagClass == .contextSpecific {
-                    guard case .constructed(let wrapped) = entry.content, let inner = wrapped.first(where: { _ in true }) else {
-                        continue
-                    }
-                    switch entry.identifier.tagNumber {
-                    case 1:  // purpose [1] EXPLICIT SET OF INTEGER
-                        guard case .constructed(let values) = inner.content else { return nil }
-                        for value in values { if let number = Self.integer(value) { purposes.insert(number) } }
-                    case 702:  // origin [702] EXPLICIT INTEGER
-                        if let number = Self.integer(inner) { origins.insert(number) }
-                    case 600:  // allApplications [600] EXPLICIT NULL
-                        allApplications = true
-                    default:
-                        continue
-                    }
-                }
-            }
-        }
-
-        static func integer(_ node: ASN1Node) -> Int64? {
-            guard node.identifier == .integer, case .primitive(let bytes) = node.content, !bytes.isEmpty, bytes.count <= 8 else {
-                return nil
-            }
-            var value: Int64 = bytes.first! & 0x80 != 0 ? -1 : 0
-            for byte in bytes { value = value << 8 | Int64(byte) }
-            return value
-        }
     }
 }
