@@ -96,6 +96,7 @@ let package = Package(
                 .embedInCode("0021_first_party_apps.sql"),
                 .embedInCode("0022_authorization_code_reuse.sql"),
                 .embedInCode("0023_recovery_codes.sql"),
+                .embedInCode("0024_client_attestation.sql"),
             ],
             swiftSettings: strict
         ),

@@ -34,6 +34,7 @@ public enum ModgudSchema {
         Migration(name: "0021_first_party_apps.sql", sql: text(PackageResources._021_first_party_apps_sql)),
         Migration(name: "0022_authorization_code_reuse.sql", sql: text(PackageResources._022_authorization_code_reuse_sql)),
         Migration(name: "0023_recovery_codes.sql", sql: text(PackageResources._023_recovery_codes_sql)),
+        Migration(name: "0024_client_attestation.sql", sql: text(PackageResources._024_client_attestation_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

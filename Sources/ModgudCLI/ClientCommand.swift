@@ -23,6 +23,8 @@ struct ClientCommand: AsyncParsableCommand {
         @Option(help: "Access-token format: reference or jwt.") var format: String?
         @Option(help: "DPoP at the token endpoint (RFC 9449): off, allowed or required.") var dpop: String?
         @Option(help: "Every DPoP proof must carry a server nonce (true or false).") var dpopNonce: Bool?
+        @Option(help: "Attestation-based client authentication (genuine apps): off, allowed or required.") var clientAttestation: String?
+        @Option(help: "App Attest environments accepted: production or production+development.") var appAttestEnvironments: String?
         @Option(help: "Display name.") var displayName: String?
         @Option(help: "Allow passkey sign-up (true or false; needs the passkey grant).") var passkeySignUp: Bool?
         @Option(name: .customLong("apple-app-id"), help: "An iOS app, TEAMID.bundle.id (repeatable; \"\" clears).") var appleAppIDs: [String] = []
@@ -61,6 +63,18 @@ struct ClientCommand: AsyncParsableCommand {
                 settings.dpop = value
             }
             if let dpopNonce { settings.dpopNonce = dpopNonce }
+            if let clientAttestation {
+                guard let value = ClientAttestationMode(rawValue: clientAttestation) else {
+                    throw ValidationError("--client-attestation is off, allowed or required")
+                }
+                settings.clientAttestation = value
+            }
+            if let appAttestEnvironments {
+                guard let value = AppAttestEnvironments(rawValue: appAttestEnvironments) else {
+                    throw ValidationError("--app-attest-environments is production or production+development")
+                }
+                settings.appAttestEnvironments = value
+            }
             if let displayName { settings.displayName = displayName }
             if let passkeySignUp { settings.passkeySignUp = passkeySignUp }
             if !appleAppIDs.isEmpty { settings.appleAppIDs = Set(appleAppIDs.filter { !$0.isEmpty }) }
@@ -199,6 +213,7 @@ struct ClientCommand: AsyncParsableCommand {
         }
         Swift.print("rp-id        \(settings.rpID ?? "(realm primary domain)")")
         Swift.print("tokens       \(settings.accessTokenFormat.rawValue), DPoP \(settings.dpop.rawValue)\(settings.dpopNonce ? ", nonce always" : "")")
+        Swift.print("attestation  \(settings.clientAttestation.rawValue) (App Attest \(settings.appAttestEnvironments.rawValue))")
         if settings.passkeySignUp { Swift.print("sign-up      passkey") }
         for app in settings.appleAppIDs.sorted() { Swift.print("ios app      \(app)") }
         for app in settings.androidApps {

@@ -131,10 +131,15 @@ enum AdminPayloads {
         var DefaultAudience: String?
         /// Audiences a refresh may switch to, with their scopes (Auth0's multi-resource refresh).
         var RefreshTokenPolicies: [RefreshPolicyBody]?
+        /// Attestation-based client authentication (issue 47): off (the default), allowed or required.
+        var ClientAttestation: String?
+        /// App Attest environments accepted: production (the default) or production+development.
+        var AppAttestEnvironments: String?
 
         static let members: Set<String> = [
             "Id", "Type", "DisplayName", "Grants", "Scopes", "Audiences", "RpId", "AndroidOrigins", "AccessTokenFormat", "PasskeySignUp",
             "AppleAppIds", "AndroidApps", "Dpop", "DpopNonce", "DefaultAudience", "RefreshTokenPolicies",
+            "ClientAttestation", "AppAttestEnvironments",
         ]
 
         func apply(to settings: inout ClientSettings) throws(AdminProblem) {
@@ -169,6 +174,18 @@ enum AdminPayloads {
             if let DpopNonce { settings.dpopNonce = DpopNonce }
             if let DefaultAudience { settings.defaultAudience = DefaultAudience.isEmpty ? nil : DefaultAudience }
             if let RefreshTokenPolicies { settings.refreshTokenPolicies = RefreshTokenPolicies.map { RefreshTokenPolicy(audience: $0.Audience, scopes: $0.Scopes) } }
+            if let ClientAttestation {
+                guard let mode = ClientAttestationMode(rawValue: ClientAttestation) else {
+                    throw AdminProblem("Client.InvalidClientAttestation", "ClientAttestation is off, allowed or required.")
+                }
+                settings.clientAttestation = mode
+            }
+            if let AppAttestEnvironments {
+                guard let environments = ModgudDomain.AppAttestEnvironments(rawValue: AppAttestEnvironments) else {
+                    throw AdminProblem("Client.InvalidAppAttestEnvironments", "AppAttestEnvironments is production or production+development.")
+                }
+                settings.appAttestEnvironments = environments
+            }
         }
     }
 
@@ -280,7 +297,8 @@ enum AdminPayloads {
             PasskeySignUp: settings?.passkeySignUp, AppleAppIds: settings?.appleAppIDs.sorted(),
             AndroidApps: settings?.androidApps.map { AndroidAppBody(PackageName: $0.packageName, Sha256CertFingerprints: $0.sha256Fingerprints) },
             Dpop: settings?.dpop.rawValue, DpopNonce: settings?.dpopNonce, DefaultAudience: settings?.defaultAudience,
-            RefreshTokenPolicies: settings?.refreshTokenPolicies.map { RefreshPolicyBody(Audience: $0.audience, Scopes: $0.scopes) })
+            RefreshTokenPolicies: settings?.refreshTokenPolicies.map { RefreshPolicyBody(Audience: $0.audience, Scopes: $0.scopes) },
+            ClientAttestation: settings?.clientAttestation.rawValue, AppAttestEnvironments: settings?.appAttestEnvironments.rawValue)
     }
 
     /// The answer to `DELETE /admin/api/realms/{r}/users/{u}?erase=true`.

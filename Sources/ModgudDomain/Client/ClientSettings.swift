@@ -73,6 +73,10 @@ public struct ClientSettings: Codable, Hashable, Sendable {
     /// The audiences a refresh may switch to, each with the scopes it may carry there (Auth0's
     /// multi-resource refresh token policies). Without one, a refresh only narrows.
     public var refreshTokenPolicies: [RefreshTokenPolicy] = []
+    /// Attestation-based client authentication (issue 47).
+    public var clientAttestation: ClientAttestationMode = .off
+    /// The App Attest environments whose keys the client's attester accepts (issue 47).
+    public var appAttestEnvironments: AppAttestEnvironments = .production
 
     public init(
         type: ClientType, displayName: String = "", grants: Set<GrantType>, allowedScopes: Set<String>, audiences: Set<String> = [],
@@ -100,7 +104,7 @@ public struct ClientSettings: Codable, Hashable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case type, displayName, grants, allowedScopes, audiences, rpID, androidOrigins, accessTokenFormat, passkeySignUp, appleAppIDs, androidApps,
-            dpop, dpopNonce, defaultAudience, refreshTokenPolicies
+            dpop, dpopNonce, defaultAudience, refreshTokenPolicies, clientAttestation, appAttestEnvironments
     }
 
     /// Settings recorded before a member existed decode with its default.
@@ -121,6 +125,8 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         dpopNonce = try container.decodeIfPresent(Bool.self, forKey: .dpopNonce) ?? false
         defaultAudience = try container.decodeIfPresent(String.self, forKey: .defaultAudience)
         refreshTokenPolicies = try container.decodeIfPresent([RefreshTokenPolicy].self, forKey: .refreshTokenPolicies) ?? []
+        clientAttestation = try container.decodeIfPresent(ClientAttestationMode.self, forKey: .clientAttestation) ?? .off
+        appAttestEnvironments = try container.decodeIfPresent(AppAttestEnvironments.self, forKey: .appAttestEnvironments) ?? .production
     }
 
     /// Sets are written sorted, so equal settings always encode to equal bytes (events, read
@@ -143,6 +149,8 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         if dpopNonce { try container.encode(true, forKey: .dpopNonce) }
         try container.encodeIfPresent(defaultAudience, forKey: .defaultAudience)
         if !refreshTokenPolicies.isEmpty { try container.encode(refreshTokenPolicies, forKey: .refreshTokenPolicies) }
+        if clientAttestation != .off { try container.encode(clientAttestation, forKey: .clientAttestation) }
+        if appAttestEnvironments != .production { try container.encode(appAttestEnvironments, forKey: .appAttestEnvironments) }
     }
 
     /// A refresh policy naming `audience`, if any.

@@ -80,10 +80,23 @@ public actor SigningKeyRing {
     /// Signs a Security Event Token with the realm's active key, explicitly typed
     /// `secevent+jwt` (RFC 8417 section 2.3; SSF 1.0 section 4.1.1).
     public func signSecurityEvent(_ payload: some JWTPayload, realm: String) async throws -> String {
+        try await sign(payload, realm: realm, type: "secevent+jwt")
+    }
+
+    /// Signs a payload with the realm's active key under an explicit `typ` (RFC 8725 section
+    /// 3.11), so that it cannot be taken for another kind of token.
+    public func sign(_ payload: some JWTPayload, realm: String, type: String) async throws -> String {
         let loaded = try await load(realm)
         var header = JWTHeader()
-        header.typ = "secevent+jwt"
+        header.typ = type
         return try await loaded.collection.sign(payload, kid: JWKIdentifier(string: loaded.activeKid), header: header)
+    }
+
+    /// The payload of a JWT one of the realm's keys signed, or nil (a bad signature, an unknown
+    /// key, a malformed token). The caller checks `typ` and the claims.
+    public func verified<Payload: JWTPayload>(_ token: String, as type: Payload.Type, realm: String) async -> Payload? {
+        guard let loaded = try? await load(realm) else { return nil }
+        return try? await loaded.collection.verify(token, as: type)
     }
 
     /// Throws `SigningKeyRingError.noKey` (or `.noMasterKey`) unless the realm can sign now.

@@ -1,0 +1,23 @@
+/// Whether a client's requests must come from a genuine app instance (issue 47):
+/// attestation-based client authentication, draft-ietf-oauth-attestation-based-client-auth.
+/// Operators turn it on in two steps: `allowed` while apps that send no attestation are still
+/// in use, then `required`.
+public enum ClientAttestationMode: String, Codable, Hashable, Sendable, CaseIterable {
+    /// The attestation headers are ignored.
+    case off
+    /// A request with the headers is checked (a bad attestation is refused) and its tokens say
+    /// they went to an attested instance; a request without them is served as before.
+    case allowed
+    /// Every request of the client's must carry a valid attestation and its proof of possession,
+    /// or it is refused before anything is sent, stored or spent.
+    case required
+}
+
+/// Which Apple App Attest environments a client accepts keys from (the app's
+/// `com.apple.developer.devicecheck.appattest-environment` entitlement).
+public enum AppAttestEnvironments: String, Codable, Hashable, Sendable, CaseIterable {
+    /// Keys of App Store, TestFlight and enterprise builds only (the default).
+    case production
+    /// Development keys too: Xcode builds. Never for a client real users' apps use.
+    case productionAndDevelopment = "production+development"
+}

@@ -1,0 +1,109 @@
+import Foundation
+import PQ
+import WebAuthn
+
+/// The authorization server's side of attestation-based client authentication
+/// (draft-ietf-oauth-attestation-based-client-auth-10 section 6.1, "Validating HTTP requests
+/// featuring a Client Attestation"): the Client Attestation JWT signed by this realm's
+/// attester, for this client and not expired; the PoP signed by its `cnf` key, for this
+/// issuer, fresh, and never seen before on any instance.
+public struct ClientAttestationVerifier: Sendable {
+    /// An app instance that proved itself.
+    public struct Attested: Sendable, Equatable {
+        /// The instance key's RFC 7638 thumbprint.
+        public var keyThumbprint: String
+        /// How it was attested (`apple-app-attest`, `android-key-attestation`, `play-integrity`).
+        public var platform: String
+        /// The App ID or package.
+        public var app: String
+    }
+
+    public let pool: PQPool
+    public let keys: SigningKeyRing
+    public let challenges: AttestationChallenges
+    /// How far a PoP's `iat` may be from the server's clock when it carries no challenge.
+    public let window: Int64
+    public let clock: @Sendable () -> Date
+
+    public init(
+        pool: PQPool, keys: SigningKeyRing, challenges: AttestationChallenges, window: Int64 = 60, clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.pool = pool
+        self.keys = keys
+        self.challenges = challenges
+        self.window = window
+        self.clock = clock
+    }
+
+    /// A challenge to hand out (`OAuth-Client-Attestation-Challenge`, the challenge endpoint).
+    public func challenge() -> String { challenges.issue(now: clock()) }
+
+    /// The client id an attestation names (`sub`), read without verifying it: only to find
+    /// the client whose rules then verify it (the endpoints whose requests name no client).
+    public static func subject(of attestation: String) -> String? {
+        let parts = attestation.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, attestation.utf8.count <= 8192, let bytes = Base64URL.decode(parts[1]),
+            let claims = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
+        else { return nil }
+        return claims["sub"] as? String
+    }
+
+    /// Checks the attestation and its PoP.
+    /// - Parameters:
+    ///   - pop: nil when a DPoP proof by the same key stands in for it (the caller checked
+    ///     `dpopKey` is the attested key).
+    /// - Throws: `ClientAttestationError`, or the store's error while claiming the jti.
+    public func verify(attestation: String, pop: String?, clientID: String, realm: String, issuer: String, dpopKey: String? = nil) async throws
+        -> Attested
+    {
+        let now = clock()
+        let claims = try await attestationClaims(attestation, realm: realm, now: now)
+        // Section 6.1: the attestation is for this client.
+        guard claims.sub == clientID else { throw ClientAttestationError.invalid("the attestation is for another client") }
+        let key = try claims.cnf.jwk.key()
+        guard let pop else {
+            // The DPoP proof by the attested key is the proof of possession.
+            guard dpopKey == key.thumbprint else { throw ClientAttestationError.invalid("send OAuth-Client-Attestation-PoP, or a DPoP proof by the attested key") }
+            return Attested(keyThumbprint: key.thumbprint, platform: claims.platform, app: claims.app)
+        }
+        let proof = try ClientAttestationPoP(parsing: pop, key: key, issuer: issuer, clientID: clientID)
+        // Freshness: one of our challenges, or an `iat` near our clock (section 8).
+        let seconds = Int64(now.timeIntervalSince1970)
+        if let challenge = proof.challenge {
+            guard challenges.accepts(challenge, now: now) else { throw ClientAttestationError.useChallenge("the PoP's challenge is not current") }
+        } else if abs(seconds - proof.issuedAt) > window {
+            throw ClientAttestationError.useChallenge("the PoP's iat is \(abs(proof.issuedAt - seconds)) s off the server's clock; sign the challenge")
+        }
+        // Single use of the PoP's jti, across instances and failovers (a logged table, decided
+        // by the database), for as long as the PoP could be accepted.
+        let until = now.addingTimeInterval(Double(max(2 * challenges.slot, 2 * window)))
+        let claim = DPoPReplayTable.claim(jkt: "attestation-pop " + key.thumbprint, jti: proof.jti, now: now, until: until)
+        guard try await pool.query(claim).first != nil else { throw ClientAttestationError.invalid("the PoP was used before") }
+        return Attested(keyThumbprint: key.thumbprint, platform: claims.platform, app: claims.app)
+    }
+
+    /// Claims a challenge the attester issued: single use, decided by the database.
+    func spend(challenge: String) async throws {
+        let now = clock()
+        guard challenges.accepts(challenge, now: now) else { throw ClientAttestationError.useChallenge("the challenge is not current") }
+        let until = now.addingTimeInterval(Double(2 * challenges.slot))
+        guard try await pool.query(DPoPReplayTable.claim(jkt: "attestation-challenge", jti: challenge, now: now, until: until)).first != nil else {
+            throw ClientAttestationError.useChallenge("the challenge was used before")
+        }
+    }
+
+    private func attestationClaims(_ attestation: String, realm: String, now: Date) async throws -> ClientAttestationClaims {
+        guard attestation.utf8.count <= 8192, let headerPart = attestation.split(separator: ".").first, let headerBytes = Base64URL.decode(headerPart),
+            let header = (try? JSONSerialization.jsonObject(with: Data(headerBytes))) as? [String: Any]
+        else { throw ClientAttestationError.invalid("the attestation is not a JWT") }
+        // Section 5.1: explicitly typed.
+        guard header["typ"] as? String == ClientAttestationClaims.type else {
+            throw ClientAttestationError.invalid("the attestation's typ must be \(ClientAttestationClaims.type)")
+        }
+        guard let claims = await keys.verified(attestation, as: ClientAttestationClaims.self, realm: realm) else {
+            throw ClientAttestationError.invalid("the attestation is not signed by this realm's attester")
+        }
+        guard claims.exp.value > now else { throw ClientAttestationError.useFresh("the attestation expired; attest the app again") }
+        return claims
+    }
+}
