@@ -17,3 +17,7 @@ CREATE TABLE app_attest_keys (
     last_used_at timestamptz NOT NULL,
     PRIMARY KEY (realm_id, key_id)
 );
+
+-- The attested app instance an access token went to (`client_attestation` in introspection):
+-- JSON {platform, app, jkt}, NULL when the request was not attested.
+ALTER TABLE access_tokens ADD COLUMN attestation text;

@@ -13,17 +13,23 @@ struct AccountController: Sendable {
     let tokens: TokenService
     let resource: ProtectedResource
     let parsing: RequestParsing
+    /// Genuine apps (issue 47): checked before any mail is queued.
+    let attestation: ClientAttestationGate
 
+    /// `ClientId` is optional (the seed's body has none): an app of a realm where some client
+    /// requires attestation names itself, or is named by its attestation (issue 47).
     struct CodeRequestBody: Decodable {
         var Email: String
         var FirstName: String?
         var LastName: String?
-        static let members: Set<String> = ["Email", "FirstName", "LastName"]
+        var ClientId: String?
+        static let members: Set<String> = ["Email", "FirstName", "LastName", "ClientId"]
     }
 
     struct MagicLinkRequestBody: Decodable {
         var Email: String
-        static let members: Set<String> = ["Email"]
+        var ClientId: String?
+        static let members: Set<String> = ["Email", "ClientId"]
     }
 
     struct MessageBody: Encodable {
@@ -56,9 +62,11 @@ struct AccountController: Sendable {
     func codeRequest(_ request: Request, context: ModgudRequestContext, endpoint: EmailSignInService.CodeEndpoint) async -> Response {
         let started = ContinuousClock.now
         return await ProblemEdge.respond(context) {
-            let (realm, _) = try await parsing.realm(request)
+            let (realm, issuer) = try await parsing.realm(request)
             guard realm.settings.nativeGrants.enabled else { return ProblemEdge.nativeGrantsDisabled() }
             let body = try await parsing.json(CodeRequestBody.self, request, allowed: CodeRequestBody.members, ignoringCase: true)
+            _ = try await attestation.checkUnnamed(
+                request, clientID: body.ClientId, realm: realm.realmID, issuer: issuer, endpoint: endpoint == .register ? "register" : "otp_request")
             do {
                 try await emailSignIn().requestCode(
                     .init(email: body.Email, firstName: body.FirstName, lastName: body.LastName, source: parsing.source(request, context: context)),
@@ -83,6 +91,7 @@ struct AccountController: Sendable {
                 return Problem.response("MagicLink.Disabled", status: 400, detail: "Magic links are not enabled for this realm.")
             }
             let body = try await parsing.json(MagicLinkRequestBody.self, request, allowed: MagicLinkRequestBody.members, ignoringCase: true)
+            _ = try await attestation.checkUnnamed(request, clientID: body.ClientId, realm: realm.realmID, issuer: issuer, endpoint: "magic_link_request")
             try await emailSignIn().requestMagicLink(
                 email: body.Email, source: parsing.source(request, context: context), realm: realm, issuer: issuer, metadata: context.eventMetadata())
             await parsing.configuration.jitter.wait(since: started)

@@ -55,7 +55,9 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     let grantServices = GrantServices(
         tokens: core.tokenService, passkeys: core.passkeys, rateLimiter: core.rateLimiter, emailSignIn: core.emailSignIn,
         dpop: core.dpop, firstParty: core.firstParty, recoveryCodes: core.recoveryCodes)
-    let gates = TokenEndpointGates(parsing: parsing, clients: core.clientAuthenticator, rateLimiter: core.rateLimiter, dpop: core.dpop)
+    let attestation = ClientAttestationGate(verifier: core.clientAttestation, clients: core.clientAuthenticator)
+    let gates = TokenEndpointGates(
+        parsing: parsing, clients: core.clientAuthenticator, rateLimiter: core.rateLimiter, dpop: core.dpop, attestation: attestation)
     let tokens = TokenController(services: grantServices, gates: gates, parsing: parsing)
     let introspection = IntrospectionController(clients: core.clientAuthenticator, tokens: core.tokenService, parsing: parsing)
     let discovery = DiscoveryController(keys: core.keys, parsing: parsing)
@@ -80,15 +82,18 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     OpenAPIDocument.register(on: router)
     AccountController(
         emailSignIn: core.emailSignIn, totpEnrollment: core.totpEnrollment, tokens: core.tokenService, resource: resource,
-        parsing: parsing
+        parsing: parsing, attestation: attestation
     ).register(on: router)
-    PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, resource: resource).register(on: router)
+    PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, resource: resource, attestation: attestation)
+        .register(on: router)
     MyAccountController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, resource: resource).register(on: router)
     RecoveryCodeController(recoveryCodes: core.recoveryCodes, passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, resource: resource)
         .register(on: router)
     SessionController(tokens: core.tokenService, parsing: parsing, resource: resource).register(on: router)
-    Auth0PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing).register(on: router)
-    Auth0PasswordlessController(clients: core.clientAuthenticator, emailSignIn: core.emailSignIn, parsing: parsing).register(on: router)
+    Auth0PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, attestation: attestation).register(on: router)
+    Auth0PasswordlessController(clients: core.clientAuthenticator, emailSignIn: core.emailSignIn, parsing: parsing, attestation: attestation)
+        .register(on: router)
+    ClientAttesterController(attester: core.attester, verifier: core.clientAttestation, parsing: parsing).register(on: router)
     MagicLoginController(parsing: parsing).register(on: router)
     SharedSignalsController(streams: core.signalStreams, resource: resource, parsing: parsing, longPoll: configuration.signalLongPoll,
         readiness: core.readiness).register(on: router)

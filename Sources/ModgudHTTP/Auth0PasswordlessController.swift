@@ -16,6 +16,8 @@ struct Auth0PasswordlessController: Sendable {
     let clients: ClientAuthenticator
     let emailSignIn: @Sendable () throws -> EmailSignInService
     let parsing: RequestParsing
+    /// Genuine apps (issue 47): checked before any mail is queued.
+    let attestation: ClientAttestationGate
 
     /// Auth0's answer: a request id, the address as given, never whether it has an account.
     struct StartedBody: Encodable {
@@ -64,6 +66,7 @@ struct Auth0PasswordlessController: Sendable {
         }
         let (id, secret) = try parsing.clientCredentials(request, form)
         let client = try await clients.authenticate(realm: realm.realmID, clientID: id, secret: secret)
+        _ = try await attestation.check(request, clientID: client.id, settings: client.settings, realm: realm.realmID, issuer: issuer, endpoint: "auth0_passwordless_start")
         // Auth0's passwordless connection is `email`; SMS is not offered.
         guard let connection = form["connection"] else { throw Refusal(code: "bad.connection", message: "Missing required property: connection") }
         guard connection == "email" else { throw Refusal(code: "bad.connection", message: "Connection does not exist") }

@@ -76,6 +76,8 @@ struct AuthorizationChallengeController: Sendable {
         let (client, limits) = try await gates.authenticate(request, form, realm: realm, source: source)
         try await services.rateLimiter.run(limits)
         let jkt = try await gates.verifiedDPoPKey(request, issuer: issuer, client: client, claimed: true)?.key
+        _ = try await gates.attestation.check(
+            request, clientID: client.id, settings: client.settings, realm: realm.realmID, issuer: issuer, endpoint: "authorization_challenge", dpopKey: jkt)
         let call = ChallengeCall(
             form: form, client: client, realm: realm, issuer: issuer, source: source, jkt: jkt, metadata: context.eventMetadata(), started: started)
         if let token = form["auth_session"] {

@@ -27,7 +27,12 @@ struct DiscoveryController: Sendable {
         var authorizationChallengeEndpoint: String?
         /// RFC 8414 section 2, for the challenge endpoint's PKCE (S256 only).
         var codeChallengeMethodsSupported: [String]?
-        var tokenEndpointAuthMethodsSupported = ["none", "client_secret_basic", "client_secret_post"]
+        var tokenEndpointAuthMethodsSupported = ["none", "client_secret_basic", "client_secret_post", "attest_jwt_client_auth"]
+        /// draft-ietf-oauth-attestation-based-client-auth-10 sections 8.1 and 10.2 (issue 47):
+        /// the challenge endpoint, and the algorithms of attestations (this realm's keys) and PoPs.
+        var challengeEndpoint: String?
+        var clientAttestationSigningAlgValuesSupported = ["ES256", "RS256"]
+        var clientAttestationPoPSigningAlgValuesSupported = DPoPKey.Algorithm.allCases.map(\.rawValue)
         var idTokenSigningAlgValuesSupported = ["ES256", "RS256"]
         /// RFC 9449 section 5.1: the algorithms of DPoP proofs the token endpoint checks.
         var dpopSigningAlgValuesSupported = DPoPKey.Algorithm.allCases.map(\.rawValue)
@@ -51,6 +56,9 @@ struct DiscoveryController: Sendable {
             case authorizationChallengeEndpoint = "authorization_challenge_endpoint"
             case codeChallengeMethodsSupported = "code_challenge_methods_supported"
             case tokenEndpointAuthMethodsSupported = "token_endpoint_auth_methods_supported"
+            case challengeEndpoint = "challenge_endpoint"
+            case clientAttestationSigningAlgValuesSupported = "client_attestation_signing_alg_values_supported"
+            case clientAttestationPoPSigningAlgValuesSupported = "client_attestation_pop_signing_alg_values_supported"
             case idTokenSigningAlgValuesSupported = "id_token_signing_alg_values_supported"
             case dpopSigningAlgValuesSupported = "dpop_signing_alg_values_supported"
             case subjectTypesSupported = "subject_types_supported"
@@ -73,7 +81,8 @@ struct DiscoveryController: Sendable {
                     revocationEndpoint: base + "/connect/revoke", userinfoEndpoint: base + "/connect/userinfo",
                     jwksURI: base + "/.well-known/jwks.json", grantTypesSupported: grants,
                     authorizationChallengeEndpoint: realm.settings.nativeGrants.enabled ? base + FirstPartyPaths.challenge : nil,
-                    codeChallengeMethodsSupported: realm.settings.nativeGrants.enabled ? ["S256"] : nil)
+                    codeChallengeMethodsSupported: realm.settings.nativeGrants.enabled ? ["S256"] : nil,
+                    challengeEndpoint: base + ClientAttesterController.base + "/challenge")
                 return ByteBuffer(bytes: try OAuthResponses.encode(document))
             }
             return OAuthResponses.json(rendered: body)

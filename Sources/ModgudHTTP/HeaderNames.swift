@@ -14,3 +14,13 @@ extension HTTPField.Name {
     static let rateLimitRemaining = HTTPField.Name("X-RateLimit-Remaining")!
     static let rateLimitReset = HTTPField.Name("X-RateLimit-Reset")!
 }
+
+/// draft-ietf-oauth-attestation-based-client-auth-10 sections 5.3 and 8 (issue 47).
+extension HTTPField.Name {
+    /// The Client Attestation JWT.
+    static let clientAttestation = HTTPField.Name("OAuth-Client-Attestation")!
+    /// The Client Attestation PoP JWT.
+    static let clientAttestationPoP = HTTPField.Name("OAuth-Client-Attestation-PoP")!
+    /// A fresh challenge, on refusals and from the challenge endpoint.
+    static let clientAttestationChallenge = HTTPField.Name("OAuth-Client-Attestation-Challenge")!
+}

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import ModgudDomain
 import ModgudService
 
 /// Writes OAuth JSON responses: `Cache-Control: no-store` on everything carrying tokens or
@@ -66,7 +67,7 @@ enum OAuthResponses {
             IntrospectionBody(
                 active: result.active, scope: result.scope, clientID: result.clientID, sub: result.subject, aud: result.audiences,
                 exp: result.expiresAt, tokenType: result.tokenType, cnf: result.dpopKey.map { ["jkt": $0] }, sid: result.sessionID,
-                authTime: result.authTime, acr: result.acr, amr: result.amr))
+                authTime: result.authTime, acr: result.acr, amr: result.amr, clientAttestation: result.clientAttestation))
     }
 
     struct ErrorBody: Encodable {
@@ -120,8 +121,11 @@ enum OAuthResponses {
         var authTime: Int?
         var acr: String?
         var amr: [String]?
+        /// The attested app instance the token went to (issue 47).
+        var clientAttestation: ClientAttestationFact?
         enum CodingKeys: String, CodingKey {
             case active, scope, sub, aud, exp, cnf, sid, acr, amr
+            case clientAttestation = "client_attestation"
             case authTime = "auth_time"
             case clientID = "client_id"
             case tokenType = "token_type"

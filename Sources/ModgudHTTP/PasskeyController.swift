@@ -12,6 +12,8 @@ struct PasskeyController: Sendable {
     let rateLimiter: RateLimiter
     let parsing: RequestParsing
     let resource: ProtectedResource
+    /// Genuine apps (issue 47): checked before a ceremony is stored.
+    let attestation: ClientAttestationGate
 
     struct BegunBody: Encodable {
         var ceremonyId: String
@@ -57,10 +59,11 @@ struct PasskeyController: Sendable {
     /// POST /connect/passkey/begin (form, optional client_id).
     func begin(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
-            let (realm, _) = try await parsing.realm(request)
+            let (realm, issuer) = try await parsing.realm(request)
             guard realm.settings.nativeGrants.enabled else { return ProblemEdge.nativeGrantsDisabled() }
             try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
             let form = try await parsing.form(request)
+            _ = try await attestation.checkUnnamed(request, clientID: form["client_id"], realm: realm.realmID, issuer: issuer, endpoint: "passkey_begin")
             let begun = try await passkeys.beginLogin(realm: realm, clientID: form["client_id"], metadata: context.eventMetadata())
             return OAuthResponses.json(BegunBody(ceremonyId: begun.ceremonyID.uuidString.lowercased(), options: begun.options))
         }
@@ -82,9 +85,10 @@ struct PasskeyController: Sendable {
     /// or realm does not allow sign-up; 429 past the passkey or sign-up limit per source.
     func signUpBegin(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
-            let (realm, _) = try await parsing.realm(request)
+            let (realm, issuer) = try await parsing.realm(request)
             guard realm.settings.nativeGrants.enabled else { return ProblemEdge.nativeGrantsDisabled() }
             let body = try await parsing.json(SignUpBody.self, request, allowed: SignUpBody.members, ignoringCase: true)
+            _ = try await attestation.checkUnnamed(request, clientID: body.ClientId, realm: realm.realmID, issuer: issuer, endpoint: "passkey_register")
             let source = parsing.source(request, context: context)
             try await rateLimiter.check(.passkeyPerIP, key: source, realm: realm.realmID, settings: realm.settings)
             try await rateLimiter.check(.signupPerIP, key: source, realm: realm.realmID, settings: realm.settings)

@@ -104,7 +104,7 @@ struct TokenController: Sendable {
             try await rateLimiter.check([RateLimitBucket(.tokenPerIP, key: source)], realm: realm.realmID, settings: realm.settings)
             throw OAuthError.unsupportedGrantType("This grant type is not enabled for this realm.")
         }
-        let (client, limits) = try await gates.authenticate(request, form, realm: realm, source: source)
+        var (client, limits) = try await gates.authenticate(request, form, realm: realm, source: source)
         if !grant.countsItself { try await rateLimiter.run(limits) }
         if let permission = grant.permission, !client.settings.grants.contains(permission) {
             throw OAuthError.unauthorizedClient("The client is not allowed to use this grant type.")
@@ -121,6 +121,14 @@ struct TokenController: Sendable {
         } catch {
             // A grant that counts itself (refresh) has not counted yet: a refused proof is
             // counted here, so proofs cannot be tried without limit.
+            if grant.countsItself { try await rateLimiter.run(limits) }
+            throw error
+        }
+        // Issue 47: a genuine app instance, checked before the grant redeems anything.
+        do {
+            client.attestation = try await gates.attestation.check(
+                request, clientID: client.id, settings: client.settings, realm: realm.realmID, issuer: issuer, endpoint: "token", dpopKey: dpop?.key)
+        } catch {
             if grant.countsItself { try await rateLimiter.run(limits) }
             throw error
         }

@@ -10,6 +10,8 @@ struct TokenEndpointGates: Sendable {
     let clients: ClientAuthenticator
     let rateLimiter: RateLimiter
     let dpop: DPoPVerifier?
+    /// Attestation-based client authentication (issue 47).
+    let attestation: ClientAttestationGate
 
     /// RFC 9449 section 5: a `DPoP` header binds the grant's tokens to its key; the proof is
     /// checked (section 4.3) before the grant redeems anything, so a bad proof spends no code.

@@ -58,6 +58,10 @@ public struct ModgudCore: Sendable {
     public let administration: Administration
     /// Erasure of a person (GDPR Article 17).
     public let eraser: UserEraser
+    /// Attestation-based client authentication (issue 47): the authorization server's checks
+    /// and the attester; nil in tools started without the master key.
+    public let clientAttestation: ClientAttestationVerifier?
+    public let attester: ClientAttester?
 
     /// - Parameters:
     ///   - masterKey: 32 bytes sealing the realms' private signing keys (nil: a tool that never signs).
@@ -65,9 +69,10 @@ public struct ModgudCore: Sendable {
     ///   - settingsMaxAge: how long realm and client settings are held per instance without a
     ///     notification (the backstop for a lost NOTIFY; tests lengthen it to prove NOTIFY alone).
     ///   - groupCommit: how concurrent appends share commits; nil commits each alone.
+    ///   - attestationRoots: the roots the attester trusts (the platforms' published roots by default).
     public init(
         pool: PQPool, masterKey: [UInt8]?, now: @escaping @Sendable () -> Date = { Date() }, settingsMaxAge: Duration = .seconds(5),
-        groupCommit: AppendBatcher.Options? = AppendBatcher.Options()
+        groupCommit: AppendBatcher.Options? = AppendBatcher.Options(), attestationRoots: AttestationRoots = .published
     ) throws {
         self.pool = pool
         let vault = try masterKey.map { try PersonalDataVault(pool: pool, masterKey: $0) }
@@ -121,6 +126,8 @@ public struct ModgudCore: Sendable {
         settingsNotifier = notifier
         eraser = UserEraser(
             users: userActors, familyActors: familyActors, tokens: tokenService, passkeys: passkeys, vault: vault, pool: pool, notifier: notifier, now: now)
+        (clientAttestation, attester) = Self.clientAttestation(
+            pool: pool, masterKey: masterKey, keys: keys, clients: clientAuthenticator, roots: attestationRoots, now: now)
         administration = Self.administration(
             realms: realmActors, clients: clientActors, users: userActors, families: familyActors, keys: keys, auditKeys: auditKeys, tokens: tokenService,
             passkeys: passkeys, vault: vault, totp: { try totp.get() }, recoveryCodes: { try recovery.get() }, eraser: eraser, pool: pool, settings: notifier, now: now)
@@ -137,6 +144,14 @@ public struct ModgudCore: Sendable {
                 guard let vault, let email = EmailAddress(address) else { return nil }
                 return try await UsersTable.userID(realm: realm, email: email, index: vault.blindIndex(email.value, realm: realm), pool: pool)
             }, now: now)
+    }
+
+    private static func clientAttestation(
+        pool: PQPool, masterKey: [UInt8]?, keys: SigningKeyRing, clients: ClientAuthenticator, roots: AttestationRoots, now: @escaping @Sendable () -> Date
+    ) -> (ClientAttestationVerifier?, ClientAttester?) {
+        guard let masterKey else { return (nil, nil) }
+        let verifier = ClientAttestationVerifier(pool: pool, keys: keys, challenges: AttestationChallenges(masterKey: masterKey), clock: now)
+        return (verifier, ClientAttester(pool: pool, keys: keys, verifier: verifier, clients: clients, roots: roots, clock: now))
     }
 
     /// A service that needs the master key's parts, or `MasterKeyMissing` in a tool started without it.

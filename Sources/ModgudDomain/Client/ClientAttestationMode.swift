@@ -21,3 +21,20 @@ public enum AppAttestEnvironments: String, Codable, Hashable, Sendable, CaseIter
     /// Development keys too: Xcode builds. Never for a client real users' apps use.
     case productionAndDevelopment = "production+development"
 }
+
+/// That a token went to an app instance that proved itself genuine (issue 47): how, which app,
+/// and the instance key. JWT access tokens and introspection state it as `client_attestation`.
+public struct ClientAttestationFact: Codable, Hashable, Sendable {
+    /// `apple-app-attest`, `android-key-attestation` or `play-integrity`.
+    public var platform: String
+    /// The App ID (`TEAMID.bundle`) or Android package.
+    public var app: String
+    /// The RFC 7638 thumbprint of the instance key (`cnf.jwk` of its Client Attestation).
+    public var jkt: String
+
+    public init(platform: String, app: String, jkt: String) {
+        self.platform = platform
+        self.app = app
+        self.jkt = jkt
+    }
+}

@@ -13,8 +13,14 @@ public struct IssuedAccessToken: Codable, Hashable, Sendable {
     /// section 2.2; issue 41); absent: the family's.
     public var scopes: [String]?
     public var audiences: [String]?
+    /// The attested app instance the token went to (issue 47); absent: none was attested.
+    public var attestation: ClientAttestationFact?
 
-    public init(hash: String, expiresAt: Date, format: AccessTokenFormat, dpopKey: String? = nil, scopes: [String]? = nil, audiences: [String]? = nil) {
+    public init(
+        hash: String, expiresAt: Date, format: AccessTokenFormat, dpopKey: String? = nil, scopes: [String]? = nil, audiences: [String]? = nil,
+        attestation: ClientAttestationFact? = nil
+    ) {
+        self.attestation = attestation
         self.scopes = scopes
         self.audiences = audiences
         self.dpopKey = dpopKey

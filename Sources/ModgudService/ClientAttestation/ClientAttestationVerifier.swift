@@ -1,4 +1,5 @@
 import Foundation
+import ModgudDomain
 import PQ
 import WebAuthn
 
@@ -8,16 +9,6 @@ import WebAuthn
 /// attester, for this client and not expired; the PoP signed by its `cnf` key, for this
 /// issuer, fresh, and never seen before on any instance.
 public struct ClientAttestationVerifier: Sendable {
-    /// An app instance that proved itself.
-    public struct Attested: Sendable, Equatable {
-        /// The instance key's RFC 7638 thumbprint.
-        public var keyThumbprint: String
-        /// How it was attested (`apple-app-attest`, `android-key-attestation`, `play-integrity`).
-        public var platform: String
-        /// The App ID or package.
-        public var app: String
-    }
-
     public let pool: PQPool
     public let keys: SigningKeyRing
     public let challenges: AttestationChallenges
@@ -54,7 +45,7 @@ public struct ClientAttestationVerifier: Sendable {
     ///     `dpopKey` is the attested key).
     /// - Throws: `ClientAttestationError`, or the store's error while claiming the jti.
     public func verify(attestation: String, pop: String?, clientID: String, realm: String, issuer: String, dpopKey: String? = nil) async throws
-        -> Attested
+        -> ClientAttestationFact
     {
         let now = clock()
         let claims = try await attestationClaims(attestation, realm: realm, now: now)
@@ -64,7 +55,7 @@ public struct ClientAttestationVerifier: Sendable {
         guard let pop else {
             // The DPoP proof by the attested key is the proof of possession.
             guard dpopKey == key.thumbprint else { throw ClientAttestationError.invalid("send OAuth-Client-Attestation-PoP, or a DPoP proof by the attested key") }
-            return Attested(keyThumbprint: key.thumbprint, platform: claims.platform, app: claims.app)
+            return ClientAttestationFact(platform: claims.platform, app: claims.app, jkt: key.thumbprint)
         }
         let proof = try ClientAttestationPoP(parsing: pop, key: key, issuer: issuer, clientID: clientID)
         // Freshness: one of our challenges, or an `iat` near our clock (section 8).
@@ -79,7 +70,7 @@ public struct ClientAttestationVerifier: Sendable {
         let until = now.addingTimeInterval(Double(max(2 * challenges.slot, 2 * window)))
         let claim = DPoPReplayTable.claim(jkt: "attestation-pop " + key.thumbprint, jti: proof.jti, now: now, until: until)
         guard try await pool.query(claim).first != nil else { throw ClientAttestationError.invalid("the PoP was used before") }
-        return Attested(keyThumbprint: key.thumbprint, platform: claims.platform, app: claims.app)
+        return ClientAttestationFact(platform: claims.platform, app: claims.app, jkt: key.thumbprint)
     }
 
     /// Claims a challenge the attester issued: single use, decided by the database.

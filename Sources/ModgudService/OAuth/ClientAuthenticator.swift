@@ -12,6 +12,9 @@ public struct AuthenticatedClient: Sendable, Equatable {
     /// The secret hash the client was authenticated against (nil: a public client), so that a
     /// grant that reads the client from the store can tell a secret rotated meanwhile.
     public var secretHash: String? = nil
+    /// The attested app instance the request came from (issue 47: attestation-based client
+    /// authentication), nil when unattested. Tokens minted for the request state it.
+    public var attestation: ClientAttestationFact? = nil
 }
 
 /// Client authentication for the token, introspection and revocation endpoints: none for
@@ -32,15 +35,33 @@ public struct ClientAuthenticator: Sendable {
     }
 
     private let cache: SettingsCache<Key, Row?>
+    /// Per realm: whether an enabled client requires attestation (issue 47).
+    private let attestationRequired: SettingsCache<String, Bool>
 
     public init(pool: PQPool, maxAge: Duration = .seconds(5)) {
         self.pool = pool
         self.cache = SettingsCache(maxAge: maxAge)
+        self.attestationRequired = SettingsCache(maxAge: maxAge)
     }
 
     /// Drops one client, or every client.
     public func invalidate(realm: String, clientID: String?) {
-        if let clientID { cache.invalidate(Key(realm: realm, clientID: clientID)) } else { cache.invalidateAll() }
+        if let clientID {
+            cache.invalidate(Key(realm: realm, clientID: clientID))
+            attestationRequired.invalidate(realm)
+        } else {
+            cache.invalidateAll()
+            attestationRequired.invalidateAll()
+        }
+    }
+
+    /// Whether an enabled client of the realm requires attestation (issue 47): then a request
+    /// that names no client (an email code or link, a passkey ceremony) must be attested too,
+    /// or anyone could ask for mail in the name of the realm's genuine apps.
+    public func attestationRequired(realm: String) async throws -> Bool {
+        try await attestationRequired.value(for: realm) {
+            try await ClientsTable.enabledSettings(realm: realm, pool: pool).contains { $0.clientAttestation == .required }
+        }
     }
 
     private func row(realm: String, clientID: String) async throws -> Row? {

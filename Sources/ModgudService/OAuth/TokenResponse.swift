@@ -1,4 +1,5 @@
 import Foundation
+import ModgudDomain
 
 /// A successful token response (RFC 6749 section 5.1; OIDC Core section 3.1.3.3).
 public struct TokenResponse: Sendable, Equatable {
@@ -45,6 +46,8 @@ public struct Introspection: Sendable, Equatable {
     public var authTime: Int?
     public var acr: String?
     public var amr: [String]?
+    /// The attested app instance the token went to (issue 47).
+    public var clientAttestation: ClientAttestationFact?
 
     public static let inactive = Introspection(active: false)
 

@@ -23,7 +23,7 @@ extension TokenService {
                 realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: user, scopes: scopes,
                 audiences: [client.id], authTime: time, amr: AuthenticationContext.recoveryAMR,
                 accessLifetime: min(lifetimes.access, Self.recoveryLifetime), refreshLifetime: nil, dpopKey: dpopKey,
-                acr: AuthenticationContext.recovery), now: time)
+                acr: AuthenticationContext.recovery, attestation: client.attestation), now: time)
         let familyID = UUID()
         let started = TokenFamilyStarted(
             familyID: familyID, clientID: client.id, userID: userID, scopes: scopes, audiences: [client.id], grantType: GrantType.recoveryCode.rawValue,

@@ -70,7 +70,7 @@ public struct TokenService: Sendable {
             TokenMinter.Request(
                 realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: user,
                 profile: profile, scopes: scopes, audiences: audiences, authTime: time, amr: amr, accessLifetime: lifetimes.access,
-                refreshLifetime: wantsRefresh ? min(lifetimes.refresh, lifetimes.session) : nil, nonce: nonce, dpopKey: dpopKey), now: time)
+                refreshLifetime: wantsRefresh ? min(lifetimes.refresh, lifetimes.session) : nil, nonce: nonce, dpopKey: dpopKey, attestation: client.attestation), now: time)
         let familyID = UUID()
         let started = TokenFamilyStarted(
             familyID: familyID, clientID: client.id, userID: userID, scopes: scopes, audiences: audiences, grantType: grantType.rawValue,
@@ -161,7 +161,8 @@ public struct TokenService: Sendable {
             TokenMinter.Request(
                 realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: userState,
                 profile: profile, scopes: scopes, audiences: audiences, authTime: started.authTime, amr: started.amr,
-                accessLifetime: lifetimes.access, refreshLifetime: lifetimes.refresh, dpopKey: dpopKey, acr: started.acr), now: time)
+                accessLifetime: lifetimes.access, refreshLifetime: lifetimes.refresh, dpopKey: dpopKey, acr: started.acr,
+                attestation: client.attestation), now: time)
         // The access token's own scopes and audiences, when they are not the grant's.
         if scopes != started.scopes { minted.accessRecord.scopes = scopes }
         if audiences != started.audiences { minted.accessRecord.audiences = audiences }
@@ -246,7 +247,7 @@ public struct TokenService: Sendable {
             TokenMinter.Request(
                 realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: nil,
                 scopes: scopes, audiences: audiences, authTime: time, amr: [], accessLifetime: lifetimes.access, refreshLifetime: nil,
-                dpopKey: dpopKey),
+                dpopKey: dpopKey, attestation: client.attestation),
             now: time)
         let familyID = UUID()
         _ = try await families.actor(forNew: StreamNames.tokenFamily(realm: client.realm, familyID: familyID)).execute(
@@ -272,6 +273,7 @@ public struct TokenService: Sendable {
             subject: found.userID?.uuidString.lowercased() ?? found.clientID, audiences: found.audiences,
             expiresAt: Int(found.expiresAt.timeIntervalSince1970), tokenType: found.dpopKey == nil ? "Bearer" : "DPoP", dpopKey: found.dpopKey,
             sessionID: found.userID == nil ? nil : found.familyID.uuidString.lowercased())
+        result.clientAttestation = found.attestation
         if found.userID != nil, let started = try await families.actor(for: StreamNames.tokenFamily(realm: realm, familyID: found.familyID)).current().state.started {
             result.authTime = Int(started.authTime.timeIntervalSince1970)
             result.amr = started.amr

@@ -17,6 +17,8 @@ public struct TokenTables: Sendable {
         public var expiresAt: Date
         /// The DPoP key thumbprint the token is bound to (`cnf.jkt`), nil for a bearer token.
         public var dpopKey: String?
+        /// The attested app instance it went to (issue 47).
+        public var attestation: ClientAttestationFact? = nil
     }
 
     /// A refresh token's family and whether it was spent.
@@ -41,7 +43,7 @@ public struct TokenTables: Sendable {
         let row = try await retryingTransientConflicts {
             try await pool.query(
                 """
-                SELECT t.family_id, t.client_id, t.user_id, t.scopes, t.audiences, t.expires_at, t.jkt
+                SELECT t.family_id, t.client_id, t.user_id, t.scopes, t.audiences, t.expires_at, t.jkt, t.attestation
                 FROM access_tokens t
                 JOIN token_families f ON f.family_id = t.family_id
                 JOIN clients c ON c.realm_id = t.realm_id AND c.client_id = t.client_id
@@ -57,7 +59,8 @@ public struct TokenTables: Sendable {
             familyID: try row.decode(UUID.self, at: 0), clientID: try row.decode(String.self, at: 1),
             userID: try row.decode(UUID?.self, at: 2), scopes: try PQTextArray.decode(row.decode(String.self, at: 3)),
             audiences: try PQTextArray.decode(row.decode(String.self, at: 4)), expiresAt: try row.decode(Date.self, at: 5),
-            dpopKey: try row.decode(String?.self, at: 6))
+            dpopKey: try row.decode(String?.self, at: 6),
+            attestation: try row.decode(String?.self, at: 7).flatMap { try? JSONDecoder().decode(ClientAttestationFact.self, from: Data($0.utf8)) })
     }
 
     /// The refresh token with this hash, spent or not.
@@ -185,9 +188,10 @@ extension TokenTables {
                     \(started.securityStamp))
             """,
             """
-            INSERT INTO \(unescaped: tables("access_tokens")) (token_hash, realm_id, family_id, client_id, user_id, scopes, audiences, format, expires_at, jkt)
+            INSERT INTO \(unescaped: tables("access_tokens")) (token_hash, realm_id, family_id, client_id, user_id, scopes, audiences, format, expires_at, jkt, attestation)
             VALUES (\(started.accessToken.hash), \(realm), \(family), \(started.clientID), \(started.userID), \(started.scopes), \(started.audiences),
-                    \(started.accessToken.format.rawValue), \(started.accessToken.expiresAt), \(started.accessToken.dpopKey))
+                    \(started.accessToken.format.rawValue), \(started.accessToken.expiresAt), \(started.accessToken.dpopKey),
+                    \(attestationText(started.accessToken)))
             """,
         ]
         if let hash = started.refreshTokenHash, let expiry = started.refreshExpiresAt {
@@ -206,13 +210,19 @@ extension TokenTables {
             insertRefresh(refreshed.refreshTokenHash, expiresAt: refreshed.refreshExpiresAt, family: family, realm: realm, tables: tables),
             """
             INSERT INTO \(unescaped: tables("access_tokens"))
-                (token_hash, realm_id, family_id, client_id, user_id, scopes, audiences, format, expires_at, jkt)
+                (token_hash, realm_id, family_id, client_id, user_id, scopes, audiences, format, expires_at, jkt, attestation)
             SELECT \(refreshed.accessToken.hash), realm_id, family_id, client_id, user_id,
                    coalesce(\(refreshed.accessToken.scopes)::text[], scopes), coalesce(\(refreshed.accessToken.audiences)::text[], audiences),
-                   \(refreshed.accessToken.format.rawValue), \(refreshed.accessToken.expiresAt), \(refreshed.accessToken.dpopKey)
+                   \(refreshed.accessToken.format.rawValue), \(refreshed.accessToken.expiresAt), \(refreshed.accessToken.dpopKey),
+                   \(attestationText(refreshed.accessToken))
             FROM \(unescaped: tables("token_families")) WHERE family_id = \(family)
             """,
         ]
+    }
+
+    /// The `attestation` column: the fact as JSON, or NULL.
+    static func attestationText(_ token: IssuedAccessToken) -> String? {
+        token.attestation.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) }
     }
 
     static func revokeFamily(_ revoked: TokenFamilyRevoked, family: UUID, tables: ProjectionTables) -> [PQQuery] {

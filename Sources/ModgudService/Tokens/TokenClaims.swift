@@ -1,5 +1,6 @@
 import Foundation
 import JWTKit
+import ModgudDomain
 
 /// Claims of a JWT access token (RFC 9068 shape: iss, sub, aud, exp, iat, jti, scope, client_id).
 public struct AccessTokenClaims: JWTPayload, Equatable {
@@ -18,6 +19,8 @@ public struct AccessTokenClaims: JWTPayload, Equatable {
     public var authTime: Date?
     public var acr: String?
     public var amr: [String]?
+    /// The attested app instance the token went to (issue 47).
+    public var clientAttestation: ClientAttestationFact?
 
     /// RFC 7800's confirmation claim, with RFC 9449's `jkt` member.
     public struct Confirmation: Codable, Equatable, Sendable {
@@ -28,6 +31,7 @@ public struct AccessTokenClaims: JWTPayload, Equatable {
         case iss, sub, aud, exp, iat, jti, scope, cnf, acr, amr
         case clientID = "client_id"
         case authTime = "auth_time"
+        case clientAttestation = "client_attestation"
     }
 
     public func verify(using algorithm: some JWTAlgorithm) async throws {

@@ -44,6 +44,8 @@ public struct TokenMinter: Sendable {
         /// The sign-in's `acr` when the methods do not tell it (a recovery session); nil:
         /// derived from `amr`.
         public var acr: String?
+        /// The attested app instance the tokens go to (issue 47).
+        public var attestation: ClientAttestationFact?
 
         /// The `acr` the tokens state.
         public var effectiveACR: String { acr ?? AuthenticationContext.acr(amr: amr) }
@@ -51,9 +53,10 @@ public struct TokenMinter: Sendable {
         public init(
             realm: String, issuer: String, clientID: String, format: AccessTokenFormat, user: User.State?, profile: UserProfile? = nil,
             scopes: [String], audiences: [String], authTime: Date, amr: [String], accessLifetime: TimeInterval, refreshLifetime: TimeInterval?,
-            nonce: String? = nil, dpopKey: String? = nil, acr: String? = nil
+            nonce: String? = nil, dpopKey: String? = nil, acr: String? = nil, attestation: ClientAttestationFact? = nil
         ) {
             self.acr = acr
+            self.attestation = attestation
             self.dpopKey = dpopKey
             self.profile = profile
             self.realm = realm
@@ -99,13 +102,15 @@ public struct TokenMinter: Sendable {
                 exp: .init(value: expiresAt), iat: .init(value: now), jti: .init(value: jti),
                 scope: request.scopes.joined(separator: " "), clientID: request.clientID,
                 cnf: request.dpopKey.map { AccessTokenClaims.Confirmation(jkt: $0) }, authTime: request.user == nil ? nil : request.authTime,
-                acr: request.user == nil ? nil : request.effectiveACR, amr: request.user == nil ? nil : request.amr)
+                acr: request.user == nil ? nil : request.effectiveACR, amr: request.user == nil ? nil : request.amr,
+                clientAttestation: request.attestation)
             access = try await keys.sign(claims, realm: request.realm)
             accessHash = OpaqueToken.hash(access)
         }
         var minted = Minted(
             accessToken: access,
-            accessRecord: IssuedAccessToken(hash: accessHash, expiresAt: expiresAt, format: request.format, dpopKey: request.dpopKey),
+            accessRecord: IssuedAccessToken(
+                hash: accessHash, expiresAt: expiresAt, format: request.format, dpopKey: request.dpopKey, attestation: request.attestation),
             refreshToken: nil, refreshHash: nil, refreshExpiresAt: nil, idToken: nil, expiresIn: Int(request.accessLifetime),
             tokenType: request.dpopKey == nil ? "Bearer" : "DPoP")
         if let lifetime = request.refreshLifetime {

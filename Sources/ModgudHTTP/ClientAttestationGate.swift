@@ -1,0 +1,78 @@
+import Hummingbird
+import Metrics
+import ModgudDomain
+import ModgudService
+
+/// Attestation-based client authentication at every endpoint a public client calls (issue 47;
+/// draft-ietf-oauth-attestation-based-client-auth-10 section 6): the token endpoint, the
+/// Authorization Challenge Endpoint, the email code and link requests, the passkey ceremonies'
+/// begin, and Auth0's passwordless start and passkey register and challenge. It runs before
+/// the endpoint does anything, so a refused request sends no mail, stores no ceremony and
+/// spends no code.
+///
+/// A client set to `off` is served as if the headers were not there; `allowed` checks them
+/// when present; `required` refuses a request without them. A request that names no client
+/// is attested for the client its attestation names, and refused without one while any
+/// enabled client of the realm requires attestation.
+struct ClientAttestationGate: Sendable {
+    let verifier: ClientAttestationVerifier?
+    let clients: ClientAuthenticator
+
+
+    /// Checks a request of `clientID`, whose settings the endpoint has.
+    /// - Parameter dpopKey: the thumbprint of the request's verified DPoP proof (the token
+    ///   endpoint): it must be the attested key, and it may stand in for the PoP.
+    func check(_ request: Request, clientID: String, settings: ClientSettings, realm: String, issuer: String, endpoint: String, dpopKey: String? = nil)
+        async throws -> ClientAttestationFact?
+    {
+        guard settings.clientAttestation != .off else { return nil }
+        let attestations = request.headers[values: .clientAttestation]
+        let pops = request.headers[values: .clientAttestationPoP]
+        guard !attestations.isEmpty || !pops.isEmpty else {
+            guard settings.clientAttestation == .required else { return nil }
+            throw refuse(.invalid("this client must present OAuth-Client-Attestation and OAuth-Client-Attestation-PoP"), clientID, endpoint)
+        }
+        guard attestations.count == 1, pops.count <= 1 else {
+            throw refuse(.invalid("send exactly one OAuth-Client-Attestation and one OAuth-Client-Attestation-PoP"), clientID, endpoint)
+        }
+        guard let verifier else { throw refuse(.invalid("this server cannot check attestations (no master key)"), clientID, endpoint) }
+        do {
+            let attested = try await verifier.verify(
+                attestation: attestations[0], pop: pops.first, clientID: clientID, realm: realm, issuer: issuer, dpopKey: dpopKey)
+            // With DPoP, the tokens are bound to the attested instance's key and no other.
+            if let dpopKey, dpopKey != attested.jkt {
+                throw ClientAttestationError.invalid("the DPoP key must be the attested instance key")
+            }
+            Counter(label: "modgud_client_attestation_total", dimensions: [("outcome", "attested"), ("endpoint", endpoint)]).increment()
+            return attested
+        } catch let error as ClientAttestationError {
+            throw refuse(error, clientID, endpoint)
+        }
+    }
+
+    /// Checks a request that names no client, or names it optionally (`clientID`).
+    /// - Returns: the attested instance and the client its attestation named, if any.
+    func checkUnnamed(_ request: Request, clientID: String?, realm: String, issuer: String, endpoint: String) async throws
+        -> (clientID: String, attested: ClientAttestationFact)?
+    {
+        let named = clientID ?? request.headers[values: .clientAttestation].first.flatMap(ClientAttestationVerifier.subject(of:))
+        if let named {
+            guard let settings = try await clients.enabledClient(realm: realm, clientID: named) else {
+                // An unknown client is the endpoint's to answer (as before attestation existed),
+                // unless the realm requires attestation: then the answer is the same as for none.
+                guard try await clients.attestationRequired(realm: realm) else { return nil }
+                throw refuse(.invalid("the attestation names no client of this realm"), named, endpoint)
+            }
+            return try await check(request, clientID: named, settings: settings, realm: realm, issuer: issuer, endpoint: endpoint).map { (named, $0) }
+        }
+        guard try await clients.attestationRequired(realm: realm) else { return nil }
+        throw refuse(.invalid("this realm's apps must present OAuth-Client-Attestation and OAuth-Client-Attestation-PoP"), "", endpoint)
+    }
+
+    private func refuse(_ error: ClientAttestationError, _ clientID: String, _ endpoint: String) -> RequestParsing.Failure {
+        Counter(label: "modgud_client_attestation_total", dimensions: [("outcome", error.code), ("endpoint", endpoint)]).increment()
+        var response = OAuthResponses.error(OAuthError(error.code, error.detail), status: error.code == "invalid_client_attestation" ? .unauthorized : .badRequest)
+        if let verifier { response.headers[.clientAttestationChallenge] = verifier.challenge() }
+        return .response(response)
+    }
+}
