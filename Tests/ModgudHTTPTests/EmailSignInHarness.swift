@@ -73,7 +73,7 @@ final class EmailSignInHarness: @unchecked Sendable {
     init(
         settings: (inout RealmSettings) -> Void = { _ in }, smtpPort: Int? = nil, jitter: ResponseJitter = ResponseJitter(milliseconds: 1...3),
         maxConnections: Int = 30, issuerScheme: String = "https", database: (any DisposableDatabase)? = nil, signalLongPoll: Duration = .seconds(20),
-        signingKey: Bool = true
+        signingKey: Bool = true, attestationRoots: AttestationRoots = .published
     ) async throws {
         if let database {
             self.database = database
@@ -82,7 +82,7 @@ final class EmailSignInHarness: @unchecked Sendable {
         }
         let clock = TestClock()
         self.clock = clock
-        core = try ModgudCore(pool: self.database.pool, masterKey: Self.masterKey, now: { clock.now() })
+        core = try ModgudCore(pool: self.database.pool, masterKey: Self.masterKey, now: { clock.now() }, attestationRoots: attestationRoots)
         var realm = RealmSettings(
             hosts: ["localhost"], displayName: "Acme <Sign-in>", publicBaseURL: "https://login.acme.test",
             nativeGrants: NativeGrantSettings(enabled: true), registrationPosture: .jitOnOtp)
