@@ -25,9 +25,9 @@ struct DevCommand: AsyncParsableCommand {
             options: .init(maxConnections: 16, waitObserver: MetricsExposition.poolWaitObserver()))
         let report = try await Migrator.product(pool: pool).migrate()
         let masterKey = try DevMasterKey.load(folder + "/master.key")
-        let core = try ModgudCore(pool: pool, masterKey: masterKey)
-        try await DevSeed.seed(admin: core.administration, console: core.console(settings: .init()), port: port)
         let environment = try ModgudConfiguration.fromEnvironment()
+        let core = try ModgudCore(pool: pool, masterKey: masterKey, attestationRoots: environment.attestationRoots)
+        try await DevSeed.seed(admin: core.administration, console: core.console(settings: .init()), port: port)
         print(Self.banner(port: port, folder: folder, cluster: cluster, migrations: report, environment: environment))
         fflush(nil)
         do {

@@ -2,6 +2,8 @@ import EventStorePostgres
 import Foundation
 import ModgudHTTP
 import ModgudService
+import SwiftASN1
+import X509
 import PQ
 import SMTP
 
@@ -41,6 +43,10 @@ struct ModgudConfiguration {
     var signalPush: SignalPusher.Settings
     /// The operator console (issue 31; docs/operations/console.md).
     var console = ConsoleListener()
+    /// The roots the client attester trusts (issue 47): `MODGUD_ATTESTATION_ROOTS_APPLE` and
+    /// `MODGUD_ATTESTATION_ROOTS_GOOGLE` name PEM files that replace Apple's and Google's
+    /// published roots (a staging root, or a test authority).
+    var attestationRoots = AttestationRoots.published
 
     /// Where the operator console is served: its own listener (`MODGUD_CONSOLE_PORT`, on
     /// `MODGUD_CONSOLE_HOST`), and/or the public port when `MODGUD_CONSOLE_ON_PUBLIC_PORT=true`.
@@ -95,7 +101,22 @@ struct ModgudConfiguration {
             signalPush: SignalPusher.Settings(
                 maxAttempts: try number("MODGUD_SSF_PUSH_MAX_ATTEMPTS", 20, 1...1000),
                 maxBackoff: TimeInterval(try number("MODGUD_SSF_PUSH_MAX_BACKOFF_SECONDS", 300, 1...86_400))),
-            console: try consoleListener(environment, number))
+            console: try consoleListener(environment, number), attestationRoots: try attestationRoots(environment))
+    }
+
+    /// `MODGUD_ATTESTATION_ROOTS_APPLE` / `_GOOGLE`: PEM files of certificates; unset: the platforms' published roots.
+    static func attestationRoots(_ environment: [String: String]) throws -> AttestationRoots {
+        var roots = AttestationRoots.published
+        func certificates(_ name: String) throws -> [Certificate]? {
+            guard let path = environment[name], !path.isEmpty else { return nil }
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+                let parsed = try? PEMDocument.parseMultiple(pemString: text).map({ try Certificate(pemDocument: $0) }), !parsed.isEmpty
+            else { throw CommandError("\(name) must name a file of PEM certificates") }
+            return parsed
+        }
+        if let apple = try certificates("MODGUD_ATTESTATION_ROOTS_APPLE") { roots.apple = apple }
+        if let google = try certificates("MODGUD_ATTESTATION_ROOTS_GOOGLE") { roots.google = google }
+        return roots
     }
 
     /// `MODGUD_MASTER_KEY`: 32 bytes, base64; nil when unset.

@@ -21,7 +21,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration: settings.database,
             options: .init(maxConnections: settings.poolSize, waitObserver: MetricsExposition.poolWaitObserver()))
         _ = try await DatabaseStartup.migrateWhenReachable(pool, logger: Logger(label: "modgud"))
-        let core = try ModgudCore(pool: pool, masterKey: masterKey, groupCommit: settings.groupCommit)
+        let core = try ModgudCore(pool: pool, masterKey: masterKey, groupCommit: settings.groupCommit, attestationRoots: settings.attestationRoots)
         if (try? await LegacySealer.pending(pool: pool)) == true {
             Logger(label: "modgud").warning(
                 "events written before personal data was sealed hold addresses in plaintext: run `modgud privacy seal-legacy --apply`")

@@ -24,10 +24,10 @@ struct ClientAttesterController: Sendable {
     let verifier: ClientAttestationVerifier?
     let parsing: RequestParsing
 
-    static let base = "/connect/attestation"
+    static let base = ClientAttestationPaths.base
 
     func register(on router: Router<ModgudRequestContext>) {
-        router.post(RouterPath(Self.base + "/challenge"), use: challenge)
+        router.post(RouterPath(ClientAttestationPaths.challenge), use: challenge)
         router.post(RouterPath(Self.base + "/apple"), use: apple)
         router.post(RouterPath(Self.base + "/apple/assertion"), use: appleAssertion)
         router.post(RouterPath(Self.base + "/android"), use: android)

@@ -82,7 +82,7 @@ struct DiscoveryController: Sendable {
                     jwksURI: base + "/.well-known/jwks.json", grantTypesSupported: grants,
                     authorizationChallengeEndpoint: realm.settings.nativeGrants.enabled ? base + FirstPartyPaths.challenge : nil,
                     codeChallengeMethodsSupported: realm.settings.nativeGrants.enabled ? ["S256"] : nil,
-                    challengeEndpoint: base + ClientAttesterController.base + "/challenge")
+                    challengeEndpoint: base + ClientAttestationPaths.challenge)
                 return ByteBuffer(bytes: try OAuthResponses.encode(document))
             }
             return OAuthResponses.json(rendered: body)

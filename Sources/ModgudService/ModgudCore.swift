@@ -78,11 +78,8 @@ public struct ModgudCore: Sendable {
         let vault = try masterKey.map { try PersonalDataVault(pool: pool, masterKey: $0) }
         self.vault = vault
         var sealer: (@Sendable (EventMetadata) async throws -> EventMetadata)?
-        if let vault {
-            sealer = { metadata in try await vault.sealingAddress(metadata, at: now()) }
-        }
-        store = PostgresEventStore(
-            pool: pool, inlineProjections: ProjectionCatalog.identity, metadataSealer: sealer, groupCommit: groupCommit)
+        if let vault { sealer = { metadata in try await vault.sealingAddress(metadata, at: now()) } }
+        store = PostgresEventStore(pool: pool, inlineProjections: ProjectionCatalog.identity, metadataSealer: sealer, groupCommit: groupCommit)
         realmActors = AggregateRegistry(store: store)
         clientActors = AggregateRegistry(store: store)
         userActors = AggregateRegistry(store: store)
@@ -126,8 +123,7 @@ public struct ModgudCore: Sendable {
         settingsNotifier = notifier
         eraser = UserEraser(
             users: userActors, familyActors: familyActors, tokens: tokenService, passkeys: passkeys, vault: vault, pool: pool, notifier: notifier, now: now)
-        (clientAttestation, attester) = Self.clientAttestation(
-            pool: pool, masterKey: masterKey, keys: keys, clients: clientAuthenticator, roots: attestationRoots, now: now)
+        (clientAttestation, attester) = Self.clientAttestation(pool, masterKey, keys, clientAuthenticator, attestationRoots, now)
         administration = Self.administration(
             realms: realmActors, clients: clientActors, users: userActors, families: familyActors, keys: keys, auditKeys: auditKeys, tokens: tokenService,
             passkeys: passkeys, vault: vault, totp: { try totp.get() }, recoveryCodes: { try recovery.get() }, eraser: eraser, pool: pool, settings: notifier, now: now)
@@ -146,8 +142,10 @@ public struct ModgudCore: Sendable {
             }, now: now)
     }
 
+    /// The authorization server's attestation checks and the attester (issue 47).
     private static func clientAttestation(
-        pool: PQPool, masterKey: [UInt8]?, keys: SigningKeyRing, clients: ClientAuthenticator, roots: AttestationRoots, now: @escaping @Sendable () -> Date
+        _ pool: PQPool, _ masterKey: [UInt8]?, _ keys: SigningKeyRing, _ clients: ClientAuthenticator, _ roots: AttestationRoots,
+        _ now: @escaping @Sendable () -> Date
     ) -> (ClientAttestationVerifier?, ClientAttester?) {
         guard let masterKey else { return (nil, nil) }
         let verifier = ClientAttestationVerifier(pool: pool, keys: keys, challenges: AttestationChallenges(masterKey: masterKey), clock: now)

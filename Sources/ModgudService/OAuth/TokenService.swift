@@ -155,14 +155,12 @@ public struct TokenService: Sendable {
             }
             profile = try await vault.profile(of: userState)
         }
-        let lifetimes = try await realmLifetimes(client.realm)
-        let time = now()
+        let (lifetimes, time) = (try await realmLifetimes(client.realm), now())
         var minted = try await minter.mint(
             TokenMinter.Request(
                 realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: userState,
-                profile: profile, scopes: scopes, audiences: audiences, authTime: started.authTime, amr: started.amr,
-                accessLifetime: lifetimes.access, refreshLifetime: lifetimes.refresh, dpopKey: dpopKey, acr: started.acr,
-                attestation: client.attestation), now: time)
+                profile: profile, scopes: scopes, audiences: audiences, authTime: started.authTime, amr: started.amr, accessLifetime: lifetimes.access,
+                refreshLifetime: lifetimes.refresh, dpopKey: dpopKey, acr: started.acr, attestation: client.attestation), now: time)
         // The access token's own scopes and audiences, when they are not the grant's.
         if scopes != started.scopes { minted.accessRecord.scopes = scopes }
         if audiences != started.audiences { minted.accessRecord.audiences = audiences }
