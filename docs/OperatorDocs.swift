@@ -20,6 +20,7 @@ public enum OperatorDocs {
             ("commands", "operations/commands.md", PackageResources.commands_md),
             ("backups", "operations/backups.md", PackageResources.backups_md),
             ("shared-signals", "guides/shared-signals.md", PackageResources.shared_signals_md),
+            ("genuine-apps", "guides/genuine-apps.md", PackageResources.genuine_apps_md),
         ]
         var pages: [String: Page] = [:]
         for (name, path, bytes) in sources {

@@ -149,11 +149,37 @@ extension ConsoleTests {
             XCTAssertTrue(metrics.body.contains("modgud_http_requests_total"), "the page's text, as shipped")
             XCTAssertTrue(metrics.body.contains(#"<a href="/console/docs/console">"#), "with the other pages")
             let index = try await H.call(client, .get, "/console/docs", "", headers: session.headers)
-            XCTAssertEqual(index.body.components(separatedBy: "<li><a href=\"/console/docs/").count - 1, 9, index.body)
+            XCTAssertEqual(index.body.components(separatedBy: "<li><a href=\"/console/docs/").count - 1, 10, index.body)
             let missing = try await H.call(client, .get, "/console/docs/architecture", "", headers: session.headers)
             XCTAssertEqual(missing.status, .notFound, "only the operator's pages ship")
             let signedOut = try await H.call(client, .get, "/console/docs/metrics", "", headers: [:])
             XCTAssertEqual(signedOut.headers[.location], "/console/sign-in", "behind the sign-in like every page")
+        }
+    }
+
+    /// Issue 47: the client page says the client's attestation mode and how many App Attest
+    /// keys its apps attested, and its form turns attestation on.
+    func testTheClientPageShowsAndSetsClientAttestation() async throws {
+        let app = try await start()
+        let harness = harness!
+        try await app.test(.router) { client in
+            let session = try await Self.session(client, harness)
+            let before = try await H.call(client, .get, "/console/realms/dev/clients/app", "", headers: session.headers)
+            XCTAssertTrue(before.body.contains("Client attestation: <strong>off</strong> · App Attest keys attested: <strong>0</strong>"), before.body)
+            let form = "_csrf=\(session.csrf)&display_name=App&grant_urn%3Acocoar%3Aotp=on&grant_refresh_token=on&scopes=openid%20email"
+                + "&access_token_format=reference&client_attestation=required&app_attest_environments=production%2Bdevelopment"
+            let saved = try await H.call(
+                client, .post, "/console/realms/dev/clients/app", form, headers: session.headers)
+            XCTAssertLessThan(saved.status.code, 400, saved.body)
+            let settings = try await harness.core.administration.clients.get(realm: "dev", id: "app").settings
+            XCTAssertEqual(settings?.clientAttestation, .required)
+            XCTAssertEqual(settings?.appAttestEnvironments, .productionAndDevelopment)
+            let after = try await H.call(client, .get, "/console/realms/dev/clients/app", "", headers: session.headers)
+            XCTAssertTrue(after.body.contains("Client attestation: <strong>required</strong>"), after.body)
+            let bad = try await H.call(
+                client, .post, "/console/realms/dev/clients/app", form.replacingOccurrences(of: "=required", with: "=sometimes"),
+                headers: session.headers)
+            XCTAssertTrue(bad.body.contains("Client attestation is off, allowed or required"), bad.body)
         }
     }
 }

@@ -42,7 +42,8 @@ import schemathesis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model_test import passkey_attestation  # noqa: E402
-from schemathesis_fixtures import MailLog, SoftPasskey  # noqa: E402
+from schemathesis_fixtures import ANDROID_APP, APPLE_APP, MailLog, SoftPasskey  # noqa: E402
+import platform_attestation  # noqa: E402
 
 FIXTURES = json.load(open(os.environ["MODGUD_SCHEMATHESIS_FIXTURES"]))
 APP, ADM = FIXTURES["app"], FIXTURES["admin"]
@@ -739,6 +740,75 @@ def authorization_challenge(case):
         case.body = {"client_id": APP["app_client"], "auth_session": began["auth_session"], "email_code": code.group(1)}
 
 
+
+# The client attester (issue 47): evidence from the cluster's test authorities (ops/cluster), for an
+# instance key of the hook's own, bound to a challenge from the challenge endpoint.
+
+ATTESTATION = os.path.dirname(os.environ.get("MODGUD_ATTESTATION_ROOTS_APPLE", ""))
+ATTESTED_KEYS = []  # (key id, private key) of App Attest keys attested in this run: for assertions
+
+
+def instance_key():
+    from cryptography.hazmat.primitives.asymmetric import ec
+    key = ec.generate_private_key(ec.SECP256R1()).public_key().public_numbers()
+    jwk = {"kty": "EC", "crv": "P-256", "x": b64(key.x.to_bytes(32, "big")), "y": b64(key.y.to_bytes(32, "big"))}
+    canonical = json.dumps({"crv": "P-256", "kty": "EC", "x": jwk["x"], "y": jwk["y"]}, separators=(",", ":"), sort_keys=True)
+    return jwk, b64(hashlib.sha256(canonical.encode()).digest())
+
+
+def b64(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def attestation_evidence(case):
+    """A fresh challenge, an instance key and the client data hash binding them, or None (a
+    generated case goes out as it is)."""
+    if not chance(rate(case)):
+        return None
+    answer = call("POST", "/connect/attestation/challenge") or {}
+    challenge = answer.get("attestation_challenge")
+    if not challenge or not ATTESTATION:
+        return None
+    jwk, thumbprint = instance_key()
+    return challenge, jwk, hashlib.sha256(f"{challenge}.{thumbprint}".encode()).digest()
+
+
+def attest_apple(case):
+    evidence = attestation_evidence(case)
+    if evidence is None:
+        return
+    from cryptography.hazmat.primitives.asymmetric import ec
+    challenge, jwk, client_data_hash = evidence
+    key = ec.generate_private_key(ec.SECP256R1())
+    key_id, attestation = platform_attestation.app_attestation(ATTESTATION, APPLE_APP, client_data_hash, key)
+    ATTESTED_KEYS.append((key_id, key, [0]))
+    case.body = {"client_id": APP["app_client"], "key_id": b64(key_id), "attestation_object": b64(attestation), "challenge": challenge, "jwk": jwk}
+
+
+def assert_apple(case):
+    evidence = attestation_evidence(case) if ATTESTED_KEYS else None
+    if evidence is None:
+        return
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    challenge, jwk, client_data_hash = evidence
+    key_id, key, counter = pick(ATTESTED_KEYS)
+    counter[0] += 1
+    auth_data = hashlib.sha256(APPLE_APP.encode()).digest() + b"\x40" + counter[0].to_bytes(4, "big")
+    nonce = hashlib.sha256(auth_data + client_data_hash).digest()
+    assertion = platform_attestation.cbor({"signature": key.sign(nonce, ec.ECDSA(hashes.SHA256())), "authenticatorData": auth_data})
+    case.body = {"client_id": APP["app_client"], "key_id": b64(key_id), "assertion": b64(assertion), "challenge": challenge, "jwk": jwk}
+
+
+def attest_android(case):
+    evidence = attestation_evidence(case)
+    if evidence is None:
+        return
+    challenge, jwk, client_data_hash = evidence
+    digest = bytes.fromhex(ANDROID_APP["Sha256CertFingerprints"][0].replace(":", ""))
+    chain = platform_attestation.android_chain(ATTESTATION, client_data_hash, ANDROID_APP["PackageName"], digest)
+    case.body = {"client_id": APP["app_client"], "certificate_chain": [base64.b64encode(c).decode() for c in chain], "challenge": challenge, "jwk": jwk}
+
 HANDLERS = {
     "POST /api/account/native/otp/request": code_request,
     "POST /api/account/native/register": code_request,
@@ -771,6 +841,9 @@ HANDLERS = {
     "POST /connect/revoke": revoke,
     "POST /oauth/revoke": revoke,
     "POST /connect/token": token,
+    "POST /connect/attestation/apple": attest_apple,
+    "POST /connect/attestation/apple/assertion": assert_apple,
+    "POST /connect/attestation/android": attest_android,
     "POST /connect/authorization-challenge": authorization_challenge,
     "POST /oauth/token": token,
     "GET /me/v1/authentication-methods": my_account_list,

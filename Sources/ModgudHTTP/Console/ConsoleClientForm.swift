@@ -22,6 +22,12 @@ enum ConsoleClientForm {
             "appleAppIDs": (settings?.appleAppIDs ?? []).sorted().joined(separator: "\n"),
             "androidApps": (settings?.androidApps ?? []).map { ([$0.packageName] + $0.sha256Fingerprints).joined(separator: " ") }.joined(separator: "\n"),
             "formats": [AccessTokenFormat.reference, .jwt].map { ["value": $0.rawValue, "selected": (settings?.accessTokenFormat ?? .reference) == $0] as [String: Any] },
+            "attestationModes": ClientAttestationMode.allCases.map {
+                ["value": $0.rawValue, "selected": (settings?.clientAttestation ?? .off) == $0] as [String: Any]
+            },
+            "appAttestEnvironments": AppAttestEnvironments.allCases.map {
+                ["value": $0.rawValue, "selected": (settings?.appAttestEnvironments ?? .production) == $0] as [String: Any]
+            },
         ]
     }
 
@@ -48,6 +54,11 @@ enum ConsoleClientForm {
             throw ConsoleRefusal.badForm("Choose reference or jwt tokens.")
         }
         settings.accessTokenFormat = format
+        guard let mode = ClientAttestationMode(rawValue: form["client_attestation"] ?? "off"),
+            let environments = AppAttestEnvironments(rawValue: form["app_attest_environments"] ?? "production")
+        else { throw ConsoleRefusal.badForm("Client attestation is off, allowed or required; App Attest keys come from production or production+development.") }
+        settings.clientAttestation = mode
+        settings.appAttestEnvironments = environments
     }
 
     static func words(_ text: String?) -> Set<String> {

@@ -137,6 +137,7 @@ extension ConsoleController {
         var values: [String: Any] = [
             "realm": realm, "id": id, "type": settings.type.rawValue, "confidential": settings.type == .confidential, "enabled": state.enabled,
             "form": ConsoleClientForm.values(settings, id: id), "associationHost": host,
+            "attestation": settings.clientAttestation.rawValue, "attestedKeys": try await admin.clients.attestedKeys(realm: realm)[id] ?? 0,
         ]
         // Exactly the bytes the host serves (AppAssociations prints them indented already).
         if apps.hasApple { values["aasa"] = String(decoding: AppAssociations.appleAppSiteAssociation(apps), as: UTF8.self) }

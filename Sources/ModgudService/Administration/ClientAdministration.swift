@@ -90,6 +90,11 @@ public struct ClientAdministration: Sendable {
         }
     }
 
+    /// How many App Attest keys each client's app instances attested (issue 47).
+    public func attestedKeys(realm: String) async throws -> [String: Int] {
+        try await AppAttestKeysTable.counts(realm: realm, pool: pool)
+    }
+
     public func list(realm: String) async throws -> [(id: String, type: String, enabled: Bool)] {
         try await ServiceRefusal.translating {
             try await ClientsTable.list(realm: realm, pool: pool)
