@@ -64,7 +64,7 @@ enum DPoPProofBuilder {
         ["kty": "EC", "crv": "P-256", "x": Base64URL.encode(point.prefix(32)), "y": Base64URL.encode(point.suffix(32))]
     }
 
-    private static func part(_ object: [String: Any]) throws -> String {
+    static func part(_ object: [String: Any]) throws -> String {
         Base64URL.encode(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
     }
 }

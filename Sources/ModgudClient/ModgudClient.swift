@@ -42,6 +42,8 @@ public actor ModgudClient {
     public let configuration: Configuration
     /// The key tokens are bound to (RFC 9449), nil for bearer tokens.
     let dpop: (any DPoPSigner)?
+    /// The app instance's attestation (issue 47), sent to the server with every request.
+    let attestation: (any ClientAttestationProvider)?
     let store: any TokenStore
     let urlSession: URLSession
     let now: @Sendable () -> Date
@@ -98,13 +100,16 @@ public actor ModgudClient {
     ///     and every use of a bound access token carries a proof signed by it. Give the same
     ///     key on every launch (a `SecureEnclaveDPoPKey` handle in the Keychain, or a
     ///     `SoftwareDPoPKey` kept as safely as the session): a bound session refreshes only with it.
+    ///   - attestation: the app instance's proof that it is the genuine app (`AttestedInstance`;
+    ///     docs/guides/genuine-apps.md): its headers go with every request to the server.
     ///   - now: the clock expiry is judged by (tests move it).
     public init(
         configuration: Configuration, store: any TokenStore = MemoryTokenStore(), urlSession: URLSession = URLSession(configuration: .ephemeral),
-        dpop: (any DPoPSigner)? = nil, now: @escaping @Sendable () -> Date = { Date() }
+        dpop: (any DPoPSigner)? = nil, attestation: (any ClientAttestationProvider)? = nil, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.configuration = configuration
         self.dpop = dpop
+        self.attestation = attestation
         self.store = store
         self.urlSession = urlSession
         self.now = now
@@ -268,6 +273,28 @@ public actor ModgudClient {
     }
 
     func exchange(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        guard let attestation, request.url?.host == configuration.issuer.host else { return try await transmit(request) }
+        let answer = try await transmit(try await attested(request, attestation, renew: false, challenge: nil))
+        // draft-ietf-oauth-attestation-based-client-auth-10 section 6.2: one retry, with the
+        // server's challenge (a clock that is off) or a fresh attestation (an expired one).
+        guard [400, 401].contains(answer.1.statusCode), let code = ModgudError.oauthErrorCode(answer.0),
+            code == "use_attestation_challenge" || code == "use_fresh_attestation"
+        else { return answer }
+        let challenge = answer.1.value(forHTTPHeaderField: "OAuth-Client-Attestation-Challenge")
+        return try await transmit(try await attested(request, attestation, renew: code == "use_fresh_attestation", challenge: challenge))
+    }
+
+    /// `request` with the attestation headers: the Client Attestation JWT and a new PoP.
+    private func attested(_ request: URLRequest, _ provider: any ClientAttestationProvider, renew: Bool, challenge: String?) async throws -> URLRequest {
+        var request = request
+        let (attestation, key) = try await provider.attestation(renew: renew)
+        for (name, value) in try ClientAttestationProof.headers(attestation: attestation, signer: key, audience: configuration.issuerText, challenge: challenge) {
+            request.setValue(value, forHTTPHeaderField: name)
+        }
+        return request
+    }
+
+    private func transmit(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let (data, response): (Data, URLResponse)
         do {
             (data, response) = try await urlSession.data(for: request)

@@ -71,6 +71,11 @@ public enum ModgudError: Error, Sendable, Equatable {
     case authenticator(String)
 
     /// The error an HTTP answer documents.
+    /// The OAuth `error` of an answer's JSON body, if any.
+    static func oauthErrorCode(_ body: Data) -> String? {
+        ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any])?["error"] as? String
+    }
+
     static func from(status: Int, headers: [AnyHashable: Any], body: Data) -> ModgudError {
         let retryAfter = (headers["Retry-After"] as? String ?? headers["retry-after"] as? String).flatMap(Int.init)
         let json = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]

@@ -3,10 +3,12 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import ModgudClient
 import ModgudDomain
 @testable import ModgudService
 import WebAuthn
 import WebAuthnTesting
+import Synchronization
 import XCTest
 
 /// Issue 47: only genuine apps get tokens. Test authorities stand in for Apple's and Google's
@@ -26,8 +28,9 @@ final class ClientAttestationTests: XCTestCase {
 
     /// A harness whose attester trusts `forge`'s roots, with `genuine` (required), `soft`
     /// (allowed) and `open` (off).
-    static func start(_ forge: PlatformAttestationForge) async throws -> EmailSignInHarness {
-        let harness = try await EmailSignInHarness(attestationRoots: AttestationRoots(apple: [forge.apple.root], google: [forge.google.root]))
+    static func start(_ forge: PlatformAttestationForge, issuerScheme: String = "https") async throws -> EmailSignInHarness {
+        let harness = try await EmailSignInHarness(
+            issuerScheme: issuerScheme, attestationRoots: AttestationRoots(apple: [forge.apple.root], google: [forge.google.root]))
         for (id, mode) in [("genuine", ClientAttestationMode.required), ("soft", .allowed), ("open", .off)] {
             var settings = ClientSettings(
                 type: .public, grants: [.otp, .magic, .passkey, .refreshToken], allowedScopes: scopes, accessTokenFormat: .jwt, passkeySignUp: true,
@@ -210,8 +213,12 @@ final class ClientAttestationTests: XCTestCase {
             let discovery = try await H.call(client, .get, "/.well-known/openid-configuration", "", headers: [:])
             let tokenURL = try XCTUnwrap(discovery.json["token_endpoint"] as? String)
             let address = "android@example.com"
-            var codeHeaders = app.headers(attestation, pop: try app.pop(audience: issuer, iat: harness.clock.now()), H.json)
-            codeHeaders[.contentType] = "application/json"
+            // ModgudClient's PoP (what an app built on it sends), by the instance key.
+            var codeHeaders = H.json
+            let signer = try SoftwareDPoPKey(rawRepresentation: app.instanceKey.rawRepresentation)
+            for (name, value) in try ClientAttestationProof.headers(attestation: attestation, signer: signer, audience: issuer) {
+                codeHeaders[HTTPField.Name(name)!] = value
+            }
             let reply4 = try await H.call(client, .post, "/api/account/native/otp/request", #"{"Email":"\#(address)"}"#, headers: codeHeaders)
             XCTAssertEqual(reply4.status, .ok, reply4.body)
             let code = try await harness.code(for: address)
@@ -245,6 +252,55 @@ final class ClientAttestationTests: XCTestCase {
             // A client without attestation (`off`) ignores the headers altogether.
             let off = try await H.call(client, .post, "/connect/passkey/begin", "client_id=open", headers: bad)
             XCTAssertEqual(off.status, .ok, off.body)
+        }
+    }
+
+    /// ModgudClient with an `AttestedInstance` (the flow `AttestedInstance.appAttest` runs on an
+    /// iPhone, its evidence made here by the test authority): attests at the attester, signs in
+    /// at a `required` client over a socket, renews an expired attestation with an assertion;
+    /// the same app without the attestation is refused.
+    func testModgudClientAttestsItselfAndSignsInWhereAttestationIsRequired() async throws {
+        let forge = try PlatformAttestationForge()
+        harness = try await Self.start(forge, issuerScheme: "http")
+        let harness = self.harness!
+        let clock = harness.clock
+        let appAttestKey = PlatformAttestationForge.AppAttestKey()
+        let uses = Mutex<UInt32>(0)
+        try await harness.app.test(.live) { server in
+            let issuer = URL(string: "http://localhost:\(try XCTUnwrap(server.port))")!
+            let configuration = ModgudClient.Configuration(issuer: issuer, clientID: "genuine", scope: "openid email offline_access")
+            let instance = AttestedInstance(issuer: issuer, clientID: "genuine", key: SoftwareDPoPKey(), now: { clock.now() }) { hash in
+                let use = uses.withLock { count in
+                    defer { count += 1 }
+                    return count
+                }
+                if use == 0 {
+                    let object = try forge.appAttestation(key: appAttestKey, appID: AttestedApp.appleAppID, clientDataHash: Array(hash))
+                    return .appleAttestation(keyID: Data(appAttestKey.keyID), attestationObject: Data(object))
+                }
+                let assertion = try forge.appAssertion(key: appAttestKey, appID: AttestedApp.appleAppID, clientDataHash: Array(hash), counter: use)
+                return .appleAssertion(keyID: Data(appAttestKey.keyID), assertion: Data(assertion))
+            }
+            let app = ModgudClient(configuration: configuration, attestation: instance, now: { clock.now() })
+            try await app.requestCode(email: "attested@example.com")
+            let session = try await app.signIn(email: "attested@example.com", code: try await harness.code(for: "attested@example.com"))
+            let claims = try Self.claims(session.accessToken)
+            XCTAssertEqual((claims["client_attestation"] as? [String: String])?["platform"], "apple-app-attest")
+            // An hour later the attestation has expired: the next request renews it with an
+            // assertion (counter 1), and the refresh goes through.
+            clock.advance(3601)
+            let refreshed = try await app.refresh()
+            XCTAssertNotEqual(refreshed.accessToken, session.accessToken)
+            XCTAssertEqual(uses.withLock { $0 }, 2, "one attestation, then one assertion")
+            // The same app without its attestation gets nothing.
+            let unattested = ModgudClient(configuration: configuration, now: { clock.now() })
+            do {
+                try await unattested.requestCode(email: "attested@example.com")
+                XCTFail("an unattested request was served")
+            } catch ModgudError.oauth(let code, _, let status) {
+                XCTAssertEqual(code, "invalid_client_attestation")
+                XCTAssertEqual(status, 401)
+            }
         }
     }
 

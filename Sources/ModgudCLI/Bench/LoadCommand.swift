@@ -115,6 +115,11 @@ struct LoadCommand: AsyncParsableCommand {
             return try await fixtures.refreshTokens(connections, dpop: true).map {
                 .refreshDPoP(clientID: app, token: $0.token, key: $0.key!, endpoint: endpoint, nonce: nil)
             }
+        case .refreshAttested:
+            let (attestation, key) = try await fixtures.clientAttestation()
+            return try await fixtures.refreshTokens(connections, clientID: LoadFixtureSet.attestedClient).map {
+                .refreshAttested(clientID: LoadFixtureSet.attestedClient, token: $0.token, attestation: attestation, key: key, issuer: LoadFixtureSet.issuer)
+            }
         case .otp:
             let queue = LoadQueue(try await fixtures.registrationCodes(prepared))
             return Array(repeating: .otp(clientID: app, codes: queue), count: connections)

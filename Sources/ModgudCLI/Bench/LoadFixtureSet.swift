@@ -14,6 +14,10 @@ struct LoadFixtureSet: Sendable {
     static let origin = "https://bench.load.test"
     static let appClient = "bench-app"
     static let serviceClient = "bench-service"
+    /// A public client whose requests carry a client attestation (issue 47; `allowed`, so that
+    /// the realm's requests that name no client stay as they are).
+    static let attestedClient = "bench-attested"
+    static let issuer = "https://\(host)"
 
     let admin: Administration
     let clients: ClientAuthenticator
@@ -21,6 +25,7 @@ struct LoadFixtureSet: Sendable {
     let realms: RealmDirectory
     let passkeyService: PasskeyService
     let fixtures: LoadFixtures
+    let keys: SigningKeyRing
     let metadata = EventMetadata(actor: "system:bench")
     /// The service client's secret (set up by `prepareRealm`).
     var serviceSecret = ""
@@ -55,6 +60,12 @@ struct LoadFixtureSet: Sendable {
         } else if app.settings?.passkeySignUp == false {
             _ = try await admin.clients.update(realm: Self.realmID, id: Self.appClient, metadata: metadata) { $0.passkeySignUp = true }
         }
+        if try await !admin.clients.get(realm: Self.realmID, id: Self.attestedClient).exists {
+            var settings = ClientSettings(
+                type: .public, displayName: "Bench attested app", grants: [.otp, .refreshToken], allowedScopes: ["openid", "offline_access"])
+            settings.clientAttestation = .allowed
+            _ = try await admin.clients.create(realm: Self.realmID, id: Self.attestedClient, settings: settings, metadata: metadata)
+        }
         if try await !admin.clients.get(realm: Self.realmID, id: Self.serviceClient).exists {
             _ = try await admin.clients.create(
                 realm: Self.realmID, id: Self.serviceClient,
@@ -72,8 +83,8 @@ struct LoadFixtureSet: Sendable {
 
     /// Signed-in sessions of the app client: one refresh token each, and with `dpop` the
     /// key each session is bound to.
-    func refreshTokens(_ count: Int, dpop: Bool = false) async throws -> [(token: String, key: SoftwareDPoPKey?)] {
-        let client = try await clients.authenticate(realm: Self.realmID, clientID: Self.appClient, secret: nil)
+    func refreshTokens(_ count: Int, dpop: Bool = false, clientID: String = appClient) async throws -> [(token: String, key: SoftwareDPoPKey?)] {
+        let client = try await clients.authenticate(realm: Self.realmID, clientID: clientID, secret: nil)
         return try await Self.concurrently(count) { _ in
             let (id, _) = try await user("refresh")
             let state = try await admin.users.state(realm: Self.realmID, id: id)
@@ -83,6 +94,19 @@ struct LoadFixtureSet: Sendable {
                 issuer: "https://\(Self.host)", dpopKey: key?.thumbprint, metadata: metadata)
             return (tokens.refreshToken!, key)
         }
+    }
+
+    /// A Client Attestation JWT for the attested client and its instance key, as the attester
+    /// issues it (signed with the realm's key; the attester's own cost is once an hour per
+    /// instance, not per request).
+    func clientAttestation() async throws -> (String, SoftwareDPoPKey) {
+        let key = SoftwareDPoPKey()
+        let jwk = key.publicJWK
+        let now = Date()
+        let claims = ClientAttestationClaims(
+            iss: Self.issuer, sub: Self.attestedClient, iat: .init(value: now), exp: .init(value: now.addingTimeInterval(3600)),
+            cnf: .init(jwk: .init(kty: "EC", crv: "P-256", x: jwk["x"] ?? "", y: jwk["y"])), platform: "apple-app-attest", app: "BENCH12345.bench.app")
+        return (try await keys.sign(claims, realm: Self.realmID, type: ClientAttestationClaims.type), key)
     }
 
     /// An access token of the app client (for introspection).

@@ -12,6 +12,9 @@ enum LoadScenario: String, CaseIterable, Sendable {
     case passkey, refresh, otp, magic
     /// Refresh of DPoP-bound sessions (issue 29): a new proof by the session's key each time.
     case refreshDPoP = "refresh-dpop"
+    /// Refresh by an attested app instance (issue 47): the Client Attestation JWT and a new PoP
+    /// each time, against `refresh`: the cost of attestation per request.
+    case refreshAttested = "refresh-attested"
     case clientCredentials = "client-credentials"
     case introspect
     /// Passkey sign-up (issue 14): begin with a new address, attest, redeem.
@@ -61,6 +64,7 @@ enum LoadWorker: Sendable {
     case passkey(clientID: String, credential: SoftwareCredential, origin: String)
     case refresh(clientID: String, token: String)
     case refreshDPoP(clientID: String, token: String, key: SoftwareDPoPKey, endpoint: URL, nonce: String?)
+    case refreshAttested(clientID: String, token: String, attestation: String, key: SoftwareDPoPKey, issuer: String)
     case otp(clientID: String, codes: LoadQueue<(email: String, code: String)>)
     case magic(clientID: String, links: LoadQueue<(userID: String, token: String)>)
     case clientCredentials(clientID: String, secret: String)
@@ -101,6 +105,14 @@ enum LoadWorker: Sendable {
             let next = reply.status == 200 ? (try? JSONDecoder().decode(Tokens.self, from: Data(reply.body)))?.refresh_token : nil
             self = .refreshDPoP(
                 clientID: clientID, token: next ?? token, key: key, endpoint: endpoint, nonce: reply.headers.first(name: "DPoP-Nonce") ?? nonce)
+            return .answered(status: reply.status, expected: 200)
+        case .refreshAttested(let clientID, let token, let attestation, let key, let issuer):
+            let reply = try await send(
+                .POST, "/connect/token", Self.form, Self.encode(["grant_type": "refresh_token", "client_id": clientID, "refresh_token": token]),
+                headers: try ClientAttestationProof.headers(attestation: attestation, signer: key, audience: issuer))
+            if reply.status == 200, let tokens = try? JSONDecoder().decode(Tokens.self, from: Data(reply.body)), let next = tokens.refresh_token {
+                self = .refreshAttested(clientID: clientID, token: next, attestation: attestation, key: key, issuer: issuer)
+            }
             return .answered(status: reply.status, expected: 200)
         case .otp(let clientID, let codes):
             guard let item = codes.take() else { return .exhausted }

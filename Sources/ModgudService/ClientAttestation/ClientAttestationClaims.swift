@@ -21,9 +21,23 @@ public struct ClientAttestationClaims: JWTPayload, Equatable {
     /// The App ID (`TEAMID.bundle`) or Android package the platform vouched for.
     public var app: String
 
+    public init(
+        iss: String, sub: String, iat: IssuedAtClaim, exp: ExpirationClaim, cnf: Confirmation, platform: String, app: String
+    ) {
+        self.iss = iss
+        self.sub = sub
+        self.iat = iat
+        self.exp = exp
+        self.cnf = cnf
+        self.platform = platform
+        self.app = app
+    }
+
     /// RFC 7800 section 3.2: the instance's public key as a JWK.
     public struct Confirmation: Codable, Equatable, Sendable {
         public var jwk: InstanceKey
+
+        public init(jwk: InstanceKey) { self.jwk = jwk }
     }
 
     /// A public JWK (EC P-256 or OKP Ed25519), the members RFC 7638 thumbprints.

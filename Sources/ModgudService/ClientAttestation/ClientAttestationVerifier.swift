@@ -66,10 +66,20 @@ public struct ClientAttestationVerifier: Sendable {
             throw ClientAttestationError.useChallenge("the PoP's iat is \(abs(proof.issuedAt - seconds)) s off the server's clock; sign the challenge")
         }
         // Single use of the PoP's jti, across instances and failovers (a logged table, decided
-        // by the database), for as long as the PoP could be accepted.
+        // by the database), for as long as the PoP could be accepted. The claim commits without
+        // waiting for its WAL flush: every gated endpoint answers a success only after a
+        // synchronous commit of its own (the grant, the ceremony, the queued mail), whose flush
+        // covers the claim's WAL record too, as the refresh grant's DPoP claim does
+        // (docs/decisions.md, "Security state across a crash and a failover").
         let until = now.addingTimeInterval(Double(max(2 * challenges.slot, 2 * window)))
         let claim = DPoPReplayTable.claim(jkt: "attestation-pop " + key.thumbprint, jti: proof.jti, now: now, until: until)
-        guard try await pool.query(claim).first != nil else { throw ClientAttestationError.invalid("the PoP was used before") }
+        let results: [PQResult]
+        do {
+            results = try await pool.withConnection { connection in try await connection.pipeline([DPoPReplayTable.commitWithTheNextFlush, claim]) }
+        } catch let failure as PQPipelineError {
+            throw failure.error
+        }
+        guard results[1].first != nil else { throw ClientAttestationError.invalid("the PoP was used before") }
         return ClientAttestationFact(platform: claims.platform, app: claims.app, jkt: key.thumbprint)
     }
 
