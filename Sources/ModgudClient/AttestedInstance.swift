@@ -83,13 +83,7 @@ public actor AttestedInstance: ClientAttestationProvider {
     private func post(_ path: String, _ body: [String: Any]?) async throws -> Data {
         var request = ModgudClient.json(issuer.appendingPathComponent(String(path.dropFirst())), body)
         request.cachePolicy = .reloadIgnoringLocalCacheData
-        let (data, response): (Data, URLResponse)
-        do {
-            (data, response) = try await urlSession.data(for: request)
-        } catch {
-            throw ModgudError.transport(error.localizedDescription)
-        }
-        guard let http = response as? HTTPURLResponse else { throw ModgudError.transport("not an HTTP response") }
+        let (data, http) = try await ModgudClient.transmit(request, on: urlSession)
         guard (200..<300).contains(http.statusCode) else { throw ModgudClient.error(http, data) }
         return data
     }

@@ -295,6 +295,11 @@ public actor ModgudClient {
     }
 
     private func transmit(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try await Self.transmit(request, on: urlSession)
+    }
+
+    /// One exchange; a failure to reach the server is `.transport`.
+    static func transmit(_ request: URLRequest, on urlSession: URLSession) async throws -> (Data, HTTPURLResponse) {
         let (data, response): (Data, URLResponse)
         do {
             (data, response) = try await urlSession.data(for: request)

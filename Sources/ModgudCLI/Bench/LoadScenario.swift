@@ -92,12 +92,9 @@ enum LoadWorker: Sendable {
                 ]))
             return .answered(status: reply.status, expected: 200)
         case .refresh(let clientID, let token):
-            let reply = try await send(
-                .POST, "/connect/token", Self.form, Self.encode(["grant_type": "refresh_token", "client_id": clientID, "refresh_token": token]))
-            if reply.status == 200, let tokens = try? JSONDecoder().decode(Tokens.self, from: Data(reply.body)), let next = tokens.refresh_token {
-                self = .refresh(clientID: clientID, token: next)
-            }
-            return .answered(status: reply.status, expected: 200)
+            let (step, next) = try await Self.refresh(send, clientID: clientID, token: token, headers: [])
+            self = .refresh(clientID: clientID, token: next)
+            return step
         case .refreshDPoP(let clientID, let token, let key, let endpoint, let nonce):
             let reply = try await send(
                 .POST, "/connect/token", Self.form, Self.encode(["grant_type": "refresh_token", "client_id": clientID, "refresh_token": token]),
@@ -107,13 +104,10 @@ enum LoadWorker: Sendable {
                 clientID: clientID, token: next ?? token, key: key, endpoint: endpoint, nonce: reply.headers.first(name: "DPoP-Nonce") ?? nonce)
             return .answered(status: reply.status, expected: 200)
         case .refreshAttested(let clientID, let token, let attestation, let key, let issuer):
-            let reply = try await send(
-                .POST, "/connect/token", Self.form, Self.encode(["grant_type": "refresh_token", "client_id": clientID, "refresh_token": token]),
-                headers: try ClientAttestationProof.headers(attestation: attestation, signer: key, audience: issuer))
-            if reply.status == 200, let tokens = try? JSONDecoder().decode(Tokens.self, from: Data(reply.body)), let next = tokens.refresh_token {
-                self = .refreshAttested(clientID: clientID, token: next, attestation: attestation, key: key, issuer: issuer)
-            }
-            return .answered(status: reply.status, expected: 200)
+            let headers = try ClientAttestationProof.headers(attestation: attestation, signer: key, audience: issuer)
+            let (step, next) = try await Self.refresh(send, clientID: clientID, token: token, headers: headers)
+            self = .refreshAttested(clientID: clientID, token: next, attestation: attestation, key: key, issuer: issuer)
+            return step
         case .otp(let clientID, let codes):
             guard let item = codes.take() else { return .exhausted }
             return try await Self.signIn(
@@ -136,6 +130,14 @@ enum LoadWorker: Sendable {
         case .passkeySignUp(let clientID, let origin):
             return try await Self.signUp(send, clientID: clientID, origin: origin)
         }
+    }
+
+    /// One refresh with `headers`: its outcome and the token to refresh with next.
+    private static func refresh(_ send: LoadSend, clientID: String, token: String, headers: [(String, String)]) async throws -> (LoadStep, String) {
+        let reply = try await send(
+            .POST, "/connect/token", form, encode(["grant_type": "refresh_token", "client_id": clientID, "refresh_token": token]), headers: headers)
+        let next = reply.status == 200 ? (try? JSONDecoder().decode(Tokens.self, from: Data(reply.body)))?.refresh_token : nil
+        return (.answered(status: reply.status, expected: 200), next ?? token)
     }
 
     /// One passkey sign-up: begin for a fresh address, a new credential, the redemption.
