@@ -98,6 +98,7 @@ let package = Package(
                 .embedInCode("0022_authorization_code_reuse.sql"),
                 .embedInCode("0023_recovery_codes.sql"),
                 .embedInCode("0024_client_attestation.sql"),
+                .embedInCode("0025_attestation_keys_and_counts.sql"),
             ],
             swiftSettings: strict
         ),
@@ -292,6 +293,8 @@ let package = Package(
         .testTarget(
             name: "WebAuthnTests",
             dependencies: ["WebAuthn", "WebAuthnTesting", "CBOR", .product(name: "Crypto", package: "swift-crypto")],
+            // Read from the source tree by path (#filePath), not bundled.
+            exclude: ["Vectors"],
             swiftSettings: strict
         ),
         .testTarget(name: "EmbeddedPostgresTests", dependencies: ["EmbeddedPostgres", "PQ"], swiftSettings: strict),

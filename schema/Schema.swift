@@ -35,6 +35,7 @@ public enum ModgudSchema {
         Migration(name: "0022_authorization_code_reuse.sql", sql: text(PackageResources._022_authorization_code_reuse_sql)),
         Migration(name: "0023_recovery_codes.sql", sql: text(PackageResources._023_recovery_codes_sql)),
         Migration(name: "0024_client_attestation.sql", sql: text(PackageResources._024_client_attestation_sql)),
+        Migration(name: "0025_attestation_keys_and_counts.sql", sql: text(PackageResources._025_attestation_keys_and_counts_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

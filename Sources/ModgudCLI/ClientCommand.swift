@@ -5,7 +5,7 @@ import ModgudService
 struct ClientCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "client", abstract: "Register, change and inspect OAuth clients.",
-        subcommands: [Create.self, Update.self, Show.self, List.self, Disable.self, Enable.self, RotateSecret.self, Delete.self, AppLinks.self])
+        subcommands: [Create.self, Update.self, Show.self, List.self, Disable.self, Enable.self, RotateSecret.self, Delete.self, AppLinks.self, PlayIntegrity.self])
 
     struct SettingsOptions: ParsableArguments {
         @Option(name: .customLong("grant"), help: "urn:cocoar:otp, urn:cocoar:magic, urn:cocoar:passkey, refresh_token, client_credentials (repeatable).")
@@ -133,9 +133,14 @@ struct ClientCommand: AsyncParsableCommand {
         @Argument var id: String
 
         func run() async throws {
-            let state = try await AdminContext.run(database) { try await $0.admin.clients.get(realm: realm, id: id) }
+            let (state, counts) = try await AdminContext.run(database) {
+                (try await $0.admin.clients.get(realm: realm, id: id), try await $0.admin.clients.attestationCounts(realm: realm)[id])
+            }
             guard state.exists else { throw CommandError("no client \(id) in realm \(realm)") }
             ClientCommand.print(state)
+            if let counts {
+                Swift.print("attested     \(counts.attested) requests, \(counts.unattested) served unattested, \(counts.refused) refused")
+            }
         }
     }
 
@@ -218,6 +223,7 @@ struct ClientCommand: AsyncParsableCommand {
         for app in settings.appleAppIDs.sorted() { Swift.print("ios app      \(app)") }
         for app in settings.androidApps {
             Swift.print("android app  \(app.packageName) \(app.sha256Fingerprints.joined(separator: ","))")
+            if state.playIntegrity[app.packageName] != nil { Swift.print("             Play Integrity keys set") }
         }
     }
 }

@@ -53,7 +53,7 @@ enum Server {
             sampler: core.makeMetricsSampler(outbox: dispatcher.outbox),
             housekeeping: core.makeHousekeeping(
                 retention: settings.retention, addressRetention: settings.addressRetention, console: configuration.console.settings),
-            logger: logger)
+            tally: core.clientAttestation?.tally, logger: logger)
         let listener = SettingsListenerService(listener: core.makeSettingsChangeListener(logger: logger))
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: listener), .init(service: daemon), .init(service: auditLog), .init(service: MailDispatcherService(dispatcher: dispatcher)),

@@ -39,6 +39,29 @@ extension AdminController {
                 return OAuthResponses.json(["Secret": secret])
             }
         }
+        registerPlayIntegrity(on: api)
+    }
+
+    /// Issue 47: the Play Console's keys for one of a client's Android apps.
+    private func registerPlayIntegrity(on api: RouterGroup<ModgudRequestContext>) {
+        api.put("realms/:realm/clients/:client/play-integrity/:package") { request, context in
+            let client = context.parameters.get("client") ?? "", package = context.parameters.get("package") ?? ""
+            return await self.handle(request, context) { realm in
+                let body = try await self.decode(AdminPayloads.PlayIntegrityKeysBody.self, request, allowed: AdminPayloads.PlayIntegrityKeysBody.members)
+                let state = try await self.admin.clients.setPlayIntegrityKeys(
+                    realm: realm, id: client, packageName: package, decryptionKey: body.DecryptionKey, verificationKey: body.VerificationKey,
+                    metadata: self.metadata(context))
+                return OAuthResponses.json(AdminPayloads.clientView(state))
+            }
+        }
+        api.delete("realms/:realm/clients/:client/play-integrity/:package") { request, context in
+            let client = context.parameters.get("client") ?? "", package = context.parameters.get("package") ?? ""
+            return await self.handle(request, context) { realm in
+                let state = try await self.admin.clients.removePlayIntegrityKeys(
+                    realm: realm, id: client, packageName: package, metadata: self.metadata(context))
+                return OAuthResponses.json(AdminPayloads.clientView(state))
+            }
+        }
     }
 
     private func createClient(_ request: Request, _ realm: String) async throws -> Response {

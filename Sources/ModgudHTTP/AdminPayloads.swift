@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import ModgudDomain
 import ModgudService
@@ -135,6 +136,9 @@ enum AdminPayloads {
         var ClientAttestation: String?
         /// App Attest environments accepted: production (the default) or production+development.
         var AppAttestEnvironments: String?
+        /// Read only: the Android apps whose Play Integrity keys are set, set and removed at
+        /// `…/clients/{client}/play-integrity/{package}`.
+        var PlayIntegrity: [PlayIntegrityView]?
 
         static let members: Set<String> = [
             "Id", "Type", "DisplayName", "Grants", "Scopes", "Audiences", "RpId", "AndroidOrigins", "AccessTokenFormat", "PasskeySignUp",
@@ -298,7 +302,31 @@ enum AdminPayloads {
             AndroidApps: settings?.androidApps.map { AndroidAppBody(PackageName: $0.packageName, Sha256CertFingerprints: $0.sha256Fingerprints) },
             Dpop: settings?.dpop.rawValue, DpopNonce: settings?.dpopNonce, DefaultAudience: settings?.defaultAudience,
             RefreshTokenPolicies: settings?.refreshTokenPolicies.map { RefreshPolicyBody(Audience: $0.audience, Scopes: $0.scopes) },
-            ClientAttestation: settings?.clientAttestation.rawValue, AppAttestEnvironments: settings?.appAttestEnvironments.rawValue)
+            ClientAttestation: settings?.clientAttestation.rawValue, AppAttestEnvironments: settings?.appAttestEnvironments.rawValue,
+            PlayIntegrity: state.playIntegrity.sorted { $0.key < $1.key }.map { PlayIntegrityView(packageName: $0.key, $0.value) })
+    }
+
+    /// `PUT …/clients/{client}/play-integrity/{package}`: the Play Console's two keys, as it
+    /// shows them (base64).
+    struct PlayIntegrityKeysBody: Decodable {
+        var DecryptionKey: String
+        var VerificationKey: String
+        static let members: Set<String> = ["DecryptionKey", "VerificationKey"]
+    }
+
+    /// An app's Play Integrity keys as the admin API shows them: never the decryption key.
+    struct PlayIntegrityView: Codable {
+        var PackageName: String
+        /// Base64 of the DER public key, as set.
+        var VerificationKey: String
+        /// SHA-256 of the verification key's DER, hex: to compare with the Play Console.
+        var VerificationKeySha256: String
+
+        init(packageName: String, _ keys: PlayIntegrityKeys) {
+            PackageName = packageName
+            VerificationKey = keys.verificationKey
+            VerificationKeySha256 = SHA256.hash(data: Data(base64Encoded: keys.verificationKey) ?? Data()).map { String(format: "%02x", $0) }.joined()
+        }
     }
 
     /// The answer to `DELETE /admin/api/realms/{r}/users/{u}?erase=true`.

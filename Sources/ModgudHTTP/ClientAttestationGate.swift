@@ -29,13 +29,16 @@ struct ClientAttestationGate: Sendable {
         let attestations = request.headers[values: .clientAttestation]
         let pops = request.headers[values: .clientAttestationPoP]
         guard !attestations.isEmpty || !pops.isEmpty else {
-            guard settings.clientAttestation == .required else { return nil }
-            throw refuse(.invalid("this client must present OAuth-Client-Attestation and OAuth-Client-Attestation-PoP"), clientID, endpoint)
+            guard settings.clientAttestation == .required else {
+                verifier?.tally.record(realm: realm, clientID: clientID, .unattested)
+                return nil
+            }
+            throw refuse(.invalid("this client must present OAuth-Client-Attestation and OAuth-Client-Attestation-PoP"), realm, clientID, endpoint)
         }
         guard attestations.count == 1, pops.count <= 1 else {
-            throw refuse(.invalid("send exactly one OAuth-Client-Attestation and one OAuth-Client-Attestation-PoP"), clientID, endpoint)
+            throw refuse(.invalid("send exactly one OAuth-Client-Attestation and one OAuth-Client-Attestation-PoP"), realm, clientID, endpoint)
         }
-        guard let verifier else { throw refuse(.invalid("this server cannot check attestations (no master key)"), clientID, endpoint) }
+        guard let verifier else { throw refuse(.invalid("this server cannot check attestations (no master key)"), realm, clientID, endpoint) }
         do {
             let attested = try await verifier.verify(
                 attestation: attestations[0], pop: pops.first, clientID: clientID, realm: realm, issuer: issuer, dpopKey: dpopKey)
@@ -44,9 +47,10 @@ struct ClientAttestationGate: Sendable {
                 throw ClientAttestationError.invalid("the DPoP key must be the attested instance key")
             }
             Counter(label: "modgud_client_attestation_total", dimensions: [("outcome", "attested"), ("endpoint", endpoint)]).increment()
+            verifier.tally.record(realm: realm, clientID: clientID, .attested)
             return attested
         } catch let error as ClientAttestationError {
-            throw refuse(error, clientID, endpoint)
+            throw refuse(error, realm, clientID, endpoint)
         }
     }
 
@@ -61,16 +65,18 @@ struct ClientAttestationGate: Sendable {
                 // An unknown client is the endpoint's to answer (as before attestation existed),
                 // unless the realm requires attestation: then the answer is the same as for none.
                 guard try await clients.attestationRequired(realm: realm) else { return nil }
-                throw refuse(.invalid("the attestation names no client of this realm"), named, endpoint)
+                throw refuse(.invalid("the attestation names no client of this realm"), realm, "", endpoint)
             }
             return try await check(request, clientID: named, settings: settings, realm: realm, issuer: issuer, endpoint: endpoint).map { (named, $0) }
         }
         guard try await clients.attestationRequired(realm: realm) else { return nil }
-        throw refuse(.invalid("this realm's apps must present OAuth-Client-Attestation and OAuth-Client-Attestation-PoP"), "", endpoint)
+        throw refuse(.invalid("this realm's apps must present OAuth-Client-Attestation and OAuth-Client-Attestation-PoP"), realm, "", endpoint)
     }
 
-    private func refuse(_ error: ClientAttestationError, _ clientID: String, _ endpoint: String) -> RequestParsing.Failure {
+    /// The draft's error, counted (per client when the request names one it has).
+    private func refuse(_ error: ClientAttestationError, _ realm: String, _ clientID: String, _ endpoint: String) -> RequestParsing.Failure {
         Counter(label: "modgud_client_attestation_total", dimensions: [("outcome", error.code), ("endpoint", endpoint)]).increment()
+        verifier?.tally.record(realm: realm, clientID: clientID, .refused)
         var response = OAuthResponses.error(OAuthError(error.code, error.detail), status: error.code == "invalid_client_attestation" ? .unauthorized : .badRequest)
         if let verifier { response.headers[.clientAttestationChallenge] = verifier.challenge() }
         return .response(response)

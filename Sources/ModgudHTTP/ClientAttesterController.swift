@@ -16,12 +16,17 @@ import WebAuthn
 /// - `POST /connect/attestation/android` `{client_id, certificate_chain, challenge, jwk}`: a
 ///   KeyStore key's attestation chain.
 ///
+/// - `POST /connect/attestation/play-integrity` `{client_id, integrity_token, challenge, jwk,
+///   package_name?}`: a Play Integrity verdict of a classic request whose nonce is the client
+///   data hash (unpadded base64url), decrypted with the keys set for the app's package.
+///
 /// Each answers `{"client_attestation", "expires_in"}`: a Client Attestation JWT for the
 /// instance key `jwk`. The platform's evidence covers SHA-256 of `<challenge>.<thumbprint of jwk>`
 /// (docs/guides/genuine-apps.md). Refusals are the draft's errors.
 struct ClientAttesterController: Sendable {
     let attester: ClientAttester?
     let verifier: ClientAttestationVerifier?
+    let rateLimiter: RateLimiter
     let parsing: RequestParsing
 
     static let base = ClientAttestationPaths.base
@@ -31,6 +36,7 @@ struct ClientAttesterController: Sendable {
         router.post(RouterPath(Self.base + "/apple"), use: apple)
         router.post(RouterPath(Self.base + "/apple/assertion"), use: appleAssertion)
         router.post(RouterPath(Self.base + "/android"), use: android)
+        router.post(RouterPath(Self.base + "/play-integrity"), use: playIntegrity)
     }
 
     struct ChallengeBody: Encodable {
@@ -68,6 +74,15 @@ struct ClientAttesterController: Sendable {
         static let members: Set<String> = ["client_id", "certificate_chain", "challenge", "jwk"]
     }
 
+    struct PlayIntegrityBody: Decodable {
+        var client_id: String
+        var package_name: String?
+        var integrity_token: String
+        var challenge: String
+        var jwk: ClientAttestationClaims.InstanceKey
+        static let members: Set<String> = ["client_id", "package_name", "integrity_token", "challenge", "jwk"]
+    }
+
     func challenge(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             _ = try await parsing.realm(request)
@@ -80,7 +95,7 @@ struct ClientAttesterController: Sendable {
 
     func apple(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
-            let (realm, issuer, attester) = try await prepared(request)
+            let (realm, issuer, attester) = try await prepared(request, context)
             let body = try await parsing.json(AppleBody.self, request, allowed: AppleBody.members)
             let issued = try await attester.attestApple(
                 realm: realm, issuer: issuer, clientID: body.client_id, keyID: try Self.bytes(body.key_id, "key_id"),
@@ -91,7 +106,7 @@ struct ClientAttesterController: Sendable {
 
     func appleAssertion(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
-            let (realm, issuer, attester) = try await prepared(request)
+            let (realm, issuer, attester) = try await prepared(request, context)
             let body = try await parsing.json(AssertionBody.self, request, allowed: AssertionBody.members)
             let issued = try await attester.assertApple(
                 realm: realm, issuer: issuer, clientID: body.client_id, keyID: try Self.bytes(body.key_id, "key_id"),
@@ -102,7 +117,7 @@ struct ClientAttesterController: Sendable {
 
     func android(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
-            let (realm, issuer, attester) = try await prepared(request)
+            let (realm, issuer, attester) = try await prepared(request, context)
             let body = try await parsing.json(AndroidBody.self, request, allowed: AndroidBody.members)
             let chain = try body.certificate_chain.map { try Self.bytes($0, "certificate_chain") }
             let issued = try await attester.attestAndroid(
@@ -111,9 +126,22 @@ struct ClientAttesterController: Sendable {
         }
     }
 
-    private func prepared(_ request: Request) async throws -> (String, String, ClientAttester) {
+    func playIntegrity(_ request: Request, context: ModgudRequestContext) async -> Response {
+        await respond(context) {
+            let (realm, issuer, attester) = try await prepared(request, context)
+            let body = try await parsing.json(PlayIntegrityBody.self, request, allowed: PlayIntegrityBody.members)
+            let issued = try await attester.attestPlayIntegrity(
+                realm: realm, issuer: issuer, clientID: body.client_id, packageName: body.package_name, token: body.integrity_token,
+                challenge: body.challenge, instanceKey: body.jwk)
+            return Self.issued(issued)
+        }
+    }
+
+    /// The realm, issuer and attester, once the source is within `attestation.ip`.
+    private func prepared(_ request: Request, _ context: ModgudRequestContext) async throws -> (String, String, ClientAttester) {
         let (realm, issuer) = try await parsing.realm(request)
         guard let attester else { throw ClientAttestationError.invalid("this server cannot attest clients (no master key)") }
+        try await rateLimiter.check(.attestationPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
         return (realm.realmID, issuer, attester)
     }
 
@@ -141,6 +169,8 @@ struct ClientAttesterController: Sendable {
             return response
         } catch RequestParsing.Failure.response(let response) {
             return response
+        } catch let limited as RateLimited {
+            return OAuthResponses.rateLimited(limited)
         } catch {
             return ServerFailure.oauth(error, context: context, endpoint: "client_attestation")
         }

@@ -126,7 +126,8 @@ public struct ModgudCore: Sendable {
         (clientAttestation, attester) = Self.clientAttestation(pool, masterKey, keys, clientAuthenticator, attestationRoots, now)
         administration = Self.administration(
             realms: realmActors, clients: clientActors, users: userActors, families: familyActors, keys: keys, auditKeys: auditKeys, tokens: tokenService,
-            passkeys: passkeys, vault: vault, totp: { try totp.get() }, recoveryCodes: { try recovery.get() }, eraser: eraser, pool: pool, settings: notifier, now: now)
+            passkeys: passkeys, vault: vault, sealer: secrets?.sealer, totp: { try totp.get() }, recoveryCodes: { try recovery.get() }, eraser: eraser,
+            pool: pool, settings: notifier, now: now)
     }
 
     /// The recorder of tripped rate limits; a per-mailbox trip names the address's account
@@ -147,9 +148,11 @@ public struct ModgudCore: Sendable {
         _ pool: PQPool, _ masterKey: [UInt8]?, _ keys: SigningKeyRing, _ clients: ClientAuthenticator, _ roots: AttestationRoots,
         _ now: @escaping @Sendable () -> Date
     ) -> (ClientAttestationVerifier?, ClientAttester?) {
-        guard let masterKey else { return (nil, nil) }
+        guard let masterKey, let sealer = try? KeySealer(masterKey: masterKey) else { return (nil, nil) }
         let verifier = ClientAttestationVerifier(pool: pool, keys: keys, challenges: AttestationChallenges(masterKey: masterKey), clock: now)
-        return (verifier, ClientAttester(pool: pool, keys: keys, verifier: verifier, clients: clients, roots: roots, clock: now))
+        let attester = ClientAttester(
+            pool: pool, keys: keys, verifier: verifier, clients: clients, roots: roots, sealer: sealer, clock: now)
+        return (verifier, attester)
     }
 
     /// A service that needs the master key's parts, or `MasterKeyMissing` in a tool started without it.
@@ -162,13 +165,13 @@ public struct ModgudCore: Sendable {
 
     private static func administration(
         realms: AggregateRegistry<Realm>, clients: AggregateRegistry<Client>, users: AggregateRegistry<User>, families: AggregateRegistry<TokenFamily>,
-        keys: SigningKeyRing, auditKeys: AuditLogKeys, tokens: TokenService, passkeys: PasskeyService, vault: PersonalDataVault?,
+        keys: SigningKeyRing, auditKeys: AuditLogKeys, tokens: TokenService, passkeys: PasskeyService, vault: PersonalDataVault?, sealer: KeySealer?,
         totp: @escaping @Sendable () throws -> TOTPEnrollment, recoveryCodes: @escaping @Sendable () throws -> RecoveryCodeService,
         eraser: UserEraser, pool: PQPool, settings: SettingsNotifier, now: @escaping @Sendable () -> Date
     ) -> Administration {
         Administration(
             realms: RealmAdministration(realms: realms, keys: keys, passkeys: passkeys, pool: pool, notifier: settings, now: now),
-            clients: ClientAdministration(clients: clients, realms: realms, passkeys: passkeys, pool: pool, notifier: settings, now: now),
+            clients: ClientAdministration(clients: clients, realms: realms, passkeys: passkeys, pool: pool, notifier: settings, sealer: sealer, now: now),
             users: UserAdministration(
                 users: users, realms: realms, families: families, tokens: tokens, passkeyService: passkeys, vault: vault, pool: pool, eraser: eraser,
                 totp: totp, recoveryCodes: recoveryCodes, now: now),

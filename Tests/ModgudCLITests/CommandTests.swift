@@ -109,6 +109,20 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(
             try JSONSerialization.jsonObject(with: Data(aasa.utf8)) as? [String: [String: [String]]],
             ["webcredentials": ["apps": ["ABCDE12345.com.acme.app"]]])
+        // Issue 47: the Play Console's keys for the Android app; the decryption key is read from a
+        // file and never printed.
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("play-\(UUID().uuidString).key")
+        let decryptionKey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        try Data((decryptionKey + "\n").utf8).write(to: keyFile)
+        defer { try? FileManager.default.removeItem(at: keyFile) }
+        let verificationKey = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEceERjVcHrvBoH1vm7fhD5x/qU+3lmedG1fG9LhH+3SSGKGJLCSfP1qYy7D3b6zIf+Xm0k6g8yxN/MhnJICzKFw=="
+        let play = ["client", "play-integrity", "acme", "ios", "com.acme.app", "--decryption-key-file", keyFile.path, "--verification-key", verificationKey]
+        let withKeys = try cli.ok(play)
+        XCTAssertTrue(withKeys.contains("Play Integrity keys set") && !withKeys.contains(decryptionKey), withKeys)
+        XCTAssertTrue(try cli.fails(["client", "play-integrity", "acme", "ios", "com.other.app", "--decryption-key-file", keyFile.path,
+            "--verification-key", verificationKey]).contains("Client.UnknownAndroidPackage"))
+        XCTAssertTrue(try cli.fails(["client", "play-integrity", "acme", "ios", "com.acme.app"]).contains("--remove"))
+        XCTAssertFalse(try cli.ok(["client", "play-integrity", "acme", "ios", "com.acme.app", "--remove"]).contains("Play Integrity keys set"))
         // With magic links, the realm's link host serves applinks for /magic-login too (issue 25).
         _ = try cli.ok(["client", "update", "acme", "ios", "--grant", "urn:cocoar:passkey", "--grant", "urn:cocoar:magic", "--grant", "refresh_token"])
         let both = try cli.ok(["client", "app-links", "acme", "ios"])

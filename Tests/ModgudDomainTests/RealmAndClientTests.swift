@@ -171,6 +171,28 @@ final class ClientTests: XCTestCase {
         state = try Client.decide(.enable, state: state, now: now).reduce(state, Client.evolve)
         XCTAssertTrue(state.enabled)
     }
+
+    /// Issue 47: Play Integrity keys belong to one of the client's Android apps; setting the same
+    /// keys twice and removing keys never set decide nothing.
+    func testPlayIntegrityKeysNeedTheClientsAndroidApp() throws {
+        let now = Date()
+        let settings = ClientSettings(
+            type: .public, grants: [.otp], allowedScopes: ["openid"], androidApps: [AndroidApp(packageName: "org.app.one", sha256Fingerprints: [String(repeating: "AB", count: 32)])])
+        let registered = try Client.decide(.register(id: "app", settings: settings, secretHash: nil), state: Client.initialState, now: now)
+        let state = registered.reduce(Client.initialState, Client.evolve)
+        let keys = PlayIntegrityKeys(sealedDecryptionKey: "sealed", verificationKey: "public")
+        XCTAssertThrowsError(try Client.decide(.setPlayIntegrityKeys(packageName: "org.app.two", keys: keys), state: state, now: now)) { error in
+            XCTAssertEqual((error as? DomainError)?.code, "Client.UnknownAndroidPackage")
+        }
+        let set = try Client.decide(.setPlayIntegrityKeys(packageName: "org.app.one", keys: keys), state: state, now: now)
+        XCTAssertEqual(set.count, 1)
+        let withKeys = set.reduce(state, Client.evolve)
+        XCTAssertEqual(withKeys.playIntegrity["org.app.one"], keys)
+        XCTAssertEqual(try Client.decide(.setPlayIntegrityKeys(packageName: "org.app.one", keys: keys), state: withKeys, now: now), [])
+        let removed = try Client.decide(.removePlayIntegrityKeys(packageName: "org.app.one"), state: withKeys, now: now)
+        XCTAssertEqual(removed.reduce(withKeys, Client.evolve).playIntegrity, [:])
+        XCTAssertEqual(try Client.decide(.removePlayIntegrityKeys(packageName: "org.app.one"), state: state, now: now), [])
+    }
 }
 
 final class SourceCIDRTests: XCTestCase {
@@ -260,5 +282,5 @@ final class MagicLinkSwitchTests: XCTestCase {
         let decoded = try JSONDecoder().decode(RealmSettings.self, from: Data(legacy.utf8))
         XCTAssertEqual(decoded.magicLinkEnabled, false)
     }
-}
 
+}

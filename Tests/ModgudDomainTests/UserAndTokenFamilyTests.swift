@@ -267,6 +267,8 @@ final class EventRoundTripTests: XCTestCase {
             .registered(ClientRegistered(clientID: "c", settings: settings, secretHash: nil)),
             .updated(ClientUpdated(settings: settings, previousRPID: "x.com")), .disabled(ClientDisabled()), .enabled(ClientEnabled()),
             .secretRotated(ClientSecretRotated(secretHash: "h")), .deleted(ClientDeleted()),
+            .playIntegrityKeysSet(ClientPlayIntegrityKeysSet(packageName: "a.b", keys: PlayIntegrityKeys(sealedDecryptionKey: "s", verificationKey: "v"))),
+            .playIntegrityKeysRemoved(ClientPlayIntegrityKeysRemoved(packageName: "a.b")),
         ]
         for event in client { XCTAssertEqual(try roundTrip(event), event) }
         let user: [UserEvent] = [

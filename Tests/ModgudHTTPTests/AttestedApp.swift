@@ -80,6 +80,22 @@ struct AttestedApp {
             ["client_id": clientID, "certificate_chain": chain.map { Data($0).base64EncodedString() }, "challenge": challenge, "jwk": jwk])
     }
 
+    /// A Client Attestation JWT by a Play Integrity verdict of a classic request whose nonce is
+    /// the client data hash, made by `play` (the app owner's keys) at `at`; `alter` changes
+    /// the verdict first.
+    func attestWithPlayIntegrity(
+        _ client: some TestClientProtocol, clientID: String, play: PlayIntegrityForge, at: Date, packageName: String? = nil,
+        alter: (inout [String: Any]) -> Void = { _ in }
+    ) async throws -> H.Reply {
+        let challenge = try await Self.challenge(client)
+        var verdict = PlayIntegrityForge.verdict(
+            packageName: Self.package, nonce: Base64URL.encode(clientDataHash(challenge)), certificateDigest: Self.signingDigest, at: at)
+        alter(&verdict)
+        var body: [String: Any] = ["client_id": clientID, "integrity_token": try play.token(verdict), "challenge": challenge, "jwk": jwk]
+        if let packageName { body["package_name"] = packageName }
+        return try await Self.post(client, "/connect/attestation/play-integrity", body)
+    }
+
     /// A Client Attestation PoP JWT (section 5.2), signed by the instance key.
     func pop(audience: String, iat: Date, jti: String = UUID().uuidString, challenge: String? = nil) throws -> String {
         let header = #"{"alg":"ES256","typ":"oauth-client-attestation-pop+jwt"}"#

@@ -252,6 +252,18 @@ final class ClientAttestationTests: XCTestCase {
             // A client without attestation (`off`) ignores the headers altogether.
             let off = try await H.call(client, .post, "/connect/passkey/begin", "client_id=open", headers: bad)
             XCTAssertEqual(off.status, .ok, off.body)
+            // What the operator sees before turning `required` on: one served unattested, one
+            // refused; nothing for the client that is off.
+            let tally = try XCTUnwrap(harness.core.clientAttestation).tally
+            try await tally.flush()
+            let counts = try await harness.core.administration.clients.attestationCounts(realm: "dev")
+            XCTAssertEqual(counts["soft"], ClientAttestationTally.Counts(attested: 0, unattested: 1, refused: 1))
+            XCTAssertNil(counts["open"])
+            // Flushing adds: the table holds every flush's counts.
+            _ = try await H.call(client, .post, "/connect/passkey/begin", "client_id=soft", headers: H.form)
+            try await tally.flush()
+            let added = try await harness.core.administration.clients.attestationCounts(realm: "dev")
+            XCTAssertEqual(added["soft"]?.unattested, 2)
         }
     }
 
@@ -311,5 +323,105 @@ final class ClientAttestationTests: XCTestCase {
             withJSONObject: ["jti": UUID().uuidString, "htm": "POST", "htu": url, "iat": Int(iat.timeIntervalSince1970)], options: [.sortedKeys])
         let input = Base64URL.encode(Array(header)) + "." + Base64URL.encode(Array(claims))
         return input + "." + Base64URL.encode(Array(try key.signature(for: Array(input.utf8)).rawRepresentation))
+    }
+
+    /// Sets `verdict[section][member]`.
+    static func change(_ verdict: inout [String: Any], _ section: String, _ member: String, _ value: Any) {
+        var part = verdict[section] as? [String: Any] ?? [:]
+        part[member] = value
+        verdict[section] = part
+    }
+
+    /// Play Integrity: verdicts decrypted and verified with the keys the app's owner set
+    /// through the admin API; each of the verdict's checks refuses; the decryption key is
+    /// never shown and never stored in plaintext.
+    func testPlayIntegrityVerdictsAreCheckedWithTheAppOwnersKeys() async throws {
+        let forge = try PlatformAttestationForge()
+        harness = try await Self.start(forge)
+        let harness = self.harness!
+        let app = AttestedApp(forge: forge)
+        let play = PlayIntegrityForge()
+        let admin: HTTPFields = [.authorization: "Bearer \(H.adminToken)", .contentType: "application/json"]
+        let keysPath = "/admin/api/realms/dev/clients/genuine/play-integrity/\(AttestedApp.package)"
+        try await harness.app.test(.router) { client in
+            let now = harness.clock.now()
+            Self.assertRefused(try await app.attestWithPlayIntegrity(client, clientID: "genuine", play: play, at: now), "invalid_client_attestation", "no keys")
+            // The admin API refuses keys that are not keys, and packages the client does not have.
+            let body = #"{"DecryptionKey":"\#(play.consoleKeys.decryption)","VerificationKey":"\#(play.consoleKeys.verification)"}"#
+            let notAKey = try await H.call(client, .put, keysPath, #"{"DecryptionKey":"c2hvcnQ=","VerificationKey":"\#(play.consoleKeys.verification)"}"#, headers: admin)
+            XCTAssertEqual(notAKey.status, .badRequest, notAKey.body)
+            let stranger = try await H.call(client, .put, "/admin/api/realms/dev/clients/genuine/play-integrity/org.other.app", body, headers: admin)
+            XCTAssertEqual(stranger.status, .badRequest, stranger.body)
+            let set = try await H.call(client, .put, keysPath, body, headers: admin)
+            XCTAssertEqual(set.status, .ok, set.body)
+            let shown = try XCTUnwrap((set.json["PlayIntegrity"] as? [[String: Any]])?.first)
+            XCTAssertEqual(shown["PackageName"] as? String, AttestedApp.package)
+            XCTAssertEqual(shown["VerificationKey"] as? String, play.consoleKeys.verification)
+            XCTAssertFalse(set.body.contains(play.consoleKeys.decryption), "the decryption key is never shown")
+            let pattern = "%\(play.consoleKeys.decryption)%"
+            let stored = try await harness.core.pool.query(
+                """
+                SELECT (SELECT count(*) FROM events WHERE payload::text LIKE \(pattern)) + (SELECT count(*) FROM clients WHERE play_integrity::text LIKE \(pattern)),
+                       (SELECT count(*) FROM events WHERE type = 'client.play_integrity_keys_set')
+                """
+            ).first
+            XCTAssertEqual(try stored?.decode(Int.self, at: 1), 1, "the keys are an event of the client")
+            XCTAssertEqual(try stored?.decode(Int.self, at: 0), 0, "the decryption key is sealed in the event and the read model")
+
+            // Each check of the verdict, failing.
+            let refusals: [(String, (inout [String: Any]) -> Void)] = [
+                ("requestPackageName", { Self.change(&$0, "requestDetails", "requestPackageName", "org.other.app") }),
+                ("nonce", { Self.change(&$0, "requestDetails", "nonce", "b3RoZXI") }),
+                ("older than", { Self.change(&$0, "requestDetails", "timestampMillis", String(Int64(now.timeIntervalSince1970 - 301) * 1000)) }),
+                ("PLAY_RECOGNIZED", { $0["appIntegrity"] = ["appRecognitionVerdict": "UNRECOGNIZED_VERSION", "packageName": AttestedApp.package] }),
+                ("signing certificate", { $0["appIntegrity"] = ["appRecognitionVerdict": "PLAY_RECOGNIZED", "packageName": AttestedApp.package, "certificateSha256Digest": ["AAAA"]] }),
+                ("MEETS_DEVICE_INTEGRITY", { $0["deviceIntegrity"] = ["deviceRecognitionVerdict": ["MEETS_BASIC_INTEGRITY"]] }),
+            ]
+            for (fragment, alter) in refusals {
+                Self.assertRefused(try await app.attestWithPlayIntegrity(client, clientID: "genuine", play: play, at: now, alter: alter), "invalid_client_attestation", fragment)
+            }
+            // Another app owner's keys do not decrypt this app's verdicts.
+            Self.assertRefused(try await app.attestWithPlayIntegrity(client, clientID: "genuine", play: PlayIntegrityForge(), at: now), "invalid_client_attestation", "decrypt")
+            // A genuine verdict: a Client Attestation for the instance key, used at once.
+            let attested = try await app.attestWithPlayIntegrity(client, clientID: "genuine", play: play, at: now, packageName: AttestedApp.package)
+            XCTAssertEqual(attested.status, .ok, attested.body)
+            let attestation = try XCTUnwrap(attested.json["client_attestation"] as? String)
+            let claims = try Self.claims(attestation)
+            XCTAssertEqual(claims["platform"] as? String, "play-integrity")
+            XCTAssertEqual(claims["app"] as? String, AttestedApp.package)
+            let issuer = try await Self.issuer(client)
+            let request = try await H.call(
+                client, .post, "/api/account/native/otp/request", #"{"Email":"play@example.com","ClientId":"genuine"}"#,
+                headers: app.headers(attestation, pop: try app.pop(audience: issuer, iat: now), H.json))
+            XCTAssertEqual(request.status, .ok, request.body)
+            // Removed keys: verdicts are refused again.
+            let removed = try await H.call(client, .delete, keysPath, "", headers: admin)
+            XCTAssertEqual(removed.status, .ok, removed.body)
+            XCTAssertEqual((removed.json["PlayIntegrity"] as? [Any])?.count, 0, removed.body)
+            Self.assertRefused(try await app.attestWithPlayIntegrity(client, clientID: "genuine", play: play, at: now), "invalid_client_attestation", "no keys")
+        }
+    }
+
+    /// `attestation.ip`: platform evidence costs the server a chain's signatures, so a source
+    /// past its limit gets a 429 before any is verified; the challenge endpoint is not limited.
+    func testTheAttesterLimitsEvidencePerSource() async throws {
+        let forge = try PlatformAttestationForge()
+        harness = try await Self.start(forge)
+        let harness = self.harness!
+        _ = try await harness.core.administration.realms.update("dev", metadata: .init()) {
+            $0.rateLimitOverrides[RateLimitPolicy.attestationPerIP.name] = RateLimitSetting(limit: 2, windowSeconds: 3600, burst: 2)
+        }
+        let app = AttestedApp(forge: forge)
+        try await harness.app.test(.router) { client in
+            for _ in 0..<2 {
+                let attested = try await app.attestWithAndroid(client, clientID: "genuine")
+                XCTAssertEqual(attested.status, .ok, attested.body)
+            }
+            let limited = try await app.attestWithAndroid(client, clientID: "genuine")
+            XCTAssertEqual(limited.status, .tooManyRequests, limited.body)
+            XCTAssertNotNil(limited.headers[.retryAfter])
+            let challenge = try await H.call(client, .post, "/connect/attestation/challenge", "", headers: [:])
+            XCTAssertEqual(challenge.status, .ok, challenge.body)
+        }
     }
 }

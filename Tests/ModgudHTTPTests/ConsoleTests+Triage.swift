@@ -157,8 +157,9 @@ extension ConsoleTests {
         }
     }
 
-    /// Issue 47: the client page says the client's attestation mode and how many App Attest
-    /// keys its apps attested, and its form turns attestation on.
+    /// Issue 47: the client page says the client's attestation mode, how many App Attest keys
+    /// its apps attested and how many of its requests were refused, and its form turns
+    /// attestation on.
     func testTheClientPageShowsAndSetsClientAttestation() async throws {
         let app = try await start()
         let harness = harness!
@@ -176,6 +177,17 @@ extension ConsoleTests {
             XCTAssertEqual(settings?.appAttestEnvironments, .productionAndDevelopment)
             let after = try await H.call(client, .get, "/console/realms/dev/clients/app", "", headers: session.headers)
             XCTAssertTrue(after.body.contains("Client attestation: <strong>required</strong>"), after.body)
+            // A script with only the client id, twice: refused, and counted once every instance flushed.
+            for _ in 0..<2 {
+                let refused = try await H.call(
+                    client, .post, "/api/account/native/otp/request", #"{"Email":"script@example.com","ClientId":"app"}"#, headers: H.json)
+                XCTAssertEqual(refused.status, .unauthorized, refused.body)
+            }
+            try await XCTUnwrap(harness.core.clientAttestation).tally.flush()
+            let counted = try await H.call(client, .get, "/console/realms/dev/clients/app", "", headers: session.headers)
+            XCTAssertTrue(
+                counted.body.contains("Requests attested: <strong>0</strong> · served unattested: <strong>0</strong> · refused: <strong>2</strong>"),
+                counted.body)
             let bad = try await H.call(
                 client, .post, "/console/realms/dev/clients/app", form.replacingOccurrences(of: "=required", with: "=sometimes"),
                 headers: session.headers)

@@ -268,15 +268,7 @@ final class TwoInstanceTests: XCTestCase {
         let database = try await TestDatabase.create(maxConnections: 40)
         let pools = [database.pool, database.makePool(maxConnections: 10)]
         let cores = try pools.map { try ModgudCore(pool: $0, masterKey: Array(repeating: 3, count: 32), settingsMaxAge: .seconds(3600)) }
-        let listening = ListeningCount()
-        var listeners: [Task<Void, Never>] = []
-        for (pool, core) in zip(pools, cores) {
-            let listener = SettingsChangeListener(
-                configuration: pool.configuration, invalidate: { core.settingsNotifier.invalidateLocally($0) }, logger: Logger(label: "test"),
-                onListening: { listening.record() })
-            listeners.append(Task { await listener.run() })
-        }
-        try await Eventually.wait("both instances listen") { listening.count >= 2 }
+        let listeners = try await SettingsListeners.start(pools, cores)
         func kids(_ core: ModgudCore) async throws -> Set<String> {
             let document = try await core.keys.jwks(realm: "dev")
             let keys = (try JSONSerialization.jsonObject(with: Data(document.utf8)) as? [String: Any])?["keys"] as? [[String: Any]] ?? []
@@ -346,9 +338,3 @@ extension String {
     }
 }
 
-/// How many settings listeners have subscribed.
-private final class ListeningCount: Sendable {
-    private let value = Mutex(0)
-    var count: Int { value.withLock { $0 } }
-    func record() { value.withLock { $0 += 1 } }
-}

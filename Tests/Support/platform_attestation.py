@@ -17,6 +17,13 @@ a KeyStore attestation chain, exactly as the platforms lay them out:
   leaf's extension 1.3.6.1.4.1.11129.2.1.17 is a KeyDescription (version 400, TEE, the challenge,
   softwareEnforced attestationApplicationId [709], hardwareEnforced purpose [1], origin [702],
   rootOfTrust [704] with a locked, verified boot).
+- Play Integrity, classic request ("Make a classic API request", "Integrity verdicts"): a compact
+  JWE {"alg":"A256KW","enc":"A256GCM"} (the CEK wrapped with the app owner's decryption key per
+  RFC 3394, a 12-byte IV, the ciphertext, a 16-byte tag, the protected header's base64url as
+  additional data) of a compact JWS {"alg":"ES256"} (r | s) of the verdict JSON:
+  requestDetails {requestPackageName, nonce, timestampMillis}, appIntegrity
+  {appRecognitionVerdict, packageName, certificateSha256Digest, versionCode}, deviceIntegrity
+  {deviceRecognitionVerdict}, accountDetails {appLicensingVerdict}. `play_integrity_token` makes one.
 """
 import datetime
 import hashlib
@@ -120,9 +127,48 @@ def android_chain(folder, challenge, package, signature_digest, key=None):
     return [c.public_bytes(serialization.Encoding.DER) for c in (leaf, intermediate, root)]
 
 
+def _b64url(data):
+    import base64
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def play_integrity_verdict(package, nonce, digest, millis):
+    """A genuine app's verdict on a genuine device (`nonce` base64url, `digest` the signing certificate's SHA-256)."""
+    return {"requestDetails": {"requestPackageName": package, "nonce": nonce, "timestampMillis": str(millis)},
+            "appIntegrity": {"appRecognitionVerdict": "PLAY_RECOGNIZED", "packageName": package,
+                             "certificateSha256Digest": [_b64url(digest)], "versionCode": "7"},
+            "deviceIntegrity": {"deviceRecognitionVerdict": ["MEETS_DEVICE_INTEGRITY"]},
+            "accountDetails": {"appLicensingVerdict": "LICENSED"}}
+
+
+def play_integrity_token(decryption_key, signing_key, verdict):
+    """The integrity token Google's servers return for `verdict`: JWS ES256 by `signing_key`
+    (an EC private key), then JWE A256KW/A256GCM to `decryption_key` (32 bytes)."""
+    import json
+    from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from cryptography.hazmat.primitives.keywrap import aes_key_wrap
+    signed = _b64url(json.dumps({"alg": "ES256"}).encode()) + "." + _b64url(json.dumps(verdict).encode())
+    r, s = decode_dss_signature(signing_key.sign(signed.encode(), ec.ECDSA(hashes.SHA256())))
+    jws = signed + "." + _b64url(r.to_bytes(32, "big") + s.to_bytes(32, "big"))
+    protected = _b64url(json.dumps({"alg": "A256KW", "enc": "A256GCM"}).encode())
+    cek, iv = os.urandom(32), os.urandom(12)
+    sealed = AESGCM(cek).encrypt(iv, jws.encode(), protected.encode())
+    return ".".join([protected, _b64url(aes_key_wrap(decryption_key, cek)), _b64url(iv), _b64url(sealed[:-16]), _b64url(sealed[-16:])])
+
+
+def play_console_keys():
+    """(decryption key bytes, signing key, the Play Console's two keys as it shows them: base64)."""
+    import base64
+    decryption, signing = os.urandom(32), ec.generate_private_key(ec.SECP256R1())
+    verification = signing.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return decryption, signing, {"DecryptionKey": base64.b64encode(decryption).decode(), "VerificationKey": base64.b64encode(verification).decode()}
+
+
 def make(request):
     """Evidence for a test of Modgud's verifiers: stdin {folder, app_id, client_data_hash, package,
-    digest} (hashes hex) -> {key_id, attestation_object, chain} (base64), after `init(folder)`."""
+    digest, millis} (hashes hex) -> {key_id, attestation_object, chain, play_integrity} (base64), after
+    `init(folder)`; play_integrity holds the Play Console keys and a token whose nonce is the hash."""
     import base64
     import json
     init(request["folder"])
@@ -130,7 +176,11 @@ def make(request):
     key_id, attestation = app_attestation(request["folder"], request["app_id"], client_data_hash)
     chain = android_chain(request["folder"], client_data_hash, request["package"], bytes.fromhex(request["digest"]))
     encode = lambda data: base64.b64encode(data).decode()  # noqa: E731
-    return json.dumps({"key_id": encode(key_id), "attestation_object": encode(attestation), "chain": [encode(c) for c in chain]})
+    decryption, signing, console = play_console_keys()
+    verdict = play_integrity_verdict(request["package"], _b64url(client_data_hash), bytes.fromhex(request["digest"]), request["millis"])
+    console["Token"] = play_integrity_token(decryption, signing, verdict)
+    return json.dumps({"key_id": encode(key_id), "attestation_object": encode(attestation), "chain": [encode(c) for c in chain],
+                       "play_integrity": console})
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model_test import b64u, cbor, passkey_attestation  # noqa: E402
+import platform_attestation  # noqa: E402
 
 ME_SCOPES = ["read:me:authentication_methods", "create:me:authentication_methods", "update:me:authentication_methods",
              "delete:me:authentication_methods"]
@@ -237,7 +238,7 @@ def client_credentials(api, client, secret, scope):
 
 # The app's realm lifts every rate limit: the run sends many sign-ups and grants from one address.
 NO_LIMITS = {name: {"Limit": 1000000, "WindowSeconds": 60, "Burst": 100000} for name in
-             ["otp-request.ip", "otp-request.mailbox", "signup.ip", "token.ip", "token.client", "token.client-source", "passkey.ip"]}
+             ["otp-request.ip", "otp-request.mailbox", "signup.ip", "token.ip", "token.client", "token.client-source", "passkey.ip", "attestation.ip"]}
 
 
 def app_fixtures(api, binary, tag):
@@ -255,6 +256,11 @@ def app_fixtures(api, binary, tag):
         "Id": me, "Type": "public", "Grants": ["refresh_token", "urn:cocoar:passkey"],
         "Scopes": ["openid", "offline_access", "modgud:passkeys:enroll"] + ME_SCOPES, "Audiences": [me_audience],
         "DefaultAudience": me_audience})
+    # The Play Console's keys for the app's Android package (issue 47): the hooks make verdicts with them.
+    play_decryption, play_signing, play_console = platform_attestation.play_console_keys()
+    api.admin("PUT", f"/{realm}/clients/{app}/play-integrity/{ANDROID_APP['PackageName']}", play_console)
+    play_integrity = {"decryption": base64.b64encode(play_decryption).decode(), "signing": play_signing.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()}
     conf_secret = api.admin("POST", f"/{realm}/clients", {
         "Id": conf, "Type": "confidential", "Grants": ["client_credentials"], "Scopes": ["ssf.read"]})["Secret"]
     app_scope = "openid email profile offline_access modgud:passkeys:enroll"
@@ -289,7 +295,7 @@ def app_fixtures(api, binary, tag):
         "me_passkeys": {"keep": me_passkeys[:2], "delete": me_passkeys[2:]},
         "refresh_pool": pool, "signed_up": signed_up,
         "emails": [u["Email"] for u in users if not u["Email"].startswith("signup-")], "subjects": [u["Id"] for u in users],
-        "ssf": ssf_fixtures(api, realm),
+        "ssf": ssf_fixtures(api, realm), "play_integrity": play_integrity,
     }
 
 
@@ -341,6 +347,8 @@ def admin_fixtures(api, binary, tag, app_realm):
     api.admin("POST", f"/{realm}/clients", {"Id": web, "Type": "public", "Grants": ["urn:cocoar:otp", "urn:cocoar:passkey", "refresh_token"],
                                             "Scopes": ["openid", "email", "offline_access"]})
     api.admin("POST", f"/{realm}/clients", {"Id": "service", "Type": "confidential", "Grants": ["client_credentials"], "Scopes": ["ssf.read"]})
+    api.admin("POST", f"/{realm}/clients", {"Id": "android", "Type": "public", "Grants": ["urn:cocoar:otp", "refresh_token"],
+                                            "Scopes": ["openid"], "AndroidApps": [ANDROID_APP]})
     disposable = [f"gone-{i}" for i in range(8)]
     for name in disposable:
         api.admin("POST", f"/{realm}/clients", {"Id": name, "Type": "confidential", "Grants": ["client_credentials"], "Scopes": ["ssf.read"]})
@@ -354,7 +362,7 @@ def admin_fixtures(api, binary, tag, app_realm):
     return {
         "realm": realm, "patch_realm": patch, "keys_realm": keys, "read_realms": [realm, app_realm, keys, "dev"],
         "kids": kids[:-1], "active_kid": kids[-1],
-        "clients": {"keep": [web, "service"], "confidential": ["service"], "delete": disposable},
+        "clients": {"keep": [web, "service", "android"], "confidential": ["service"], "android": ["android"], "delete": disposable},
         # Every user has a passkey (bench sessions --passkey): 0-1 have TOTP on (to turn off), 2-5 off (to turn on), 6-9 are
         # for the account verbs but delete, 10-13 may be deleted, 14-19 have their passkeys revoked.
         "users": {"totp_on": users[:2], "totp_off": users[2:6], "keep": users[6:10], "delete": users[10:14], "passkey_owners": users[14:]},

@@ -809,6 +809,33 @@ def attest_android(case):
     chain = platform_attestation.android_chain(ATTESTATION, client_data_hash, ANDROID_APP["PackageName"], digest)
     case.body = {"client_id": APP["app_client"], "certificate_chain": [base64.b64encode(c).decode() for c in chain], "challenge": challenge, "jwk": jwk}
 
+def attest_play_integrity(case):
+    evidence = attestation_evidence(case)
+    if evidence is None:
+        return
+    from cryptography.hazmat.primitives import serialization
+    challenge, jwk, client_data_hash = evidence
+    keys = APP["play_integrity"]
+    digest = bytes.fromhex(ANDROID_APP["Sha256CertFingerprints"][0].replace(":", ""))
+    verdict = platform_attestation.play_integrity_verdict(ANDROID_APP["PackageName"], b64(client_data_hash), digest, int(time.time() * 1000))
+    token = platform_attestation.play_integrity_token(
+        base64.b64decode(keys["decryption"]), serialization.load_pem_private_key(keys["signing"].encode(), None), verdict)
+    case.body = {"client_id": APP["app_client"], "integrity_token": token, "challenge": challenge, "jwk": jwk}
+    if chance(0.5):
+        case.body["package_name"] = ANDROID_APP["PackageName"]
+
+
+def play_integrity_keys(case):
+    """A client of the admin realm's with an Android app, given keys (PUT) or losing them (DELETE)."""
+    admin_auth(case)
+    realm(case, ADM["realm"])
+    if chance(rate(case)):
+        path(case, "client", pick(ADM["clients"]["android"]))
+        path(case, "package", ANDROID_APP["PackageName"])
+        if case.method.upper() == "PUT":
+            body(case, platform_attestation.play_console_keys()[2])
+
+
 HANDLERS = {
     "POST /api/account/native/otp/request": code_request,
     "POST /api/account/native/register": code_request,
@@ -844,6 +871,7 @@ HANDLERS = {
     "POST /connect/attestation/apple": attest_apple,
     "POST /connect/attestation/apple/assertion": assert_apple,
     "POST /connect/attestation/android": attest_android,
+    "POST /connect/attestation/play-integrity": attest_play_integrity,
     "POST /connect/authorization-challenge": authorization_challenge,
     "POST /oauth/token": token,
     "GET /me/v1/authentication-methods": my_account_list,
@@ -876,6 +904,8 @@ HANDLERS = {
     "PATCH /admin/api/realms/{realm}/clients/{client}": client_read,
     "DELETE /admin/api/realms/{realm}/clients/{client}": client_read,
     "POST /admin/api/realms/{realm}/clients/{client}/secret": client_read,
+    "PUT /admin/api/realms/{realm}/clients/{client}/play-integrity/{package}": play_integrity_keys,
+    "DELETE /admin/api/realms/{realm}/clients/{client}/play-integrity/{package}": play_integrity_keys,
     "POST /admin/api/realms/{realm}/signing-keys": signing_key,
     "POST /admin/api/realms/{realm}/signing-keys/{kid}/retire": retire_key,
     "GET /admin/api/realms/{realm}/users": admin_realm_only,

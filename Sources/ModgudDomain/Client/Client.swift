@@ -11,6 +11,8 @@ public enum Client: Aggregate {
         public var enabled = true
         /// Deleted clients stay deleted: the id is retired, so old tokens can never revive.
         public var deleted = false
+        /// Play Integrity keys by Android package (issue 47).
+        public var playIntegrity: [String: PlayIntegrityKeys] = [:]
 
         public var exists: Bool { id != nil && !deleted }
     }
@@ -23,6 +25,9 @@ public enum Client: Aggregate {
         case enable
         case rotateSecret(secretHash: String)
         case delete
+        /// The package must be one of the client's Android apps.
+        case setPlayIntegrityKeys(packageName: String, keys: PlayIntegrityKeys)
+        case removePlayIntegrityKeys(packageName: String)
     }
 
     public static let initialState = State()
@@ -59,6 +64,17 @@ public enum Client: Aggregate {
             guard let settings = state.settings, state.exists else { throw DomainError.notFound("Client.NotFound", "No such client.") }
             try checkSecret(type: settings.type, secretHash: secretHash)
             return [.secretRotated(ClientSecretRotated(secretHash: secretHash))]
+        case .setPlayIntegrityKeys(let packageName, let keys):
+            guard let settings = state.settings, state.exists else { throw DomainError.notFound("Client.NotFound", "No such client.") }
+            guard settings.androidApps.contains(where: { $0.packageName == packageName }) else {
+                throw DomainError("Client.UnknownAndroidPackage", "\(packageName) is not one of the client's Android apps; add it first.")
+            }
+            guard state.playIntegrity[packageName] != keys else { return [] }
+            return [.playIntegrityKeysSet(ClientPlayIntegrityKeysSet(packageName: packageName, keys: keys))]
+        case .removePlayIntegrityKeys(let packageName):
+            guard state.exists else { throw DomainError.notFound("Client.NotFound", "No such client.") }
+            guard state.playIntegrity[packageName] != nil else { return [] }
+            return [.playIntegrityKeysRemoved(ClientPlayIntegrityKeysRemoved(packageName: packageName))]
         }
     }
 
@@ -82,6 +98,8 @@ public enum Client: Aggregate {
         case .enabled: next.enabled = true
         case .secretRotated(let rotated): next.secretHash = rotated.secretHash
         case .deleted: next.deleted = true
+        case .playIntegrityKeysSet(let set): next.playIntegrity[set.packageName] = set.keys
+        case .playIntegrityKeysRemoved(let removed): next.playIntegrity[removed.packageName] = nil
         }
         return next
     }

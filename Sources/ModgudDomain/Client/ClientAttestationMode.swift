@@ -38,3 +38,19 @@ public struct ClientAttestationFact: Codable, Hashable, Sendable {
         self.jkt = jkt
     }
 }
+
+/// The Play Console's keys for one Android app's Play Integrity verdicts (issue 47): "Response
+/// encryption" in the Play Console's App integrity page. Only the verdicts of *classic* requests
+/// are encrypted with these keys; a *standard* request's token is decrypted by Google's servers.
+public struct PlayIntegrityKeys: Codable, Hashable, Sendable {
+    /// The AES-256 decryption key, sealed with the master key (base64); never plaintext.
+    public var sealedDecryptionKey: String
+    /// The EC P-256 verification key as the Play Console gives it: base64 of its DER
+    /// SubjectPublicKeyInfo. Public.
+    public var verificationKey: String
+
+    public init(sealedDecryptionKey: String, verificationKey: String) {
+        self.sealedDecryptionKey = sealedDecryptionKey
+        self.verificationKey = verificationKey
+    }
+}

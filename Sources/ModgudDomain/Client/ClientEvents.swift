@@ -58,6 +58,31 @@ public struct ClientDeleted: DomainEvent, Equatable {
     public init() {}
 }
 
+/// client.play_integrity_keys_set (issue 47): the Play Console's two keys for one of the
+/// client's Android apps, with which the attester decrypts and verifies that app's Play
+/// Integrity verdicts. The decryption key is sealed with the master key (`KeySealer`, bound to
+/// the realm, client and package), never written in plaintext; the verification key is public.
+public struct ClientPlayIntegrityKeysSet: DomainEvent, Equatable {
+    public static let eventType = "client.play_integrity_keys_set"
+    public var packageName: String
+    public var keys: PlayIntegrityKeys
+
+    public init(packageName: String, keys: PlayIntegrityKeys) {
+        self.packageName = packageName
+        self.keys = keys
+    }
+}
+
+/// client.play_integrity_keys_removed: that app's Play Integrity verdicts are no longer accepted.
+public struct ClientPlayIntegrityKeysRemoved: DomainEvent, Equatable {
+    public static let eventType = "client.play_integrity_keys_removed"
+    public var packageName: String
+
+    public init(packageName: String) {
+        self.packageName = packageName
+    }
+}
+
 /// The events of a client.
 public enum ClientEvent: AggregateEvent, Equatable {
     case registered(ClientRegistered)
@@ -66,6 +91,8 @@ public enum ClientEvent: AggregateEvent, Equatable {
     case enabled(ClientEnabled)
     case secretRotated(ClientSecretRotated)
     case deleted(ClientDeleted)
+    case playIntegrityKeysSet(ClientPlayIntegrityKeysSet)
+    case playIntegrityKeysRemoved(ClientPlayIntegrityKeysRemoved)
 
     public func newEvent() throws -> NewEvent {
         switch self {
@@ -75,6 +102,8 @@ public enum ClientEvent: AggregateEvent, Equatable {
         case .enabled(let event): return try NewEvent(event)
         case .secretRotated(let event): return try NewEvent(event)
         case .deleted(let event): return try NewEvent(event)
+        case .playIntegrityKeysSet(let event): return try NewEvent(event)
+        case .playIntegrityKeysRemoved(let event): return try NewEvent(event)
         }
     }
 
@@ -86,6 +115,8 @@ public enum ClientEvent: AggregateEvent, Equatable {
         case let event as ClientEnabled: self = .enabled(event)
         case let event as ClientSecretRotated: self = .secretRotated(event)
         case let event as ClientDeleted: self = .deleted(event)
+        case let event as ClientPlayIntegrityKeysSet: self = .playIntegrityKeysSet(event)
+        case let event as ClientPlayIntegrityKeysRemoved: self = .playIntegrityKeysRemoved(event)
         default: throw ForeignEventError(type: envelope.type, aggregate: "client")
         }
     }
@@ -97,5 +128,7 @@ public enum ClientEvent: AggregateEvent, Equatable {
         registry.register(ClientEnabled.self)
         registry.register(ClientSecretRotated.self)
         registry.register(ClientDeleted.self)
+        registry.register(ClientPlayIntegrityKeysSet.self)
+        registry.register(ClientPlayIntegrityKeysRemoved.self)
     }
 }

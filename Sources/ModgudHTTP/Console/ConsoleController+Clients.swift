@@ -139,6 +139,11 @@ extension ConsoleController {
             "form": ConsoleClientForm.values(settings, id: id), "associationHost": host,
             "attestation": settings.clientAttestation.rawValue, "attestedKeys": try await admin.clients.attestedKeys(realm: realm)[id] ?? 0,
         ]
+        let counts = try await admin.clients.attestationCounts(realm: realm)[id] ?? .init()
+        values["attestationCounts"] = ["attested": counts.attested, "unattested": counts.unattested, "refused": counts.refused]
+        values["playIntegrity"] = settings.androidApps.map { app in
+            ["package": app.packageName, "keysSet": state.playIntegrity[app.packageName] != nil] as [String: Any]
+        }
         // Exactly the bytes the host serves (AppAssociations prints them indented already).
         if apps.hasApple { values["aasa"] = String(decoding: AppAssociations.appleAppSiteAssociation(apps), as: UTF8.self) }
         if apps.hasAndroid { values["assetlinks"] = String(decoding: AppAssociations.assetLinks(apps), as: UTF8.self) }

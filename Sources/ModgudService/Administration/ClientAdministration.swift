@@ -2,6 +2,7 @@ import EventSourcing
 import Foundation
 import ModgudDomain
 import PQ
+import WebAuthn
 
 /// Client administration for the CLI, the admin API and the console: registration, settings,
 /// secrets, enabling and deletion.
@@ -12,6 +13,8 @@ public struct ClientAdministration: Sendable {
     /// Read by `ClientsTable`.
     let pool: PQPool
     let notifier: SettingsNotifier
+    /// Seals Play Integrity decryption keys; nil in a tool started without the master key.
+    let sealer: KeySealer?
     let now: @Sendable () -> Date
 
     /// Registers a client; a confidential one gets a secret, returned once and stored hashed.
@@ -66,6 +69,42 @@ public struct ClientAdministration: Sendable {
         }
     }
 
+    /// Sets the Play Console's keys for one of the client's Android apps (issue 47): both are
+    /// checked by building the verifier that will use them, and the decryption key is sealed
+    /// with the master key before it is written.
+    public func setPlayIntegrityKeys(
+        realm: String, id: String, packageName: String, decryptionKey: String, verificationKey: String, metadata: EventMetadata
+    ) async throws -> Client.State {
+        try await ServiceRefusal.translating {
+            do {
+                _ = try PlayIntegrityVerifier(decryptionKey: decryptionKey, verificationKey: verificationKey)
+            } catch { throw DomainError("Client.InvalidPlayIntegrityKeys", "\(error)") }
+            guard let sealer else { throw DomainError("Client.NoMasterKey", "Sealing a Play Integrity key needs the master key.") }
+            let sealed = try sealer.seal(
+                Array(Data(base64Encoded: decryptionKey) ?? Data()), realm: realm, kid: Self.playIntegrityKID(clientID: id, packageName: packageName))
+            let keys = PlayIntegrityKeys(sealedDecryptionKey: Data(sealed).base64EncodedString(), verificationKey: verificationKey)
+            let state = try await clients.actor(for: StreamNames.client(realm: realm, clientID: id))
+                .execute(.setPlayIntegrityKeys(packageName: packageName, keys: keys), now: now(), metadata: metadata).state
+            await notifier.changed(.client(realm: realm, id: id))
+            return state
+        }
+    }
+
+    /// Removes an app's Play Integrity keys: its verdicts are refused from then on.
+    public func removePlayIntegrityKeys(realm: String, id: String, packageName: String, metadata: EventMetadata) async throws -> Client.State {
+        try await ServiceRefusal.translating {
+            let state = try await clients.actor(for: StreamNames.client(realm: realm, clientID: id))
+                .execute(.removePlayIntegrityKeys(packageName: packageName), now: now(), metadata: metadata).state
+            await notifier.changed(.client(realm: realm, id: id))
+            return state
+        }
+    }
+
+    /// The additional data a sealed Play Integrity decryption key is bound to.
+    static func playIntegrityKID(clientID: String, packageName: String) -> String {
+        "play-integrity/\(clientID)/\(packageName)"
+    }
+
     public func setEnabled(realm: String, id: String, enabled: Bool, metadata: EventMetadata) async throws -> Client.State {
         return try await ServiceRefusal.translating {
             let state = try await clients.actor(for: StreamNames.client(realm: realm, clientID: id))
@@ -93,6 +132,12 @@ public struct ClientAdministration: Sendable {
     /// How many App Attest keys each client's app instances attested (issue 47).
     public func attestedKeys(realm: String) async throws -> [String: Int] {
         try await AppAttestKeysTable.counts(realm: realm, pool: pool)
+    }
+
+    /// Each client's attested, unattested and refused requests (issue 47), as every instance
+    /// last flushed them (`ClientAttestationTally`).
+    public func attestationCounts(realm: String) async throws -> [String: ClientAttestationTally.Counts] {
+        try await ClientAttestationTally.counts(realm: realm, pool: pool)
     }
 
     public func list(realm: String) async throws -> [(id: String, type: String, enabled: Bool)] {

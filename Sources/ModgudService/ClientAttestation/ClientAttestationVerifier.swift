@@ -14,12 +14,15 @@ public struct ClientAttestationVerifier: Sendable {
     public let challenges: AttestationChallenges
     /// How far a PoP's `iat` may be from the server's clock when it carries no challenge.
     public let window: Int64
+    /// This instance's counts of each client's outcomes.
+    public let tally: ClientAttestationTally
     public let clock: @Sendable () -> Date
 
     public init(
         pool: PQPool, keys: SigningKeyRing, challenges: AttestationChallenges, window: Int64 = 60, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.pool = pool
+        self.tally = ClientAttestationTally(pool: pool, clock: clock)
         self.keys = keys
         self.challenges = challenges
         self.window = window

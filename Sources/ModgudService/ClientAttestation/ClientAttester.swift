@@ -26,6 +26,8 @@ public struct ClientAttester: Sendable {
     let verifier: ClientAttestationVerifier
     let clients: ClientAuthenticator
     public let roots: AttestationRoots
+    /// Opens the clients' sealed Play Integrity decryption keys.
+    let sealer: KeySealer
     /// How long an attestation lasts: an hour, after which the app proves itself again (an
     /// App Attest assertion costs the app no network round trip to Apple).
     public let lifetime: TimeInterval
@@ -33,13 +35,14 @@ public struct ClientAttester: Sendable {
 
     public init(
         pool: PQPool, keys: SigningKeyRing, verifier: ClientAttestationVerifier, clients: ClientAuthenticator, roots: AttestationRoots,
-        lifetime: TimeInterval = 3600, clock: @escaping @Sendable () -> Date = { Date() }
+        sealer: KeySealer, lifetime: TimeInterval = 3600, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.pool = pool
         self.keys = keys
         self.verifier = verifier
         self.clients = clients
         self.roots = roots
+        self.sealer = sealer
         self.lifetime = lifetime
         self.clock = clock
     }
@@ -113,6 +116,41 @@ public struct ClientAttester: Sendable {
                 chain: chain, challenge: Self.clientDataHash(challenge: challenge, thumbprint: key.thumbprint), apps: apps)
         } catch { throw ClientAttestationError.invalid("Android key attestation: \(error)") }
         return try await issue(realm: realm, issuer: issuer, clientID: clientID, key: instanceKey, platform: "android-key-attestation", app: verified.packageName)
+    }
+
+    /// A Play Integrity verdict of a classic request (`PlayIntegrityVerifier`), decrypted and
+    /// verified with the keys the app's owner set for its package; the request's nonce is the
+    /// client data hash in unpadded base64url (docs/guides/genuine-apps.md).
+    public func attestPlayIntegrity(
+        realm: String, issuer: String, clientID: String, packageName: String?, token: String, challenge: String,
+        instanceKey: ClientAttestationClaims.InstanceKey
+    ) async throws -> Issued {
+        let settings = try await client(realm: realm, clientID: clientID)
+        let key = try instanceKey.key()
+        try await verifier.spend(challenge: challenge)
+        let keys = try await ClientsTable.playIntegrityKeys(realm: realm, clientID: clientID, pool: pool)
+        let candidates = settings.androidApps.filter { app in keys[app.packageName] != nil && (packageName == nil || packageName == app.packageName) }
+        guard !candidates.isEmpty else { throw ClientAttestationError.invalid("Play Integrity: no keys are set for \(packageName ?? "the client's Android apps")") }
+        let nonce = Base64URL.encode(Self.clientDataHash(challenge: challenge, thumbprint: key.thumbprint))
+        var refusal = "Play Integrity: the token does not decrypt with any of the client's keys"
+        for app in candidates {
+            guard let stored = keys[app.packageName], let sealed = Data(base64Encoded: stored.sealedDecryptionKey),
+                let opened = try? sealer.open(Array(sealed), realm: realm, kid: ClientAdministration.playIntegrityKID(clientID: clientID, packageName: app.packageName)),
+                let verifier = try? PlayIntegrityVerifier(decryptionKey: Data(opened).base64EncodedString(), verificationKey: stored.verificationKey)
+            else { continue }
+            do {
+                let verdict = try verifier.verify(
+                    token, nonce: nonce, packageName: app.packageName,
+                    certificateDigests: Set(app.sha256Fingerprints.compactMap(AndroidApp.fingerprintBytes)), now: clock())
+                return try await issue(realm: realm, issuer: issuer, clientID: clientID, key: instanceKey, platform: "play-integrity", app: verdict.packageName)
+            } catch WebAuthnError.attestationInvalid(_, let reason) where reason == PlayIntegrityVerifier.undecryptable {
+                continue
+            } catch {
+                refusal = "Play Integrity: \(error)"
+                break
+            }
+        }
+        throw ClientAttestationError.invalid(refusal)
     }
 
     private func client(realm: String, clientID: String) async throws -> ClientSettings {

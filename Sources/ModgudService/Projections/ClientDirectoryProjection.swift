@@ -3,13 +3,13 @@ import EventStorePostgres
 import ModgudDomain
 import PQ
 
-/// Client by id, with its settings and secret hash (inline: client authentication reads it).
+/// Client by id, with its settings, secret hash and Play Integrity keys (inline: client authentication reads it).
 /// Its SQL lives in `ClientsTable`.
 public struct ClientDirectoryProjection: SQLProjection, InlineProjection {
     public let name = "client_directory"
     public let eventTypes: Set<String>? = [
         ClientRegistered.eventType, ClientUpdated.eventType, ClientDisabled.eventType, ClientEnabled.eventType,
-        ClientSecretRotated.eventType, ClientDeleted.eventType,
+        ClientSecretRotated.eventType, ClientDeleted.eventType, ClientPlayIntegrityKeysSet.eventType, ClientPlayIntegrityKeysRemoved.eventType,
     ]
     public let tables = ["clients"]
 
@@ -32,6 +32,10 @@ public struct ClientDirectoryProjection: SQLProjection, InlineProjection {
             return [ClientsTable.setSecretHash(table: table, realm: realm, clientID: clientID, rotated.secretHash)]
         case .deleted:
             return [ClientsTable.delete(table: table, realm: realm, clientID: clientID)]
+        case .playIntegrityKeysSet(let set):
+            return [try ClientsTable.setPlayIntegrityKeys(table: table, realm: realm, clientID: clientID, packageName: set.packageName, set.keys)]
+        case .playIntegrityKeysRemoved(let removed):
+            return [ClientsTable.removePlayIntegrityKeys(table: table, realm: realm, clientID: clientID, packageName: removed.packageName)]
         }
     }
 }

@@ -36,7 +36,8 @@ public struct RateLimitPolicy: Sendable, Hashable {
         policy: "token", dimension: "client-source", defaultSetting: .init(limit: 120, windowSeconds: 60, burst: 60))
     /// Every policy, by name: what operators may override (`RealmSettings.rateLimitOverrides`).
     public static var all: [RateLimitPolicy] {
-        [requestPerIP, requestPerMailbox, signupPerIP, tokenPerIP, tokenPerClient, tokenPerClientSource, passkeyPerIP, recoveryPerMailbox, recoveryPerIP]
+        [requestPerIP, requestPerMailbox, signupPerIP, tokenPerIP, tokenPerClient, tokenPerClientSource, passkeyPerIP, recoveryPerMailbox, recoveryPerIP,
+            attestationPerIP]
     }
 
     public static func named(_ name: String) -> RateLimitPolicy? {
@@ -51,6 +52,12 @@ public struct RateLimitPolicy: Sendable, Hashable {
     /// ten), so one network cannot spend the service's CPU on them.
     public static let recoveryPerIP = RateLimitPolicy(
         policy: "recovery-code", dimension: "ip", defaultSetting: .init(limit: 120, windowSeconds: 3600, burst: 30))
+    /// Platform evidence verified by the attester per source (issue 47): each costs a
+    /// certificate chain's signatures or a decryption, so one network cannot spend the service's
+    /// CPU on them. An app instance attests once and renews about hourly; the default admits a
+    /// carrier NAT's worth of them.
+    public static let attestationPerIP = RateLimitPolicy(
+        policy: "attestation", dimension: "ip", defaultSetting: .init(limit: 3600, windowSeconds: 3600, burst: 300))
     public static let passkeyPerIP = RateLimitPolicy(policy: "passkey", dimension: "ip", defaultSetting: .init(limit: 1200, windowSeconds: 300, burst: 300))
 }
 

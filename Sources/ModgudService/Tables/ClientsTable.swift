@@ -28,6 +28,17 @@ enum ClientsTable {
         "UPDATE \(unescaped: table) SET secret_hash = \(hash) WHERE realm_id = \(realm) AND client_id = \(clientID)"
     }
 
+    static func setPlayIntegrityKeys(table: String, realm: String, clientID: String, packageName: String, _ keys: PlayIntegrityKeys) throws -> PQQuery {
+        """
+        UPDATE \(unescaped: table) SET play_integrity = play_integrity || jsonb_build_object(\(packageName)::text, \(try json(keys))::jsonb)
+        WHERE realm_id = \(realm) AND client_id = \(clientID)
+        """
+    }
+
+    static func removePlayIntegrityKeys(table: String, realm: String, clientID: String, packageName: String) -> PQQuery {
+        "UPDATE \(unescaped: table) SET play_integrity = play_integrity - \(packageName)::text WHERE realm_id = \(realm) AND client_id = \(clientID)"
+    }
+
     static func delete(table: String, realm: String, clientID: String) -> PQQuery {
         "DELETE FROM \(unescaped: table) WHERE realm_id = \(realm) AND client_id = \(clientID)"
     }
@@ -45,6 +56,16 @@ enum ClientsTable {
             try EventJSON.decode(ClientSettings.self, from: Array(try row.decode(String.self, at: 0).utf8)), try row.decode(String?.self, at: 1),
             try row.decode(Bool.self, at: 2)
         )
+    }
+
+    /// A client's Play Integrity keys by Android package (issue 47).
+    static func playIntegrityKeys(realm: String, clientID: String, pool: PQPool) async throws -> [String: PlayIntegrityKeys] {
+        guard
+            let row = try await pool.query(
+                "SELECT play_integrity::text FROM clients WHERE realm_id = \(realm) AND client_id = \(clientID) AND enabled"
+            ).first
+        else { return [:] }
+        return try EventJSON.decode([String: PlayIntegrityKeys].self, from: Array(try row.decode(String.self, at: 0).utf8))
     }
 
     /// The settings of a realm's enabled clients, by client id (unreadable settings skipped).

@@ -19,6 +19,9 @@ public struct PlayIntegrityVerifier: Sendable {
     }
 
     public static let format = "play-integrity"
+    /// The refusal of a token encrypted to another app's key (a caller holding several apps'
+    /// keys tries the next).
+    public static let undecryptable = "the token does not decrypt with this app's decryption key"
 
     /// The Play Console's response decryption key (AES-256).
     let decryptionKey: SymmetricKey
@@ -91,7 +94,7 @@ public struct PlayIntegrityVerifier: Sendable {
             let box = try? AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: iv), ciphertext: ciphertext, tag: tag),
             let plaintext = try? AES.GCM.open(box, using: cek, authenticating: Array(parts[0].utf8)),
             let text = String(bytes: plaintext, encoding: .utf8)
-        else { throw refused("the token does not decrypt with this app's decryption key") }
+        else { throw refused(Self.undecryptable) }
         return text
     }
 
