@@ -39,6 +39,9 @@ public struct RealmSettings: Codable, Hashable, Sendable {
     /// Where `/magic-login` sends a user whose link reached a browser (the web app's sign-in);
     /// https (http only for localhost). None by default: the page offers no web way in.
     public var webFallbackURL: String?
+    /// Identity providers whose ID tokens the token endpoint exchanges (issue 48); nil is none
+    /// (and keeps the bytes of settings recorded before).
+    public var federatedProviders: [FederatedProvider]?
 
     public init(
         hosts: [String], displayName: String, primaryDomain: String? = nil, publicBaseURL: String? = nil,
@@ -83,6 +86,10 @@ public struct RealmSettings: Codable, Hashable, Sendable {
         if let webFallbackURL, !(webFallbackURL.hasPrefix("https://") || webFallbackURL.hasPrefix("http://localhost")) || webFallbackURL.count > 2000 {
             throw DomainError("Realm.InvalidWebFallbackURL", "The web fallback URL must be https (http only for localhost).")
         }
+        for provider in federatedProviders ?? [] { try provider.validate() }
+        if let providers = federatedProviders, Set(providers.map(\.id)).count != providers.count {
+            throw DomainError("Federation.DuplicateId", "Two providers have the same id.")
+        }
         for name in connections where !Self.isValidConnectionName(name) {
             throw DomainError("Realm.InvalidConnection", "\(name) is not a connection name (1 to 128 letters, digits, '-', '_' or '.').")
         }
@@ -98,7 +105,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case hosts, displayName, primaryDomain, publicBaseURL, nativeGrants, registrationFields, magicLinkEnabled, rateLimitOverrides
-        case sessionLimits, connections, issuerTrailingSlash, webFallbackURL
+        case sessionLimits, connections, issuerTrailingSlash, webFallbackURL, federatedProviders
         case chosenRegistrationPosture = "registrationPosture"
     }
 
@@ -118,6 +125,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
         connections = try container.decodeIfPresent([String].self, forKey: .connections) ?? []
         issuerTrailingSlash = try container.decodeIfPresent(Bool.self, forKey: .issuerTrailingSlash) ?? false
         webFallbackURL = try container.decodeIfPresent(String.self, forKey: .webFallbackURL)
+        federatedProviders = try container.decodeIfPresent([FederatedProvider].self, forKey: .federatedProviders)
     }
 
     /// Auth0's connection names: 1 to 128 ASCII letters, digits, `-`, `_` and `.`.
