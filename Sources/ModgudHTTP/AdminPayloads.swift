@@ -57,10 +57,14 @@ enum AdminPayloads {
         var SigningAlgorithm: String?
         /// In views: every key, newest first.
         var SigningKeys: [SigningKey]?
+        /// Identity providers whose ID tokens the token endpoint exchanges (issue 48); a patch
+        /// replaces the list.
+        var FederatedProviders: [FederatedProviderBody]?
 
         static let members: Set<String> = [
             "Id", "Hosts", "DisplayName", "PrimaryDomain", "PublicBaseURL", "NativeGrants", "RegistrationPosture", "MagicLinkEnabled",
             "RegistrationFields", "RateLimits", "SessionLimits", "Connections", "IssuerTrailingSlash", "WebFallbackURL", "SigningAlgorithm",
+            "FederatedProviders",
         ]
 
         func apply(to settings: inout RealmSettings) throws(AdminProblem) {
@@ -83,6 +87,10 @@ enum AdminPayloads {
             if let Connections { settings.connections = Connections }
             if let IssuerTrailingSlash { settings.issuerTrailingSlash = IssuerTrailingSlash }
             if let WebFallbackURL { settings.webFallbackURL = WebFallbackURL.isEmpty ? nil : WebFallbackURL }
+            if let FederatedProviders {
+                let providers = try FederatedProviders.map { (body) throws(AdminProblem) in try body.provider() }
+                settings.federatedProviders = providers.isEmpty ? nil : providers
+            }
             if let limits = SessionLimits {
                 if let days = limits.AbsoluteLifetimeDays { settings.sessionLimits.absoluteLifetimeDays = days }
                 if let grace = limits.RefreshReuseGraceSeconds { settings.sessionLimits.refreshReuseGraceSeconds = grace }
@@ -268,7 +276,8 @@ enum AdminPayloads {
                     AbsoluteLifetimeDays: $0.sessionLimits.absoluteLifetimeDays, RefreshReuseGraceSeconds: $0.sessionLimits.refreshReuseGraceSeconds,
                     EnrollmentFreshnessMinutes: $0.sessionLimits.enrollmentFreshnessMinutes)
             }, Connections: settings?.connections, IssuerTrailingSlash: settings?.issuerTrailingSlash,
-            WebFallbackURL: settings?.webFallbackURL, SigningKeys: signingKeys(state))
+            WebFallbackURL: settings?.webFallbackURL, SigningKeys: signingKeys(state),
+            FederatedProviders: settings.map { ($0.federatedProviders ?? []).map(FederatedProviderBody.init) })
     }
 
     /// A realm's signing key as views list it: `Status` is `active`, `published` (rotated out,

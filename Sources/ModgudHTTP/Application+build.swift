@@ -94,6 +94,7 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     Auth0PasswordlessController(clients: core.clientAuthenticator, emailSignIn: core.emailSignIn, parsing: parsing, attestation: attestation)
         .register(on: router)
     ClientAttesterController(attester: core.attester, verifier: core.clientAttestation, rateLimiter: core.rateLimiter, parsing: parsing).register(on: router)
+    FederationController(federation: core.federation, parsing: parsing).register(on: router)
     MagicLoginController(parsing: parsing).register(on: router)
     SharedSignalsController(streams: core.signalStreams, resource: resource, parsing: parsing, longPoll: configuration.signalLongPoll,
         readiness: core.readiness).register(on: router)

@@ -62,6 +62,8 @@ public struct ModgudCore: Sendable {
     /// and the attester; nil in tools started without the master key.
     public let clientAttestation: ClientAttestationVerifier?
     public let attester: ClientAttester?
+    /// ID token exchanges (issue 48); nil in tools started without the master key.
+    public let federation: Federation?
 
     /// - Parameters:
     ///   - masterKey: 32 bytes sealing the realms' private signing keys (nil: a tool that never signs).
@@ -123,7 +125,7 @@ public struct ModgudCore: Sendable {
         settingsNotifier = notifier
         eraser = UserEraser(
             users: userActors, familyActors: familyActors, tokens: tokenService, passkeys: passkeys, vault: vault, pool: pool, notifier: notifier, now: now)
-        (clientAttestation, attester) = Self.clientAttestation(pool, masterKey, keys, clientAuthenticator, attestationRoots, now)
+        (clientAttestation, attester, federation) = Self.clientFacing(pool, masterKey, keys, clientAuthenticator, attestationRoots, now)
         administration = Self.administration(
             realms: realmActors, clients: clientActors, users: userActors, families: familyActors, keys: keys, auditKeys: auditKeys, tokens: tokenService,
             passkeys: passkeys, vault: vault, sealer: secrets?.sealer, totp: { try totp.get() }, recoveryCodes: { try recovery.get() }, eraser: eraser,
@@ -143,16 +145,17 @@ public struct ModgudCore: Sendable {
             }, now: now)
     }
 
-    /// The authorization server's attestation checks and the attester (issue 47).
-    private static func clientAttestation(
+    /// The services apps reach beside sign-in that need the master key: the authorization
+    /// server's attestation checks and the attester (issue 47), and ID token exchanges (issue 48).
+    private static func clientFacing(
         _ pool: PQPool, _ masterKey: [UInt8]?, _ keys: SigningKeyRing, _ clients: ClientAuthenticator, _ roots: AttestationRoots,
         _ now: @escaping @Sendable () -> Date
-    ) -> (ClientAttestationVerifier?, ClientAttester?) {
-        guard let masterKey, let sealer = try? KeySealer(masterKey: masterKey) else { return (nil, nil) }
+    ) -> (ClientAttestationVerifier?, ClientAttester?, Federation?) {
+        guard let masterKey, let sealer = try? KeySealer(masterKey: masterKey) else { return (nil, nil, nil) }
         let verifier = ClientAttestationVerifier(pool: pool, keys: keys, challenges: AttestationChallenges(masterKey: masterKey), clock: now)
         let attester = ClientAttester(
             pool: pool, keys: keys, verifier: verifier, clients: clients, roots: roots, sealer: sealer, clock: now)
-        return (verifier, attester)
+        return (verifier, attester, Federation(masterKey: masterKey, pool: pool, clock: now))
     }
 
     /// A service that needs the master key's parts, or `MasterKeyMissing` in a tool started without it.

@@ -22,24 +22,16 @@ final class SSFReceiver: @unchecked Sendable {
     init(issuer: String, clientID: String, secret: String, mode: String, format: String? = nil) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("ssf-receiver-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Support/ssf_receiver.py")
         var arguments = [
-            "python3", script.path, "--issuer", issuer, "--client-id", clientID, "--secret=\(secret)", "--out", directory.path, "--mode", mode,
+            "--issuer", issuer, "--client-id", clientID, "--secret=\(secret)", "--out", directory.path, "--mode", mode,
             "--port", String(try SMTPSink.freePort()),
         ]
         if let format { arguments += ["--format", format] }
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        let line = output.fileHandleForReading.readLine() ?? ""
-        guard let ready = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], let streamID = ready["stream_id"] as? String else {
+        let started = try PythonScript.spawn("ssf_receiver.py", arguments)
+        (process, input) = (started.process, started.input)
+        guard let streamID = started.ready["stream_id"] as? String else {
             process.terminate()
-            throw ReceiverError("the SSF receiver did not start: \(line)")
+            throw ReceiverError("the SSF receiver did not start: \(started.ready)")
         }
         self.streamID = streamID
     }

@@ -9,14 +9,16 @@ import WebAuthn
 /// a key every instance derives from the master key: any instance can issue and check one
 /// without storing it. It is good in its slot and the next; single use is the database's
 /// (`ClientAttestationReplay`).
+///
+/// The federation nonces of ID token exchanges (issue 48) are the same construction under
+/// their own label, so a challenge of one kind is never a nonce of the other.
 public struct AttestationChallenges: Sendable {
     private let key: SymmetricKey
     /// Seconds per slot: a challenge lives between one and two slots.
     public let slot: Int64
 
-    public init(masterKey: [UInt8], slot: Int64 = 300) {
-        key = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: masterKey), info: Array("modgud client attestation challenge v1".utf8), outputByteCount: 32)
+    public init(masterKey: [UInt8], slot: Int64 = 300, label: String = "modgud client attestation challenge v1") {
+        key = HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: masterKey), info: Array(label.utf8), outputByteCount: 32)
         self.slot = slot
     }
 

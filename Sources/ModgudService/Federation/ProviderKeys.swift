@@ -62,14 +62,23 @@ public actor ProviderKeys {
 }
 
 /// JWKS over HTTPS with URLSession: a 10 s timeout, no cookies, no cache of its own.
-public struct URLSessionJWKSFetcher: JWKSFetcher {
-    public init() {}
+public final class URLSessionJWKSFetcher: JWKSFetcher, @unchecked Sendable {
+    private let session: URLSession
+
+    public init() {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 10
+        configuration.timeoutIntervalForResource = 15
+        configuration.httpCookieStorage = nil
+        configuration.urlCache = nil
+        session = URLSession(configuration: configuration)
+    }
 
     public func fetch(_ url: String) async throws -> [UInt8] {
         guard let target = URL(string: url) else { throw FederationError.keysUnavailable("\(url) is not a URL") }
         var request = URLRequest(url: target, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: 10)
         request.setValue("application/json", forHTTPHeaderField: "Accept")
-        let (body, response) = try await URLSession.shared.data(for: request)
+        let (body, response) = try await session.data(for: request)
         guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw FederationError.keysUnavailable("\(url) answered \((response as? HTTPURLResponse)?.statusCode ?? 0)") }
         return Array(body)
     }

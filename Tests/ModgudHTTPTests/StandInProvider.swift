@@ -1,0 +1,60 @@
+import Foundation
+import MailTestSupport
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `Tests/Support/id_provider.py` in a child process (issue 48): Apple's and Google's JWKS over a
+/// socket, and ID tokens in their claim shapes, signed by keys Modgud's code never made.
+final class StandInProvider: @unchecked Sendable {
+    let port: Int
+    private let process: Process
+    private let input: Pipe
+    private let session = URLSession(configuration: .ephemeral)
+
+    init() throws {
+        let port = try SMTPSink.freePort()
+        let started = try PythonScript.spawn("id_provider.py", ["--port", String(port)])
+        (process, input) = (started.process, started.input)
+        self.port = port
+    }
+
+    /// Terminated, not waited out on its standard input: a child process started later (the
+    /// SMTP sink) may hold the pipe's other end.
+    deinit {
+        try? input.fileHandleForWriting.close()
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    var appleJWKS: String { "http://127.0.0.1:\(port)/apple/auth/keys" }
+    var googleJWKS: String { "http://127.0.0.1:\(port)/google/oauth2/v3/certs" }
+
+    /// An ID token of `provider` (`apple` or `google`): its defaults, with `claims` over them
+    /// (`NSNull()` leaves a claim out; `_kid`, `_alg`, `_key` shape the signature).
+    func mint(_ provider: String, _ claims: [String: Any] = [:]) async throws -> String {
+        let answer = try await post("/\(provider)/mint", claims)
+        guard let token = answer["id_token"] as? String else { throw ReceiverError("no id_token: \(answer)") }
+        return token
+    }
+
+    /// Publishes `provider`'s second key (kid `<provider>-rotated`).
+    func rotate(_ provider: String) async throws {
+        _ = try await post("/\(provider)/rotate", [:])
+    }
+
+    /// How often each JWKS was fetched.
+    func fetches() async throws -> [String: Int] {
+        let (data, _) = try await session.data(from: URL(string: "http://127.0.0.1:\(port)/fetches")!)
+        return try JSONSerialization.jsonObject(with: data) as? [String: Int] ?? [:]
+    }
+
+    private func post(_ path: String, _ body: [String: Any]) async throws -> [String: Any] {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = "POST"
+        request.httpBody = try JSONSerialization.data(withJSONObject: body)
+        let (data, _) = try await session.data(for: request)
+        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+    }
+}

@@ -1,0 +1,146 @@
+"""A stand-in for Sign in with Apple's and Sign in with Google's token side (issue 48), written
+with Python's `cryptography` package, not Modgud's code. It serves each provider's JWKS and
+mints ID tokens with the providers' exact claim shapes, signed RS256 as theirs are.
+
+    python3 id_provider.py --port PORT     # prints {"port": PORT} when listening
+
+    GET  /apple/auth/keys            Apple's JWKS (https://appleid.apple.com/auth/keys shape)
+    GET  /google/oauth2/v3/certs     Google's JWKS (https://www.googleapis.com/oauth2/v3/certs shape)
+    POST /apple/mint  {claims...}    an Apple ID token: defaults below, overridden by the body;
+    POST /google/mint {claims...}    a Google ID token; a member set to null is left out.
+                                     "_kid" picks the key ("rotated" is published only after
+                                     POST /{provider}/rotate), "_alg" sets the header's alg
+                                     ("none" leaves the signature empty), "_key": "stranger" signs
+                                     with a key never published.
+
+Apple's ID token ("Authenticating users with Sign in with Apple", "Retrieve the user's
+information from Apple ID servers"): iss https://appleid.apple.com, aud the bundle id, exp, iat,
+sub (e.g. 001234.5a6b...1234), nonce (as given to ASAuthorizationAppleIDRequest.nonce),
+nonce_supported true, c_hash, email, email_verified and is_private_email as the strings
+"true"/"false", auth_time, real_user_status 2. Google's ("Verify the Google ID token on your
+server side", OpenID Connect reference): iss https://accounts.google.com, azp the Android client
+id, aud the server (web) client id, sub (digits), email, email_verified true (a JSON boolean),
+nonce, name, given_name, family_name, picture, iat, exp.
+"""
+import argparse
+import base64
+import http.server
+import json
+import signal
+import sys
+import threading
+import time
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+
+def b64(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _int(value):
+    return b64(value.to_bytes((value.bit_length() + 7) // 8, "big"))
+
+
+class Provider:
+    def __init__(self, name):
+        self.name = name
+        self.keys = {f"{name}-1": rsa.generate_private_key(public_exponent=65537, key_size=2048)}
+        self.rotated = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    def jwks(self):
+        keys = []
+        for kid, key in self.keys.items():
+            numbers = key.public_key().public_numbers()
+            keys.append({"kty": "RSA", "kid": kid, "use": "sig", "alg": "RS256", "n": _int(numbers.n), "e": _int(numbers.e)})
+        return {"keys": keys}
+
+    def rotate(self):
+        self.keys[f"{self.name}-rotated"] = self.rotated
+
+    def defaults(self):
+        now = int(time.time())
+        if self.name == "apple":
+            return {"iss": "https://appleid.apple.com", "aud": "com.example.app", "exp": now + 600, "iat": now,
+                    "sub": "001234.5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d.1234", "c_hash": "abc", "email": "someone@privaterelay.appleid.com",
+                    "email_verified": "true", "is_private_email": "true", "auth_time": now, "nonce_supported": True, "real_user_status": 2}
+        return {"iss": "https://accounts.google.com", "azp": "android-client.apps.googleusercontent.com",
+                "aud": "server-client.apps.googleusercontent.com", "sub": "110169484474386276334", "email": "someone@gmail.com",
+                "email_verified": True, "name": "Some One", "given_name": "Some", "family_name": "One",
+                "picture": "https://lh3.googleusercontent.com/a/photo", "iat": now, "exp": now + 3600}
+
+    def mint(self, overrides):
+        claims = self.defaults()
+        kid = overrides.pop("_kid", f"{self.name}-1")
+        alg = overrides.pop("_alg", "RS256")
+        stranger = overrides.pop("_key", None) == "stranger"
+        for name, value in overrides.items():
+            if value is None:
+                claims.pop(name, None)
+            else:
+                claims[name] = value
+        signing = self.stranger if stranger else self.rotated if kid.endswith("rotated") else self.keys.get(kid, self.stranger)
+        header = b64(json.dumps({"alg": alg, "kid": kid, "typ": "JWT"}).encode())
+        body = b64(json.dumps(claims).encode())
+        if alg == "none":
+            return f"{header}.{body}."
+        signature = signing.sign(f"{header}.{body}".encode(), padding.PKCS1v15(), hashes.SHA256())
+        return f"{header}.{body}.{b64(signature)}"
+
+
+PROVIDERS = {"apple": Provider("apple"), "google": Provider("google")}
+JWKS_PATHS = {"/apple/auth/keys": "apple", "/google/oauth2/v3/certs": "google"}
+FETCHES = {"apple": 0, "google": 0}
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def answer(self, status, body):
+        data = json.dumps(body).encode() if not isinstance(body, str) else body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path in JWKS_PATHS:
+            name = JWKS_PATHS[self.path]
+            FETCHES[name] += 1
+            return self.answer(200, PROVIDERS[name].jwks())
+        if self.path == "/fetches":
+            return self.answer(200, FETCHES)
+        self.answer(404, {"error": "not found"})
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        parts = self.path.strip("/").split("/")
+        if len(parts) == 2 and parts[0] in PROVIDERS and parts[1] == "mint":
+            return self.answer(200, {"id_token": PROVIDERS[parts[0]].mint(body)})
+        if len(parts) == 2 and parts[0] in PROVIDERS and parts[1] == "rotate":
+            PROVIDERS[parts[0]].rotate()
+            return self.answer(200, {})
+        self.answer(404, {"error": "not found"})
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    # The test runner's threads may block SIGTERM, and a child inherits the mask: unblock it, so
+    # the test can stop this process.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(json.dumps({"port": args.port}), flush=True)
+    sys.stdin.read()  # until the test closes standard input
+    server.shutdown()
+
+
+if __name__ == "__main__":
+    main()
