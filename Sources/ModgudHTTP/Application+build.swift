@@ -54,7 +54,7 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     // Each controller gets the services it uses, not the composition root.
     let grantServices = GrantServices(
         tokens: core.tokenService, passkeys: core.passkeys, rateLimiter: core.rateLimiter, emailSignIn: core.emailSignIn,
-        dpop: core.dpop, firstParty: core.firstParty, recoveryCodes: core.recoveryCodes)
+        dpop: core.dpop, firstParty: core.firstParty, recoveryCodes: core.recoveryCodes, federatedSignIn: core.federatedSignIn)
     let attestation = ClientAttestationGate(verifier: core.clientAttestation, clients: core.clientAuthenticator)
     let gates = TokenEndpointGates(
         parsing: parsing, clients: core.clientAuthenticator, rateLimiter: core.rateLimiter, dpop: core.dpop, attestation: attestation)

@@ -59,7 +59,8 @@ enum OAuthResponses {
         json(
             TokenBody(
                 accessToken: token.accessToken, tokenType: token.tokenType, expiresIn: token.expiresIn, refreshToken: token.refreshToken,
-                scope: token.scope, idToken: token.idToken, authSession: token.authSession, passkeyUpgrade: token.passkeyUpgrade))
+                scope: token.scope, idToken: token.idToken, authSession: token.authSession, passkeyUpgrade: token.passkeyUpgrade,
+                issuedTokenType: token.issuedTokenType))
     }
 
     static func introspection(_ result: Introspection) -> Response {
@@ -93,8 +94,10 @@ enum OAuthResponses {
         var idToken: String?
         var authSession: String?
         var passkeyUpgrade: Bool?
+        var issuedTokenType: String?
         enum CodingKeys: String, CodingKey {
             case scope
+            case issuedTokenType = "issued_token_type"
             case authSession = "auth_session"
             case passkeyUpgrade = "passkey_upgrade"
             case accessToken = "access_token"

@@ -238,6 +238,14 @@ public struct ModgudCore: Sendable {
         return { try made.get() }
     }
 
+    /// ID token exchanges (issue 48); throws `MasterKeyMissing` without the master key.
+    public var federatedSignIn: @Sendable () throws -> FederatedSignIn {
+        guard let federation, let vault, let secrets else { return { throw MasterKeyMissing() } }
+        let signIn = FederatedSignIn(
+            federation: federation, tokens: tokenService, vault: vault, secondFactor: SecondFactor(secrets: secrets, now: now), pool: pool, now: now)
+        return { signIn }
+    }
+
     /// TOTP enrollment; throws `MasterKeyMissing` without the master key.
     public var totpEnrollment: @Sendable () throws -> TOTPEnrollment {
         let made = totpMade

@@ -118,7 +118,8 @@ final class TokenEndpointTests: XCTestCase {
                 metadata["grant_types_supported"] as? [String],
                 [
                     "refresh_token", "client_credentials", "authorization_code", "http://auth0.com/oauth/grant-type/passwordless/otp", "urn:cocoar:magic", "urn:cocoar:otp",
-                    "urn:cocoar:passkey", "urn:modgud:recovery-code", "urn:okta:params:oauth:grant-type:webauthn",
+                    "urn:cocoar:passkey", "urn:ietf:params:oauth:grant-type:token-exchange", "urn:modgud:recovery-code",
+                    "urn:okta:params:oauth:grant-type:webauthn",
                 ])
             // Issue 46: the acr values tokens carry, weakest first.
             XCTAssertEqual(

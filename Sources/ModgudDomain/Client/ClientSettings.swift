@@ -7,6 +7,8 @@ public enum GrantType: String, Codable, Hashable, Sendable, CaseIterable, Compar
     case clientCredentials = "client_credentials"
     /// A recovery code (issue 46): a session that can only enroll a passkey and manage sessions.
     case recoveryCode = "urn:modgud:recovery-code"
+    /// RFC 8693 token exchange of a provider's ID token (issue 48: Sign in with Apple and Google).
+    case tokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
 
     /// The three native passwordless grants.
     public static let native: Set<GrantType> = [.otp, .magic, .passkey]

@@ -31,6 +31,8 @@ public enum User: Aggregate {
         public var recoveryCodeSet: UUID?
         /// How many codes of the current set are unused.
         public var recoveryCodesLeft = 0
+        /// The providers linked to this account (issue 48), by provider id.
+        public var identities: Set<String> = []
 
         public var exists: Bool { id != nil }
         /// A live account made by passkey sign-up whose address nobody has proven yet (issue
@@ -80,6 +82,13 @@ public enum User: Aggregate {
         case useRecoveryCode(setID: UUID)
         /// The current set stops working; nothing when there is none.
         case revokeRecoveryCodes
+        /// A user created by a provider's first sign-in, linked in the same append (issue 48).
+        case registerLinked(UserRegistered, UserIdentityLinked)
+        /// Links a provider's account (one per provider; the table's unique index decides which
+        /// user a provider account is). `totpStep`: the second factor of the sign-in that links,
+        /// spent with it.
+        case linkIdentity(provider: String, subject: PersonalText, via: String, totpStep: UInt64?)
+        case unlinkIdentity(provider: String, reason: String)
     }
 
     /// A role name: 1 to 64 of a-z, 0-9, `-`, `_`, `.` and `:`.
@@ -100,6 +109,10 @@ public enum User: Aggregate {
                         lastName: lastName, securityStamp: stamp, via: via))
             ]
         }
+        if case .registerLinked(let registered, let linked) = command {
+            guard !state.exists else { throw DomainError.conflict("User.AlreadyExists", "The user already exists.") }
+            return [.registered(registered), .identityLinked(linked)]
+        }
         guard state.exists else { throw DomainError.notFound("User.NotFound", "No such user.") }
         if case .erase(let stamp) = command {
             guard state.status != .erased else { return [] }
@@ -107,7 +120,7 @@ public enum User: Aggregate {
         }
         guard state.status != .deleted, state.status != .erased else { throw DomainError("User.Deleted", "The user was deleted.") }
         switch command {
-        case .register, .erase:
+        case .register, .registerLinked, .erase:
             return []
         case .changeProfile(let username, let firstName, let lastName):
             // Sealed texts differ on every sealing: the service compares the plaintext first.
@@ -118,6 +131,8 @@ public enum User: Aggregate {
             return try decideSecondFactor(command, state: state)
         case .generateRecoveryCodes, .useRecoveryCode, .revokeRecoveryCodes:
             return try decideRecoveryCodes(command, state: state)
+        case .linkIdentity, .unlinkIdentity:
+            return try decideIdentity(command, state: state)
         case .rotateSecurityStamp(let stamp, let reason):
             return [.securityStampRotated(UserSecurityStampRotated(securityStamp: stamp, reason: reason))]
         case .disable(let stamp):
@@ -172,6 +187,23 @@ public enum User: Aggregate {
 
     /// Recovery codes (issue 46): a set replaces the last one; a code is spent only from the
     /// current set of an account that may sign in.
+    /// Issue 48: a provider's account linked to the user, or unlinked.
+    private static func decideIdentity(_ command: Command, state: State) throws(DomainError) -> [UserEvent] {
+        switch command {
+        case .linkIdentity(let provider, let subject, let via, let step):
+            guard !state.identities.contains(provider) else {
+                throw DomainError.conflict("User.IdentityLinked", "A \(provider) account is linked to this user already.")
+            }
+            let linked = UserEvent.identityLinked(UserIdentityLinked(provider: provider, subject: subject, via: via))
+            guard let step else { return [linked] }
+            return [linked] + (try decideSecondFactor(.acceptTOTPStep(step), state: state))
+        case .unlinkIdentity(let provider, let reason):
+            return state.identities.contains(provider) ? [.identityUnlinked(UserIdentityUnlinked(provider: provider, reason: reason))] : []
+        default:
+            return []
+        }
+    }
+
     private static func decideRecoveryCodes(_ command: Command, state: State) throws(DomainError) -> [UserEvent] {
         switch command {
         case .generateRecoveryCodes(let setID, let count):
@@ -238,6 +270,8 @@ public enum User: Aggregate {
         case .recoveryCodesRevoked:
             next.recoveryCodeSet = nil
             next.recoveryCodesLeft = 0
+        case .identityLinked(let linked): next.identities.insert(linked.provider)
+        case .identityUnlinked(let unlinked): next.identities.remove(unlinked.provider)
         case .erased:
             next.status = .erased
             next.email = nil
@@ -248,6 +282,7 @@ public enum User: Aggregate {
             next.pendingTOTPSecret = nil
             next.recoveryCodeSet = nil
             next.recoveryCodesLeft = 0
+            next.identities = []
         }
         return next
     }

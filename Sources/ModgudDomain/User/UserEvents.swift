@@ -177,6 +177,8 @@ public enum UserEvent: AggregateEvent, Equatable {
     case recoveryCodesGenerated(UserRecoveryCodesGenerated)
     case recoveryCodeUsed(UserRecoveryCodeUsed)
     case recoveryCodesRevoked(UserRecoveryCodesRevoked)
+    case identityLinked(UserIdentityLinked)
+    case identityUnlinked(UserIdentityUnlinked)
 
     public func newEvent() throws -> NewEvent {
         switch self {
@@ -196,6 +198,8 @@ public enum UserEvent: AggregateEvent, Equatable {
         case .recoveryCodesGenerated(let event): return try NewEvent(event)
         case .recoveryCodeUsed(let event): return try NewEvent(event)
         case .recoveryCodesRevoked(let event): return try NewEvent(event)
+        case .identityLinked(let event): return try NewEvent(event)
+        case .identityUnlinked(let event): return try NewEvent(event)
         }
     }
 
@@ -217,6 +221,8 @@ public enum UserEvent: AggregateEvent, Equatable {
         case let event as UserRecoveryCodesGenerated: self = .recoveryCodesGenerated(event)
         case let event as UserRecoveryCodeUsed: self = .recoveryCodeUsed(event)
         case let event as UserRecoveryCodesRevoked: self = .recoveryCodesRevoked(event)
+        case let event as UserIdentityLinked: self = .identityLinked(event)
+        case let event as UserIdentityUnlinked: self = .identityUnlinked(event)
         default: throw ForeignEventError(type: envelope.type, aggregate: "user")
         }
     }
@@ -238,5 +244,7 @@ public enum UserEvent: AggregateEvent, Equatable {
         registry.register(UserRecoveryCodesGenerated.self)
         registry.register(UserRecoveryCodeUsed.self)
         registry.register(UserRecoveryCodesRevoked.self)
+        registry.register(UserIdentityLinked.self)
+        registry.register(UserIdentityUnlinked.self)
     }
 }

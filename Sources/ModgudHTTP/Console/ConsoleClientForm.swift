@@ -5,7 +5,7 @@ import ModgudDomain
 enum ConsoleClientForm {
     static let grantLabels: [GrantType: String] = [
         .otp: "Email code", .magic: "Magic link", .passkey: "Passkey", .refreshToken: "Refresh token", .clientCredentials: "Client credentials",
-        .recoveryCode: "Recovery code",
+        .recoveryCode: "Recovery code", .tokenExchange: "Sign in with Apple or Google (token exchange)",
     ]
 
     /// What the form shows for `settings` (nil: a new client's defaults).

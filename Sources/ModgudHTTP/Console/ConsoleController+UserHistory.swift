@@ -17,7 +17,7 @@ extension ConsoleController {
             "user.registered", "user.profile_changed", "user.email_confirmed", "user.totp_enabled", "user.totp_enrollment_started",
             "user.totp_step_accepted", "user.totp_disabled", "user.security_stamp_rotated", "user.disabled", "user.enabled", "user.deleted",
             "user.erased", "user.roles_changed", "user.recovery_codes_generated", "user.recovery_code_used", "user.recovery_codes_revoked",
-            "operator.action_recorded",
+            "user.identity_linked", "user.identity_unlinked", "operator.action_recorded",
         ]),
         ("passkeys", "passkeys", [
             "passkey.enrolled", "passkey.used", "passkey.renamed", "passkey.deleted", "passkey.clone_suspected", "passkey.assertion_failed",

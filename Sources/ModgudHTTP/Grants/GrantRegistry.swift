@@ -19,7 +19,7 @@ struct GrantRegistry: Sendable {
     /// Every grant Modgud serves.
     static let standard = GrantRegistry([
         RefreshTokenGrant(), ClientCredentialsGrant(), OneTimeCodeGrant(), MagicLinkGrant(), PasskeyGrant(), Auth0WebAuthnGrant(),
-        Auth0PasswordlessOTPGrant(), AuthorizationCodeGrant(), RecoveryCodeGrant(),
+        Auth0PasswordlessOTPGrant(), AuthorizationCodeGrant(), RecoveryCodeGrant(), TokenExchangeGrant(),
     ])
 
     /// The grant a `grant_type` names; nil for one not served.

@@ -88,4 +88,6 @@ struct GrantServices: Sendable {
     let firstParty: FirstPartyAuthorization
     /// Recovery codes (issue 46; needs the master key).
     let recoveryCodes: @Sendable () throws -> RecoveryCodeService
+    /// ID token exchanges (issue 48; needs the master key).
+    let federatedSignIn: @Sendable () throws -> FederatedSignIn
 }

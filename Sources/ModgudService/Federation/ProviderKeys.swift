@@ -44,7 +44,14 @@ public actor ProviderKeys {
     }
 
     private func load(_ url: String) async throws -> Entry {
-        let bytes = try await fetcher.fetch(url)
+        let bytes: [UInt8]
+        do {
+            bytes = try await fetcher.fetch(url)
+        } catch let failure as FederationError {
+            throw failure
+        } catch {
+            throw FederationError.keysUnavailable("\(url) could not be fetched: \(type(of: error))")
+        }
         guard bytes.count <= maxBytes, let document = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
             let keys = document["keys"] as? [[String: Any]]
         else { throw FederationError.keysUnavailable("\(url) is not a JWKS document") }

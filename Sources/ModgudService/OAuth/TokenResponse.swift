@@ -20,6 +20,8 @@ public struct TokenResponse: Sendable, Equatable {
     /// Issue 46: the sign-in was by email code or link, and the person has no passkey under the
     /// client's RP-ID: the app may offer an automatic upgrade (`mediation=conditional`).
     public var passkeyUpgrade: Bool?
+    /// RFC 8693 section 2.2.1: in the answer to a token exchange, the type of `access_token`.
+    public var issuedTokenType: String?
 
     public struct SignIn: Sendable, Equatable, Codable {
         public var userID: UUID

@@ -69,6 +69,8 @@ public struct UserEraser: Sendable {
             outcome.passkeysDeleted = try await deletePasskeys(realm: realm, userID: userID, metadata: metadata)
             // Issue 46: the recovery codes' hashes go (the erased state names no set any more).
             _ = try await pool.query(RecoveryCodesTable.removeAll(realm: realm, userID: userID))
+            // Issue 48: the provider accounts' links go (their subjects were sealed under the key shredded next).
+            _ = try await pool.query(FederatedIdentitiesTable.deleteAll(realm: realm, userID: userID))
             let subject = PersonalDataVault.userSubject(userID)
             if try await vault.shred(subject: subject, realm: realm) { outcome.keysShredded += 1 }
             await notifier.changed(.subject(subject))

@@ -43,7 +43,8 @@ public struct UserDirectoryProjection: SQLProjection, InlineProjection {
             return [set("totp_enabled = true")]
         case .totpDisabled:
             return [set("totp_enabled = false")]
-        case .totpEnrollmentStarted, .totpStepAccepted, .recoveryCodesGenerated, .recoveryCodeUsed, .recoveryCodesRevoked:
+        case .totpEnrollmentStarted, .totpStepAccepted, .recoveryCodesGenerated, .recoveryCodeUsed, .recoveryCodesRevoked, .identityLinked,
+            .identityUnlinked:
             return []  // not part of the directory (and not subscribed)
         case .securityStampRotated(let rotated):
             return [set("security_stamp = $3", rotated.securityStamp)]

@@ -33,7 +33,8 @@ enum SignalCatalog {
         TokenFamilyRevoked.eventType, UserSecurityStampRotated.eventType, UserTOTPEnabled.eventType, UserTOTPDisabled.eventType,
         UserProfileChanged.eventType, UserEmailConfirmed.eventType, UserDisabled.eventType, UserEnabled.eventType, UserDeleted.eventType,
         UserErased.eventType, PasskeyEnrolled.eventType, PasskeyRenamed.eventType, PasskeyDeleted.eventType,
-        UserRecoveryCodesGenerated.eventType, UserRecoveryCodeUsed.eventType, UserRecoveryCodesRevoked.eventType,
+        UserRecoveryCodesGenerated.eventType, UserRecoveryCodeUsed.eventType, UserRecoveryCodesRevoked.eventType, UserIdentityLinked.eventType,
+        UserIdentityUnlinked.eventType,
     ] + SignalStreamEvent.types
 
     /// The fact an event produces, if any.
@@ -98,6 +99,11 @@ enum SignalCatalog {
             return fact(.credentialChange, credential("recovery-code", "update", initiator, "A recovery code was used; \(used.remaining) left."))
         case .recoveryCodesRevoked:
             return fact(.credentialChange, credential("recovery-code", "revoke", initiator, "The recovery codes were revoked."))
+        case .identityLinked(let linked):
+            // A new way in: CAEP credential-change, type `federated` (Modgud's; docs/shared-signals.md).
+            return fact(.credentialChange, credential("federated", "create", initiator, "A \(linked.provider) account was linked."))
+        case .identityUnlinked(let unlinked):
+            return fact(.credentialChange, credential("federated", "revoke", initiator, "The \(unlinked.provider) account was unlinked (\(unlinked.reason))."))
         case .registered, .totpEnrollmentStarted, .totpStepAccepted, .rolesChanged:
             return nil
         }

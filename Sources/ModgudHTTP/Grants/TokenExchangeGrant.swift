@@ -1,0 +1,56 @@
+import Foundation
+import ModgudDomain
+import ModgudService
+
+/// `urn:ietf:params:oauth:grant-type:token-exchange` (RFC 8693; issue 48): a provider's ID
+/// token for the realm's tokens. `subject_token` is the ID token; `subject_token_type` is
+/// `urn:ietf:params:oauth:token-type:id_token` (RFC 8693 section 3), or Auth0's
+/// `http://auth0.com/oauth/token-type/google-id-token`; `nonce` is the one
+/// `POST /connect/federation/nonce` gave; `given_name` and `family_name` (or Auth0's
+/// `user_profile` JSON `{"name": {"firstName", "lastName"}}`) carry the names Apple gives the
+/// app once. Refusals are `invalid_grant` whose description starts with the reason code
+/// (`issuer: …`, `nonce: …`, `link_requires_email_code: …`).
+struct TokenExchangeGrant: TokenGrant {
+    let name = GrantType.tokenExchange.rawValue
+    let permission: GrantType? = .tokenExchange
+    let isNative = true
+
+    static let idTokenType = "urn:ietf:params:oauth:token-type:id_token"
+    static let accessTokenType = "urn:ietf:params:oauth:token-type:access_token"
+    static let auth0GoogleIDToken = "http://auth0.com/oauth/token-type/google-id-token"
+
+    func redeem(_ request: GrantRequest) async throws -> TokenResponse {
+        let form = request.form
+        guard let token = form["subject_token"], let type = form["subject_token_type"] else {
+            throw OAuthError.invalidRequest("subject_token and subject_token_type are required.")
+        }
+        guard type == Self.idTokenType || type == Self.auth0GoogleIDToken else {
+            throw OAuthError.invalidRequest("subject_token_type must be \(Self.idTokenType).")
+        }
+        if let requested = form["requested_token_type"], requested != Self.accessTokenType {
+            throw OAuthError.invalidRequest("requested_token_type may only be \(Self.accessTokenType).")
+        }
+        guard form["actor_token"] == nil else { throw OAuthError.invalidRequest("Delegation (actor_token) is not supported.") }
+        let names = Self.names(form)
+        let exchange = FederatedSignIn.Exchange(idToken: token, nonce: form["nonce"], firstName: names.first, lastName: names.last)
+        do {
+            var response = try await request.services.federatedSignIn().exchange(exchange, realm: request.realm.settings, request.signIn)
+            response.issuedTokenType = Self.accessTokenType
+            return response
+        } catch FederationError.refused(let reason, let detail) {
+            throw OAuthError.invalidGrant("\(reason): \(detail)")
+        } catch FederationError.keysUnavailable(let detail) {
+            throw OAuthError("temporarily_unavailable", "The provider's keys could not be fetched (\(detail)); retry shortly.")
+        }
+    }
+
+    /// `given_name` and `family_name`, else Auth0's `user_profile`.
+    static func names(_ form: FormBody) -> (first: String?, last: String?) {
+        if form["given_name"] != nil || form["family_name"] != nil { return (form["given_name"], form["family_name"]) }
+        guard let profile = form["user_profile"], profile.utf8.count <= 4096,
+            let object = try? JSONSerialization.jsonObject(with: Data(profile.utf8)) as? [String: Any],
+            let name = object["name"] as? [String: Any]
+        else { return (nil, nil) }
+        return (name["firstName"] as? String, name["lastName"] as? String)
+    }
+}

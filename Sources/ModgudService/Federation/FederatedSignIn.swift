@@ -1,0 +1,199 @@
+import EventSourcing
+import EventStorePostgres
+import Foundation
+import JWTKit
+import ModgudDomain
+import PQ
+import WebAuthn
+
+/// RFC 8693 token exchange of a provider's ID token for the realm's tokens (issue 48): the
+/// token is verified (`IDTokenVerifier`), the sign-in's nonce spent, and then
+///
+/// - a linked provider account signs its user in (with TOTP when the user has it);
+/// - an unknown one whose address has no account creates the user under the realm's posture,
+///   linked in the same append;
+/// - an unknown one whose address has an account is linked only as the provider's `Linking`
+///   says: at once when the provider verified the address and the realm allows that, never
+///   otherwise without an email code (`FederationError.refused("link_requires_email_code")`).
+///
+/// Nothing is created or linked on a refusal; the user, the link row and the token family
+/// commit in one transaction, and the link table's keys decide races.
+public struct FederatedSignIn: Sendable {
+    /// What the app sent: the provider's ID token, the nonce it got from this server, and the
+    /// names Apple hands the app once, at the first sign-in (not in the token).
+    public struct Exchange: Sendable {
+        public var idToken: String
+        public var nonce: String?
+        public var firstName: String?
+        public var lastName: String?
+
+        public init(idToken: String, nonce: String?, firstName: String? = nil, lastName: String? = nil) {
+            self.idToken = idToken
+            self.nonce = nonce
+            self.firstName = firstName
+            self.lastName = lastName
+        }
+    }
+
+    let federation: Federation
+    let tokens: TokenService
+    let vault: PersonalDataVault
+    let secondFactor: SecondFactor
+    let pool: PQPool
+    let now: @Sendable () -> Date
+
+    /// The registration `via` of users a provider created.
+    public static func via(_ provider: String) -> String { "federation:\(provider)" }
+
+    public func exchange(_ exchange: Exchange, realm settings: RealmSettings, _ grant: UserGrantRequest) async throws -> TokenResponse {
+        let realm = grant.client.realm
+        _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
+        _ = try ScopePolicy.audiences(resources: grant.resources, client: grant.client.settings, clientID: grant.client.id)
+        let provider = try Self.provider(of: exchange.idToken, in: settings)
+        var nonceHash: String?
+        if provider.requireNonce || exchange.nonce != nil {
+            guard let nonce = exchange.nonce else { throw FederationError.refused(reason: "nonce", detail: "this provider's exchange needs the nonce") }
+            nonceHash = IDTokenVerifier.nonceHash(nonce)
+        }
+        let claims = try await federation.verifier.verify(exchange.idToken, provider: provider, nonceHash: nonceHash, now: now())
+        // Spent only once the token holds: a forged token does not burn the app's nonce.
+        if let nonce = exchange.nonce { try await federation.nonces.spend(nonce) }
+        let index = vault.blindIndex("federated\u{0}\(provider.id)\u{0}\(claims.sub)", realm: realm)
+        if let userID = try await FederatedIdentitiesTable.user(realm: realm, provider: provider.id, subjectIndex: index, pool: pool) {
+            return try await signIn(userID: userID, grant)
+        }
+        let email = try Self.address(claims)
+        if let existing = try await UsersTable.userID(realm: realm, email: email, index: vault.blindIndex(email.value, realm: realm), pool: pool) {
+            return try await link(existing, provider: provider, claims: claims, index: index, grant)
+        }
+        guard settings.registrationPosture != .off else {
+            throw FederationError.refused(reason: "registration_closed", detail: "no account has this address, and sign-up is off in this realm")
+        }
+        return try await signUp(provider: provider, claims: claims, email: email, index: index, exchange: exchange, fields: settings.registrationFields, grant)
+    }
+
+    /// The configured provider whose issuer the token names (read unverified, only to choose
+    /// whose keys verify it).
+    static func provider(of token: String, in settings: RealmSettings) throws -> FederatedProvider {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, token.utf8.count <= IDTokenVerifier.maxLength, let body = Base64URL.decode(parts[1]),
+            let claims = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any], let issuer = claims["iss"] as? String
+        else { throw FederationError.refused(reason: "malformed", detail: "the subject_token is not a signed JWT") }
+        guard let provider = (settings.federatedProviders ?? []).first(where: { $0.acceptedIssuers.contains(issuer) }) else {
+            throw FederationError.refused(reason: "issuer", detail: "no provider of this realm issues tokens as \(issuer)")
+        }
+        return provider
+    }
+
+    /// The token's address, which the account is found and created by.
+    static func address(_ claims: ProviderIDToken) throws -> EmailAddress {
+        guard let text = claims.email, let email = EmailAddress(text) else {
+            throw FederationError.refused(reason: "email_required", detail: "the ID token carries no email address (ask for the email scope)")
+        }
+        return email
+    }
+
+    /// A linked account: its user signs in, with TOTP when on (spent with the family).
+    private func signIn(userID: UUID, _ grant: UserGrantRequest) async throws -> TokenResponse {
+        let actor = await tokens.users.actor(for: StreamNames.user(realm: grant.client.realm, userID: userID))
+        let loaded = try await actor.current()
+        guard loaded.state.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
+        let step = try totpStep(loaded.state, grant)
+        let signIn = try await prepare(loaded.state, totp: step != nil, grant)
+        guard let step else {
+            _ = try await tokens.families.actor(forNew: signIn.stream).execute(.start(signIn.started), now: signIn.started.authTime, metadata: grant.metadata)
+            return signIn.response
+        }
+        do {
+            _ = try await actor.execute(
+                .acceptTOTPStep(step), now: now(), metadata: grant.metadata, onlyAtVersion: loaded.version, alsoAppending: { _ in [try signIn.write()] })
+        } catch is DomainError {
+            throw SecondFactor.refusal
+        } catch EventStoreError.wrongExpectedVersion {
+            throw SecondFactor.refusal
+        }
+        return signIn.response
+    }
+
+    /// An account with the token's address, not linked to this provider account yet.
+    private func link(_ userID: UUID, provider: FederatedProvider, claims: ProviderIDToken, index: String, _ grant: UserGrantRequest) async throws
+        -> TokenResponse
+    {
+        switch provider.linking {
+        case .never:
+            throw FederationError.refused(reason: "account_exists", detail: "an account has this address; sign in to it another way")
+        case .emailCode:
+            throw FederationError.refused(
+                reason: "link_requires_email_code", detail: "an account has this address; prove the mailbox with an email code to link it")
+        case .verifiedEmail:
+            guard claims.emailVerified?.value == true else {
+                throw FederationError.refused(
+                    reason: "link_requires_email_code", detail: "the provider did not verify this address; prove the mailbox with an email code")
+            }
+        }
+        let realm = grant.client.realm
+        let actor = await tokens.users.actor(for: StreamNames.user(realm: realm, userID: userID))
+        let loaded = try await actor.current()
+        guard loaded.state.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
+        let step = try totpStep(loaded.state, grant)
+        let signIn = try await prepare(loaded.state, totp: step != nil, grant)
+        let subject = try await vault.seal(claims.sub, subject: PersonalDataVault.userSubject(userID), realm: realm)
+        let insert = FederatedIdentitiesTable.insert(realm: realm, provider: provider.id, subjectIndex: index, userID: userID, now: now())
+        do {
+            _ = try await actor.execute(
+                .linkIdentity(provider: provider.id, subject: .sealed(subject), via: "verified-email", totpStep: step), now: now(), metadata: grant.metadata,
+                onlyAtVersion: loaded.version, extra: { _ in [insert] }, alsoAppending: { _ in [try signIn.write()] })
+        } catch let taken where FederatedIdentitiesTable.isTaken(taken) {
+            throw FederationError.refused(reason: "account_linked", detail: "this account is linked to another \(provider.id) account")
+        } catch EventStoreError.wrongExpectedVersion {
+            throw SecondFactor.refusal
+        }
+        return signIn.response
+    }
+
+    /// A new user, created by the provider's first sign-in, linked in the same append.
+    private func signUp(
+        provider: FederatedProvider, claims: ProviderIDToken, email: EmailAddress, index: String, exchange: Exchange, fields: RegistrationFields,
+        _ grant: UserGrantRequest
+    ) async throws -> TokenResponse {
+        let realm = grant.client.realm
+        let userID = UUID()
+        let key = try vault.newSubject(PersonalDataVault.userSubject(userID), realm: realm, emailIndex: vault.blindIndex(email.value, realm: realm))
+        let firstName = fields.firstname == .off ? nil : User.cleanName(exchange.firstName ?? claims.givenName)
+        let lastName = fields.lastname == .off ? nil : User.cleanName(exchange.lastName ?? claims.familyName)
+        let registered = UserRegistered(
+            userID: userID, email: .sealed(try key.seal(email.value)), emailConfirmed: claims.emailVerified?.value == true, username: nil,
+            firstName: try key.seal(firstName), lastName: try key.seal(lastName), securityStamp: OpaqueToken.generate().hash, via: Self.via(provider.id))
+        let linked = UserIdentityLinked(provider: provider.id, subject: .sealed(try key.seal(claims.sub)), via: "sign-up")
+        let signIn = try await prepare(User.evolve(User.initialState, .registered(registered)), totp: false, grant)
+        _ = try await pool.query(key.insert)
+        let keyCheck = SubjectKeysTable.requireKey(subject: PersonalDataVault.userSubject(userID))
+        let insert = FederatedIdentitiesTable.insert(realm: realm, provider: provider.id, subjectIndex: index, userID: userID, now: now())
+        do {
+            _ = try await tokens.users.actor(forNew: StreamNames.user(realm: realm, userID: userID)).execute(
+                .registerLinked(registered, linked), now: now(), metadata: grant.metadata, extra: { _ in [keyCheck, insert] },
+                alsoAppending: { _ in [try signIn.write()] })
+        } catch let taken where UsersTable.isAddressTaken(taken) || FederatedIdentitiesTable.isTaken(taken) {
+            // Another sign-in of this address or this provider account won the race: nothing was
+            // written; the app may try again, and is then signed in or linked by the rules.
+            throw FederationError.refused(reason: "retry", detail: "another sign-in created this account meanwhile; try again")
+        }
+        return signIn.response
+    }
+
+    private func totpStep(_ user: User.State, _ grant: UserGrantRequest) throws -> UInt64? {
+        switch try secondFactor.check(grant.totpCode, user: user, realm: grant.client.realm) {
+        case .notRequired: return nil
+        case .missing, .wrong: throw SecondFactor.refusal
+        case .valid(let step): return step
+        }
+    }
+
+    /// RFC 8176 `fed`: the person authenticated at a federated provider (Microsoft's value; no
+    /// registered one says it), with TOTP `otp` and `mfa` when the second factor was given.
+    private func prepare(_ user: User.State, totp: Bool, _ grant: UserGrantRequest) async throws -> PreparedSignIn {
+        try await tokens.prepareSignIn(
+            client: grant.client, user: user, grantType: .tokenExchange, scope: grant.scope, resources: grant.resources,
+            amr: totp ? ["fed", "otp", "mfa"] : ["fed"], issuer: grant.issuer, dpopKey: grant.dpopKey, acrValues: grant.acrValues)
+    }
+}
