@@ -2,6 +2,8 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import MailTestSupport
+import ModgudHTTP
+import PostgresTestSupport
 import ModgudClient
 import ModgudDomain
 @testable import ModgudService
@@ -192,5 +194,49 @@ final class FederationExchangeTests: XCTestCase {
                 XCTAssertTrue(description?.hasPrefix("nonce:") == true, description ?? "")
             }
         }
+    }
+
+    /// Two instances, hour-long caches, requests alternating: providers set on A hold on B at
+    /// once; a nonce issued by A is spent by B's exchange and refused on A; the user B created
+    /// signs in on A.
+    func testTwoInstancesAgreeOnProvidersNoncesAndLinks() async throws {
+        let idp = try StandInProvider()
+        let database = try await TestDatabase.create(maxConnections: 40)
+        let pools = [database.pool, database.makePool(maxConnections: 10)]
+        let cores = try pools.map { try ModgudCore(pool: $0, masterKey: Array(repeating: 3, count: 32), settingsMaxAge: .seconds(3600)) }
+        let listeners = try await SettingsListeners.start(pools, cores)
+        let (a, b) = (cores[0].administration, cores[1].administration)
+        _ = try await a.realms.create(
+            "dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev", nativeGrants: NativeGrantSettings(enabled: true)), metadata: .init())
+        try await cores[0].keys.rotate(realm: "dev", now: Date(), metadata: .init())
+        _ = try await b.clients.create(
+            realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.tokenExchange, .refreshToken], allowedScopes: ["openid", "email", "offline_access"]),
+            metadata: .init())
+        try await buildApplication(core: cores[0]).test(.router) { onA in
+            try await buildApplication(core: cores[1]).test(.router) { onB in
+                // B reads the realm (and holds it for an hour) before A names the providers.
+                let before = try await Self.nonce(onB)
+                let unknown = try await Self.exchange(onB, try await idp.mint("apple", ["nonce": before.hash]), nonce: before.nonce)
+                XCTAssertTrue((unknown.json["error_description"] as? String ?? "").hasPrefix("issuer:"), unknown.body)
+                _ = try await a.realms.update("dev", metadata: .init()) {
+                    var apple = FederatedProvider.apple(audiences: ["com.example.app"])
+                    apple.jwksURL = idp.appleJWKS
+                    $0.federatedProviders = [apple]
+                }
+                let nonce = try await Self.nonce(onA)
+                let token = try await idp.mint("apple", ["nonce": nonce.hash, "email": "two@privaterelay.appleid.com"])
+                let created = try await Self.exchange(onB, token, nonce: nonce.nonce)
+                XCTAssertEqual(created.status, .ok, created.body)
+                let replayed = try await Self.exchange(onA, token, nonce: nonce.nonce)
+                XCTAssertTrue((replayed.json["error_description"] as? String ?? "").hasPrefix("nonce:"), replayed.body)
+                let again = try await Self.nonce(onB)
+                let signedIn = try await Self.exchange(onA, try await idp.mint("apple", ["nonce": again.hash]), nonce: again.nonce)
+                XCTAssertEqual(signedIn.status, .ok, signedIn.body)
+                XCTAssertEqual(try Self.subject(signedIn), try Self.subject(created))
+            }
+        }
+        for listener in listeners { listener.cancel() }
+        await pools[1].close()
+        await database.drop()
     }
 }
