@@ -90,11 +90,12 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     RecoveryCodeController(recoveryCodes: core.recoveryCodes, passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, resource: resource)
         .register(on: router)
     SessionController(tokens: core.tokenService, parsing: parsing, resource: resource).register(on: router)
+    IdentityController(federatedSignIn: core.federatedSignIn, passkeys: core.passkeys, parsing: parsing, resource: resource).register(on: router)
     Auth0PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, attestation: attestation).register(on: router)
     Auth0PasswordlessController(clients: core.clientAuthenticator, emailSignIn: core.emailSignIn, parsing: parsing, attestation: attestation)
         .register(on: router)
     ClientAttesterController(attester: core.attester, verifier: core.clientAttestation, rateLimiter: core.rateLimiter, parsing: parsing).register(on: router)
-    FederationController(federation: core.federation, parsing: parsing).register(on: router)
+    FederationController(federation: core.federation, federatedSignIn: core.federatedSignIn, parsing: parsing).register(on: router)
     MagicLoginController(parsing: parsing).register(on: router)
     SharedSignalsController(streams: core.signalStreams, resource: resource, parsing: parsing, longPoll: configuration.signalLongPoll,
         readiness: core.readiness).register(on: router)

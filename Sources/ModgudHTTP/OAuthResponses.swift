@@ -34,7 +34,8 @@ enum OAuthResponses {
         var response = json(
             ErrorBody(
                 error: error.error, errorDescription: error.description, credentialID: error.unknownCredential?.credentialID,
-                rpID: error.unknownCredential?.rpID), status: status ?? (challenged ? .unauthorized : .badRequest))
+                rpID: error.unknownCredential?.rpID, linkSession: error.linkSession?.session, linkSessionExpiresIn: error.linkSession?.expiresIn),
+            status: status ?? (challenged ? .unauthorized : .badRequest))
         if challenged { response.headers[.wwwAuthenticate] = #"Basic realm="modgud""# }
         return response
     }
@@ -77,11 +78,16 @@ enum OAuthResponses {
         /// An unknown passkey's credential id and RP-ID (issue 46), for the device's signal.
         var credentialID: String? = nil
         var rpID: String? = nil
+        /// A link the app completes with an email code (issue 48).
+        var linkSession: String? = nil
+        var linkSessionExpiresIn: Int64? = nil
         enum CodingKeys: String, CodingKey {
             case error
             case errorDescription = "error_description"
             case credentialID = "credential_id"
             case rpID = "rp_id"
+            case linkSession = "link_session"
+            case linkSessionExpiresIn = "link_session_expires_in"
         }
     }
 

@@ -25,7 +25,7 @@ final class FederationExchangeTests: XCTestCase {
 
     /// The harness's realm with Apple (linking by email code only) and Google (linking by a
     /// verified address) served by `idp`, and its `app` client allowed the exchange.
-    func start(_ idp: StandInProvider, issuerScheme: String = "https") async throws -> EmailSignInHarness {
+    static func start(_ idp: StandInProvider, issuerScheme: String = "https") async throws -> EmailSignInHarness {
         let harness = try await H(issuerScheme: issuerScheme)
         _ = try await harness.core.administration.realms.update("dev", metadata: .init()) {
             var google = FederatedProvider.google(audiences: ["server-client.apps.googleusercontent.com"])
@@ -73,7 +73,7 @@ final class FederationExchangeTests: XCTestCase {
 
     func testAFirstSignUpThenASignInAgainAndTheNonceIsSpentOnce() async throws {
         let idp = try StandInProvider()
-        harness = try await start(idp)
+        harness = try await Self.start(idp)
         let harness = self.harness!
         try await harness.app.test(.router) { client in
             let first = try await Self.nonce(client)
@@ -116,7 +116,7 @@ final class FederationExchangeTests: XCTestCase {
 
     func testLinkingFollowsTheProvidersRuleAndTakeoversAreRefusedWithNothingCreated() async throws {
         let idp = try StandInProvider()
-        harness = try await start(idp)
+        harness = try await Self.start(idp)
         let harness = self.harness!
         let owner = try await harness.registerUser("owner@example.com")
         try await harness.app.test(.router) { client in
@@ -168,7 +168,7 @@ final class FederationExchangeTests: XCTestCase {
     /// socket: the nonce fetched, its hash in the platform's token, the session adopted.
     func testModgudClientSignsInWithAppleAndGoogle() async throws {
         let idp = try StandInProvider()
-        harness = try await start(idp, issuerScheme: "http")
+        harness = try await Self.start(idp, issuerScheme: "http")
         let harness = self.harness!
         try await harness.app.test(.live) { server in
             let issuer = URL(string: "http://localhost:\(try XCTUnwrap(server.port))")!

@@ -39,6 +39,14 @@ final class StandInProvider: @unchecked Sendable {
         return token
     }
 
+    /// A server-to-server notification as Apple posts it: the `payload` JWS, whose `events`
+    /// string carries `type` and `sub` (`_aud`, `_iat`, `_jti`, `_key` shape it).
+    func appleNotification(_ body: [String: Any]) async throws -> String {
+        let answer = try await post("/apple/notify", body)
+        guard let payload = answer["payload"] as? String else { throw ReceiverError("no payload: \(answer)") }
+        return payload
+    }
+
     /// Publishes `provider`'s second key (kid `<provider>-rotated`).
     func rotate(_ provider: String) async throws {
         _ = try await post("/\(provider)/rotate", [:])

@@ -12,6 +12,11 @@ mints ID tokens with the providers' exact claim shapes, signed RS256 as theirs a
                                      POST /{provider}/rotate), "_alg" sets the header's alg
                                      ("none" leaves the signature empty), "_key": "stranger" signs
                                      with a key never published.
+    POST /apple/notify {type, sub, ...}  a server-to-server notification as Apple posts it:
+                                     {"payload": JWS} whose claims are iss, aud (default the
+                                     bundle id), iat, jti and events, a JSON *string* of
+                                     {type, sub, email?, is_private_email?, event_time (ms)};
+                                     "_aud", "_iat", "_jti", "_key" override.
 
 Apple's ID token ("Authenticating users with Sign in with Apple", "Retrieve the user's
 information from Apple ID servers"): iss https://appleid.apple.com, aud the bundle id, exp, iat,
@@ -26,6 +31,7 @@ import argparse
 import base64
 import http.server
 import json
+import os
 import signal
 import sys
 import threading
@@ -70,6 +76,21 @@ class Provider:
                 "aud": "server-client.apps.googleusercontent.com", "sub": "110169484474386276334", "email": "someone@gmail.com",
                 "email_verified": True, "name": "Some One", "given_name": "Some", "family_name": "One",
                 "picture": "https://lh3.googleusercontent.com/a/photo", "iat": now, "exp": now + 3600}
+
+    def notification(self, body):
+        """Apple's "Processing changes for Sign in with Apple accounts": the events claim is a
+        JSON string, event_time in milliseconds."""
+        now = int(time.time())
+        event = {"type": body["type"], "sub": body["sub"], "event_time": now * 1000}
+        if body.get("email"):
+            event.update({"email": body["email"], "is_private_email": "true"})
+        claims = {"iss": "https://appleid.apple.com", "aud": body.get("_aud", "com.example.app"), "iat": body.get("_iat", now),
+                  "jti": body.get("_jti", b64(os.urandom(12))), "events": json.dumps(event)}
+        overrides = {name: value for name, value in claims.items()}
+        overrides["_key"] = body.get("_key")
+        for name in list(self.defaults()):
+            overrides.setdefault(name, None)
+        return self.mint(overrides)
 
     def mint(self, overrides):
         claims = self.defaults()
@@ -122,6 +143,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         parts = self.path.strip("/").split("/")
         if len(parts) == 2 and parts[0] in PROVIDERS and parts[1] == "mint":
             return self.answer(200, {"id_token": PROVIDERS[parts[0]].mint(body)})
+        if self.path == "/apple/notify":
+            return self.answer(200, {"payload": PROVIDERS["apple"].notification(body)})
         if len(parts) == 2 and parts[0] in PROVIDERS and parts[1] == "rotate":
             PROVIDERS[parts[0]].rotate()
             return self.answer(200, {})

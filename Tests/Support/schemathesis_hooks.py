@@ -406,6 +406,13 @@ def my_account_list(case):
     bearer(case, ME["access"])
 
 
+def apple_notification(case):
+    # Nothing here is signed by Apple's keys (the realm names no Apple provider): every payload
+    # is refused with the check it failed, a 400, never a 500.
+    if chance(0.5):
+        body(case, {"payload": text(generated(case, "payload"), "e30.e30.")})
+
+
 def my_account_begin(case):
     bearer(case, ME["access"])
     value = {"type": "passkey"}
@@ -853,6 +860,11 @@ HANDLERS = {
     "GET /connect/recovery-codes": passkey_list,
     "DELETE /connect/recovery-codes": passkey_list,
     "GET /connect/sessions": passkey_list,
+    "GET /connect/identities": passkey_list,
+    "DELETE /connect/identities/{provider}": passkey_list,
+    "GET /me/v1/identities": my_account_list,
+    "DELETE /me/v1/identities/{provider}": my_account_list,
+    "POST /connect/federation/apple/notifications": apple_notification,
     "DELETE /connect/sessions/{id}": end_session,
     "GET /connect/passkey/{id}": passkey_read,
     "PATCH /connect/passkey/{id}": passkey_read,

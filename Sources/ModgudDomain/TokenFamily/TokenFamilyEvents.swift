@@ -55,6 +55,9 @@ public struct TokenFamilyStarted: DomainEvent, Equatable {
     /// The sign-in's `acr` when its methods do not tell it (issue 46: a recovery session).
     /// Absent: derived from `amr`.
     public var acr: String?
+    /// The realm's provider id of a sign-in by an ID token exchange (issue 48): the sessions
+    /// Apple's `consent-revoked` and `account-delete` end. Absent: no provider.
+    public var federation: String?
 
     public init(familyID: UUID, clientID: String, userID: UUID? = nil, scopes: [String], audiences: [String], grantType: String, authTime: Date, amr: [String], securityStamp: String? = nil, accessToken: IssuedAccessToken, refreshTokenHash: String? = nil, refreshExpiresAt: Date? = nil, dpopKey: String? = nil, acr: String? = nil) {
         self.acr = acr
@@ -120,6 +123,9 @@ public enum RevocationReason: String, Codable, Hashable, Sendable {
     /// The authorization code that handed the family over was presented again (RFC 9700
     /// section 4.2.4; issue 45).
     case codeReuse = "code_reuse"
+    /// The provider account it was signed in with revoked its consent or was deleted (Apple's
+    /// server-to-server notifications; issue 48).
+    case providerRevoked = "provider_revoked"
 }
 
 /// token_family.revoked: every token of the family is dead.

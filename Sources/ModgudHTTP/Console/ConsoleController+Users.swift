@@ -211,6 +211,7 @@ extension ConsoleController {
         case .stamp: "the account's security stamp moved on (sign out everywhere, disable, or a credential change)"
         case .admin: "revoked by an operator"
         case .erased: "the person was erased"
+        case .providerRevoked: "the person revoked the app at the sign-in provider (Apple), or deleted that account"
         case nil: code ?? "-"
         }
     }

@@ -39,6 +39,10 @@ struct TokenExchangeGrant: TokenGrant {
             return response
         } catch FederationError.refused(let reason, let detail) {
             throw OAuthError.invalidGrant("\(reason): \(detail)")
+        } catch FederationError.linkNeedsEmailCode(let session, let expiresIn, let detail) {
+            var refusal = OAuthError.invalidGrant("link_requires_email_code: \(detail)")
+            refusal.linkSession = (session, expiresIn)
+            throw refusal
         } catch FederationError.keysUnavailable(let detail) {
             throw OAuthError("temporarily_unavailable", "The provider's keys could not be fetched (\(detail)); retry shortly.")
         }

@@ -58,9 +58,9 @@ public struct FederatedSignIn: Sendable {
         let claims = try await federation.verifier.verify(exchange.idToken, provider: provider, nonceHash: nonceHash, now: now())
         // Spent only once the token holds: a forged token does not burn the app's nonce.
         if let nonce = exchange.nonce { try await federation.nonces.spend(nonce) }
-        let index = vault.blindIndex("federated\u{0}\(provider.id)\u{0}\(claims.sub)", realm: realm)
+        let index = subjectIndex(provider: provider.id, subject: claims.sub, realm: realm)
         if let userID = try await FederatedIdentitiesTable.user(realm: realm, provider: provider.id, subjectIndex: index, pool: pool) {
-            return try await signIn(userID: userID, grant)
+            return try await signIn(userID: userID, provider: provider.id, grant)
         }
         let email = try Self.address(claims)
         if let existing = try await UsersTable.userID(realm: realm, email: email, index: vault.blindIndex(email.value, realm: realm), pool: pool) {
@@ -94,12 +94,12 @@ public struct FederatedSignIn: Sendable {
     }
 
     /// A linked account: its user signs in, with TOTP when on (spent with the family).
-    private func signIn(userID: UUID, _ grant: UserGrantRequest) async throws -> TokenResponse {
+    private func signIn(userID: UUID, provider: String, _ grant: UserGrantRequest) async throws -> TokenResponse {
         let actor = await tokens.users.actor(for: StreamNames.user(realm: grant.client.realm, userID: userID))
         let loaded = try await actor.current()
         guard loaded.state.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
         let step = try totpStep(loaded.state, grant)
-        let signIn = try await prepare(loaded.state, totp: step != nil, grant)
+        let signIn = try await prepare(loaded.state, totp: step != nil, provider: provider, grant)
         guard let step else {
             _ = try await tokens.families.actor(forNew: signIn.stream).execute(.start(signIn.started), now: signIn.started.authTime, metadata: grant.metadata)
             return signIn.response
@@ -123,12 +123,10 @@ public struct FederatedSignIn: Sendable {
         case .never:
             throw FederationError.refused(reason: "account_exists", detail: "an account has this address; sign in to it another way")
         case .emailCode:
-            throw FederationError.refused(
-                reason: "link_requires_email_code", detail: "an account has this address; prove the mailbox with an email code to link it")
+            throw try linkSession(userID, provider: provider, claims: claims, grant, detail: "an account has this address; prove the mailbox with an email code to link it")
         case .verifiedEmail:
             guard claims.emailVerified?.value == true else {
-                throw FederationError.refused(
-                    reason: "link_requires_email_code", detail: "the provider did not verify this address; prove the mailbox with an email code")
+                throw try linkSession(userID, provider: provider, claims: claims, grant, detail: "the provider did not verify this address; prove the mailbox with an email code")
             }
         }
         let realm = grant.client.realm
@@ -136,7 +134,7 @@ public struct FederatedSignIn: Sendable {
         let loaded = try await actor.current()
         guard loaded.state.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
         let step = try totpStep(loaded.state, grant)
-        let signIn = try await prepare(loaded.state, totp: step != nil, grant)
+        let signIn = try await prepare(loaded.state, totp: step != nil, provider: provider.id, grant)
         let subject = try await vault.seal(claims.sub, subject: PersonalDataVault.userSubject(userID), realm: realm)
         let insert = FederatedIdentitiesTable.insert(realm: realm, provider: provider.id, subjectIndex: index, userID: userID, now: now())
         do {
@@ -149,6 +147,31 @@ public struct FederatedSignIn: Sendable {
             throw SecondFactor.refusal
         }
         return signIn.response
+    }
+
+    /// The refusal that hands out a link session: an email code to the account's address,
+    /// redeemed with it, links the provider account (`pendingLink`).
+    private func linkSession(_ userID: UUID, provider: FederatedProvider, claims: ProviderIDToken, _ grant: UserGrantRequest, detail: String) throws
+        -> FederationError
+    {
+        let links = federation.links
+        let session = try links.issue(
+            provider: provider.id, subject: claims.sub, userID: userID, realm: grant.client.realm, clientID: grant.client.id, now: now())
+        return .linkNeedsEmailCode(session: session, expiresIn: links.lifetime, detail: detail)
+    }
+
+    /// What a link session a refused exchange handed out says, ready for the email code's
+    /// redemption to commit: refused when the session is not this realm's and client's, or
+    /// expired. The subject is sealed under the account's key, as every link's is.
+    public func pendingLink(session: String, _ grant: UserGrantRequest) async throws -> PendingIdentityLink {
+        let realm = grant.client.realm
+        guard let claims = federation.links.open(session, realm: realm, clientID: grant.client.id, now: now()) else {
+            throw OAuthError.invalidGrant("The link_session is not valid (expired, or not this client's).")
+        }
+        let subject = try await vault.seal(claims.subject, subject: PersonalDataVault.userSubject(claims.userID), realm: realm)
+        return PendingIdentityLink(
+            userID: claims.userID, provider: claims.provider, subject: .sealed(subject),
+            subjectIndex: subjectIndex(provider: claims.provider, subject: claims.subject, realm: realm))
     }
 
     /// A new user, created by the provider's first sign-in, linked in the same append.
@@ -165,7 +188,7 @@ public struct FederatedSignIn: Sendable {
             userID: userID, email: .sealed(try key.seal(email.value)), emailConfirmed: claims.emailVerified?.value == true, username: nil,
             firstName: try key.seal(firstName), lastName: try key.seal(lastName), securityStamp: OpaqueToken.generate().hash, via: Self.via(provider.id))
         let linked = UserIdentityLinked(provider: provider.id, subject: .sealed(try key.seal(claims.sub)), via: "sign-up")
-        let signIn = try await prepare(User.evolve(User.initialState, .registered(registered)), totp: false, grant)
+        let signIn = try await prepare(User.evolve(User.initialState, .registered(registered)), totp: false, provider: provider.id, grant)
         _ = try await pool.query(key.insert)
         let keyCheck = SubjectKeysTable.requireKey(subject: PersonalDataVault.userSubject(userID))
         let insert = FederatedIdentitiesTable.insert(realm: realm, provider: provider.id, subjectIndex: index, userID: userID, now: now())
@@ -191,9 +214,12 @@ public struct FederatedSignIn: Sendable {
 
     /// RFC 8176 `fed`: the person authenticated at a federated provider (Microsoft's value; no
     /// registered one says it), with TOTP `otp` and `mfa` when the second factor was given.
-    private func prepare(_ user: User.State, totp: Bool, _ grant: UserGrantRequest) async throws -> PreparedSignIn {
-        try await tokens.prepareSignIn(
+    /// The family records the provider, whose revocation ends it.
+    private func prepare(_ user: User.State, totp: Bool, provider: String, _ grant: UserGrantRequest) async throws -> PreparedSignIn {
+        var signIn = try await tokens.prepareSignIn(
             client: grant.client, user: user, grantType: .tokenExchange, scope: grant.scope, resources: grant.resources,
             amr: totp ? ["fed", "otp", "mfa"] : ["fed"], issuer: grant.issuer, dpopKey: grant.dpopKey, acrValues: grant.acrValues)
+        signIn.started.federation = provider
+        return signIn
     }
 }

@@ -7,9 +7,11 @@ import PQ
 public struct Federation: Sendable {
     public let nonces: FederationNonces
     public let verifier: IDTokenVerifier
+    public let links: FederationLinkSessions
 
     public init(masterKey: [UInt8], pool: PQPool, keys: ProviderKeys = ProviderKeys(), clock: @escaping @Sendable () -> Date = { Date() }) {
         nonces = FederationNonces(masterKey: masterKey, pool: pool, clock: clock)
         verifier = IDTokenVerifier(keys: keys)
+        links = FederationLinkSessions(masterKey: masterKey)
     }
 }

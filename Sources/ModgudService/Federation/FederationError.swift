@@ -4,6 +4,9 @@
 public enum FederationError: Error, Equatable, Sendable {
     /// The token failed a check; the reason code says which.
     case refused(reason: String, detail: String)
+    /// An account has the token's address and the provider's `Linking` asks for an email code:
+    /// the reason `link_requires_email_code`, with a link session the code completes.
+    case linkNeedsEmailCode(session: String, expiresIn: Int64, detail: String)
     /// The provider's keys could not be fetched.
     case keysUnavailable(String)
 }

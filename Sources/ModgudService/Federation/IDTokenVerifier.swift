@@ -24,26 +24,7 @@ public struct IDTokenVerifier: Sendable {
     /// - Parameter nonceHash: what the token's `nonce` must be (the SHA-256 of the nonce this
     ///   server issued, hex); nil when the provider does not require one.
     public func verify(_ token: String, provider: FederatedProvider, nonceHash: String?, now: Date) async throws -> ProviderIDToken {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard token.utf8.count <= Self.maxLength, parts.count == 3, let headerBytes = Base64URL.decode(parts[0]),
-            let header = (try? JSONSerialization.jsonObject(with: Data(headerBytes))) as? [String: Any]
-        else { throw refused("malformed", "the subject_token is not a signed JWT") }
-        // Step 6 (and 7–8): signed, by one of the provider's published keys, with an asymmetric algorithm.
-        guard let alg = header["alg"] as? String, Self.algorithms.contains(alg) else {
-            throw refused("algorithm", "the ID token's alg must be one of \(Self.algorithms.sorted().joined(separator: ", "))")
-        }
-        guard let kid = header["kid"] as? String, !kid.isEmpty, kid.count <= 256 else { throw refused("signature", "the ID token names no key (kid)") }
-        guard let collection = try await keys.collection(provider.jwksURL, kid: kid) else {
-            throw refused("signature", "the ID token's key \(kid) is not one of \(provider.id)'s")
-        }
-        let claims: ProviderIDToken
-        do {
-            claims = try await collection.verify(token, as: ProviderIDToken.self)
-        } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
-            throw refused("signature", "the ID token's signature does not verify")
-        } catch {
-            throw refused("malformed", "the ID token's claims are not an ID token's")
-        }
+        let claims = try await signed(token, by: provider, as: ProviderIDToken.self)
         // Step 2: the issuer, exactly.
         guard provider.acceptedIssuers.contains(claims.iss) else { throw refused("issuer", "the ID token's iss is not \(provider.issuer)") }
         // Step 3: for one of the audiences this realm accepts for the provider.
@@ -67,6 +48,30 @@ public struct IDTokenVerifier: Sendable {
     /// `GetGoogleIdOption.setNonce` are given).
     public static func nonceHash(_ nonce: String) -> String {
         SHA256.hash(data: Array(nonce.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The claims of `token` once its signature verifies with one of `provider`'s published
+    /// keys (section 3.1.3.7 steps 6–8): an asymmetric algorithm, a named key, a good signature.
+    /// The claims themselves are the caller's to check.
+    func signed<Claims: JWTPayload>(_ token: String, by provider: FederatedProvider, as type: Claims.Type) async throws -> Claims {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard token.utf8.count <= Self.maxLength, parts.count == 3, let headerBytes = Base64URL.decode(parts[0]),
+            let header = (try? JSONSerialization.jsonObject(with: Data(headerBytes))) as? [String: Any]
+        else { throw refused("malformed", "the token is not a signed JWT") }
+        guard let alg = header["alg"] as? String, Self.algorithms.contains(alg) else {
+            throw refused("algorithm", "the token's alg must be one of \(Self.algorithms.sorted().joined(separator: ", "))")
+        }
+        guard let kid = header["kid"] as? String, !kid.isEmpty, kid.count <= 256 else { throw refused("signature", "the token names no key (kid)") }
+        guard let collection = try await keys.collection(provider.jwksURL, kid: kid) else {
+            throw refused("signature", "the token's key \(kid) is not one of \(provider.id)'s")
+        }
+        do {
+            return try await collection.verify(token, as: Claims.self)
+        } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
+            throw refused("signature", "the token's signature does not verify")
+        } catch {
+            throw refused("malformed", "the token's claims are not of the expected shape")
+        }
     }
 
     private func refused(_ reason: String, _ detail: String) -> FederationError {

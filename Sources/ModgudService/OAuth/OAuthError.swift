@@ -9,6 +9,18 @@ public struct OAuthError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A passkey assertion by a credential this server does not know (issue 46): what the app
     /// tells the device with WebAuthn's `signalUnknownCredential` (or the platform's).
     public var unknownCredential: UnknownCredential?
+    /// A refused ID token exchange that an email code can complete (issue 48): the sealed
+    /// session the app sends with the code (`FederationLinkSessions`), and its lifetime.
+    public var linkSession: (session: String, expiresIn: Int64)? {
+        get { linkSessionValue.map { ($0.session, $0.expiresIn) } }
+        set { linkSessionValue = newValue.map { LinkSession(session: $0.session, expiresIn: $0.expiresIn) } }
+    }
+    private var linkSessionValue: LinkSession?
+
+    private struct LinkSession: Hashable, Sendable {
+        var session: String
+        var expiresIn: Int64
+    }
 
     /// A credential id (base64url) and the RP-ID it was asserted for.
     public struct UnknownCredential: Hashable, Sendable {

@@ -351,7 +351,7 @@ public struct TokenService: Sendable {
 /// A minted sign-in whose token family is not written yet (`TokenService.prepareSignIn`).
 public struct PreparedSignIn: Sendable {
     public let stream: StreamRef
-    public let started: TokenFamilyStarted
+    public var started: TokenFamilyStarted
     public let response: TokenResponse
 
     /// The family's first event, for a multi-stream append (the family must be new).

@@ -8,8 +8,11 @@ import PQ
 /// registration code creates the user, in the transaction that consumes the code.
 extension EmailSignInService {
     /// Redeems an email code. Failures are `OAuthError`s; every wrong, expired, burned or used
-    /// code is the same "Invalid or expired code.".
-    public func redeemCode(email rawEmail: String, code: String, _ grant: UserGrantRequest) async throws -> TokenResponse {
+    /// code is the same "Invalid or expired code.". With `link`, a login code of the link's
+    /// account also links the provider account (issue 48), in the code's transaction.
+    public func redeemCode(email rawEmail: String, code: String, _ grant: UserGrantRequest, linking link: PendingIdentityLink? = nil)
+        async throws -> TokenResponse
+    {
         let realm = grant.client.realm
         guard let email = EmailAddress(rawEmail), code.count == 6, code.allSatisfy(\.isASCII), code.allSatisfy(\.isNumber) else {
             throw Self.invalidCode
@@ -19,12 +22,15 @@ extension EmailSignInService {
         _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
         _ = try ScopePolicy.audiences(resources: grant.resources, client: grant.client.settings, clientID: grant.client.id)
         guard let (challenge, issued) = try await liveCode(realm: realm, email: email) else { throw Self.invalidCode }
+        if let link, issued.purpose != .loginCode || issued.userID != link.userID {
+            throw OAuthError.invalidGrant("The link_session belongs to another account than this code's address.")
+        }
         let account = try await accountGate(issued, grant: grant)
         let registration = try await registration(issued, email: email, realm: realm)
         let redemption = CodeRedemption(
             challenge: challenge, issued: issued, realm: realm, metadata: grant.metadata, now: now(),
             redeem: .redeem(presentedHash: secrets.codes.hash(code, for: Self.codeBinding(realm: realm, email: email)), gate: account.gate),
-            registration: registration, account: account,
+            registration: registration, account: account, link: try link.flatMap { try identityLink($0, account: account, realm: realm) },
             signIn: try await prepareCodeSignIn(issued, account: account, registered: registration.event, grant))
         let outcome: CommandOutcome<EmailChallenge>
         do {
@@ -68,6 +74,8 @@ extension EmailSignInService {
             // A retired account changed meanwhile (the code can be tried again), or the user's
             // TOTP step was taken meanwhile (the code or link is unspent).
             return registration ? invalid : SecondFactor.refusal
+        case let taken where FederatedIdentitiesTable.isTaken(taken):
+            return Self.alreadyLinked  // the provider account was linked meanwhile
         case let taken where UsersTable.isAddressTaken(taken):
             return invalidCode  // the address got an account meanwhile (unique email)
         case let failure as PQError where failure.meansSubjectKeyMissing:
@@ -75,6 +83,28 @@ extension EmailSignInService {
         default:
             return error
         }
+    }
+
+    /// A link to a provider account that is linked already (to this user or another).
+    static let alreadyLinked = OAuthError.invalidGrant("account_linked: this provider account, or this account's link to the provider, exists already.")
+
+    /// The link's write to the user's stream at the version the gate was found at (with the
+    /// accepted TOTP step, when one was given) and its lookup row. Nothing when the gate is
+    /// shut: the code is not consumed then.
+    private func identityLink(_ link: PendingIdentityLink, account: AccountGate, realm: String) throws -> CodeRedemption.IdentityLink? {
+        guard account.gate == .open, let user = account.user else { return nil }
+        let events: [UserEvent]
+        do {
+            events = try User.decide(
+                .linkIdentity(provider: link.provider, subject: link.subject, via: PendingIdentityLink.via, totpStep: account.totpStep), state: user,
+                now: now())
+        } catch {
+            throw Self.alreadyLinked
+        }
+        let write = StreamWrite(
+            stream: StreamNames.user(realm: realm, userID: link.userID), expected: ExpectedVersion(current: account.userVersion),
+            events: try events.map { try $0.newEvent() })
+        return CodeRedemption.IdentityLink(write: write, insert: link.insert(realm: realm, now: now()))
     }
 
     /// What the account owes besides the code: found before the command, since the account's
@@ -186,16 +216,24 @@ struct CodeRedemption: Sendable {
     let redeem: EmailChallenge.Command
     let registration: EmailSignInService.Registration
     let account: EmailSignInService.AccountGate
+    /// A provider account linked by this code (issue 48).
+    let link: IdentityLink?
     let signIn: PreparedSignIn?
+
+    /// The user's link event (and spent TOTP step) and the lookup row.
+    struct IdentityLink: Sendable {
+        var write: StreamWrite
+        var insert: PQQuery
+    }
 
     /// Redeems the code; a consumed code appends, in its transaction, the sign-in's token
     /// family and either the registration's user (after `retirement`, the retired holder of
     /// the address) or the spent TOTP step.
     func consume(retiring retirement: [StreamWrite]) async throws -> CommandOutcome<EmailChallenge> {
-        let keyCheck = registration.keyCheck
+        let extra = [registration.keyCheck, link?.insert].compactMap { $0 }
         return try await challenge.execute(
             redeem, now: now, metadata: metadata,
-            extra: { events in events.consumeChallenge ? keyCheck.map { [$0] } ?? [] : [] },
+            extra: { events in events.consumeChallenge ? extra : [] },
             alsoAppending: { events in events.consumeChallenge ? try writes(retiring: retirement) : [] })
     }
 
@@ -209,6 +247,7 @@ struct CodeRedemption: Sendable {
         }
         // The TOTP step is spent in the same transaction: a replay of the same TOTP code (or a
         // concurrent one) loses on the user's stream version.
+        if let link { return [link.write] + family }  // the link's write carries the TOTP step
         if let spent = try account.spentStep(realm: realm) { return [spent] + family }
         return family
     }
