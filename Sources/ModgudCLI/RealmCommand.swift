@@ -5,7 +5,7 @@ import ModgudService
 
 struct RealmCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "realm", abstract: "Create, change and inspect realms.", subcommands: [Create.self, Update.self, Show.self, List.self, RotateKey.self, RetireKey.self])
+        commandName: "realm", abstract: "Create, change and inspect realms.", subcommands: [Create.self, Update.self, Show.self, List.self, RotateKey.self, RetireKey.self, Provider.self, AppleKey.self])
 
     /// Settings options shared by create and update (unset options leave values alone on update).
     struct SettingsOptions: ParsableArguments {
@@ -240,5 +240,11 @@ struct RealmCommand: AsyncParsableCommand {
             "\(key.kid) \(key.algorithm)" + (key.kid == state.activeKey?.kid ? " (active)" : state.retiredKids.contains(key.kid) ? " (retired)" : "")
         }
         Swift.print("keys         \(keys.joined(separator: ", "))")
+        for provider in settings.federatedProviders ?? [] {
+            var line = "provider     \(provider.id) (\(provider.kind.rawValue)) aud \(provider.audiences.joined(separator: " ")), linking \(provider.linking.rawValue)"
+            line += provider.requireNonce ? ", nonce required" : ", nonce optional"
+            if let apple = provider.appleTokenEndpoint { line += ", Apple key \(apple.keyID) of team \(apple.teamID) for \(apple.clientID)" }
+            Swift.print(line)
+        }
     }
 }

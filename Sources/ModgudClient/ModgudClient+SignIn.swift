@@ -20,11 +20,13 @@ extension ModgudClient {
     }
 
     /// Redeems the code (`urn:cocoar:otp`); with TOTP on, `.twoFactorRequired` asks for
-    /// `totpCode` (the code stays usable).
+    /// `totpCode` (the code stays usable). With `linkSession` (from
+    /// `.linkRequiresEmailCode`), the sign-in also links that provider account.
     @discardableResult
-    public func signIn(email: String, code: String, totpCode: String? = nil) async throws -> ModgudSession {
+    public func signIn(email: String, code: String, totpCode: String? = nil, linkSession: String? = nil) async throws -> ModgudSession {
         var fields = grant("urn:cocoar:otp") + [("username", email), ("otp_code", code)]
         if let totpCode { fields.append(("totp_code", totpCode)) }
+        if let linkSession { fields.append(("link_session", linkSession)) }
         return try await token(fields)
     }
 

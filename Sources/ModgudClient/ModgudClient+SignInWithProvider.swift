@@ -54,6 +54,29 @@ extension ModgudClient {
         try await self.token(exchangeFields(token, nonce))
     }
 
+    /// A provider account linked to the person's account.
+    public struct LinkedIdentity: Decodable, Sendable, Equatable {
+        /// The realm's provider id (`apple`, `google`, …).
+        public var provider: String
+        /// `apple`, `google` or `oidc`; nil when the realm no longer names the provider.
+        public var kind: String?
+        /// ISO 8601.
+        public var linkedAt: String
+    }
+
+    /// The person's linked provider accounts (`GET /connect/identities`).
+    public func linkedIdentities() async throws -> [LinkedIdentity] {
+        try JSONDecoder().decode([LinkedIdentity].self, from: try checked(try await send(URLRequest(url: endpoint("/connect/identities")))))
+    }
+
+    /// Unlinks the person's account at `provider`; the sign-in must be fresh
+    /// (`.reauthenticationRequired` otherwise), as for deleting a passkey.
+    public func unlinkIdentity(provider: String) async throws {
+        var request = URLRequest(url: endpoint("/connect/identities/\(Self.pathSegment(provider))"))
+        request.httpMethod = "DELETE"
+        _ = try checked(try await send(request))
+    }
+
     private func exchangeFields(_ token: String, _ nonce: FederationNonce) -> [(String, String)] {
         grant(Self.tokenExchange) + [("subject_token", token), ("subject_token_type", Self.idTokenType), ("nonce", nonce.nonce)]
     }

@@ -57,6 +57,10 @@ public enum ModgudError: Error, Sendable, Equatable {
     /// Any other OAuth error (RFC 6749 section 5.2): `invalid_request`, `invalid_client`,
     /// `invalid_scope`, `invalid_target`, `unauthorized_client`, `unsupported_grant_type`, …
     case oauth(code: String, description: String?, status: Int)
+    /// A provider sign-in met an account with the same address (issue 48): sign in with an
+    /// email code to that address and pass `linkSession` to `signIn(email:code:linkSession:)`,
+    /// which links the provider account.
+    case linkRequiresEmailCode(linkSession: String)
     /// Any other problem (RFC 7807) by its title, `Request.MalformedJSON` say.
     case problem(title: String, detail: String?, status: Int)
 
@@ -86,6 +90,7 @@ public enum ModgudError: Error, Sendable, Equatable {
             if code == "invalid_grant", let credential = json["credential_id"] as? String, let rpID = json["rp_id"] as? String {
                 return .unknownPasskey(credentialID: credential, rpID: rpID)
             }
+            if code == "invalid_grant", let session = json["link_session"] as? String { return .linkRequiresEmailCode(linkSession: session) }
             if code == "invalid_grant", let description, let known = grantErrors[description] { return known }
             if json["error_description"] == nil, status == 400, !code.contains("_") { return .fieldRequired(code) }
             return .oauth(code: code, description: description, status: status)

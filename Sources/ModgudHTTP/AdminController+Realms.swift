@@ -16,6 +16,25 @@ extension AdminController {
             await self.handle(request, context) { realm in Self.ok(AdminPayloads.realmView(try await self.admin.realms.get(realm)), found: true) }
         }
         api.patch("realms/:realm") { request, context in await self.handle(request, context) { realm in try await self.updateRealm(request, realm) } }
+        // Issue 48: the Sign in with Apple key an Apple provider redeems authorization codes with.
+        api.put("realms/:realm/federated-providers/:provider/apple-key") { request, context in
+            await self.handle(request, context) { realm in
+                let body = try await self.decode(
+                    FederatedProviderBody.AppleKeyBody.self, request, allowed: FederatedProviderBody.AppleKeyBody.members)
+                let key = RealmAdministration.AppleKey(
+                    teamID: body.TeamId, keyID: body.KeyId, clientID: body.ClientId, privateKeyPEM: body.PrivateKey, tokenURL: body.TokenUrl)
+                let state = try await self.admin.realms.setAppleKey(
+                    realm: realm, provider: context.parameters.get("provider") ?? "", key: key, metadata: self.metadata(context))
+                return OAuthResponses.json(AdminPayloads.realmView(state))
+            }
+        }
+        api.delete("realms/:realm/federated-providers/:provider/apple-key") { request, context in
+            await self.handle(request, context) { realm in
+                let state = try await self.admin.realms.removeAppleKey(
+                    realm: realm, provider: context.parameters.get("provider") ?? "", metadata: self.metadata(context))
+                return OAuthResponses.json(AdminPayloads.realmView(state))
+            }
+        }
         // Signing keys (issue 41): rotate to a new one; retire a rotated-out one.
         api.post("realms/:realm/signing-keys") { request, context in
             await self.handle(request, context) { realm in

@@ -88,7 +88,12 @@ enum AdminPayloads {
             if let IssuerTrailingSlash { settings.issuerTrailingSlash = IssuerTrailingSlash }
             if let WebFallbackURL { settings.webFallbackURL = WebFallbackURL.isEmpty ? nil : WebFallbackURL }
             if let FederatedProviders {
-                let providers = try FederatedProviders.map { (body) throws(AdminProblem) in try body.provider() }
+                var providers = try FederatedProviders.map { (body) throws(AdminProblem) in try body.provider() }
+                // An Apple provider keeps its sealed key across a patch of the list (the key is set apart).
+                let before = settings.federatedProviders ?? []
+                for index in providers.indices where providers[index].kind == .apple {
+                    providers[index].appleTokenEndpoint = before.first { $0.id == providers[index].id && $0.kind == .apple }?.appleTokenEndpoint
+                }
                 settings.federatedProviders = providers.isEmpty ? nil : providers
             }
             if let limits = SessionLimits {

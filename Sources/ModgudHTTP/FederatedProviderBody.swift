@@ -13,6 +13,29 @@ struct FederatedProviderBody: Codable {
     /// `EmailCode` (the default), `VerifiedEmail` or `Never`.
     var Linking: String?
     var RequireNonce: Bool?
+    /// Apple only, read-only here: the token endpoint Apple's authorization codes are redeemed
+    /// at (set with `PUT …/federated-providers/{id}/apple-key`; the key itself is never shown).
+    var AppleTokenEndpoint: AppleTokenEndpointView?
+
+    struct AppleTokenEndpointView: Codable {
+        var TeamId: String
+        var KeyId: String
+        var ClientId: String
+        var TokenUrl: String
+        /// The key's public half (PEM).
+        var PublicKey: String
+    }
+
+    /// `PUT /admin/api/realms/{realm}/federated-providers/{id}/apple-key`.
+    struct AppleKeyBody: Decodable {
+        var TeamId: String
+        var KeyId: String
+        var ClientId: String
+        /// The .p8 file's text (PKCS#8 PEM).
+        var PrivateKey: String
+        var TokenUrl: String?
+        static let members: Set<String> = ["TeamId", "KeyId", "ClientId", "PrivateKey", "TokenUrl"]
+    }
 
     init(_ provider: FederatedProvider) {
         Id = provider.id
@@ -22,29 +45,20 @@ struct FederatedProviderBody: Codable {
         Audiences = provider.audiences
         Linking = provider.linking.rawValue
         RequireNonce = provider.requireNonce
+        AppleTokenEndpoint = provider.appleTokenEndpoint.map {
+            AppleTokenEndpointView(TeamId: $0.teamID, KeyId: $0.keyID, ClientId: $0.clientID, TokenUrl: $0.tokenURL, PublicKey: $0.publicKey)
+        }
     }
 
     func provider() throws(AdminProblem) -> FederatedProvider {
         guard let kind = FederatedProvider.Kind(rawValue: Kind) else {
             throw AdminProblem("Federation.InvalidKind", "A provider's Kind is apple, google or oidc.")
         }
-        let defaults: FederatedProvider? =
-            switch kind {
-            case .apple: .apple(audiences: Audiences)
-            case .google: .google(audiences: Audiences)
-            case .oidc: nil
-            }
-        guard let issuer = Issuer ?? defaults?.issuer, let jwks = JwksUrl ?? defaults?.jwksURL else {
-            throw AdminProblem("Federation.IssuerRequired", "An oidc provider needs its Issuer and JwksUrl.")
+        do {
+            return try FederatedProvider.configured(
+                id: Id, kind: kind, issuer: Issuer, jwksURL: JwksUrl, audiences: Audiences, linking: Linking, requireNonce: RequireNonce)
+        } catch {
+            throw AdminProblem(error.code, error.message)
         }
-        var linking = FederatedProvider.Linking.emailCode
-        if let Linking {
-            guard let chosen = FederatedProvider.Linking(rawValue: Linking) else {
-                throw AdminProblem("Federation.InvalidLinking", "Linking is EmailCode, VerifiedEmail or Never.")
-            }
-            linking = chosen
-        }
-        return FederatedProvider(
-            id: Id, kind: kind, issuer: issuer, jwksURL: jwks, audiences: Audiences, linking: linking, requireNonce: RequireNonce ?? true)
     }
 }

@@ -155,7 +155,7 @@ public struct ModgudCore: Sendable {
         let verifier = ClientAttestationVerifier(pool: pool, keys: keys, challenges: AttestationChallenges(masterKey: masterKey), clock: now)
         let attester = ClientAttester(
             pool: pool, keys: keys, verifier: verifier, clients: clients, roots: roots, sealer: sealer, clock: now)
-        return (verifier, attester, Federation(masterKey: masterKey, pool: pool, clock: now))
+        return (verifier, attester, Federation(masterKey: masterKey, sealer: sealer, pool: pool, clock: now))
     }
 
     /// A service that needs the master key's parts, or `MasterKeyMissing` in a tool started without it.
@@ -173,7 +173,7 @@ public struct ModgudCore: Sendable {
         eraser: UserEraser, pool: PQPool, settings: SettingsNotifier, now: @escaping @Sendable () -> Date
     ) -> Administration {
         Administration(
-            realms: RealmAdministration(realms: realms, keys: keys, passkeys: passkeys, pool: pool, notifier: settings, now: now),
+            realms: RealmAdministration(realms: realms, keys: keys, passkeys: passkeys, pool: pool, notifier: settings, sealer: sealer, now: now),
             clients: ClientAdministration(clients: clients, realms: realms, passkeys: passkeys, pool: pool, notifier: settings, sealer: sealer, now: now),
             users: UserAdministration(
                 users: users, realms: realms, families: families, tokens: tokens, passkeyService: passkeys, vault: vault, pool: pool, eraser: eraser,

@@ -19,6 +19,15 @@ final class CommandTests: XCTestCase {
         await database?.drop()
     }
 
+    /// A P-256 key in a .p8 file's form, made for this test (not anyone's Apple key).
+    static let appleKey = """
+        -----BEGIN PRIVATE KEY-----
+        MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgOieCrN1wKQaGdres
+        IyNtjF3rxh4YCGyOHaWFABg2FBehRANCAAS+KVYnqS/bIqokxMIl9v822QpIoALK
+        pZZTH91zv4JDH+O0lP8a1blnLPuOyNqijJgBUzM/rhXCs91q8wMOmUmx
+        -----END PRIVATE KEY-----
+        """
+
     func testMigrateIsIdempotentAndReportsAnUnreachableDatabase() throws {
         let again = try cli.ok(["migrate"])
         XCTAssertTrue(again.contains("0 applied, \(ModgudSchema.migrations.count) already applied"), again)
@@ -52,6 +61,27 @@ final class CommandTests: XCTestCase {
         XCTAssertTrue(try cli.fails(["realm", "update", "acme", "--connection", "has space"]).contains("Realm.InvalidConnection"))
         let listed = try cli.ok(["realm", "list"])
         XCTAssertEqual(listed, "acme\tnative-grants\tlogin.acme.test\n")
+
+        // Issue 48: identity providers, and an Apple provider's Sign in with Apple key (read from a file, sealed, never printed).
+        let apple = try cli.ok(["realm", "provider", "acme", "apple", "--kind", "apple", "--audience", "com.acme.app"])
+        XCTAssertTrue(apple.contains("provider     apple (apple) aud com.acme.app, linking EmailCode, nonce required"), apple)
+        XCTAssertTrue(try cli.fails(["realm", "provider", "acme", "idp", "--kind", "oidc", "--audience", "a"]).contains("Federation.IssuerRequired"))
+        XCTAssertTrue(try cli.fails(["realm", "provider", "acme", "idp", "--kind", "saml", "--audience", "a"]).contains("Federation.InvalidKind"))
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("apple-\(UUID().uuidString).p8")
+        try Data(Self.appleKey.utf8).write(to: keyFile)
+        defer { try? FileManager.default.removeItem(at: keyFile) }
+        let keyed = try cli.ok([
+            "realm", "apple-key", "acme", "apple", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--client-id", "com.acme.app", "--key-file", keyFile.path,
+        ])
+        XCTAssertTrue(keyed.contains("Apple key KEY1234567 of team TEAM123456 for com.acme.app") && !keyed.contains("MIGHAgEA"), keyed)
+        XCTAssertTrue(
+            try cli.fails(["realm", "apple-key", "acme", "apple", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--client-id", "com.other", "--key-file", keyFile.path])
+                .contains("Federation.InvalidAppleClientId"))
+        let linking = try cli.ok(["realm", "provider", "acme", "apple", "--kind", "apple", "--audience", "com.acme.app", "--linking", "Never"])
+        XCTAssertTrue(linking.contains("linking Never, nonce required, Apple key KEY1234567"), "the key stays when the provider changes: \(linking)")
+        XCTAssertFalse(try cli.ok(["realm", "apple-key", "acme", "apple", "--remove"]).contains("Apple key"))
+        XCTAssertFalse(try cli.ok(["realm", "provider", "acme", "apple", "--remove"]).contains("provider     apple"))
+        XCTAssertTrue(try cli.fails(["realm", "provider", "acme", "apple", "--remove"]).contains("Federation.ProviderNotFound"))
 
         XCTAssertTrue(try cli.fails(["realm", "create", "Bad Id", "--host", "x.test"]).contains("Realm."))
         XCTAssertTrue(try cli.fails(["realm", "update", "acme", "--rate-limit", "token.nope=1/60"]).contains("unknown rate-limit policy token.nope"))

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import ModgudClient
 import MailTestSupport
 import ModgudDomain
 import ModgudHTTP
@@ -208,6 +209,40 @@ final class FederationLinkingTests: XCTestCase {
             XCTAssertEqual(mailRefresh.status, .ok, mailRefresh.body)
             let ended = try await harness.core.tokenService.tokens.sessions(realm: "dev", userID: user).compactMap(\.endedBecause)
             XCTAssertEqual(ended, ["provider_revoked"])
+        }
+    }
+
+    /// The same flow through `ModgudClient`, over a live socket: the provider sign-in answers
+    /// `.linkRequiresEmailCode`, the email code with its session links, the client lists the
+    /// link and unlinks it.
+    func testModgudClientLinksByEmailCodeListsAndUnlinks() async throws {
+        let idp = try StandInProvider()
+        harness = try await X.start(idp, issuerScheme: "http")
+        let harness = self.harness!
+        let owner = try await harness.registerUser("client-owner@example.com")
+        try await harness.app.test(.live) { server in
+            let issuer = URL(string: "http://localhost:\(try XCTUnwrap(server.port))")!
+            let app = ModgudClient(configuration: ModgudClient.Configuration(issuer: issuer, clientID: "app", scope: "openid email offline_access"))
+            let nonce = try await app.federationNonce()
+            let token = try await idp.mint("google", ["nonce": nonce.hashed, "email": "client-owner@example.com", "email_verified": false, "sub": "4444"])
+            var session: String?
+            do {
+                _ = try await app.signIn(withGoogleIDToken: token, nonce: nonce)
+                XCTFail("an unverified address linked without an email code")
+            } catch ModgudError.linkRequiresEmailCode(let linkSession) {
+                session = linkSession
+            }
+            try await app.requestCode(email: "client-owner@example.com")
+            let code = try await harness.code(for: "client-owner@example.com")
+            _ = try await app.signIn(email: "client-owner@example.com", code: code, linkSession: try XCTUnwrap(session))
+            let info = try await app.userInfo()
+            XCTAssertEqual(info["sub"], .string(owner.uuidString.lowercased()))
+            let linked = try await app.linkedIdentities()
+            XCTAssertEqual(linked.map(\.provider), ["google"])
+            XCTAssertEqual(linked.first?.kind, "google")
+            try await app.unlinkIdentity(provider: "google")
+            let after = try await app.linkedIdentities()
+            XCTAssertEqual(after, [])
         }
     }
 }

@@ -75,7 +75,7 @@ final class FederationProviderTests: XCTestCase {
                 ("issuer", "google", ["nonce": hash, "iss": "https://accounts.example.com"]),
                 ("expired", "apple", ["nonce": hash, "exp": Int(Date().timeIntervalSince1970) - 3600]),
                 ("nonce", "google", ["nonce": NSNull()]),
-                ("nonce", "apple", ["nonce": "0" + hash.dropFirst()]),
+                ("nonce", "apple", ["nonce": (hash.hasPrefix("0") ? "1" : "0") + hash.dropFirst()]),
                 ("signature", "apple", ["nonce": hash, "_key": "stranger"]),
                 ("algorithm", "google", ["nonce": hash, "_alg": "none"]),
                 ("algorithm", "apple", ["nonce": hash, "_alg": "HS256"]),
@@ -95,6 +95,17 @@ final class FederationProviderTests: XCTestCase {
             let fresh = IDTokenVerifier(keys: ProviderKeys(refetchInterval: .zero))
             let rotatedFresh = try await fresh.verify(try await idp.mint("google", ["nonce": hash, "_kid": "google-rotated"]), provider: google, nonceHash: hash, now: Date())
             XCTAssertEqual(rotatedFresh.email, "someone@gmail.com")
+            // Twenty tokens at once on an empty cache: one fetch, the others wait for it.
+            let burst = IDTokenVerifier(keys: ProviderKeys(refetchInterval: .zero))
+            let burstToken = try await idp.mint("apple", ["nonce": hash])
+            let beforeBurst = try await idp.fetches()["apple"] ?? 0
+            let verified = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<20 { group.addTask { try await burst.verify(burstToken, provider: apple, nonceHash: hash, now: Date()).sub } }
+                return try await group.reduce(into: [String]()) { $0.append($1) }
+            }
+            XCTAssertEqual(verified.count, 20)
+            let afterBurst = try await idp.fetches()["apple"] ?? 0
+            XCTAssertEqual(afterBurst - beforeBurst, 1, "concurrent misses share one fetch")
 
             // The nonce is spent once, whichever instance sees it.
             try await federation.nonces.spend(nonce)

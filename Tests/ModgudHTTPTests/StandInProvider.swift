@@ -47,6 +47,30 @@ final class StandInProvider: @unchecked Sendable {
         return payload
     }
 
+    var appleTokenURL: String { "http://127.0.0.1:\(port)/apple/auth/token" }
+
+    /// The team's Sign in with Apple key, as Apple hands it out: team id, key id, .p8 PEM.
+    func teamKey() async throws -> (teamID: String, keyID: String, pem: String) {
+        let (data, _) = try await session.data(from: URL(string: "http://127.0.0.1:\(port)/apple/team-key")!)
+        let key = try JSONSerialization.jsonObject(with: data) as? [String: String] ?? [:]
+        guard let team = key["team_id"], let id = key["key_id"], let pem = key["private_key"] else { throw ReceiverError("no team key: \(key)") }
+        return (team, id, pem)
+    }
+
+    /// An authorization code whose redemption at the stand-in's token endpoint mints an Apple
+    /// ID token with `claims` over the defaults.
+    func appleCode(_ claims: [String: Any] = [:]) async throws -> String {
+        let answer = try await post("/apple/code", claims)
+        guard let code = answer["code"] as? String else { throw ReceiverError("no code: \(answer)") }
+        return code
+    }
+
+    /// How many codes the token endpoint redeemed and refused.
+    func redemptions() async throws -> [String: Int] {
+        let (data, _) = try await session.data(from: URL(string: "http://127.0.0.1:\(port)/apple/redemptions")!)
+        return try JSONSerialization.jsonObject(with: data) as? [String: Int] ?? [:]
+    }
+
     /// Publishes `provider`'s second key (kid `<provider>-rotated`).
     func rotate(_ provider: String) async throws {
         _ = try await post("/\(provider)/rotate", [:])

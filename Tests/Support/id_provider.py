@@ -17,6 +17,16 @@ mints ID tokens with the providers' exact claim shapes, signed RS256 as theirs a
                                      bundle id), iat, jti and events, a JSON *string* of
                                      {type, sub, email?, is_private_email?, event_time (ms)};
                                      "_aud", "_iat", "_jti", "_key" override.
+    GET  /apple/team-key             the team's Sign in with Apple key as Apple hands it out once
+                                     (a .p8: PKCS#8 PEM, P-256), with its team id and key id
+    POST /apple/code {claims...}     an authorization code whose redemption mints these claims
+    POST /apple/auth/token (form)    Apple's token endpoint ("Generate and validate tokens"):
+                                     client_id, client_secret (an ES256 JWT by the team key: kid
+                                     the key id, iss the team, sub the client id, aud
+                                     https://appleid.apple.com, current), code (single use, for
+                                     that client), grant_type=authorization_code. 200 {access_token,
+                                     token_type, expires_in, refresh_token, id_token}; 400
+                                     {"error": "invalid_client" | "invalid_grant" | ...}.
 
 Apple's ID token ("Authenticating users with Sign in with Apple", "Retrieve the user's
 information from Apple ID servers"): iss https://appleid.apple.com, aud the bundle id, exp, iat,
@@ -38,7 +48,11 @@ import threading
 import time
 
 from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+from urllib.parse import parse_qs
 
 
 def b64(data):
@@ -112,6 +126,52 @@ class Provider:
 
 
 PROVIDERS = {"apple": Provider("apple"), "google": Provider("google")}
+TEAM = {"team_id": "TEAM123456", "key_id": "KEY1234567", "key": ec.generate_private_key(ec.SECP256R1())}
+CODES = {}
+REDEMPTIONS = {"ok": 0, "refused": 0}
+
+
+def b64decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def client_secret_refusal(secret, client_id):
+    """Why Apple would refuse this client secret, or None."""
+    try:
+        header_b64, claims_b64, signature_b64 = secret.split(".")
+        header, claims = json.loads(b64decode(header_b64)), json.loads(b64decode(claims_b64))
+        raw = b64decode(signature_b64)
+    except Exception:
+        return "not a JWT"
+    if header.get("alg") != "ES256" or header.get("kid") != TEAM["key_id"] or len(raw) != 64:
+        return "header"
+    signature = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+    try:
+        TEAM["key"].public_key().verify(signature, f"{header_b64}.{claims_b64}".encode(), ec.ECDSA(hashes.SHA256()))
+    except InvalidSignature:
+        return "signature"
+    now = int(time.time())
+    if claims.get("iss") != TEAM["team_id"] or claims.get("sub") != client_id or claims.get("aud") != "https://appleid.apple.com":
+        return "claims"
+    if not (claims.get("iat", now + 999) <= now + 60 < claims.get("exp", 0) + 60) or claims["exp"] - claims["iat"] > 15777000:
+        return "time"
+    return None
+
+
+def apple_token(form):
+    client_id, code = form.get("client_id", ""), form.get("code", "")
+    if form.get("grant_type") != "authorization_code":
+        return 400, {"error": "unsupported_grant_type"}
+    if client_secret_refusal(form.get("client_secret", ""), client_id):
+        REDEMPTIONS["refused"] += 1
+        return 400, {"error": "invalid_client"}
+    issued = CODES.pop(code, None)
+    if issued is None or issued["client_id"] != client_id:
+        REDEMPTIONS["refused"] += 1
+        return 400, {"error": "invalid_grant"}
+    REDEMPTIONS["ok"] += 1
+    return 200, {"access_token": "a" + b64(os.urandom(16)), "token_type": "Bearer", "expires_in": 3600,
+                 "refresh_token": "r" + b64(os.urandom(16)), "id_token": PROVIDERS["apple"].mint(dict(issued["claims"]))}
 JWKS_PATHS = {"/apple/auth/keys": "apple", "/google/oauth2/v3/certs": "google"}
 FETCHES = {"apple": 0, "google": 0}
 
@@ -135,14 +195,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(200, PROVIDERS[name].jwks())
         if self.path == "/fetches":
             return self.answer(200, FETCHES)
+        if self.path == "/apple/team-key":
+            pem = TEAM["key"].private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+            return self.answer(200, {"team_id": TEAM["team_id"], "key_id": TEAM["key_id"], "private_key": pem.decode()})
+        if self.path == "/apple/redemptions":
+            return self.answer(200, REDEMPTIONS)
         self.answer(404, {"error": "not found"})
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
+        raw = self.rfile.read(length)
+        if self.path == "/apple/auth/token":
+            form = {name: values[0] for name, values in parse_qs(raw.decode()).items()}
+            return self.answer(*apple_token(form))
+        body = json.loads(raw or b"{}")
         parts = self.path.strip("/").split("/")
         if len(parts) == 2 and parts[0] in PROVIDERS and parts[1] == "mint":
             return self.answer(200, {"id_token": PROVIDERS[parts[0]].mint(body)})
+        if self.path == "/apple/code":
+            code = "c" + b64(os.urandom(24))
+            CODES[code] = {"claims": body, "client_id": body.get("aud", "com.example.app")}
+            return self.answer(200, {"code": code})
         if self.path == "/apple/notify":
             return self.answer(200, {"payload": PROVIDERS["apple"].notification(body)})
         if len(parts) == 2 and parts[0] in PROVIDERS and parts[1] == "rotate":

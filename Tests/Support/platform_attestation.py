@@ -157,6 +157,12 @@ def play_integrity_token(decryption_key, signing_key, verdict):
     return ".".join([protected, _b64url(aes_key_wrap(decryption_key, cek)), _b64url(iv), _b64url(sealed[:-16]), _b64url(sealed[-16:])])
 
 
+def p256_pkcs8_pem():
+    """A new P-256 key as a .p8 file holds it (Sign in with Apple's key, PKCS#8 PEM)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+
+
 def play_console_keys():
     """(decryption key bytes, signing key, the Play Console's two keys as it shows them: base64)."""
     import base64

@@ -343,6 +343,8 @@ def admin_fixtures(api, binary, tag, app_realm):
     kids = []
     for _ in range(8):
         kids.append(api.admin("POST", f"/{keys}/signing-keys", {"Algorithm": "ES256"})["Kid"])
+    # An Apple provider whose Sign in with Apple key the apple-key operations set and remove.
+    api.admin("PATCH", f"/{realm}", {"FederatedProviders": [{"Id": "apple", "Kind": "apple", "Audiences": ["com.example.app"]}]})
     web = "web"
     api.admin("POST", f"/{realm}/clients", {"Id": web, "Type": "public", "Grants": ["urn:cocoar:otp", "urn:cocoar:passkey", "refresh_token"],
                                             "Scopes": ["openid", "email", "offline_access"]})

@@ -843,6 +843,17 @@ def play_integrity_keys(case):
             body(case, platform_attestation.play_console_keys()[2])
 
 
+def apple_key(case):
+    """The admin realm's Apple provider given a Sign in with Apple key (PUT) or losing it (DELETE)."""
+    admin_auth(case)
+    realm(case, ADM["realm"])
+    if chance(rate(case)):
+        path(case, "provider", "apple")
+        if case.method.upper() == "PUT":
+            body(case, {"TeamId": "TEAM123456", "KeyId": "KEY1234567", "ClientId": "com.example.app",
+                        "PrivateKey": platform_attestation.p256_pkcs8_pem()})
+
+
 HANDLERS = {
     "POST /api/account/native/otp/request": code_request,
     "POST /api/account/native/register": code_request,
@@ -918,6 +929,8 @@ HANDLERS = {
     "POST /admin/api/realms/{realm}/clients/{client}/secret": client_read,
     "PUT /admin/api/realms/{realm}/clients/{client}/play-integrity/{package}": play_integrity_keys,
     "DELETE /admin/api/realms/{realm}/clients/{client}/play-integrity/{package}": play_integrity_keys,
+    "PUT /admin/api/realms/{realm}/federated-providers/{provider}/apple-key": apple_key,
+    "DELETE /admin/api/realms/{realm}/federated-providers/{provider}/apple-key": apple_key,
     "POST /admin/api/realms/{realm}/signing-keys": signing_key,
     "POST /admin/api/realms/{realm}/signing-keys/{kid}/retire": retire_key,
     "GET /admin/api/realms/{realm}/users": admin_realm_only,

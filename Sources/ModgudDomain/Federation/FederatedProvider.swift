@@ -42,6 +42,10 @@ public struct FederatedProvider: Codable, Hashable, Sendable {
     /// Whether the exchange must carry a nonce this server issued (true by default; a realm
     /// may turn it off for a provider whose SDK cannot pass one).
     public var requireNonce: Bool
+    /// Apple only: how Modgud redeems the authorization code an app got from Sign in with
+    /// Apple at Apple's token endpoint (Auth0's `apple-authz-code` form). Absent: only ID
+    /// tokens are exchanged.
+    public var appleTokenEndpoint: AppleTokenEndpoint?
 
     public init(
         id: String, kind: Kind, issuer: String, jwksURL: String, audiences: [String], linking: Linking = .emailCode, requireNonce: Bool = true
@@ -66,6 +70,30 @@ public struct FederatedProvider: Codable, Hashable, Sendable {
             id: "google", kind: .google, issuer: "https://accounts.google.com", jwksURL: "https://www.googleapis.com/oauth2/v3/certs", audiences: audiences)
     }
 
+    /// A provider of `kind`, Apple's and Google's published issuer and JWKS URL filling in
+    /// what is not given (an `oidc` provider needs both), and `linking` by name (`EmailCode`
+    /// when not given): what the admin API and the CLI build from an operator's input.
+    public static func configured(
+        id: String, kind: Kind, issuer: String?, jwksURL: String?, audiences: [String], linking: String?, requireNonce: Bool?
+    ) throws(DomainError) -> FederatedProvider {
+        let defaults: FederatedProvider? =
+            switch kind {
+            case .apple: .apple(audiences: audiences)
+            case .google: .google(audiences: audiences)
+            case .oidc: nil
+            }
+        guard let issuer = issuer ?? defaults?.issuer, let jwks = jwksURL ?? defaults?.jwksURL else {
+            throw DomainError("Federation.IssuerRequired", "An oidc provider needs its Issuer and JwksUrl.")
+        }
+        var chosen = Linking.emailCode
+        if let linking {
+            guard let named = Linking(rawValue: linking) else { throw DomainError("Federation.InvalidLinking", "Linking is EmailCode, VerifiedEmail or Never.") }
+            chosen = named
+        }
+        return FederatedProvider(
+            id: id, kind: kind, issuer: issuer, jwksURL: jwks, audiences: audiences, linking: chosen, requireNonce: requireNonce ?? true)
+    }
+
     /// The issuers a token of this provider may name.
     public var acceptedIssuers: Set<String> {
         kind == .google && issuer == "https://accounts.google.com" ? [issuer, "accounts.google.com"] : [issuer]
@@ -80,6 +108,10 @@ public struct FederatedProvider: Codable, Hashable, Sendable {
         }
         guard !audiences.isEmpty, audiences.allSatisfy({ !$0.isEmpty && $0.count <= 255 }) else {
             throw DomainError("Federation.AudiencesRequired", "Provider \(id) needs the audiences its tokens are for (bundle ids, client ids).")
+        }
+        if let endpoint = appleTokenEndpoint {
+            guard kind == .apple else { throw DomainError("Federation.NotApple", "Only an apple provider has Apple's token endpoint.") }
+            try endpoint.validate(audiences: audiences)
         }
     }
 

@@ -78,6 +78,17 @@ extension ConsoleController {
         }
     }
 
+    /// The realm's identity providers (issue 48), as the console lists them.
+    static func providerRows(_ settings: RealmSettings) -> [[String: String]] {
+        (settings.federatedProviders ?? []).map { provider in
+            [
+                "id": provider.id, "kind": provider.kind.rawValue, "audiences": provider.audiences.joined(separator: ", "),
+                "linking": provider.linking.rawValue, "nonce": provider.requireNonce ? "required" : "optional",
+                "appleKey": provider.appleTokenEndpoint.map { "\($0.keyID) of team \($0.teamID)" } ?? (provider.kind == .apple ? "not set" : "-"),
+            ]
+        }
+    }
+
     func realmPage(_ id: String, typed: FormBody? = nil, refused: (field: String?, message: String)? = nil) async throws -> ConsolePage {
         let state = try await admin.realms.get(id)
         guard let settings = state.settings else { throw ConsoleRefusal.notFound("realm") }
@@ -111,6 +122,7 @@ extension ConsoleController {
         }
         let values: [String: Any] = [
             "realm": id, "facts": facts, "fields": fields, "limits": limits, "keys": keys, "postures": postures,
+            "providers": Self.providerRows(settings),
             "magicLinks": typed.map { $0["magic_links"] == "on" } ?? settings.magicLinksOn,
             "nativeGrants": typed.map { $0["native_grants"] == "on" } ?? settings.nativeGrants.enabled, "numbers": numbers,
             "identity": [

@@ -34,6 +34,15 @@ extension ConsoleController {
                 return ConsoleResponse.redirect(userPath(realm, id))
             }
         }
+        // Issue 48: a provider account no longer signs the person in.
+        router.post("console/realms/:realm/users/:user/identities/:provider/unlink") { request, context in
+            await action(request, context) { session, _ in
+                let (realm, id) = try await target(context)
+                try await admin.users.unlinkIdentity(
+                    realm: realm, userID: id, provider: context.parameters.get("provider") ?? "", metadata: metadata(session, context))
+                return ConsoleResponse.redirect(userPath(realm, id))
+            }
+        }
         // Issue 46: a person's recovery codes stop working (a lost printout).
         router.post("console/realms/:realm/users/:user/recovery-codes/revoke") { request, context in
             await action(request, context) { session, _ in

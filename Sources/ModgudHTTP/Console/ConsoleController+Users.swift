@@ -160,6 +160,10 @@ extension ConsoleController {
             ["label": "Registered via", "value": state.registeredVia ?? "-"],
         ]
         let passkeys = Self.passkeyRows(try await admin.users.passkeys(realm: realm, userID: id))
+        let kinds = try await providerKinds(realm)
+        let identities = try await admin.users.identities(realm: realm, userID: id).map {
+            ["provider": $0.provider, "kind": kinds[$0.provider] ?? "(no longer configured)", "linked": ConsoleFormat.time($0.linkedAt)]
+        }
         let listed = try await admin.users.sessions(realm: realm, userID: id)
         let activity = try await admin.users.sessionActivity(realm: realm, userID: id, families: listed.map(\.familyID))
         let sessions = listed.map { session -> [String: Any] in
@@ -177,12 +181,18 @@ extension ConsoleController {
         return ConsolePage(
             template: "user", title: erased ? "[erased]" : (profile.email ?? id.uuidString.lowercased()),
             values: [
-                "realm": realm, "id": id.uuidString.lowercased(), "userID": id.uuidString.lowercased(), "facts": facts, "passkeys": passkeys,
+                "realm": realm, "id": id.uuidString.lowercased(), "userID": id.uuidString.lowercased(), "facts": facts, "passkeys": passkeys, "identities": identities,
                 "sessions": sessions, "live": live, "active": state.status == .active, "tombstone": erased,
                 "roles": state.roles, "totp": state.encryptedTOTPSecret != nil,
                 "hasRecoveryCodes": state.recoveryCodeSet != nil, "recoveryCodes": state.recoveryCodesLeft, "username": profile.username ?? "", "firstName": profile.firstName ?? "",
                 "lastName": profile.lastName ?? "",
             ], section: "realms", crumbs: userCrumbs(realm))
+    }
+
+    /// Each of the realm's providers' kind, by id.
+    private func providerKinds(_ realm: String) async throws -> [String: String] {
+        let providers = try await admin.realms.get(realm).settings?.federatedProviders ?? []
+        return Dictionary(providers.map { ($0.id, $0.kind.rawValue) }, uniquingKeysWith: { first, _ in first })
     }
 
     private func erasePage(_ context: ModgudRequestContext) async throws -> ConsolePage {

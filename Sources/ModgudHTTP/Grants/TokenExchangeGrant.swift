@@ -5,7 +5,9 @@ import ModgudService
 /// `urn:ietf:params:oauth:grant-type:token-exchange` (RFC 8693; issue 48): a provider's ID
 /// token for the realm's tokens. `subject_token` is the ID token; `subject_token_type` is
 /// `urn:ietf:params:oauth:token-type:id_token` (RFC 8693 section 3), or Auth0's
-/// `http://auth0.com/oauth/token-type/google-id-token`; `nonce` is the one
+/// `http://auth0.com/oauth/token-type/google-id-token`, or Auth0's
+/// `http://auth0.com/oauth/token-type/apple-authz-code` with Apple's authorization code
+/// (`FederatedSignIn.exchange(appleCode:)`); `nonce` is the one
 /// `POST /connect/federation/nonce` gave; `given_name` and `family_name` (or Auth0's
 /// `user_profile` JSON `{"name": {"firstName", "lastName"}}`) carry the names Apple gives the
 /// app once. Refusals are `invalid_grant` whose description starts with the reason code
@@ -18,14 +20,16 @@ struct TokenExchangeGrant: TokenGrant {
     static let idTokenType = "urn:ietf:params:oauth:token-type:id_token"
     static let accessTokenType = "urn:ietf:params:oauth:token-type:access_token"
     static let auth0GoogleIDToken = "http://auth0.com/oauth/token-type/google-id-token"
+    /// Auth0's native Sign in with Apple: the `authorizationCode`, redeemed at Apple's token endpoint.
+    static let auth0AppleCode = "http://auth0.com/oauth/token-type/apple-authz-code"
 
     func redeem(_ request: GrantRequest) async throws -> TokenResponse {
         let form = request.form
         guard let token = form["subject_token"], let type = form["subject_token_type"] else {
             throw OAuthError.invalidRequest("subject_token and subject_token_type are required.")
         }
-        guard type == Self.idTokenType || type == Self.auth0GoogleIDToken else {
-            throw OAuthError.invalidRequest("subject_token_type must be \(Self.idTokenType).")
+        guard type == Self.idTokenType || type == Self.auth0GoogleIDToken || type == Self.auth0AppleCode else {
+            throw OAuthError.invalidRequest("subject_token_type must be \(Self.idTokenType) or \(Self.auth0AppleCode).")
         }
         if let requested = form["requested_token_type"], requested != Self.accessTokenType {
             throw OAuthError.invalidRequest("requested_token_type may only be \(Self.accessTokenType).")
@@ -34,7 +38,11 @@ struct TokenExchangeGrant: TokenGrant {
         let names = Self.names(form)
         let exchange = FederatedSignIn.Exchange(idToken: token, nonce: form["nonce"], firstName: names.first, lastName: names.last)
         do {
-            var response = try await request.services.federatedSignIn().exchange(exchange, realm: request.realm.settings, request.signIn)
+            let signIn = try request.services.federatedSignIn()
+            var response =
+                type == Self.auth0AppleCode
+                ? try await signIn.exchange(appleCode: token, exchange, realm: request.realm.settings, request.signIn)
+                : try await signIn.exchange(exchange, realm: request.realm.settings, request.signIn)
             response.issuedTokenType = Self.accessTokenType
             return response
         } catch FederationError.refused(let reason, let detail) {

@@ -13,6 +13,8 @@ public struct RealmAdministration: Sendable {
     /// Read by `RealmTables` and `ClientsTable`.
     let pool: PQPool
     let notifier: SettingsNotifier
+    /// Seals an Apple provider's key (issue 48); nil without the master key.
+    let sealer: KeySealer?
     let now: @Sendable () -> Date
 
     /// Creates a realm; with `signingAlgorithm`, its first signing key too (RS256 for a realm

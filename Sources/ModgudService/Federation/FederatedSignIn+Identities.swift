@@ -1,6 +1,7 @@
 import EventSourcing
 import Foundation
 import ModgudDomain
+import PQ
 
 /// A person's linked provider accounts (issue 48): what `GET /connect/identities` and My
 /// Account list, what they and the console unlink, and what a provider's revocation ends.
@@ -13,6 +14,10 @@ extension FederatedSignIn {
 
     /// The user's linked provider accounts, oldest first.
     public func identities(realm: String, userID: UUID) async throws -> [LinkedIdentity] {
+        try await Self.identities(realm: realm, userID: userID, pool: pool)
+    }
+
+    static func identities(realm: String, userID: UUID, pool: PQPool) async throws -> [LinkedIdentity] {
         try await FederatedIdentitiesTable.links(realm: realm, userID: userID, pool: pool).map { LinkedIdentity(provider: $0.provider, linkedAt: $0.linkedAt) }
     }
 
@@ -24,12 +29,22 @@ extension FederatedSignIn {
     public func unlink(realm: String, userID: UUID, provider: String, reason: String, endingSessions: Bool = false, metadata: EventMetadata)
         async throws -> Bool
     {
-        let actor = await tokens.users.actor(for: StreamNames.user(realm: realm, userID: userID))
+        let unlinked = try await Self.unlink(
+            users: tokens.users, realm: realm, userID: userID, provider: provider, reason: reason, metadata: metadata, now: now())
+        if endingSessions { try await endSessions(realm: realm, userID: userID, provider: provider, metadata: metadata) }
+        return unlinked
+    }
+
+    /// `user.identity_unlinked` and the lookup row's delete in one transaction (the person, an
+    /// operator, a provider's revocation alike): false when none was linked.
+    static func unlink(
+        users: AggregateRegistry<User>, realm: String, userID: UUID, provider: String, reason: String, metadata: EventMetadata, now: Date
+    ) async throws -> Bool {
+        let actor = await users.actor(for: StreamNames.user(realm: realm, userID: userID))
         let delete = FederatedIdentitiesTable.delete(realm: realm, userID: userID, provider: provider)
-        let outcome = try await actor.execute(.unlinkIdentity(provider: provider, reason: reason), now: now(), metadata: metadata, extra: { events in
+        let outcome = try await actor.execute(.unlinkIdentity(provider: provider, reason: reason), now: now, metadata: metadata, extra: { events in
             events.isEmpty ? [] : [delete]
         })
-        if endingSessions { try await endSessions(realm: realm, userID: userID, provider: provider, metadata: metadata) }
         return !outcome.events.isEmpty
     }
 

@@ -27,6 +27,10 @@ public struct FederatedSignIn: Sendable {
         public var firstName: String?
         public var lastName: String?
 
+        /// The token came from the provider's token endpoint, fetched by this server with the
+        /// team's client secret (Apple's authorization code): its nonce is then optional.
+        public var fromTokenEndpoint = false
+
         public init(idToken: String, nonce: String?, firstName: String? = nil, lastName: String? = nil) {
             self.idToken = idToken
             self.nonce = nonce
@@ -51,7 +55,7 @@ public struct FederatedSignIn: Sendable {
         _ = try ScopePolicy.audiences(resources: grant.resources, client: grant.client.settings, clientID: grant.client.id)
         let provider = try Self.provider(of: exchange.idToken, in: settings)
         var nonceHash: String?
-        if provider.requireNonce || exchange.nonce != nil {
+        if (provider.requireNonce && !exchange.fromTokenEndpoint) || exchange.nonce != nil {
             guard let nonce = exchange.nonce else { throw FederationError.refused(reason: "nonce", detail: "this provider's exchange needs the nonce") }
             nonceHash = IDTokenVerifier.nonceHash(nonce)
         }
@@ -70,6 +74,25 @@ public struct FederatedSignIn: Sendable {
             throw FederationError.refused(reason: "registration_closed", detail: "no account has this address, and sign-up is off in this realm")
         }
         return try await signUp(provider: provider, claims: claims, email: email, index: index, exchange: exchange, fields: settings.registrationFields, grant)
+    }
+
+    /// Auth0's `apple-authz-code` form: the authorization code Sign in with Apple gave the app
+    /// is redeemed at Apple's token endpoint (`AppleAuthorizationCodes`), and Apple's ID token
+    /// exchanged. Apple binds the code to the app's client id and spends it once, and the token
+    /// comes to this server directly from Apple: a nonce is checked when the app sends one, not
+    /// required (Auth0's SDKs send none).
+    public func exchange(appleCode code: String, _ exchange: Exchange, realm settings: RealmSettings, _ grant: UserGrantRequest) async throws
+        -> TokenResponse
+    {
+        _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
+        _ = try ScopePolicy.audiences(resources: grant.resources, client: grant.client.settings, clientID: grant.client.id)
+        guard let provider = (settings.federatedProviders ?? []).first(where: { $0.kind == .apple && $0.appleTokenEndpoint != nil }),
+            let endpoint = provider.appleTokenEndpoint
+        else { throw FederationError.refused(reason: "issuer", detail: "no Apple provider of this realm has Apple's token endpoint set") }
+        var fetched = exchange
+        fetched.idToken = try await federation.appleCodes.redeem(code, endpoint: endpoint, realm: grant.client.realm, provider: provider.id, now: now())
+        fetched.fromTokenEndpoint = true
+        return try await self.exchange(fetched, realm: settings, grant)
     }
 
     /// The configured provider whose issuer the token names (read unverified, only to choose

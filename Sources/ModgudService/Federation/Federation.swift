@@ -8,10 +8,15 @@ public struct Federation: Sendable {
     public let nonces: FederationNonces
     public let verifier: IDTokenVerifier
     public let links: FederationLinkSessions
+    public let appleCodes: AppleAuthorizationCodes
 
-    public init(masterKey: [UInt8], pool: PQPool, keys: ProviderKeys = ProviderKeys(), clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        masterKey: [UInt8], sealer: KeySealer, pool: PQPool, keys: ProviderKeys = ProviderKeys(), poster: any FormPoster = URLSessionFormPoster(),
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         nonces = FederationNonces(masterKey: masterKey, pool: pool, clock: clock)
         verifier = IDTokenVerifier(keys: keys)
         links = FederationLinkSessions(masterKey: masterKey)
+        appleCodes = AppleAuthorizationCodes(sealer: sealer, poster: poster)
     }
 }

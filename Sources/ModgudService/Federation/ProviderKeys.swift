@@ -26,6 +26,7 @@ public actor ProviderKeys {
     let maxKeys = 20
     let maxBytes = 256 * 1024
     private var entries: [String: Entry] = [:]
+    private var inFlight: [String: Task<Entry, any Error>] = [:]
     private let clock = ContinuousClock()
 
     public init(fetcher: any JWKSFetcher = URLSessionJWKSFetcher(), refetchInterval: Duration = .seconds(60)) {
@@ -38,9 +39,20 @@ public actor ProviderKeys {
     func collection(_ url: String, kid: String) async throws -> JWTKeyCollection? {
         if let entry = entries[url], entry.kids.contains(kid) { return entry.collection }
         if let entry = entries[url], clock.now - entry.fetchedAt < refetchInterval { return nil }
-        let entry = try await load(url)
-        entries[url] = entry
+        let entry = try await fetchOnce(url)
         return entry.kids.contains(kid) ? entry.collection : nil
+    }
+
+    /// One fetch of `url` at a time: requests that need it while it runs wait for its result
+    /// (a burst of tokens with a new `kid` makes one fetch, not one each).
+    private func fetchOnce(_ url: String) async throws -> Entry {
+        if let running = inFlight[url] { return try await running.value }
+        let task = Task { try await self.load(url) }
+        inFlight[url] = task
+        defer { inFlight[url] = nil }
+        let entry = try await task.value
+        entries[url] = entry
+        return entry
     }
 
     private func load(_ url: String) async throws -> Entry {
@@ -73,12 +85,7 @@ public final class URLSessionJWKSFetcher: JWKSFetcher, @unchecked Sendable {
     private let session: URLSession
 
     public init() {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 10
-        configuration.timeoutIntervalForResource = 15
-        configuration.httpCookieStorage = nil
-        configuration.urlCache = nil
-        session = URLSession(configuration: configuration)
+        session = URLSessionFormPoster.providerSession()
     }
 
     public func fetch(_ url: String) async throws -> [UInt8] {
