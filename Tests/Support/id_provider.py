@@ -2,7 +2,8 @@
 with Python's `cryptography` package, not Modgud's code. It serves each provider's JWKS and
 mints ID tokens with the providers' exact claim shapes, signed RS256 as theirs are.
 
-    python3 id_provider.py --port PORT     # prints {"port": PORT} when listening
+    python3 id_provider.py --port PORT [--forever]   # prints {"port": PORT} when listening;
+                                                     # serves until stdin closes (or SIGTERM)
 
     GET  /apple/auth/keys            Apple's JWKS (https://appleid.apple.com/auth/keys shape)
     GET  /google/oauth2/v3/certs     Google's JWKS (https://www.googleapis.com/oauth2/v3/certs shape)
@@ -227,6 +228,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--forever", action="store_true", help="serve until SIGTERM, not until standard input closes")
     args = parser.parse_args()
     # The test runner's threads may block SIGTERM, and a child inherits the mask: unblock it, so
     # the test can stop this process.
@@ -234,6 +236,9 @@ def main():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(json.dumps({"port": args.port}), flush=True)
+    if args.forever:
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        threading.Event().wait()
     sys.stdin.read()  # until the test closes standard input
     server.shutdown()
 

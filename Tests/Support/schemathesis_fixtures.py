@@ -241,19 +241,52 @@ NO_LIMITS = {name: {"Limit": 1000000, "WindowSeconds": 60, "Burst": 100000} for 
              ["otp-request.ip", "otp-request.mailbox", "signup.ip", "token.ip", "token.client", "token.client-source", "passkey.ip", "attestation.ip"]}
 
 
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+
+
+def idp_post(path, body):
+    """The stand-in Apple and Google that ops/schemathesis runs (MODGUD_SCHEMATHESIS_IDP)."""
+    request = urllib.request.Request(os.environ["MODGUD_SCHEMATHESIS_IDP"] + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def providers():
+    """The app realm's Google (links by a verified address) and Apple, served by the stand-in."""
+    idp = os.environ["MODGUD_SCHEMATHESIS_IDP"]
+    return [{"Id": "google", "Kind": "google", "JwksUrl": f"{idp}/google/oauth2/v3/certs", "Audiences": ["server-client.apps.googleusercontent.com"],
+             "Linking": "VerifiedEmail"},
+            {"Id": "apple", "Kind": "apple", "JwksUrl": f"{idp}/apple/auth/keys", "Audiences": ["com.example.app"]}]
+
+
+def federated_users(api, client, scope, prefix, count):
+    """People who signed up with Google (issue 48), each with a live token and a linked Google
+    account: what DELETE /connect/identities/{provider} and its My Account path unlink."""
+    users = []
+    for i in range(count):
+        nonce = api.request("POST", "/connect/federation/nonce")
+        token = idp_post("/google/mint", {"nonce": nonce["nonce_sha256"], "email": f"{prefix}-{i}@example.com", "sub": f"{prefix}-{uuid.uuid4()}"})
+        tokens = api.request("POST", "/connect/token", form={
+            "grant_type": TOKEN_EXCHANGE, "client_id": client, "subject_token": token["id_token"], "nonce": nonce["nonce"],
+            "subject_token_type": "urn:ietf:params:oauth:token-type:id_token", "scope": scope})
+        users.append(tokens["access_token"])
+    return users
+
+
 def app_fixtures(api, binary, tag):
     """The app's realm `ct<tag>` (Host `ct<tag>.localhost`): what the app's endpoints, My Account and Shared Signals need."""
     realm, host = f"ct{tag}", f"ct{tag}.localhost"
-    create_realm(api, realm, RateLimits=NO_LIMITS, MagicLinkEnabled=True, RegistrationPosture="JitOnOtp")
+    create_realm(api, realm, RateLimits=NO_LIMITS, MagicLinkEnabled=True, RegistrationPosture="JitOnOtp", FederatedProviders=providers())
     served(api, host)
     me_audience = f"https://{host}/me/"
     app, me, conf = "app", "my-account", "service"
     api.admin("POST", f"/{realm}/clients", {
-        "Id": app, "Type": "public", "Grants": ["urn:cocoar:otp", "urn:cocoar:magic", "urn:cocoar:passkey", "refresh_token"],
+        "Id": app, "Type": "public", "Grants": ["urn:cocoar:otp", "urn:cocoar:magic", "urn:cocoar:passkey", "refresh_token", TOKEN_EXCHANGE],
         "Scopes": ["openid", "email", "profile", "offline_access", "modgud:passkeys:enroll"], "PasskeySignUp": True,
         "AppleAppIds": [APPLE_APP], "AndroidApps": [ANDROID_APP]})
     api.admin("POST", f"/{realm}/clients", {
-        "Id": me, "Type": "public", "Grants": ["refresh_token", "urn:cocoar:passkey"],
+        "Id": me, "Type": "public", "Grants": ["refresh_token", "urn:cocoar:passkey", TOKEN_EXCHANGE],
         "Scopes": ["openid", "offline_access", "modgud:passkeys:enroll"] + ME_SCOPES, "Audiences": [me_audience],
         "DefaultAudience": me_audience})
     # The Play Console's keys for the app's Android package (issue 47): the hooks make verdicts with them.
@@ -285,6 +318,8 @@ def app_fixtures(api, binary, tag):
             "attestation": json.dumps(passkey.attestation(begun["options"])), "scope": "openid email offline_access"})
         signed_up.append({"access": tokens["access_token"], "email": f"signup-{i}@{host}", "passkey": passkey.dump()})
     pool = sessions(binary, realm, app, 40, "openid email offline_access")
+    identities = federated_users(api, app, "openid email", f"fed-{tag}", 12)
+    me_identities = federated_users(api, me, " ".join(["openid"] + ME_SCOPES), f"fed-me-{tag}", 12)
     # Addresses to sign in with: not the users whose TOTP the run turns on (a code alone is not enough for them).
     second_factor = {api.request("GET", "/connect/userinfo", token=t["access"])["sub"] for t in totp_pending + [totp_enroll]}
     users = [u for u in api.admin("GET", f"/{realm}/users") if u["Id"] not in second_factor][:20]
@@ -296,6 +331,7 @@ def app_fixtures(api, binary, tag):
         "refresh_pool": pool, "signed_up": signed_up,
         "emails": [u["Email"] for u in users if not u["Email"].startswith("signup-")], "subjects": [u["Id"] for u in users],
         "ssf": ssf_fixtures(api, realm), "play_integrity": play_integrity,
+        "identities": {"connect": identities, "me": me_identities},
     }
 
 

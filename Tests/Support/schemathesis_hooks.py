@@ -406,11 +406,34 @@ def my_account_list(case):
     bearer(case, ME["access"])
 
 
+def idp_post(path, value):
+    """The stand-in Apple and Google of ops/schemathesis (issue 48)."""
+    request = urllib.request.Request(os.environ["MODGUD_SCHEMATHESIS_IDP"] + path, data=json.dumps(value).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
 def apple_notification(case):
-    # Nothing here is signed by Apple's keys (the realm names no Apple provider): every payload
-    # is refused with the check it failed, a 400, never a 500.
-    if chance(0.5):
-        body(case, {"payload": text(generated(case, "payload"), "e30.e30.")})
+    # A notification the stand-in Apple signed (acknowledged: nobody is linked to these subjects),
+    # or the generated payload (refused with the check it failed).
+    if chance(rate(case)):
+        kind = pick(["consent-revoked", "account-delete", "email-disabled", "email-enabled"])
+        body(case, {"payload": idp_post("/apple/notify", {"type": kind, "sub": f"000{next(SERIAL)}.contract"})["payload"]})
+
+
+IDENTITIES = APP["identities"]
+
+
+def identity_unlink(case):
+    # A person who signed up with Google unlinks it (204, once each); else the user's token
+    # with whatever provider was generated (404).
+    pool = IDENTITIES["me" if case.path.startswith("/me/") else "connect"]
+    if pool and chance(rate(case, 0.5)):
+        bearer(case, pool.pop(0))
+        path(case, "provider", "google", 1)
+        return
+    bearer(case, ME["access"] if case.path.startswith("/me/") else USER["access"])
 
 
 def my_account_begin(case):
@@ -872,9 +895,9 @@ HANDLERS = {
     "DELETE /connect/recovery-codes": passkey_list,
     "GET /connect/sessions": passkey_list,
     "GET /connect/identities": passkey_list,
-    "DELETE /connect/identities/{provider}": passkey_list,
+    "DELETE /connect/identities/{provider}": identity_unlink,
     "GET /me/v1/identities": my_account_list,
-    "DELETE /me/v1/identities/{provider}": my_account_list,
+    "DELETE /me/v1/identities/{provider}": identity_unlink,
     "POST /connect/federation/apple/notifications": apple_notification,
     "DELETE /connect/sessions/{id}": end_session,
     "GET /connect/passkey/{id}": passkey_read,
