@@ -233,6 +233,23 @@ final class FederationExchangeTests: XCTestCase {
                 let signedIn = try await Self.exchange(onA, try await idp.mint("apple", ["nonce": again.hash]), nonce: again.nonce)
                 XCTAssertEqual(signedIn.status, .ok, signedIn.body)
                 XCTAssertEqual(try Self.subject(signedIn), try Self.subject(created))
+
+                // B holds the session it started (refreshed once, its family cached); Apple's
+                // consent-revoked reaches A: B's next refresh is refused, and Apple's retry on B
+                // changes nothing.
+                let refreshed = try await H.token(
+                    onB, [("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", try XCTUnwrap(created.json["refresh_token"] as? String))])
+                XCTAssertEqual(refreshed.status, .ok, refreshed.body)
+                let payload = try await idp.appleNotification(["type": "consent-revoked", "sub": "001234.5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d.1234"])
+                let notified = try await H.call(
+                    onA, .post, "/connect/federation/apple/notifications", H.jsonBody(["payload": payload]), headers: H.json)
+                XCTAssertEqual(notified.json["outcome"] as? String, "unlinked", notified.body)
+                let retried = try await H.call(
+                    onB, .post, "/connect/federation/apple/notifications", H.jsonBody(["payload": payload]), headers: H.json)
+                XCTAssertEqual(retried.json["outcome"] as? String, "duplicate", retried.body)
+                let ended = try await H.token(
+                    onB, [("grant_type", "refresh_token"), ("client_id", "app"), ("refresh_token", try XCTUnwrap(refreshed.json["refresh_token"] as? String))])
+                XCTAssertEqual(ended.json["error"] as? String, "invalid_grant", "the session A ended is over on B: \(ended.body)")
             }
         }
         for listener in listeners { listener.cancel() }
