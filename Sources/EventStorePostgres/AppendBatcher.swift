@@ -55,13 +55,13 @@ public final class AppendBatcher: Sendable {
     private let retries = Counter(label: "modgud_event_append_batch_retries_total")
     private let statistics = Mutex(AppendBatchStatistics())
 
-    init(pool: PQPool, options: Options) {
+    public init(pool: PQPool, options: Options) {
         self.pool = pool
         self.options = options
     }
 
     /// Runs one append's statements in a batch; returns their results, or throws its own failure.
-    func commit(_ statements: [PQQuery], sortKey: String) async throws -> [PQResult] {
+    public func commit(_ statements: [PQQuery], sortKey: String) async throws -> [PQResult] {
         try await withCheckedThrowingContinuation { continuation in
             let startLane = state.withLock { state -> Bool in
                 state.queue.append(Pending(statements: statements, sortKey: sortKey, continuation: continuation))

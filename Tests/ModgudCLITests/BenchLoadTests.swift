@@ -14,7 +14,7 @@ final class BenchLoadTests: XCTestCase {
         ])
         XCTAssertEqual(outcome.status, 0, outcome.output + outcome.error)
         let lines = outcome.output.split(separator: "\n")
-        for scenario in ["discovery", "jwks", "passkey-begin", "passkey", "refresh", "otp", "magic", "client-credentials", "introspect", "passkey-signup", "refresh-attested"] {
+        for scenario in ["discovery", "jwks", "passkey-begin", "passkey", "refresh", "otp", "magic", "client-credentials", "introspect", "passkey-signup", "refresh-attested", "floor", "floor-bare", "floor-sign", "floor-commit"] {
             let line = try XCTUnwrap(lines.first { $0.split(separator: " ").first.map(String.init) == scenario }, "no line for \(scenario)")
             let columns = line.split(separator: " ", omittingEmptySubsequences: true)
             XCTAssertGreaterThan(Double(columns[1]) ?? 0, 0, "\(scenario) answered: \(line)")
@@ -24,5 +24,11 @@ final class BenchLoadTests: XCTestCase {
         let refresh = try XCTUnwrap(lines.first { $0.hasPrefix("refresh ") }).split(separator: " ", omittingEmptySubsequences: true)
         XCTAssertGreaterThan(Double(refresh[5]) ?? 0, 0, "transactions per grant")
         XCTAssertGreaterThan(Double(refresh[6]) ?? 0, 0, "round trips per grant (modgud_db_round_trips)")
+        // Issue 49: the floor commits one row per grant, in a transaction of its group, and every
+        // other line says what fraction of the floor it ran at.
+        let floor = try XCTUnwrap(lines.first { $0.hasPrefix("floor ") }).split(separator: " ", omittingEmptySubsequences: true)
+        XCTAssertEqual(floor.last, "1.00", "the floor is its own unit")
+        XCTAssertEqual(Double(floor[7]) ?? 0, 1, accuracy: 0.05, "one statement per floor grant")
+        XCTAssertGreaterThan(Double(refresh.last ?? "") ?? 0, 0, "refresh as a fraction of the floor")
     }
 }

@@ -52,8 +52,23 @@ struct LoadCommand: AsyncParsableCommand {
             if let server = environment.server { try await server.waitUntilReady() }
             emit("modgud bench load — \(connections) connections, \(seconds) s per scenario\(rate.map { ", paced at \(Int($0))/s" } ?? "")")
             emit(LoadReport.header)
-            for scenario in selected {
-                let report = try await measure(scenario, fixtures: fixtures, environment: environment)
+            // The floor first (issue 49), on its own server: every other rate is printed as a
+            // fraction of it.
+            var floorRate: Double?
+            if selected.contains(where: \.isFloor) {
+                let floor = try await environment.floor(poolSize: poolSize)
+                defer { floor.server?.stop() }
+                for scenario in selected where scenario.isFloor {
+                    var report = try await measure(scenario, fixtures: fixtures, environment: floor)
+                    if scenario == .floor { floorRate = report.rate }
+                    report.floorRate = floorRate
+                    emit(report.line)
+                    failures += report.statistics.failed
+                }
+            }
+            for scenario in selected where !scenario.isFloor {
+                var report = try await measure(scenario, fixtures: fixtures, environment: environment)
+                report.floorRate = floorRate
                 emit(report.line)
                 for line in report.topStatements(statements) { emit(line) }
                 failures += report.statistics.failed
@@ -102,6 +117,7 @@ struct LoadCommand: AsyncParsableCommand {
         let app = LoadFixtureSet.appClient
         let prepared = max(connections, Int((seconds + warmup) * preparedPerSecond))
         switch scenario {
+        case .floor, .floorBare, .floorSign, .floorCommit: return Array(repeating: .post(path: scenario.floorPath, clientID: app), count: connections)
         case .discovery: return Array(repeating: .get(path: "/.well-known/openid-configuration"), count: connections)
         case .jwks: return Array(repeating: .get(path: "/.well-known/jwks.json"), count: connections)
         case .passkeyBegin: return Array(repeating: .passkeyBegin(clientID: app), count: connections)

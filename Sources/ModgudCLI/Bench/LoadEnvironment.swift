@@ -14,6 +14,8 @@ struct LoadEnvironment {
     let server: ServerProcess?
     let cluster: EmbeddedPostgres?
     let folder: String?
+    /// The database the server uses (the floor server uses it too).
+    var databaseURL: String?
 
     /// Counters at one moment; a report subtracts two.
     struct Sample {
@@ -41,7 +43,8 @@ struct LoadEnvironment {
             }
             return LoadEnvironment(
                 fixtures: try fixtures(pool: pool, masterKey: masterKey), pool: pool,
-                connection: LoadHTTPConnection(host: host, port: port, authority: LoadFixtureSet.host), server: nil, cluster: nil, folder: nil)
+                connection: LoadHTTPConnection(host: host, port: port, authority: LoadFixtureSet.host), server: nil, cluster: nil, folder: nil,
+                databaseURL: command.databaseURL ?? ProcessInfo.processInfo.environment["MODGUD_DATABASE_URL"])
         }
         let folder = command.dataDir + "/run-\(getpid())"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -63,7 +66,22 @@ struct LoadEnvironment {
         return LoadEnvironment(
             fixtures: try fixtures(pool: pool, masterKey: masterKey), pool: pool,
             connection: LoadHTTPConnection(host: "127.0.0.1", port: port, authority: LoadFixtureSet.host), server: server, cluster: cluster,
-            folder: folder)
+            folder: folder, databaseURL: cluster.url)
+    }
+
+    /// The same environment with the floor server (`modgud bench floor-server`) in the
+    /// server's place, on the same database and loopback; its log beside the server's.
+    func floor(poolSize: Int) async throws -> LoadEnvironment {
+        guard let databaseURL else { throw CommandError("the floor needs the database: give --database-url") }
+        let port = try EmbeddedPostgres.freePort()
+        let log = (folder ?? FileManager.default.temporaryDirectory.path) + "/floor-\(getpid()).log"
+        let floor = try ServerProcess(
+            port: port, environment: ["MODGUD_DATABASE_URL": databaseURL, "MODGUD_PORT": String(port), "MODGUD_DB_POOL_SIZE": String(poolSize)],
+            logPath: log, arguments: ["bench", "floor-server"])
+        try await floor.waitUntilReady(path: "/floor/ready")
+        return LoadEnvironment(
+            fixtures: fixtures, pool: pool, connection: LoadHTTPConnection(host: "127.0.0.1", port: port, authority: "localhost"), server: floor,
+            cluster: cluster, folder: nil, databaseURL: databaseURL)
     }
 
     /// The material's writers: the services of a composition on the server's database.

@@ -10,11 +10,16 @@ struct LoadReport {
     let after: LoadEnvironment.Sample
     /// The most events the audit log's integrator trailed by while the run went on.
     var auditLag: Int? = nil
+    /// The floor's rate in this run (issue 49): the line prints its own as a fraction of it.
+    var floorRate: Double? = nil
+
+    /// Successful operations per second.
+    var rate: Double { Double(statistics.succeeded) / max(seconds, 0.001) }
 
     static let columns: [(String, Int)] = [
         ("scenario", 20), ("ok/s", 9), ("p50 ms", 8), ("p99 ms", 8), ("errors", 7), ("xact/op", 8), ("rt/op", 7), ("stmt/op", 8),
         ("fsync/op", 9), ("WAL B/op", 9), ("srv ms/op", 10), ("pg ms/op", 9), ("gen ms/op", 10), ("RSS MiB", 8),
-        ("appends/commit", 15), ("audit lag", 10),
+        ("appends/commit", 15), ("audit lag", 10), ("of floor", 9),
     ]
 
     static var header: String {
@@ -28,7 +33,7 @@ struct LoadReport {
         func perMilliseconds(_ delta: Double?) -> String { delta.map { String(format: "%.3f", $0 * 1000 / ops) } ?? "-" }
         let values: [String] = [
             scenario.rawValue,
-            String(format: "%.0f", Double(statistics.succeeded) / max(seconds, 0.001)),
+            String(format: "%.0f", rate),
             String(format: "%.2f", statistics.percentile(0.5)),
             String(format: "%.2f", statistics.percentile(0.99)),
             String(statistics.failed),
@@ -44,6 +49,7 @@ struct LoadReport {
             // Group commit's batches: mean/median/largest appends per commit.
             before.server.flatMap { before in after.server.map { ServerMetrics.batches(from: before, to: $0) } } ?? "-",
             auditLag.map(String.init) ?? "-",
+            floorRate.map { String(format: "%.2f", rate / max($0, 0.001)) } ?? "-",
         ]
         var text = ""
         for (index, (value, column)) in zip(values, Self.columns).enumerated() {

@@ -19,6 +19,25 @@ enum LoadScenario: String, CaseIterable, Sendable {
     case introspect
     /// Passkey sign-up (issue 14): begin with a new address, attest, redeem.
     case passkeySignUp = "passkey-signup"
+    /// The floor (issue 49; `BenchFloor`): a bare route that parses the form, signs one ES256
+    /// JWT and commits one row with group commit, on a server of its own; and its parts.
+    case floor
+    case floorBare = "floor-bare"
+    case floorSign = "floor-sign"
+    case floorCommit = "floor-commit"
+
+    /// The floor's scenarios, driven against the floor server (`buildBenchFloorApplication`).
+    var isFloor: Bool { [.floor, .floorBare, .floorSign, .floorCommit].contains(self) }
+
+    /// The floor route a floor scenario posts to.
+    var floorPath: String {
+        switch self {
+        case .floorBare: "/floor/bare"
+        case .floorSign: "/floor/sign"
+        case .floorCommit: "/floor/commit"
+        default: "/floor/grant"
+        }
+    }
 
     /// What the report calls one unit of work.
     var unit: String {
@@ -60,6 +79,8 @@ enum LoadWorker: Sendable {
     static let form = "application/x-www-form-urlencoded"
 
     case get(path: String)
+    /// A form POST that answers 200 (the floor's routes).
+    case post(path: String, clientID: String)
     case passkeyBegin(clientID: String)
     case passkey(clientID: String, credential: SoftwareCredential, origin: String)
     case refresh(clientID: String, token: String)
@@ -75,6 +96,8 @@ enum LoadWorker: Sendable {
         switch self {
         case .get(let path):
             return .answered(status: try await send(.GET, path, nil, "").status, expected: 200)
+        case .post(let path, let clientID):
+            return .answered(status: try await send(.POST, path, Self.form, Self.encode(["client_id": clientID])).status, expected: 200)
         case .passkeyBegin(let clientID):
             return .answered(status: try await send(.POST, "/connect/passkey/begin", Self.form, Self.encode(["client_id": clientID])).status, expected: 200)
         case .passkey(let clientID, var credential, let origin):

@@ -7,12 +7,13 @@ final class ServerProcess: @unchecked Sendable {
     let process: Process
     let port: Int
 
-    /// Starts `modgud serve` from this executable with `environment` added; output goes to `logPath`.
-    init(port: Int, environment: [String: String], logPath: String) throws {
+    /// Starts `modgud serve` (or `arguments`) from this executable with `environment` added;
+    /// output goes to `logPath`.
+    init(port: Int, environment: [String: String], logPath: String, arguments: [String] = ["serve"]) throws {
         self.port = port
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["serve"]
+        process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         guard FileManager.default.createFile(atPath: logPath, contents: nil) else { throw CommandError("cannot create \(logPath)") }
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
@@ -24,13 +25,13 @@ final class ServerProcess: @unchecked Sendable {
 
     var pid: Int32 { process.processIdentifier }
 
-    /// Polls `/health/ready` until it answers 200.
-    func waitUntilReady(timeout: Duration = .seconds(60)) async throws {
+    /// Polls `path` (`/health/ready`) until it answers 200.
+    func waitUntilReady(timeout: Duration = .seconds(60), path: String = "/health/ready") async throws {
         let deadline = ContinuousClock.now + timeout
         let connection = LoadHTTPConnection(host: "127.0.0.1", port: port, authority: "localhost")
         while ContinuousClock.now < deadline {
             guard process.isRunning else { throw CommandError("the server exited (status \(process.terminationStatus)); see its log") }
-            let status = try? await connection.session { send in try await send(.GET, "/health/ready", nil, "").status }
+            let status = try? await connection.session { send in try await send(.GET, path, nil, "").status }
             if status == 200 { return }
             try await Task.sleep(for: .milliseconds(100))
         }
