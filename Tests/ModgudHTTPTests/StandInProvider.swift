@@ -11,7 +11,10 @@ final class StandInProvider: @unchecked Sendable {
     let port: Int
     private let process: Process
     private let input: Pipe
-    private let session = URLSession(configuration: .ephemeral)
+    /// One for every stand-in: a URLSession holds file descriptors until it is invalidated,
+    /// and the test process's children (PostgreSQL) inherit whatever is open.
+    private static let sharedSession = URLSession(configuration: .ephemeral)
+    private var session: URLSession { Self.sharedSession }
 
     init() throws {
         let port = try SMTPSink.freePort()

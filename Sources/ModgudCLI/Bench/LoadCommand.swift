@@ -120,7 +120,7 @@ struct LoadCommand: AsyncParsableCommand {
         case .floor, .floorBare, .floorSign, .floorCommit: return Array(repeating: .post(path: scenario.floorPath, clientID: app), count: connections)
         case .discovery: return Array(repeating: .get(path: "/.well-known/openid-configuration"), count: connections)
         case .jwks: return Array(repeating: .get(path: "/.well-known/jwks.json"), count: connections)
-        case .passkeyBegin: return Array(repeating: .passkeyBegin(clientID: app), count: connections)
+        case .passkeyBegin: return Array(repeating: .post(path: "/connect/passkey/begin", clientID: app), count: connections)
         case .passkeySignUp: return Array(repeating: .passkeySignUp(clientID: app, origin: LoadFixtureSet.origin), count: connections)
         case .passkey:
             return try await fixtures.passkeys(connections).map { .passkey(clientID: app, credential: $0, origin: LoadFixtureSet.origin) }

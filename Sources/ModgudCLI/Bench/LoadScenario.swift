@@ -81,7 +81,6 @@ enum LoadWorker: Sendable {
     case get(path: String)
     /// A form POST that answers 200 (the floor's routes).
     case post(path: String, clientID: String)
-    case passkeyBegin(clientID: String)
     case passkey(clientID: String, credential: SoftwareCredential, origin: String)
     case refresh(clientID: String, token: String)
     case refreshDPoP(clientID: String, token: String, key: SoftwareDPoPKey, endpoint: URL, nonce: String?)
@@ -98,8 +97,6 @@ enum LoadWorker: Sendable {
             return .answered(status: try await send(.GET, path, nil, "").status, expected: 200)
         case .post(let path, let clientID):
             return .answered(status: try await send(.POST, path, Self.form, Self.encode(["client_id": clientID])).status, expected: 200)
-        case .passkeyBegin(let clientID):
-            return .answered(status: try await send(.POST, "/connect/passkey/begin", Self.form, Self.encode(["client_id": clientID])).status, expected: 200)
         case .passkey(let clientID, var credential, let origin):
             let begun = try await send(.POST, "/connect/passkey/begin", Self.form, Self.encode(["client_id": clientID]))
             guard begun.status == 200, let ceremony = try? JSONDecoder().decode(Begun.self, from: Data(begun.body)),

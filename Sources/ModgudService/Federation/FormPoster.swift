@@ -15,19 +15,21 @@ public final class URLSessionFormPoster: FormPoster, @unchecked Sendable {
     private let session: URLSession
 
     public init() {
-        session = Self.providerSession()
+        session = Self.providerSession
     }
 
-    /// The session Modgud calls providers with (their JWKS, their token endpoints): ephemeral,
-    /// a 10 s request and 15 s resource timeout, no cookies, no cache of its own.
-    static func providerSession() -> URLSession {
+    /// The one session Modgud calls providers with (their JWKS, their token endpoints):
+    /// ephemeral, a 10 s request and 15 s resource timeout, no cookies, no cache of its own.
+    /// One per process, made at first use: a session holds file descriptors until it is
+    /// invalidated, and every composition (each test's) would otherwise open its own.
+    static let providerSession: URLSession = {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 10
         configuration.timeoutIntervalForResource = 15
         configuration.httpCookieStorage = nil
         configuration.urlCache = nil
         return URLSession(configuration: configuration)
-    }
+    }()
 
     /// RFC 6749 appendix B: each name and value percent-encoded, `&`-joined.
     public func post(_ url: String, form: [(String, String)]) async throws -> (status: Int, body: [UInt8]) {

@@ -85,7 +85,7 @@ public final class URLSessionJWKSFetcher: JWKSFetcher, @unchecked Sendable {
     private let session: URLSession
 
     public init() {
-        session = URLSessionFormPoster.providerSession()
+        session = URLSessionFormPoster.providerSession
     }
 
     public func fetch(_ url: String) async throws -> [UInt8] {
