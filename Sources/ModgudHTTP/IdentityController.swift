@@ -64,13 +64,6 @@ struct IdentityController: Sendable {
         let (realm, issuer) = try await parsing.realm(request)
         guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(ProblemEdge.nativeGrantsDisabled()) }
         guard let scope else { return (realm, try await resource.accountCaller(request, realm: realm.realmID, issuer: issuer)) }
-        let caller = try await resource.caller(request, realm: realm.realmID, issuer: issuer)
-        guard caller.audiences.contains(ProtectedResource.myAccountAudience(issuer: issuer)) else {
-            throw RequestParsing.Failure.response(ProtectedResource.challenge("invalid_token", scheme: caller.scheme))
-        }
-        guard caller.scopes.contains(scope) else {
-            throw RequestParsing.Failure.response(ProtectedResource.challenge("insufficient_scope", scheme: caller.scheme, status: .forbidden))
-        }
-        return (realm, caller)
+        return (realm, try await resource.myAccountCaller(request, realm: realm.realmID, issuer: issuer, scope: scope))
     }
 }

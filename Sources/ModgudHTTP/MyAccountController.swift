@@ -200,14 +200,7 @@ struct MyAccountController: Sendable {
     private func authorized(_ request: Request, scope: String) async throws -> (RealmDirectory.Entry, Caller, issuer: String) {
         let (realm, issuer) = try await parsing.realm(request)
         guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(ProblemEdge.nativeGrantsDisabled()) }
-        let caller = try await resource.caller(request, realm: realm.realmID, issuer: issuer)
-        guard caller.audiences.contains(Self.audience(issuer: issuer)) else {
-            throw RequestParsing.Failure.response(ProtectedResource.challenge("invalid_token", scheme: caller.scheme))
-        }
-        guard caller.scopes.contains(scope) else {
-            throw RequestParsing.Failure.response(ProtectedResource.challenge("insufficient_scope", scheme: caller.scheme, status: .forbidden))
-        }
-        return (realm, caller, issuer)
+        return (realm, try await resource.myAccountCaller(request, realm: realm.realmID, issuer: issuer, scope: scope), issuer)
     }
 
     /// Where a method lives: `<base>/me/v1/authentication-methods/<id>`, the id's `|`

@@ -64,6 +64,20 @@ struct ProtectedResource: Sendable {
         return caller
     }
 
+    /// The caller of a My Account endpoint (`/me/v1/…`): as `caller`, and the token must be
+    /// for the host's My Account audience (else 401 `invalid_token`) and carry `scope` (else
+    /// 403 `insufficient_scope`, RFC 6750 section 3.1).
+    func myAccountCaller(_ request: Request, realm: String, issuer: String, scope: String) async throws -> Caller {
+        let caller = try await caller(request, realm: realm, issuer: issuer)
+        guard caller.audiences.contains(Self.myAccountAudience(issuer: issuer)) else {
+            throw RequestParsing.Failure.response(Self.challenge("invalid_token", scheme: caller.scheme))
+        }
+        guard caller.scopes.contains(scope) else {
+            throw RequestParsing.Failure.response(Self.challenge("insufficient_scope", scheme: caller.scheme, status: .forbidden))
+        }
+        return caller
+    }
+
     /// The My Account audience of an issuer: `https://login.example.com/me/`.
     static func myAccountAudience(issuer: String) -> String {
         RequestParsing.base(of: issuer) + "/me/"

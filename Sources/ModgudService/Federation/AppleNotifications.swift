@@ -99,10 +99,7 @@ public struct AppleNotifications: Sendable {
 
     /// The `aud` the payload names, read before its signature to choose whose keys check it.
     static func unverifiedAudience(_ payload: String) throws -> [String] {
-        let parts = payload.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, payload.utf8.count <= IDTokenVerifier.maxLength, let body = Base64URLText.decode(String(parts[1])),
-            let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
-        else { throw FederationError.refused(reason: "malformed", detail: "the payload is not a signed JWT") }
+        let object = try IDTokenVerifier.unverifiedClaims(payload, what: "the payload")
         if let one = object["aud"] as? String { return [one] }
         return (object["aud"] as? [String]) ?? []
     }

@@ -98,10 +98,9 @@ public struct FederatedSignIn: Sendable {
     /// The configured provider whose issuer the token names (read unverified, only to choose
     /// whose keys verify it).
     static func provider(of token: String, in settings: RealmSettings) throws -> FederatedProvider {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, token.utf8.count <= IDTokenVerifier.maxLength, let body = Base64URL.decode(parts[1]),
-            let claims = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any], let issuer = claims["iss"] as? String
-        else { throw FederationError.refused(reason: "malformed", detail: "the subject_token is not a signed JWT") }
+        guard let issuer = try IDTokenVerifier.unverifiedClaims(token, what: "the subject_token")["iss"] as? String else {
+            throw FederationError.refused(reason: "malformed", detail: "the subject_token is not a signed JWT")
+        }
         guard let provider = (settings.federatedProviders ?? []).first(where: { $0.acceptedIssuers.contains(issuer) }) else {
             throw FederationError.refused(reason: "issuer", detail: "no provider of this realm issues tokens as \(issuer)")
         }

@@ -20,6 +20,17 @@ public struct IDTokenVerifier: Sendable {
         self.keys = keys
     }
 
+    /// A compact JWS's claims, read before its signature is checked: only to choose which
+    /// provider's keys check it (its `iss`, or an Apple notification's `aud`).
+    /// - Parameter what: how refusals name the token ("the subject_token").
+    static func unverifiedClaims(_ token: String, what: String) throws -> [String: Any] {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, token.utf8.count <= maxLength, let body = Base64URL.decode(parts[1]),
+            let claims = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
+        else { throw FederationError.refused(reason: "malformed", detail: "\(what) is not a signed JWT") }
+        return claims
+    }
+
     /// The verified claims of `token`.
     /// - Parameter nonceHash: what the token's `nonce` must be (the SHA-256 of the nonce this
     ///   server issued, hex); nil when the provider does not require one.
