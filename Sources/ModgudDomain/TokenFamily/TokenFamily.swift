@@ -9,8 +9,14 @@ public enum TokenFamily: Aggregate {
         public var started: TokenFamilyStarted?
         public var currentRefreshHash: String?
         public var refreshExpiresAt: Date?
-        public var spentRefreshHashes: Set<String> = []
-        public var accessTokenHashes: [String] = []
+        /// A 64-bit fingerprint of every refresh token this family spent, for reuse detection,
+        /// which needs membership only (the hashes themselves are in the log). A family that
+        /// refreshes hourly for a year spends 8,760 tokens: as fingerprints they take 8 bytes
+        /// each and evolving the state copies no strings, where a set of hashes made every
+        /// refresh copy every hash the family ever spent (issue 49). A presented token reaches
+        /// the family by a lookup of its full hash, so it is one of the family's own; two of
+        /// them sharing a fingerprint has a chance of about n² / 2⁶⁵.
+        public var spentRefreshFingerprints: Set<UInt64> = []
         public var generation = 0
         public var revoked: RevocationReason?
         /// The refresh token spent by the last rotation, and when: the reuse grace's window.
@@ -23,6 +29,25 @@ public enum TokenFamily: Aggregate {
         public var lastRefusalAt: Date?
 
         public var exists: Bool { started != nil }
+
+        /// Whether this family spent the refresh token with this hash.
+        public func hasSpent(_ refreshHash: String) -> Bool {
+            spentRefreshFingerprints.contains(Self.fingerprint(refreshHash))
+        }
+
+        /// FNV-1a, 64 bits, of the hash's text: stable across processes and platforms.
+        static func fingerprint(_ refreshHash: String) -> UInt64 {
+            var value: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in refreshHash.utf8 {
+                value ^= UInt64(byte)
+                value &*= 0x0000_0100_0000_01b3
+            }
+            return value
+        }
+
+        mutating func spend(_ refreshHash: String) {
+            spentRefreshFingerprints.insert(Self.fingerprint(refreshHash))
+        }
     }
 
     public enum Command: Sendable {
@@ -66,7 +91,7 @@ public enum TokenFamily: Aggregate {
             let withinGrace =
                 reuseGrace > 0 && presented == state.lastSpentRefreshHash && state.alternateRefreshHash == nil
                 && state.lastRotatedAt.map { now.timeIntervalSince($0) <= reuseGrace } == true
-            if state.spentRefreshHashes.contains(presented) && !withinGrace {
+            if state.hasSpent(presented) && !withinGrace {
                 // A spent token presented again: someone holds a copy. Kill the family.
                 return [.revoked(TokenFamilyRevoked(reason: .reuse, presentedRefreshHash: presented))]
             }
@@ -100,16 +125,14 @@ public enum TokenFamily: Aggregate {
             next.started = started
             next.currentRefreshHash = started.refreshTokenHash
             next.refreshExpiresAt = started.refreshExpiresAt
-            next.accessTokenHashes = [started.accessToken.hash]
         case .refreshed(let refreshed):
-            next.spentRefreshHashes.insert(refreshed.spentRefreshHash)
-            if let retired = refreshed.retiredRefreshHash { next.spentRefreshHashes.insert(retired) }
+            next.spend(refreshed.spentRefreshHash)
+            if let retired = refreshed.retiredRefreshHash { next.spend(retired) }
             next.lastSpentRefreshHash = refreshed.spentRefreshHash
             next.lastRotatedAt = refreshed.rotatedAt
             next.alternateRefreshHash = refreshed.alternateRefreshHash
             next.currentRefreshHash = refreshed.refreshTokenHash
             next.refreshExpiresAt = refreshed.refreshExpiresAt
-            next.accessTokenHashes.append(refreshed.accessToken.hash)
             next.generation = refreshed.generation
         case .revoked(let revoked):
             next.revoked = revoked.reason
