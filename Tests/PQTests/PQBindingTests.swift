@@ -55,6 +55,12 @@ final class PQBindingTests: XCTestCase {
         XCTAssertEqual(try row.decode(Int.self, at: 0), 4)
         XCTAssertEqual(try row.decode(String.self, at: 1), "b\"c")
         XCTAssertEqual(try row.decode(String.self, at: 2), "{f,g}")
+        // Escaping works on UTF-8 bytes: multi-byte text, JSON and empty strings come back as sent.
+        let mixed = ["", "é漢🙂\"\\", #"{"k":"v \"q\"","n":[1,2]}"#, "NULL", " "]
+        for (index, value) in mixed.enumerated() {
+            let element = try await database.pool.query("SELECT (\(mixed)::text[])[\(Int32(index + 1))]").first!
+            XCTAssertEqual(try element.decode(String.self, at: 0), value)
+        }
     }
 
     func testTimestampsBeforeEpochAndAtMidnight() throws {

@@ -190,18 +190,22 @@ public struct TokenService: Sendable {
             // standby's) covers every WAL record before it, the claim's included
             // (docs/decisions.md, "Security state across a crash and a failover").
             let relaxed = dpopClaim.map { _ in DPoPReplayTable.commitWithTheNextFlush }
+            // The count goes last: its bucket's row stays locked until the commit, and every
+            // refresh of the client counts that row, so the less runs after it, the shorter
+            // the queue behind it (issue 49). One implicit transaction either way: the order
+            // changes no outcome.
             let results: [PQResult]
             do {
                 results = try await pool.withConnection { connection in
-                    try await connection.pipeline([relaxed, count, dpopClaim?.query].compactMap { $0 } + [lookup])
+                    try await connection.pipeline([relaxed, dpopClaim?.query, lookup, count].compactMap { $0 })
                 }
             } catch let failure as PQPipelineError {
                 throw failure.error
             }
-            let first = relaxed == nil ? 0 : 1
-            if let rateLimit, count != nil { try rateLimit.verdict(results[first]) }
-            if let dpopClaim { try dpopClaim.verdict(results[first + (count == nil ? 0 : 1)]) }
-            return results[results.count - 1]
+            let lookupIndex = (relaxed == nil ? 0 : 1) + (dpopClaim == nil ? 0 : 1)
+            if let rateLimit, count != nil { try rateLimit.verdict(results[lookupIndex + 1]) }
+            if let dpopClaim { try dpopClaim.verdict(results[lookupIndex - 1]) }
+            return results[lookupIndex]
         }
         return try TokenTables.refreshLookup(found)
     }

@@ -10,13 +10,26 @@ enum RateLimitsTable {
         guard !counted.isEmpty else { return nil }
         // $1 realm, $2 now; then policy, key, interval, tolerance per bucket.
         var binds: [PQBind] = [realm.pqBind, now.pqBind]
-        var rows: [String] = []
+        binds.reserveCapacity(2 + 4 * counted.count)
         for item in counted {
             let interval = Double(item.setting.windowSeconds) / Double(max(1, item.setting.limit))
             let tolerance = interval * Double(max(0, max(1, item.setting.burst) - 1))
-            let first = binds.count + 1
             binds += [item.bucket.policy.name.pqBind, keyed(item.bucket.key).pqBind, interval.pqBind, tolerance.pqBind]
-            rows.append("($1, $\(first), $\(first + 1), $2 + make_interval(secs => $\(first + 2)), true, $\(first + 2), $\(first + 3))")
+        }
+        let sql = counted.count < countTexts.count ? countTexts[counted.count] : countSQL(rows: counted.count)
+        return PQQuery(sql, binds: binds)
+    }
+
+    /// The count's text for 0 to 7 buckets, built once: it depends on the number of buckets
+    /// only, and building it per request was a measurable part of a refresh (issue 49).
+    private static let countTexts: [String] = (0..<8).map { countSQL(rows: $0) }
+
+    /// The count's text for `rows` buckets: $1 realm, $2 now; then policy, key, interval and
+    /// tolerance per bucket.
+    static func countSQL(rows count: Int) -> String {
+        let rows = (0..<count).map { index in
+            let first = 3 + 4 * index
+            return "($1, $\(first), $\(first + 1), $2 + make_interval(secs => $\(first + 2)), true, $\(first + 2), $\(first + 3))"
         }
         // Unchanged setting (the hot path): plain GCRA on the stored timestamp. Changed: the
         // stored debt in seconds, re-timed from the interval it was stored with to the current
@@ -34,8 +47,7 @@ enum RateLimitsTable {
         let trips = """
             NOT (\(allowed)) AND (r.tripped_at IS NULL OR r.tripped_at <= $2 - make_interval(secs => \(Int(RateLimitLog.tripInterval))))
             """
-        return PQQuery(
-            """
+        return """
             INSERT INTO rate_limits AS r (realm_id, policy, bucket_key, tat, allowed, interval_seconds, tolerance_seconds)
             VALUES \(rows.joined(separator: ", "))
             ON CONFLICT (realm_id, policy, bucket_key) DO UPDATE SET
@@ -48,7 +60,7 @@ enum RateLimitsTable {
                     + CASE WHEN \(debt) <= EXCLUDED.tolerance_seconds THEN EXCLUDED.interval_seconds ELSE 0 END) END,
                 interval_seconds = EXCLUDED.interval_seconds, tolerance_seconds = EXCLUDED.tolerance_seconds
             RETURNING policy, allowed, extract(epoch FROM tat - $2)::float8, tolerance_seconds, just_tripped, bucket_key
-            """, binds: binds)
+            """
     }
 
     /// Deletes buckets that have fully drained before `cutoff`.
