@@ -1,7 +1,6 @@
 import ArgumentParser
 
-/// `modgud`: the one executable of Modgud for Swift.
-@main
+/// `modgud`: the one executable of Modgud for Swift (started by `ModgudMain`).
 struct Modgud: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "modgud",

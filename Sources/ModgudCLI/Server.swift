@@ -33,6 +33,7 @@ enum Server {
     static func run(core: ModgudCore, settings: Settings, configuration: ModgudConfiguration, mail: any MailTransport) async throws {
         var logger = Logger(label: "modgud")
         logger.logLevel = .info
+        logger.info("starting", metadata: ["tasks_on": "\(GlobalExecutor.isNIO ? "nio-event-loops" : "cooperative-pool")"])
         let daemon = ProjectionDaemonService(daemon: core.makeProjectionDaemon())
         let auditLog = AuditLogService(integrator: core.makeAuditLogIntegrator(settings: configuration.auditLog))
         let signals = SharedSignalsService(

@@ -44,6 +44,8 @@ final class LoginCommandTests: XCTestCase {
             environment: [
                 "MODGUD_PORT": "\(port)", "MODGUD_ISSUER_SCHEME": "http", "MODGUD_SMTP_HOST": "127.0.0.1", "MODGUD_SMTP_PORT": "\(sink.port)",
                 "MODGUD_SMTP_SECURITY": "none", "MODGUD_MAIL_FROM": "no-reply@acme.test",
+                // Its tasks on NIO's event loops (issue 49): every request below runs there.
+                "MODGUD_GLOBAL_EXECUTOR": "nio",
             ])
         let issuer = "http://localhost:\(port)"
         try await Self.waitUntilReady(issuer)
@@ -114,6 +116,16 @@ final class LoginCommandTests: XCTestCase {
         let boundLogout = try cli.run(["logout"], environment: environment)
         XCTAssertEqual(boundLogout.status, 0, boundLogout.error)
         XCTAssertFalse(FileManager.default.fileExists(atPath: keyFile), "logout forgets the key")
+
+        // All of the above ran with the server's tasks on NIO's event loops, and SIGTERM still
+        // ends it cleanly.
+        let served = try XCTUnwrap(server)
+        served.process.terminate()
+        let ended = served.finish()
+        server = nil
+        XCTAssertEqual(ended.status, 0, ended.error)
+        let log = ended.output + ended.error
+        XCTAssertTrue(log.contains("\"tasks_on\":\"nio-event-loops\""), log)
     }
 
     /// The code in the `number`-th mail to `address`.

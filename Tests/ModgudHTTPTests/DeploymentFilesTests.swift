@@ -51,7 +51,9 @@ final class DeploymentFilesTests: XCTestCase {
         let inCompose = Self.settingNames(in: try read("docker-compose.yml"))
         XCTAssertTrue(inCompose.isSubset(of: documented), "undocumented: \(inCompose.subtracting(documented).sorted())")
         // The names the code reads are string literals: "MODGUD_…".
-        let inCode = Set(try read("Sources/ModgudCLI/ModgudConfiguration.swift").matches(of: /"(MODGUD_[A-Z_]+)"/).map { String($0.output.1) })
+        let readers = ["Sources/ModgudCLI/ModgudConfiguration.swift", "Sources/ModgudCLI/GlobalExecutor.swift"]
+        let inCode = Set(try readers.flatMap { try read($0).matches(of: /"(MODGUD_[A-Z_]+)"/).map { String($0.output.1) } })
+        XCTAssertTrue(inCode.contains("MODGUD_GLOBAL_EXECUTOR"))
         XCTAssertFalse(inCode.isEmpty)
         XCTAssertTrue(inCode.isSubset(of: documented), "read by serve but not in docs/configuration.md: \(inCode.subtracting(documented).sorted())")
     }
