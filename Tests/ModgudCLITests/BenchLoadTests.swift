@@ -24,6 +24,7 @@ final class BenchLoadTests: XCTestCase {
         let refresh = try XCTUnwrap(lines.first { $0.hasPrefix("refresh ") }).split(separator: " ", omittingEmptySubsequences: true)
         XCTAssertGreaterThan(Double(refresh[5]) ?? 0, 0, "transactions per grant")
         XCTAssertGreaterThan(Double(refresh[6]) ?? 0, 0, "round trips per grant (modgud_db_round_trips)")
+        XCTAssertGreaterThan(Double(refresh[11]) ?? 0, 0, "the server's context switches per grant")
         // Issue 49: the floor commits one row per grant, in a transaction of its group, and every
         // other line says what fraction of the floor it ran at.
         let floor = try XCTUnwrap(lines.first { $0.hasPrefix("floor ") }).split(separator: " ", omittingEmptySubsequences: true)

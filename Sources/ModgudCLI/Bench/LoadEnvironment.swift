@@ -24,6 +24,8 @@ struct LoadEnvironment {
         var server: ServerMetrics?
         var roundTrips: Int? { server?.roundTrips }
         var serverCPUSeconds: Double?
+        /// The server's threads' context switches (`ProcessCPU.contextSwitches`).
+        var serverContextSwitches: Int?
         var databaseCPUSeconds: Double?
         /// This process: the load generator (and the preparation, which happens outside the runs).
         var generatorCPUSeconds: Double?
@@ -103,6 +105,7 @@ struct LoadEnvironment {
         sample.generatorCPUSeconds = ProcessCPU.seconds(pid: getpid())
         if let server {
             sample.serverCPUSeconds = ProcessCPU.seconds(pid: server.pid)
+            sample.serverContextSwitches = ProcessCPU.contextSwitches(pid: server.pid)
             sample.serverMemory = server.memory
         }
         if let cluster, let text = try? String(contentsOfFile: cluster.dataDirectory + "/postmaster.pid", encoding: .utf8),

@@ -18,7 +18,7 @@ struct LoadReport {
 
     static let columns: [(String, Int)] = [
         ("scenario", 20), ("ok/s", 9), ("p50 ms", 8), ("p99 ms", 8), ("errors", 7), ("xact/op", 8), ("rt/op", 7), ("stmt/op", 8),
-        ("fsync/op", 9), ("WAL B/op", 9), ("srv ms/op", 10), ("pg ms/op", 9), ("gen ms/op", 10), ("RSS MiB", 8),
+        ("fsync/op", 9), ("WAL B/op", 9), ("srv ms/op", 10), ("srv cs/op", 10), ("pg ms/op", 9), ("gen ms/op", 10), ("RSS MiB", 8),
         ("appends/commit", 15), ("audit lag", 10), ("of floor", 9),
     ]
 
@@ -43,6 +43,8 @@ struct LoadReport {
             per(after.database.walSyncs - before.database.walSyncs),
             String(format: "%.0f", Double(after.database.walBytes - before.database.walBytes) / ops),
             perMilliseconds(after.serverCPUSeconds.flatMap { a in before.serverCPUSeconds.map { a - $0 } }),
+            // Thread hops: the server's context switches per operation.
+            per(after.serverContextSwitches.flatMap { a in before.serverContextSwitches.map { a - $0 } }),
             perMilliseconds(after.databaseCPUSeconds.flatMap { a in before.databaseCPUSeconds.map { a - $0 } }),
             perMilliseconds(after.generatorCPUSeconds.flatMap { a in before.generatorCPUSeconds.map { a - $0 } }),
             after.serverMemory.map { String(format: "%.0f", Double($0.resident) / 1024) } ?? "-",

@@ -64,6 +64,20 @@ enum ProcessCPU {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// Context switches of every thread of a process, voluntary (a thread waiting: a futex, a
+    /// socket) and not: how often work hopped between threads (issue 49).
+    static func contextSwitches(pid: Int32) -> Int? {
+        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
+        var total = 0
+        for thread in threads {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/status", encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:") {
+                total += Int(line.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? 0
+            }
+        }
+        return total
+    }
+
     /// The parent pid of a process.
     static func parent(of pid: Int32) -> Int32? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")") else { return nil }
