@@ -1,7 +1,7 @@
 import AsyncTestSupport
 import EmbeddedPostgres
 import Foundation
-import PQ
+@testable import PQ
 import PostgresTestSupport
 import XCTest
 
@@ -98,6 +98,39 @@ final class PQPoolTests: XCTestCase {
 
     private func waitFor(_ condition: () -> Bool) async throws {
         try await Eventually.wait("pool statistics reached", every: .milliseconds(2)) { condition() }
+    }
+
+    /// Issue 49: waiting leaves nothing behind once served (one sweeper per pool, which stops
+    /// when nobody waits, not a timeout task per wait that outlived it by the whole timeout),
+    /// and a later wait still times out (the sweeper starts again).
+    func testServedWaitersLeaveNoTimerBehindAndTimeoutsStillFire() async throws {
+        let pool = PQPool(
+            configuration: PQConfiguration(connectionString: database.url),
+            options: .init(maxConnections: 1, acquireTimeout: .milliseconds(200)))
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<20 { group.addTask { try await pool.query("SELECT \(index)::int8").first!.decode(Int.self, at: 0) } }
+            var answers: [Int] = []
+            for try await answer in group { answers.append(answer) }
+            XCTAssertEqual(answers.sorted(), Array(0..<20), "twenty callers on one connection, every one served")
+        }
+        try await Eventually.wait("the sweeper stopped: nobody waits") { !pool.isSweeping }
+
+        let (release, releaser) = AsyncStream<Void>.makeStream()
+        let holder = Task { try await pool.withConnection { _ in for await _ in release { break } } }
+        try await waitFor { pool.statistics.open == 1 && pool.statistics.idle == 0 }
+        do {
+            _ = try await pool.query("SELECT 1")
+            XCTFail("the pool is full for longer than the timeout")
+        } catch let error as PQError {
+            XCTAssertEqual(error.code, .poolTimeout, "a new wait started the sweeper again")
+        }
+        releaser.yield()
+        releaser.finish()
+        try await holder.value
+        try await Eventually.wait("the sweeper stopped again") { !pool.isSweeping }
+        let after = try await pool.query("SELECT 1").first!.decode(Int.self, at: 0)
+        XCTAssertEqual(after, 1)
+        await pool.close()
     }
 
     func testAcquireTimesOutWhenThePoolStaysFull() async throws {
