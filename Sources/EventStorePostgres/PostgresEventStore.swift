@@ -152,6 +152,18 @@ public final class PostgresEventStore: EventStore {
         return try result.rows.map(RecordedEvent.init(row:))
     }
 
+    /// Reads a stream's events after `version` in one pipeline with the caller's `queries`
+    /// (one round trip, one implicit transaction): the read goes in at `index`. Returns the
+    /// events and every statement's result, the read's included, in order.
+    public func readStream(_ streamID: String, after version: Int64, pipelinedWith queries: [PQQuery], at index: Int) async throws
+        -> (events: [RecordedEvent], results: [PQResult])
+    {
+        var all = queries
+        all.insert(EventStoreSQL.readStream(streamID, after: version), at: index)
+        let results = try await pool.pipeline(all)
+        return (try results[index].rows.map(RecordedEvent.init(row:)), results)
+    }
+
     public func readAll(after cursor: LogCursor, limit: Int, filter: LogFilter) async throws -> [RecordedEvent] {
         let result = try await pool.query(EventStoreSQL.readLog(after: cursor, limit: limit, filter: filter))
         return try result.rows.map(RecordedEvent.init(row:))

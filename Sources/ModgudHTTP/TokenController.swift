@@ -104,42 +104,19 @@ struct TokenController: Sendable {
             try await rateLimiter.check([RateLimitBucket(.tokenPerIP, key: source)], realm: realm.realmID, settings: realm.settings)
             throw OAuthError.unsupportedGrantType("This grant type is not enabled for this realm.")
         }
-        var (client, limits) = try await gates.authenticate(request, form, realm: realm, source: source)
+        let (client, limits) = try await gates.authenticate(request, form, realm: realm, source: source)
         if !grant.countsItself { try await rateLimiter.run(limits) }
-        if let permission = grant.permission, !client.settings.grants.contains(permission) {
-            throw OAuthError.unauthorizedClient("The client is not allowed to use this grant type.")
-        }
-        // RFC 9470 section 4 / OpenID Connect `max_age` (issue 46): a number of seconds. A native
-        // grant signs in now, so it always holds; a refresh checks the sign-in's age.
-        if let maxAge = form["max_age"], UInt32(maxAge) == nil {
-            if grant.countsItself { try await rateLimiter.run(limits) }
-            throw OAuthError.invalidRequest("max_age is a number of seconds.")
-        }
-        let dpop: (key: String, claim: DPoPClaim?)?
+        let grantRequest: GrantRequest
         do {
-            dpop = try await gates.verifiedDPoPKey(request, issuer: issuer, client: client, claimed: !grant.countsItself)
+            grantRequest = try await admit(
+                grant, request, context: context, form: form, client: client, limits: limits, realm: realm, issuer: issuer, source: source)
         } catch {
-            // A grant that counts itself (refresh) has not counted yet: a refused proof is
-            // counted here, so proofs cannot be tried without limit.
+            // A grant that counts itself (refresh, a code, a link) has not counted yet: a request
+            // refused here is counted, so refusals cannot be tried without limit.
             if grant.countsItself { try await rateLimiter.run(limits) }
             throw error
         }
-        // Issue 47: a genuine app instance, checked before the grant redeems anything.
-        do {
-            client.attestation = try await gates.attestation.check(
-                request, clientID: client.id, settings: client.settings, realm: realm.realmID, issuer: issuer, endpoint: "token", dpopKey: dpop?.key)
-        } catch {
-            if grant.countsItself { try await rateLimiter.run(limits) }
-            throw error
-        }
-        let grantRequest = GrantRequest(
-            form: form, client: client, limits: limits, realm: realm, issuer: issuer, source: source, correlationID: context.id,
-            clientIP: context.peerAddress, userAgent: context.userAgent, services: services, dpopKey: dpop?.key, dpopClaim: dpop?.claim)
         guard grant.refusesUniformly else { return try await grant.redeem(grantRequest) }
-        // A realm without a signing key fails every request that may need a signature alike,
-        // before any lookup (a grant checks the code or token in the transaction that appends
-        // the signed tokens). Whether one may is read from the request and the client only.
-        if Self.maySign(form, client: client) { try await services.tokens.requireSigningKey(realm: realm.realmID) }
         // A failed proof (`invalid_grant`) of a native grant, or a refused refresh, answers after
         // the jitter, so timing does not tell a wrong code from an unknown user, or a revoked
         // refresh token from one never issued (ops/enumeration-bench). Successes are not delayed.
@@ -149,5 +126,34 @@ struct TokenController: Sendable {
             await parsing.configuration.jitter.wait(since: started)
             throw error
         }
+    }
+
+    /// The gates after client authentication: the client's permission, `max_age`'s form, the
+    /// DPoP proof (claimed here unless the grant counts itself), the app's attestation, and for
+    /// a grant that refuses uniformly, the realm's signing key. Returns what the grant redeems.
+    private func admit(
+        _ grant: any TokenGrant, _ request: Request, context: ModgudRequestContext, form: FormBody, client authenticated: AuthenticatedClient,
+        limits: RateLimitCheck, realm: RealmDirectory.Entry, issuer: String, source: String
+    ) async throws -> GrantRequest {
+        var client = authenticated
+        if let permission = grant.permission, !client.settings.grants.contains(permission) {
+            throw OAuthError.unauthorizedClient("The client is not allowed to use this grant type.")
+        }
+        // RFC 9470 section 4 / OpenID Connect `max_age` (issue 46): a number of seconds. A native
+        // grant signs in now, so it always holds; a refresh checks the sign-in's age.
+        if let maxAge = form["max_age"], UInt32(maxAge) == nil {
+            throw OAuthError.invalidRequest("max_age is a number of seconds.")
+        }
+        let dpop = try await gates.verifiedDPoPKey(request, issuer: issuer, client: client, claimed: !grant.countsItself)
+        // Issue 47: a genuine app instance, checked before the grant redeems anything.
+        client.attestation = try await gates.attestation.check(
+            request, clientID: client.id, settings: client.settings, realm: realm.realmID, issuer: issuer, endpoint: "token", dpopKey: dpop?.key)
+        // A realm without a signing key fails every request that may need a signature alike,
+        // before any lookup (a grant checks the code or token in the transaction that appends
+        // the signed tokens). Whether one may is read from the request and the client only.
+        if grant.refusesUniformly, Self.maySign(form, client: client) { try await services.tokens.requireSigningKey(realm: realm.realmID) }
+        return GrantRequest(
+            form: form, client: client, limits: limits, realm: realm, issuer: issuer, source: source, correlationID: context.id,
+            clientIP: context.peerAddress, userAgent: context.userAgent, services: services, dpopKey: dpop?.key, dpopClaim: dpop?.claim)
     }
 }

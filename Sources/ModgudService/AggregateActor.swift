@@ -50,6 +50,20 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
         return (state, version)
     }
 
+    /// The state with every committed event applied, read in one round trip with a token
+    /// request's `checks` (its rate-limit count and DPoP jti claim, issue 49): their verdicts
+    /// are thrown before the state is touched. A cached state is still confirmed by the read.
+    public func current(checking checks: GrantChecks) async throws -> (state: A.State, version: Int64) {
+        guard !checks.isEmpty else { return try await current() }
+        await enter()
+        defer { gate.leave() }
+        let (queries, index) = checks.statements
+        let (newer, results) = try await store.readStream(stream.id, after: version, pipelinedWith: queries, at: index)
+        _ = try checks.verdicts(results, lookupIndex: index)
+        try apply(newer)
+        return (state, version)
+    }
+
     /// The state as of at least `storeVersion` (read by the caller alongside other data in
     /// one statement): no read when the cache has it already. A cache ahead of it is fine,
     /// since a command's append checks the version anyway.
@@ -139,12 +153,17 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
     @discardableResult
     private func catchUp() async throws -> Int {
         let newer = try await store.readStream(stream.id, after: version)
+        try apply(newer)
+        return newer.count
+    }
+
+    /// Applies events read after the cached version.
+    private func apply(_ newer: [RecordedEvent]) throws {
         for recorded in newer {
             state = A.evolve(state, try A.Event(decoding: recorded.envelope, registry: registry))
             version = recorded.streamVersion
         }
         loaded = true
-        return newer.count
     }
 
     var isIdle: Bool { gate.isIdle }

@@ -70,6 +70,16 @@ public final class PQPool: Sendable {
         try await withConnection { connection in try await connection.query(query) }
     }
 
+    /// Runs the statements in one pipeline on a pooled connection (one round trip, one implicit
+    /// transaction); throws the first failing statement's `PQError`.
+    public func pipeline(_ queries: [PQQuery]) async throws -> [PQResult] {
+        do {
+            return try await withConnection { connection in try await connection.pipeline(queries) }
+        } catch let failure as PQPipelineError {
+            throw failure.error
+        }
+    }
+
     /// Runs `body` in a transaction on a pooled connection.
     public func transaction<T: Sendable>(_ body: @Sendable (isolated PQConnection) throws -> T) async throws -> T {
         try await withConnection { connection in try await connection.transaction(body) }

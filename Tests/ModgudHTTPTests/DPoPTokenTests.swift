@@ -94,6 +94,30 @@ final class DPoPTokenTests: XCTestCase {
         }
     }
 
+    /// The code grant claims its proof's jti in the pipeline of the code's read (issue 49): a
+    /// proof used for one sign-in is refused for the next, and that refusal spends nothing,
+    /// so the code then signs in with a fresh proof.
+    func testACodeGrantsProofIsSingleUseToo() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = self.harness!
+        try await harness.app.test(.router) { client in
+            let discovery = try await H.call(client, .get, "/.well-known/openid-configuration", "", headers: [:])
+            let endpoint = try XCTUnwrap(discovery.json["token_endpoint"] as? String)
+            let made = try DPoPProofMaker.make([["key": 1], ["key": 1]], htu: endpoint, iat: Int(harness.clock.now().timeIntervalSince1970))
+            func signIn(_ address: String) async throws -> [(String, String)] {
+                [("grant_type", "urn:cocoar:otp"), ("client_id", "app"), ("username", address), ("otp_code", try await harness.code(for: address)),
+                 ("scope", "openid")]
+            }
+            for address in ["first@example.com", "second@example.com"] { _ = try await H.requestCode(client, address) }
+            let first = try await H.token(client, try await signIn("first@example.com"), headers: Self.headers(made[0].proof))
+            XCTAssertEqual(first.json["token_type"] as? String, "DPoP", first.body)
+            let replayed = try await H.token(client, try await signIn("second@example.com"), headers: Self.headers(made[0].proof))
+            XCTAssertEqual(replayed.json["error"] as? String, "invalid_dpop_proof", replayed.body)
+            let fresh = try await H.token(client, try await signIn("second@example.com"), headers: Self.headers(made[1].proof))
+            XCTAssertEqual(fresh.json["token_type"] as? String, "DPoP", "the replay spent nothing: \(fresh.body)")
+        }
+    }
+
     /// A client set to `required` needs a proof on every token request; one set to `off`
     /// ignores the header (bearer tokens); the admin API sets and shows the policy.
     func testTheClientsDPoPPolicy() async throws {

@@ -136,6 +136,38 @@ extension EmailSignInTests {
         }
     }
 
+    /// The code and link grants send their count with their own first read (issue 49): every
+    /// refusal before that read is counted too, so no kind of bad request escapes the limit.
+    /// One request a second per client: the bucket's debt after the refusals is one second each.
+    func testEveryRefusalOfTheCodeAndLinkGrantsIsCounted() async throws {
+        harness = try await EmailSignInHarness(settings: {
+            $0.rateLimitOverrides["token.client"] = RateLimitSetting(limit: 60, windowSeconds: 60, burst: 100)
+        })
+        let harness = self.harness!
+        try await harness.app.test(.router) { client in
+            let otp: [(String, String)] = [("grant_type", "urn:cocoar:otp"), ("client_id", "app")]
+            let magic: [(String, String)] = [("grant_type", "urn:cocoar:magic"), ("client_id", "app")]
+            let refusals: [(fields: [(String, String)], error: String)] = [
+                (otp + [("username", "a@b.co")], "invalid_request"),  // no otp_code
+                (otp + [("username", "not an address"), ("otp_code", "123456")], "invalid_grant"),
+                (otp + [("username", "a@b.co"), ("otp_code", "123456"), ("scope", "admin")], "invalid_scope"),
+                (otp + [("username", "a@b.co"), ("otp_code", "123456"), ("max_age", "soon")], "invalid_request"),
+                (otp + [("username", "a@b.co"), ("otp_code", "123456")], "invalid_grant"),  // no such code: counted with the read
+                (magic + [("user_id", UUID().uuidString)], "invalid_request"),  // no magic_token
+                (magic + [("user_id", "not-a-uuid"), ("magic_token", "x")], "invalid_grant"),
+                (magic + [("user_id", UUID().uuidString), ("magic_token", "x"), ("resource", "https://elsewhere")], "invalid_target"),
+            ]
+            for refusal in refusals {
+                let reply = try await H.token(client, refusal.fields)
+                XCTAssertEqual(reply.json["error"] as? String, refusal.error, reply.body)
+            }
+        }
+        // The harness's clock stands still: the debt is exactly the requests counted, in seconds.
+        let tat = try await harness.core.pool.query("SELECT extract(epoch FROM tat)::float8 FROM rate_limits WHERE policy = 'token.client'")
+        let debt = try XCTUnwrap(tat.first?.decode(Double.self, at: 0)) - harness.clock.now().timeIntervalSince1970
+        XCTAssertEqual(debt, 8, accuracy: 0.5, "each of the 8 refusals was counted once")
+    }
+
     func testSMTPDownTheRequestStillAnswersAndTheMailGoesOutOnceItIsBack() async throws {
         let port = try SMTPSink.freePort()
         harness = try await EmailSignInHarness(smtpPort: port)

@@ -82,6 +82,61 @@ final class HotPathTests: XCTestCase {
         await database.drop()
     }
 
+    /// A warm OTP sign-up (issue 49): the rate-limit count rides with the code's read (one round
+    /// trip), then the append; the passkey-upgrade hint of a user the grant created needs no
+    /// lookup. Over the limit, the same pipeline refuses with a 429 and the code stays unspent.
+    func testAWarmOTPSignUpIsTwoRoundTripsAndItsCountRidesWithTheCodesRead() async throws {
+        let (database, core, _, _, realmSettings) = try await Self.seeded()
+        _ = try await core.administration.realms.update("dev", metadata: .init()) { $0.primaryDomain = "example.com" }
+        _ = try await core.administration.clients.create(
+            realm: "dev", id: "native", settings: ClientSettings(type: .public, grants: [.otp, .passkey, .refreshToken], allowedScopes: ["openid", "offline_access"]),
+            metadata: .init())
+        let native = try await core.clientAuthenticator.authenticate(realm: "dev", clientID: "native", secret: nil)
+        let fixtures = core.loadFixtures()
+        func grant(limit: Int, source: String) -> UserGrantRequest {
+            var settings = realmSettings
+            settings.rateLimitOverrides[RateLimitPolicy.tokenPerIP.name] = RateLimitSetting(limit: limit, windowSeconds: 3600, burst: limit)
+            var grant = UserGrantRequest(
+                client: native, scope: "openid offline_access", resources: [], totpCode: nil, issuer: "https://localhost", metadata: .init())
+            grant.checks = GrantChecks(rateLimit: core.rateLimiter.prepare([RateLimitBucket(.tokenPerIP, key: source)], realm: "dev", settings: settings))
+            return grant
+        }
+        // A first sign-up warms the caches (the realm's lifetimes, its signing key, the client).
+        let first = try XCTUnwrap(EmailAddress("first.user@example.com"))
+        let firstCode = try await fixtures.registrationCode(email: first, realm: "dev", metadata: .init())
+        _ = try await core.emailSignIn().redeemCode(email: first.value, code: firstCode, grant(limit: 100, source: "10.0.0.9"))
+        let email = try XCTUnwrap(EmailAddress("new.user@example.com"))
+        let code = try await fixtures.registrationCode(email: email, realm: "dev", metadata: .init())
+        await core.store.notificationsSent()
+        let before = PQRoundTrips.total
+        let response = try await core.emailSignIn().redeemCode(email: email.value, code: code, grant(limit: 100, source: "10.0.0.9"))
+        let hint = await core.passkeys.upgradeHint(for: response, client: native)
+        await core.store.notificationsSent()
+        XCTAssertNotNil(response.refreshToken)
+        XCTAssertEqual(hint, true, "a new user holds no passkey: the app may offer one")
+        // 1: the count with the code's read; 1: the append (user, consumed code, token family);
+        // 1: the NOTIFY after the commit. No round trip of its own for the count or the hint.
+        XCTAssertEqual(PQRoundTrips.total - before, 3)
+
+        // A bucket of one request: the first is admitted (and refused for its wrong code), the
+        // second is over the limit and spends nothing, so the code still signs up afterwards.
+        let other = try XCTUnwrap(EmailAddress("other.user@example.com"))
+        let otherCode = try await fixtures.registrationCode(email: other, realm: "dev", metadata: .init())
+        do {
+            _ = try await core.emailSignIn().redeemCode(email: other.value, code: otherCode == "000000" ? "000001" : "000000", grant(limit: 1, source: "10.0.0.8"))
+            XCTFail("a wrong code")
+        } catch let error as OAuthError {
+            XCTAssertEqual(error.error, "invalid_grant")
+        }
+        do {
+            _ = try await core.emailSignIn().redeemCode(email: other.value, code: otherCode, grant(limit: 1, source: "10.0.0.8"))
+            XCTFail("over the limit")
+        } catch is RateLimited {}
+        let signedUp = try await core.emailSignIn().redeemCode(email: other.value, code: otherCode, grant(limit: 100, source: "10.0.0.8"))
+        XCTAssertNotNil(signedUp.refreshToken, "the code was still unspent after the 429")
+        await database.drop()
+    }
+
     /// A client disabled and a realm changed through one instance: the other instance's
     /// caches drop them by NOTIFY, long before their 5-second age limit.
     func testChangesReachTheOtherInstanceByNotify() async throws {

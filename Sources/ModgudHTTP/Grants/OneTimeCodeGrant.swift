@@ -8,16 +8,25 @@ struct OneTimeCodeGrant: TokenGrant {
     let name = GrantType.otp.rawValue
     let permission: GrantType? = .otp
     let isNative = true
+    /// The count and the DPoP proof's jti claim ride in the same pipeline as the code's read
+    /// (one round trip, issue 49).
+    let countsItself = true
 
     func redeem(_ request: GrantRequest) async throws -> TokenResponse {
+        var signIn = request.signIn
+        signIn.checks = request.checks
         guard let username = request.form["username"], let code = request.form["otp_code"] else {
+            try await request.services.rateLimiter.run(request.limits)
             throw OAuthError.invalidRequest("username and otp_code are required.")
         }
         var link: PendingIdentityLink?
         if let session = request.form["link_session"] {
-            link = try await request.services.federatedSignIn().pendingLink(session: session, request.signIn)
+            // Counted before the link's own lookup, as for any other grant.
+            try await request.services.rateLimiter.run(request.limits)
+            signIn.checks.rateLimit = nil
+            link = try await request.services.federatedSignIn().pendingLink(session: session, signIn)
         }
-        var response = try await request.services.emailSignIn().redeemCode(email: username, code: code, request.signIn, linking: link)
+        var response = try await request.services.emailSignIn().redeemCode(email: username, code: code, signIn, linking: link)
         response.passkeyUpgrade = await request.services.passkeys.upgradeHint(for: response, client: request.client)
         return response
     }

@@ -56,6 +56,9 @@ struct GrantRequest: Sendable {
     /// the endpoint claimed it).
     let dpopClaim: DPoPClaim?
 
+    /// The count and the proof's claim still to send, for a grant that `countsItself`.
+    var checks: GrantChecks { GrantChecks(rateLimit: limits, dpopClaim: dpopClaim) }
+
     /// Metadata of the events the grant appends, `actor` unset (a refresh) or the client.
     func metadata(actorIsClient: Bool) -> EventMetadata {
         EventMetadata(correlationID: correlationID, actor: actorIsClient ? "client:\(client.id)" : nil, clientIP: clientIP, userAgent: userAgent)

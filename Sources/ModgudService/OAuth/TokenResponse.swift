@@ -22,6 +22,9 @@ public struct TokenResponse: Sendable, Equatable {
     public var passkeyUpgrade: Bool?
     /// RFC 8693 section 2.2.1: in the answer to a token exchange, the type of `access_token`.
     public var issuedTokenType: String?
+    /// The grant created the user in its own transaction (not sent to the client): such a user
+    /// holds no passkey yet, so `passkeyUpgrade` needs no lookup.
+    public var userIsNew = false
 
     public struct SignIn: Sendable, Equatable, Codable {
         public var userID: UUID

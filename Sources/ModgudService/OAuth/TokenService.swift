@@ -171,42 +171,17 @@ public struct TokenService: Sendable {
     }
 
     /// The presented token's lookup (`TokenTables.refreshLookupQuery`), pipelined with the
-    /// request's rate-limit count and its DPoP jti claim (one round trip, one transaction).
-    /// The verdicts come in that order: a 429, then a replay, then the lookup. nil for an
-    /// unknown token.
+    /// request's rate-limit count and its DPoP jti claim (`GrantChecks`: one round trip, one
+    /// transaction). nil for an unknown token.
     private func lookUpRefreshToken(_ presented: String, realm: String, rateLimit: RateLimitCheck?, dpopClaim: DPoPClaim?) async throws
         -> TokenTables.RefreshLookup?
     {
         let lookup = TokenTables.refreshLookupQuery(presentedHash: presented, realm: realm)
-        let count = rateLimit?.query
+        let checks = GrantChecks(rateLimit: rateLimit, dpopClaim: dpopClaim)
         // The lookup joins two tables a rebuild of the token projection swaps: a deadlock with
         // the swap rolls back this (read-only but for the count and the claim) transaction,
         // which then runs again.
-        let found: PQResult = try await retryingTransientConflicts {
-            guard count != nil || dpopClaim != nil else { return try await pool.query(lookup) }
-            // With a jti claim, this transaction writes WAL (dpop_jtis is logged): it commits
-            // without waiting for its flush, since the rotation that must follow before any
-            // success is answered commits synchronously, and its flush (and the synchronous
-            // standby's) covers every WAL record before it, the claim's included
-            // (docs/decisions.md, "Security state across a crash and a failover").
-            let relaxed = dpopClaim.map { _ in DPoPReplayTable.commitWithTheNextFlush }
-            // The count goes last: its bucket's row stays locked until the commit, and every
-            // refresh of the client counts that row, so the less runs after it, the shorter
-            // the queue behind it (issue 49). One implicit transaction either way: the order
-            // changes no outcome.
-            let results: [PQResult]
-            do {
-                results = try await pool.withConnection { connection in
-                    try await connection.pipeline([relaxed, dpopClaim?.query, lookup, count].compactMap { $0 })
-                }
-            } catch let failure as PQPipelineError {
-                throw failure.error
-            }
-            let lookupIndex = (relaxed == nil ? 0 : 1) + (dpopClaim == nil ? 0 : 1)
-            if let rateLimit, count != nil { try rateLimit.verdict(results[lookupIndex + 1]) }
-            if let dpopClaim { try dpopClaim.verdict(results[lookupIndex - 1]) }
-            return results[lookupIndex]
-        }
+        let found: PQResult = try await retryingTransientConflicts { try await checks.run(lookup, on: pool) }
         return try TokenTables.refreshLookup(found)
     }
 

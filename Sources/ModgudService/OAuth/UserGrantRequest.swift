@@ -16,6 +16,10 @@ public struct UserGrantRequest: Sendable {
     /// `acr_values` (issue 46, RFC 9470 section 4): a sign-in weaker than these is refused
     /// before its proof is spent.
     public var acrValues: [String]
+    /// The request's rate-limit count and DPoP jti claim when the grant sends them with its
+    /// own first lookup (a grant that counts itself, issue 49); `.none` when the token
+    /// endpoint sent them already.
+    public var checks = GrantChecks.none
 
     public init(
         client: AuthenticatedClient, scope: String?, resources: [String], totpCode: String?, issuer: String, metadata: EventMetadata,

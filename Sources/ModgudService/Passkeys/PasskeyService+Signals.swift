@@ -21,11 +21,12 @@ extension PasskeyService {
 
     /// Issue 46: whether the person signed in by `response` may be offered an automatic upgrade
     /// by `client`: it may use passkeys, has an RP-ID, and the person has no live passkey
-    /// under it. Read after the sign-in committed; nil (no hint) when unsure.
+    /// under it. Read after the sign-in committed (a user the grant created holds none: no
+    /// read); nil (no hint) when unsure.
     public func upgradeHint(for response: TokenResponse, client: AuthenticatedClient) async -> Bool? {
         guard client.settings.grants.contains(.passkey), let userID = response.signIn?.userID,
             let realm = try? await tokenService.realmSettings(client.realm), let rpID = Self.rpID(client: client.settings, realm: realm),
-            let held = try? await passkeyTable.credentialIDs(realm: client.realm, userID: userID, rpID: rpID)
+            let held = response.userIsNew ? [] : try? await passkeyTable.credentialIDs(realm: client.realm, userID: userID, rpID: rpID)
         else { return nil }
         return held.isEmpty ? true : nil
     }

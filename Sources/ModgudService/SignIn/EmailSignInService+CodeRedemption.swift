@@ -14,14 +14,18 @@ extension EmailSignInService {
         async throws -> TokenResponse
     {
         let realm = grant.client.realm
-        guard let email = EmailAddress(rawEmail), code.count == 6, code.allSatisfy(\.isASCII), code.allSatisfy(\.isNumber) else {
-            throw Self.invalidCode
+        let email = try await grant.checks.countingRefusals(on: pool) {
+            guard let valid = EmailAddress(rawEmail), code.count == 6, code.allSatisfy(\.isASCII), code.allSatisfy(\.isNumber) else {
+                throw Self.invalidCode
+            }
+            // Scope and audience problems are the client's, whatever the code: check them first,
+            // so a bad request does not spend an attempt.
+            _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
+            _ = try ScopePolicy.audiences(resources: grant.resources, client: grant.client.settings, clientID: grant.client.id)
+            return valid
         }
-        // Scope and audience problems are the client's, whatever the code: check them first,
-        // so a bad request does not spend an attempt.
-        _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
-        _ = try ScopePolicy.audiences(resources: grant.resources, client: grant.client.settings, clientID: grant.client.id)
-        guard let (challenge, issued) = try await liveCode(realm: realm, email: email) else { throw Self.invalidCode }
+        // The request's count and proof claim ride with the code's read (issue 49).
+        guard let (challenge, issued) = try await liveCode(realm: realm, email: email, checking: grant.checks) else { throw Self.invalidCode }
         if let link, issued.purpose != .loginCode || issued.userID != link.userID {
             throw OAuthError.invalidGrant("The link_session belongs to another account than this code's address.")
         }
@@ -53,7 +57,9 @@ extension EmailSignInService {
             throw Self.invalidCode
         }
         guard let signIn = redemption.signIn else { throw Self.invalidCode }
-        return signIn.response
+        var response = signIn.response
+        response.userIsNew = issued.purpose == .registrationCode
+        return response
     }
 
     /// The one answer to a wrong, spent or expired code (Auth0's paths word it as Auth0 does).

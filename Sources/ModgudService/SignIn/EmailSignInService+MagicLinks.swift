@@ -55,10 +55,14 @@ extension EmailSignInService {
     /// signs in with the same link.
     public func redeemMagicLink(userID rawUserID: String, token: String, _ grant: UserGrantRequest) async throws -> TokenResponse {
         let realm = grant.client.realm
-        guard let userID = UUID(uuidString: rawUserID), token.count <= 128 else { throw Self.invalidLink }
-        _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
-        _ = try ScopePolicy.audiences(resources: grant.resources, client: grant.client.settings, clientID: grant.client.id)
-        let loaded = try await userActors.actor(for: StreamNames.user(realm: realm, userID: userID)).current()
+        let userID = try await grant.checks.countingRefusals(on: pool) {
+            guard let valid = UUID(uuidString: rawUserID), token.count <= 128 else { throw Self.invalidLink }
+            _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
+            _ = try ScopePolicy.audiences(resources: grant.resources, client: grant.client.settings, clientID: grant.client.id)
+            return valid
+        }
+        // The request's count and proof claim ride with the user's read (issue 49).
+        let loaded = try await userActors.actor(for: StreamNames.user(realm: realm, userID: userID)).current(checking: grant.checks)
         // What the account owes besides the link, found before the command (the account's status
         // and second factor live in another stream); the challenge decides, after the link
         // itself: a wrong or spent link is "Invalid or expired link." whatever the account owes.

@@ -204,12 +204,16 @@ public struct EmailSignInService: Sendable {
     }
 
     /// The live code of an address: in today's stream, or (just after midnight UTC) in
-    /// yesterday's.
-    func liveCode(realm: String, email: EmailAddress) async throws -> (AggregateActor<EmailChallenge>, ChallengeIssued)? {
+    /// yesterday's. A grant's `checks` go with the first read.
+    func liveCode(realm: String, email: EmailAddress, checking checks: GrantChecks = .none) async throws
+        -> (AggregateActor<EmailChallenge>, ChallengeIssued)?
+    {
         let time = now()
+        var checks = checks
         for day in [time, time - Self.codeLifetime] {
             let challenge = await challengeActors.actor(for: codeStream(realm: realm, email: email, day: day))
-            let current = try await challenge.current().state
+            let current = try await challenge.current(checking: checks).state
+            checks = .none
             if let issued = current.current, current.isLive(at: time) { return (challenge, issued) }
             if PersonalDataVault.dayText(day) == PersonalDataVault.dayText(time - Self.codeLifetime) { break }
         }

@@ -14,8 +14,8 @@ enum DPoPReplayTable {
     }
 
     /// Makes the current (pipelined) transaction commit without waiting for its WAL flush: for
-    /// a claim that a synchronous commit always follows before anything is granted (the refresh
-    /// grant's rotation), whose flush makes the claim durable too.
+    /// a grant's checks with its first read (`GrantChecks`), whose claim a synchronous commit
+    /// always follows before anything is granted, and whose count is unlogged.
     static let commitWithTheNextFlush: PQQuery = "SELECT set_config('synchronous_commit', 'off', true)"
 
     /// Deletes expired jtis.
