@@ -5,6 +5,7 @@ import HummingbirdTesting
 import JWTKit
 import ModgudDomain
 import ModgudHTTP
+import PQ
 @testable import ModgudService
 import WebAuthn
 import WebAuthnTesting
@@ -138,6 +139,101 @@ final class PasskeyTests: XCTestCase {
             let garbage = try await steps.redeem(client, clientID: "android", ceremony: "nope", assertion: assertion)
             XCTAssertEqual(garbage.json["error_description"] as? String, "Invalid or expired passkey assertion.")
         }
+    }
+
+    /// The passkey grant sends its count and its proof's jti claim with the credential's lookup
+    /// (issue 49), before the ceremony is consumed: a replayed proof is refused and the
+    /// ceremony still signs in with a fresh one; and every refusal is counted once.
+    func testTheGrantsChecksRideWithTheLookupAndSpendNothingWhenRefused() async throws {
+        let (harness, steps) = try await makeHarness()
+        _ = try await harness.core.administration.realms.update("dev", metadata: .init()) {
+            $0.rateLimitOverrides["token.client"] = RateLimitSetting(limit: 60, windowSeconds: 60, burst: 100)
+        }
+        let authenticator = self.authenticator
+        try await harness.app.test(.router) { client in
+            let token = try await steps.signInWithCode(client, "ada@example.com", clientID: "android")
+            var (credential, _) = try await steps.enroll(client, token: token, origin: "https://acme.test")
+            let discovery = try await H.call(client, .get, "/.well-known/openid-configuration", "", headers: [:])
+            let endpoint = try XCTUnwrap(discovery.json["token_endpoint"] as? String)
+            let made = try DPoPProofMaker.make([["key": 1], ["key": 1]], htu: endpoint, iat: Int(harness.clock.now().timeIntervalSince1970))
+            func redeem(_ ceremony: String, _ assertion: String, proof: String) async throws -> H.Reply {
+                try await H.token(
+                    client, [("grant_type", "urn:cocoar:passkey"), ("client_id", "android"), ("ceremony_id", ceremony), ("assertion", assertion)],
+                    headers: DPoPTokenTests.headers(proof))
+            }
+            let first = try await steps.begin(client, clientID: "android")
+            let signedIn = try await redeem(
+                first.id, steps.json(authenticator.assert(&credential, .init(challenge: first.challenge, origin: "https://acme.test"))), proof: made[0].proof)
+            XCTAssertEqual(signedIn.json["token_type"] as? String, "DPoP", signedIn.body)
+            let second = try await steps.begin(client, clientID: "android")
+            let assertion = steps.json(authenticator.assert(&credential, .init(challenge: second.challenge, origin: "https://acme.test")))
+            let replayed = try await redeem(second.id, assertion, proof: made[0].proof)
+            XCTAssertEqual(replayed.json["error"] as? String, "invalid_dpop_proof", replayed.body)
+            let fresh = try await redeem(second.id, assertion, proof: made[1].proof)
+            XCTAssertEqual(fresh.json["token_type"] as? String, "DPoP", "the replay did not consume the ceremony: \(fresh.body)")
+
+            // Every refusal counts once against the client: one second of debt each.
+            let before = try await Self.clientDebt(harness)
+            let passkey: [(String, String)] = [("grant_type", "urn:cocoar:passkey"), ("client_id", "android")]
+            for fields in [
+                passkey + [("ceremony_id", second.id)],  // neither assertion nor attestation
+                passkey + [("ceremony_id", "nope"), ("assertion", assertion)],
+                passkey + [("ceremony_id", UUID().uuidString), ("assertion", "{")],  // no credential id: counted alone
+                passkey + [("ceremony_id", UUID().uuidString), ("assertion", assertion)],  // counted with the lookup
+                passkey + [("ceremony_id", second.id), ("assertion", assertion), ("scope", "admin")],
+            ] {
+                let reply = try await H.token(client, fields)
+                XCTAssertEqual(reply.status, .badRequest, reply.body)
+            }
+            let after = try await Self.clientDebt(harness)
+            XCTAssertEqual(after - before, 5, accuracy: 0.5, "each of the 5 refusals was counted once")
+        }
+    }
+
+    /// A warm passkey sign-in is two round trips and one commit (issue 49): the credential's
+    /// lookup with the request's count, then one append that consumes the ceremony, records
+    /// the use and starts the token family. The ceremony stays single use: the same assertion
+    /// again is refused, and so is an assertion of a ceremony another request spent.
+    func testAWarmPasskeySignInIsTwoRoundTripsAndOneCommit() async throws {
+        let (harness, steps) = try await makeHarness()
+        let authenticator = self.authenticator
+        try await harness.app.test(.router) { client in
+            let token = try await steps.signInWithCode(client, "ada@example.com", clientID: "android")
+            var (credential, _) = try await steps.enroll(client, token: token, origin: "https://acme.test")
+            func signIn() async throws -> (ceremony: String, assertion: String, reply: H.Reply) {
+                let begun = try await steps.begin(client, clientID: "android")
+                let assertion = steps.json(authenticator.assert(&credential, .init(challenge: begun.challenge, origin: "https://acme.test")))
+                return (begun.id, assertion, try await steps.redeem(client, clientID: "android", ceremony: begun.id, assertion: assertion))
+            }
+            let warm = try await signIn()
+            XCTAssertEqual(warm.reply.status, .ok, warm.reply.body)
+            await harness.stopDispatcher()  // its outbox polls would count too
+            let begun = try await steps.begin(client, clientID: "android")
+            let assertion = steps.json(authenticator.assert(&credential, .init(challenge: begun.challenge, origin: "https://acme.test")))
+            await harness.core.store.notificationsSent()
+            let commitsBefore = try await Self.commits(harness)
+            let before = PQRoundTrips.total
+            let reply = try await steps.redeem(client, clientID: "android", ceremony: begun.id, assertion: assertion)
+            await harness.core.store.notificationsSent()
+            let (after, commitsAfter) = (PQRoundTrips.total, try await Self.commits(harness))
+            XCTAssertEqual(reply.status, .ok, reply.body)
+            // 1: the lookup with the count; 1: the append; 1: the NOTIFY after the commit.
+            XCTAssertEqual(after - before, 3)
+            XCTAssertEqual(commitsAfter - commitsBefore, 1, "the ceremony, the use and the family in one transaction")
+            let again = try await steps.redeem(client, clientID: "android", ceremony: begun.id, assertion: assertion)
+            XCTAssertEqual(again.json["error_description"] as? String, "Invalid or expired passkey assertion.", "single use")
+        }
+    }
+
+    /// Transactions that wrote events (distinct `tx_id`s in the log).
+    static func commits(_ harness: EmailSignInHarness) async throws -> Int64 {
+        try await harness.core.pool.query("SELECT count(DISTINCT tx_id)::int8 FROM events").first?.decode(Int64.self, at: 0) ?? 0
+    }
+
+    /// Seconds of debt in the `android` client's token bucket (one request a second).
+    static func clientDebt(_ harness: EmailSignInHarness) async throws -> Double {
+        let tat = try await harness.core.pool.query("SELECT extract(epoch FROM tat)::float8 FROM rate_limits WHERE policy = 'token.client'")
+        return try XCTUnwrap(tat.first?.decode(Double.self, at: 0)) - harness.clock.now().timeIntervalSince1970
     }
 
     func testTwentyConcurrentRedeemsOfOneCeremonyOneSuccess() async throws {

@@ -28,88 +28,190 @@ extension PasskeyService {
     /// grant_type=urn:cocoar:passkey. Every failure is `invalid_grant` with one text
     /// (`refused`, seed 001's error table: "don't parse it for which part was wrong"); the HTTP
     /// layer adds the jitter.
+    ///
+    /// One commit per sign-in (issue 49): the ceremony is consumed in the append that records
+    /// the use and starts the token family, at the version this instance found it live, so the
+    /// store decides single use; a refused assertion consumes it on its own before the refusal
+    /// is answered or recorded, so a failed verification cannot be retried either.
     public func redeem(client: AuthenticatedClient, ceremonyID rawCeremonyID: String, assertion: String, _ grant: UserGrantRequest)
         async throws -> TokenResponse
     {
-        let badCeremony = Self.refused
-        let failed = Self.refused
         let realm = client.realm
-        _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: client.settings)
-        _ = try ScopePolicy.audiences(resources: grant.resources, client: client.settings, clientID: client.id)
-        guard let ceremonyID = UUID(uuidString: rawCeremonyID) else { throw badCeremony }
-        // The ceremony is consumed before the assertion is looked at (single use, by the store).
-        guard
-            let ceremony = try await consumeCeremony(
-                realm: realm, ceremonyID: ceremonyID, .consume(kind: .login, clientID: client.id, userID: nil), metadata: grant.metadata)
-        else { throw badCeremony }
-        guard let credential = try? AssertionCredential(json: Array(assertion.utf8)), let rawID = Base64URL.decode(credential.rawId),
-            let challenge = Base64URL.decode(ceremony.challenge)
-        else { throw failed }
-        // Issue 46: a credential never enrolled, or deleted since, is unknown (the same answer
-        // for both, for every caller), with what the app needs to tell the device.
-        let unknown = OAuthError.unknownCredential(Base64URL.encode(rawID), rpID: ceremony.rpID, description: Self.refused.description)
-        guard let found = try await passkeyTable.credential(realm: realm, rawID: rawID) else { throw unknown }
-        let passkey = await passkeyActors.actor(for: StreamNames.passkey(realm: realm, passkeyID: found.passkeyID))
-        let state = try await passkey.current(atLeast: found.passkeyVersion).state
-        guard state.isActive else { throw unknown }
-        // A credential verifies only under the RP-ID it was enrolled under.
-        guard let enrolled = state.enrolled, let publicKeyBytes = Base64URL.decode(enrolled.publicKey),
-            let publicKey = try? COSEKey(bytes: publicKeyBytes)
-        else { throw failed }
-        guard enrolled.rpID == ceremony.rpID else {
-            await reportFailure("rp_id_mismatch", passkey: passkey, grant)
-            throw failed
+        let ceremonyID = try await parsedCeremony(rawCeremonyID, client: client, grant)
+        let credential = try? AssertionCredential(json: Array(assertion.utf8))
+        let rawID = credential.flatMap { Base64URL.decode($0.rawId) }
+        // The credential's lookup carries the request's count and proof claim (issue 49).
+        let found = try await lookUpCredential(rawID, realm: realm, checks: grant.checks)
+        let ceremony = try await liveCeremony(realm: realm, ceremonyID: ceremonyID, client: client)
+        let checked: CheckedAssertion
+        switch try await check(credential, rawID: rawID, found: found, ceremony: ceremony.begun, client: client) {
+        case .refused(let refusal, let report):
+            guard try await spend(ceremony, client: client, grant) else { throw Self.refused }
+            if let report { await file(report, grant) }
+            throw refusal
+        case .verified(let verified):
+            checked = verified
         }
-        let stored = StoredCredential(
-            credentialID: rawID, publicKey: publicKey, signCount: state.signCount, userHandle: Self.userHandle(enrolled.userID),
-            backupEligible: enrolled.backupEligible)
-        guard let verdict = try await verify(credential, challenge: challenge, ceremony: ceremony, stored: stored, client: client, passkey: passkey, grant)
-        else { throw failed }
-        let user = try await userActors.actor(for: StreamNames.user(realm: realm, userID: enrolled.userID)).current(atLeast: found.userVersion).state
+        let user = try await userActors.actor(for: StreamNames.user(realm: realm, userID: checked.enrolled.userID))
+            .current(atLeast: checked.userVersion).state
         // User verification was required: the passkey is two factors in one (RFC 8176 "mfa";
-        // `AuthenticationContext.passkeyAMR`).
-        // The tokens are minted first; their family commits with the recorded use.
+        // `AuthenticationContext.passkeyAMR`). The tokens are minted first; their family
+        // commits with the recorded use.
         let signIn =
             user.canSignIn
             ? try await tokenService.prepareSignIn(
-                client: client, user: user, grantType: .passkey, scope: grant.scope, resources: grant.resources, amr: AuthenticationContext.passkeyAMR(backupEligible: enrolled.backupEligible),
-                issuer: grant.issuer, dpopKey: grant.dpopKey, acrValues: grant.acrValues)
+                client: client, user: user, grantType: .passkey, scope: grant.scope, resources: grant.resources,
+                amr: AuthenticationContext.passkeyAMR(backupEligible: checked.enrolled.backupEligible), issuer: grant.issuer,
+                dpopKey: grant.dpopKey, acrValues: grant.acrValues)
             : nil
-        let used = try await passkey.execute(
-            .recordUse(signCount: verdict.newSignCount, backedUp: verdict.backedUp, at: now()), now: now(), metadata: grant.metadata,
-            alsoAppending: { events in
-                guard let signIn, case .used = events.first else { return [] }
-                return [try signIn.write()]
-            })
-        guard case .used = used.events.first else { throw failed }  // a concurrent use got there with a higher count
-        guard let signIn else { throw failed }
+        try await recordUse(checked, consuming: ceremony, signIn: signIn, client: client, grant)
+        guard let signIn else { throw Self.refused }
         return signIn.response
     }
 
-    /// The assertion checked (WebAuthn Level 3 section 7.2); nil when it fails. A sign count
-    /// that did not grow is recorded as a suspected clone (step 25).
-    private func verify(
-        _ credential: AssertionCredential, challenge: [UInt8], ceremony: PasskeyCeremonyBegun, stored: StoredCredential,
-        client: AuthenticatedClient, passkey: AggregateActor<Passkey>, _ grant: UserGrantRequest
-    ) async throws -> AssertionVerdict? {
-        let realmSettings = try await tokenService.realmSettings(client.realm)
+    /// A login ceremony this instance finds live, and the version it found it at.
+    struct LiveCeremony: Sendable {
+        let stream: StreamRef
+        let begun: PasskeyCeremonyBegun
+        let version: Int64
+    }
+
+    /// The ceremony as cached (read when this instance has not seen it begin). A refusal here
+    /// is final: a consumed, expired or mismatched ceremony stays so. Only "live" can be stale
+    /// (consumed elsewhere since), and the append that consumes it catches that.
+    private func liveCeremony(realm: String, ceremonyID: UUID, client: AuthenticatedClient) async throws -> LiveCeremony {
+        let stream = StreamNames.passkeyCeremony(realm: realm, ceremonyID: ceremonyID)
+        let (state, version) = try await ceremonyActors.actor(for: stream).current(atLeast: 1)
+        guard let begun = state.begun, (try? PasskeyCeremony.decide(Self.consumeLogin(client), state: state, now: now())) != nil else {
+            throw Self.refused
+        }
+        return LiveCeremony(stream: stream, begun: begun, version: version)
+    }
+
+    private static func consumeLogin(_ client: AuthenticatedClient) -> PasskeyCeremony.Command {
+        .consume(kind: .login, clientID: client.id, userID: nil)
+    }
+
+    /// Consumes the ceremony on its own (a refused assertion); false when it was spent meanwhile.
+    private func spend(_ ceremony: LiveCeremony, client: AuthenticatedClient, _ grant: UserGrantRequest) async throws -> Bool {
+        try await consumeCeremony(realm: client.realm, ceremonyID: ceremony.begun.ceremonyID, Self.consumeLogin(client), metadata: grant.metadata) != nil
+    }
+
+    /// Records the use, the ceremony's consumption and the sign-in's token family in one append.
+    /// A ceremony consumed meanwhile refuses the whole of it; a passkey deleted meanwhile still
+    /// spends the ceremony; a concurrent use with a higher count leaves this one a suspected clone.
+    private func recordUse(
+        _ checked: CheckedAssertion, consuming ceremony: LiveCeremony, signIn: PreparedSignIn?, client: AuthenticatedClient, _ grant: UserGrantRequest
+    ) async throws {
+        let consumed = StreamWrite(
+            stream: ceremony.stream, expected: ExpectedVersion(current: ceremony.version),
+            events: [try PasskeyCeremonyEvent.consumed(PasskeyCeremonyConsumed(ceremonyID: ceremony.begun.ceremonyID)).newEvent()])
+        let used: CommandOutcome<Passkey>
         do {
-            return try AssertionVerifier().verify(
-                credential, expectedChallenge: challenge, expectedRPID: ceremony.rpID,
-                origins: Self.origins(rpID: ceremony.rpID, client: client.settings, realm: realmSettings), policy: Self.verification,
-                stored: stored)
-        } catch .signCountNotIncreasing(let stored, let received) {
-            _ = try? await passkey.execute(.reportClone(stored: stored, received: received), now: now(), metadata: grant.metadata)
-            return nil
-        } catch {
-            await reportFailure(error.reason, passkey: passkey, grant)
-            return nil
+            used = try await checked.passkey.execute(
+                .recordUse(signCount: checked.verdict.newSignCount, backedUp: checked.verdict.backedUp, at: now()), now: now(), metadata: grant.metadata,
+                alsoAppending: { events in
+                    guard let signIn, case .used = events.first else { return [consumed] }
+                    return [consumed, try signIn.write()]
+                })
+        } catch EventStoreError.wrongExpectedVersion(let conflicted, _, _) where conflicted == ceremony.stream.id {
+            throw Self.refused
+        } catch is DomainError {
+            _ = try await spend(ceremony, client: client, grant)
+            throw Self.refused
+        }
+        await ceremonyActors.forget(ceremony.stream.id)
+        guard case .used = used.events.first else { throw Self.refused }
+    }
+
+    /// The ceremony's id, once the scopes and audiences asked for are the client's; a refusal
+    /// here is counted (the grant's checks had not been sent yet).
+    private func parsedCeremony(_ rawCeremonyID: String, client: AuthenticatedClient, _ grant: UserGrantRequest) async throws -> UUID {
+        try await grant.checks.countingRefusals(on: pool) {
+            _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: client.settings)
+            _ = try ScopePolicy.audiences(resources: grant.resources, client: client.settings, clientID: client.id)
+            guard let ceremonyID = UUID(uuidString: rawCeremonyID) else { throw Self.refused }
+            return ceremonyID
         }
     }
 
-    /// A refused assertion of a known passkey, in its owner's history (issue 43). Best effort:
-    /// the caller is refused whether or not the record is written.
-    private func reportFailure(_ reason: String, passkey: AggregateActor<Passkey>, _ grant: UserGrantRequest) async {
-        _ = try? await passkey.execute(.reportFailedAssertion(reason: reason), now: now(), metadata: grant.metadata)
+    /// The presented credential's row, looked up with the request's checks; without a
+    /// readable credential id, only the count is sent (the request fails anyway).
+    private func lookUpCredential(_ rawID: [UInt8]?, realm: String, checks: GrantChecks) async throws
+        -> (passkeyID: UUID, passkeyVersion: Int64, userVersion: Int64)?
+    {
+        guard let rawID else {
+            try await checks.countRefusal(on: pool)
+            return nil
+        }
+        return try await passkeyTable.credential(realm: realm, rawID: rawID, checking: checks)
+    }
+
+    /// A verified assertion: what the sign-in needs of it.
+    struct CheckedAssertion: Sendable {
+        let passkey: AggregateActor<Passkey>
+        let enrolled: PasskeyEnrolled
+        let verdict: AssertionVerdict
+        /// The user's stream version the credential's lookup saw.
+        let userVersion: Int64
+    }
+
+    /// What a refused assertion leaves in its passkey's history (issue 43), once the ceremony is spent.
+    enum FailureReport: Sendable {
+        case failed(reason: String, passkey: AggregateActor<Passkey>)
+        /// WebAuthn Level 3 section 7.2 step 25: a sign count that did not grow.
+        case clone(stored: UInt32, received: UInt32, passkey: AggregateActor<Passkey>)
+    }
+
+    enum AssertionCheck: Sendable {
+        case verified(CheckedAssertion)
+        case refused(OAuthError, report: FailureReport?)
+    }
+
+    /// The assertion checked against the credential (WebAuthn Level 3 section 7.2), writing
+    /// nothing: the caller spends the ceremony first, then files the report.
+    private func check(
+        _ credential: AssertionCredential?, rawID: [UInt8]?, found: (passkeyID: UUID, passkeyVersion: Int64, userVersion: Int64)?,
+        ceremony: PasskeyCeremonyBegun, client: AuthenticatedClient
+    ) async throws -> AssertionCheck {
+        guard let credential, let rawID, let challenge = Base64URL.decode(ceremony.challenge) else { return .refused(Self.refused, report: nil) }
+        // Issue 46: a credential never enrolled, or deleted since, is unknown (the same answer
+        // for both, for every caller), with what the app needs to tell the device.
+        let unknown = OAuthError.unknownCredential(Base64URL.encode(rawID), rpID: ceremony.rpID, description: Self.refused.description)
+        guard let found else { return .refused(unknown, report: nil) }
+        let passkey = await passkeyActors.actor(for: StreamNames.passkey(realm: client.realm, passkeyID: found.passkeyID))
+        let state = try await passkey.current(atLeast: found.passkeyVersion).state
+        guard state.isActive else { return .refused(unknown, report: nil) }
+        guard let enrolled = state.enrolled, let publicKeyBytes = Base64URL.decode(enrolled.publicKey),
+            let publicKey = try? COSEKey(bytes: publicKeyBytes)
+        else { return .refused(Self.refused, report: nil) }
+        // A credential verifies only under the RP-ID it was enrolled under.
+        guard enrolled.rpID == ceremony.rpID else { return .refused(Self.refused, report: .failed(reason: "rp_id_mismatch", passkey: passkey)) }
+        let stored = StoredCredential(
+            credentialID: rawID, publicKey: publicKey, signCount: state.signCount, userHandle: Self.userHandle(enrolled.userID),
+            backupEligible: enrolled.backupEligible)
+        let realmSettings = try await tokenService.realmSettings(client.realm)
+        do {
+            let verdict = try AssertionVerifier().verify(
+                credential, expectedChallenge: challenge, expectedRPID: ceremony.rpID,
+                origins: Self.origins(rpID: ceremony.rpID, client: client.settings, realm: realmSettings), policy: Self.verification,
+                stored: stored)
+            return .verified(CheckedAssertion(passkey: passkey, enrolled: enrolled, verdict: verdict, userVersion: found.userVersion))
+        } catch .signCountNotIncreasing(let stored, let received) {
+            return .refused(Self.refused, report: .clone(stored: stored, received: received, passkey: passkey))
+        } catch {
+            return .refused(Self.refused, report: .failed(reason: error.reason, passkey: passkey))
+        }
+    }
+
+    /// Files a refused assertion's report. Best effort: the caller is refused whether or not
+    /// the record is written.
+    private func file(_ report: FailureReport, _ grant: UserGrantRequest) async {
+        switch report {
+        case .failed(let reason, let passkey):
+            _ = try? await passkey.execute(.reportFailedAssertion(reason: reason), now: now(), metadata: grant.metadata)
+        case .clone(let stored, let received, let passkey):
+            _ = try? await passkey.execute(.reportClone(stored: stored, received: received), now: now(), metadata: grant.metadata)
+        }
     }
 }
