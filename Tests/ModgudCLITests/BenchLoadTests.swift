@@ -29,7 +29,10 @@ final class BenchLoadTests: XCTestCase {
         // other line says what fraction of the floor it ran at.
         let floor = try XCTUnwrap(lines.first { $0.hasPrefix("floor ") }).split(separator: " ", omittingEmptySubsequences: true)
         XCTAssertEqual(floor.last, "1.00", "the floor is its own unit")
-        XCTAssertEqual(Double(floor[7]) ?? 0, 1, accuracy: 0.05, "one statement per floor grant")
+        // One statement per grant, not two: the window of a one-second run at two connections
+        // also holds what the projection daemons still do after the scenarios before it (a full local
+        // run measured 1.05), so the bound tells one statement from two, not from 1.05.
+        XCTAssertEqual(Double(floor[7]) ?? 0, 1, accuracy: 0.3, "one statement per floor grant")
         XCTAssertGreaterThan(Double(refresh.last ?? "") ?? 0, 0, "refresh as a fraction of the floor")
     }
 }
