@@ -30,8 +30,9 @@ public enum PasskeyCeremony: Aggregate {
     public enum Command: Sendable {
         case begin(PasskeyCeremonyBegun)
         /// Redeems the ceremony: `kind`, `clientID` and `userID` are what the redeeming request
-        /// brings; a mismatch refuses it like an unknown ceremony. The ceremony is consumed
-        /// before the credential is checked, so a failed verification cannot be retried.
+        /// brings; a mismatch refuses it like an unknown ceremony. A failed verification
+        /// consumes it too (on its own, before the refusal), so it cannot be retried; a
+        /// successful sign-in consumes it in the append that records the use.
         case consume(kind: Kind, clientID: String?, userID: UUID?)
     }
 
