@@ -73,6 +73,32 @@ final class PQConnectionTests: XCTestCase {
         XCTAssertEqual(try results[1].first!.decode(Int.self, at: 0), 1)
     }
 
+    /// A setting local to a pipeline's transaction ends with it, implicit or explicit (the
+    /// DPoP claim relaxes `synchronous_commit` for its own pipeline only, issue 29: were it to
+    /// outlive the pipeline, every later commit on the connection would skip the standby).
+    /// After a failed explicit pipeline the transaction is open and aborted; the rollback the
+    /// pool makes ends it, and the setting with it.
+    func testATransactionLocalSettingEndsWithItsPipeline() async throws {
+        let show: PQQuery = "SHOW synchronous_commit"
+        let settings = try await database.pool.withConnection { connection in
+            try await connection.execute("SET synchronous_commit TO on")  // the test cluster's default is off
+            let implicit = try await connection.pipeline(["SELECT set_config('synchronous_commit', 'off', true)", show])[1]
+                .first!.decode(String.self, at: 0)
+            let afterImplicit = try await connection.query(show).first!.decode(String.self, at: 0)
+            _ = try? await connection.pipeline(["SELECT set_config('synchronous_commit', 'off', true)", "SELECT 1/0"])
+            let afterImplicitFailure = try await connection.query(show).first!.decode(String.self, at: 0)
+            let explicit = try await connection.pipeline(["BEGIN", "SET LOCAL synchronous_commit TO off", show, "COMMIT"])[2]
+                .first!.decode(String.self, at: 0)
+            let afterExplicit = try await connection.query(show).first!.decode(String.self, at: 0)
+            _ = try? await connection.pipeline(["BEGIN", "SET LOCAL synchronous_commit TO off", "SELECT 1/0", "COMMIT"])
+            let open = await connection.isInTransaction
+            await connection.rollbackQuietly()
+            let afterRollback = try await connection.query(show).first!.decode(String.self, at: 0)
+            return [implicit, afterImplicit, afterImplicitFailure, explicit, afterExplicit, open ? "open" : "closed", afterRollback]
+        }
+        XCTAssertEqual(settings, ["off", "on", "on", "off", "on", "open", "on"])
+    }
+
     func testListenReceivesNotifyAfterCommitOnly() async throws {
         let listener = try await PQConnection.connect(PQConfiguration(connectionString: database.url))
         try await listener.listen("wake_up")

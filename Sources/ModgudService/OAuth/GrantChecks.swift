@@ -28,15 +28,13 @@ public struct GrantChecks: Sendable {
 
     /// The statements around a lookup, and where the lookup's result is among theirs.
     ///
-    /// The transaction commits without waiting for a WAL flush. Nothing in it needs one before
-    /// the answer: the count's table is UNLOGGED, and a jti claim (`dpop_jtis` is logged) is
-    /// made durable by the synchronous commit every grant makes before it answers, whose flush
-    /// covers every WAL record before it (docs/decisions.md, "Security state across a crash and
-    /// a failover"). It matters because a read can write WAL too: on-access pruning of a page
-    /// with dead row versions (a hot `streams` row, say) is logged, and a transaction that wrote
-    /// WAL and holds an xid (the count's) waits for the flush at commit, with the bucket's row
-    /// locked all the while (issue 49: a passkey sign-in's count waited 560–750 µs for the row,
-    /// against about 80 alone).
+    /// With a jti claim the transaction writes WAL (`dpop_jtis` is logged): it commits without
+    /// waiting for its flush, because every grant answers only after a synchronous commit of
+    /// its own, whose flush covers every WAL record before it, the claim's included
+    /// (docs/decisions.md, "Security state across a crash and a failover"). Without a claim it
+    /// commits as usual. (Relaxing every such transaction shortened the count's wait for its
+    /// row, but a failover test run with it lost acknowledged refresh tokens, a cause not yet
+    /// found: BENCHMARKS.md, issue 49, third part.)
     ///
     /// The count goes last: its bucket's row stays locked until the commit, and every request
     /// of one client counts that row, so the less runs after it, the shorter the queue behind
@@ -50,7 +48,7 @@ public struct GrantChecks: Sendable {
     /// The statements without the lookup, and the index the lookup goes in at (for a lookup
     /// another module builds, such as a stream's read).
     public var statements: (queries: [PQQuery], lookupIndex: Int) {
-        let relaxed = isEmpty ? nil : DPoPReplayTable.commitWithTheNextFlush
+        let relaxed = dpopClaim.map { _ in DPoPReplayTable.commitWithTheNextFlush }
         let before = [relaxed, dpopClaim?.query].compactMap { $0 }
         return (before + [count].compactMap { $0 }, before.count)
     }
