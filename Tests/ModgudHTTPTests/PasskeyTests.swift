@@ -225,6 +225,40 @@ final class PasskeyTests: XCTestCase {
         }
     }
 
+    /// The single commit across two instances on one database (issue 49): a ceremony begun on
+    /// A is redeemed on B, which has never seen it (it reads it); the same ceremony again on
+    /// A, whose cache still holds it live, is refused by the append's expected version; and a
+    /// ceremony begun on B and spent on A is refused on B.
+    func testASignInOnEitherInstanceSpendsTheCeremonyForBoth() async throws {
+        let (harness, steps) = try await makeHarness()
+        let second = try ModgudCore(pool: harness.database.makePool(maxConnections: 10), masterKey: H.masterKey, now: { harness.clock.now() })
+        let authenticator = self.authenticator
+        try await harness.app.test(.router) { onA in
+            try await buildApplication(core: second, configuration: harness.configuration).test(.router) { onB in
+                let token = try await steps.signInWithCode(onA, "ada@example.com", clientID: "android")
+                var (credential, _) = try await steps.enroll(onA, token: token, origin: "https://acme.test")
+                func assertion(_ challenge: [UInt8]) -> String {
+                    steps.json(authenticator.assert(&credential, .init(challenge: challenge, origin: "https://acme.test")))
+                }
+                let begunOnA = try await steps.begin(onA, clientID: "android")
+                let signedA = assertion(begunOnA.challenge)
+                let onBReply = try await steps.redeem(onB, clientID: "android", ceremony: begunOnA.id, assertion: signedA)
+                XCTAssertEqual(onBReply.status, .ok, onBReply.body)
+                let againOnA = try await steps.redeem(onA, clientID: "android", ceremony: begunOnA.id, assertion: signedA)
+                XCTAssertEqual(againOnA.json["error_description"] as? String, "Invalid or expired passkey assertion.", "spent on B")
+                let begunOnB = try await steps.begin(onB, clientID: "android")
+                let signedB = assertion(begunOnB.challenge)
+                let onAReply = try await steps.redeem(onA, clientID: "android", ceremony: begunOnB.id, assertion: signedB)
+                XCTAssertEqual(onAReply.status, .ok, onAReply.body)
+                let againOnB = try await steps.redeem(onB, clientID: "android", ceremony: begunOnB.id, assertion: signedB)
+                XCTAssertEqual(againOnB.json["error_description"] as? String, "Invalid or expired passkey assertion.", "spent on A")
+            }
+        }
+        let used = try await harness.core.pool.query("SELECT count(*)::int8 FROM events WHERE type = 'passkey.used'").first?.decode(Int64.self, at: 0)
+        XCTAssertEqual(used, 2, "two sign-ins, one use each; the refused ones recorded none")
+        await second.pool.close()
+    }
+
     /// Transactions that wrote events (distinct `tx_id`s in the log).
     static func commits(_ harness: EmailSignInHarness) async throws -> Int64 {
         try await harness.core.pool.query("SELECT count(DISTINCT tx_id)::int8 FROM events").first?.decode(Int64.self, at: 0) ?? 0
