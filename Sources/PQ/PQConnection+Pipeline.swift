@@ -86,14 +86,48 @@ extension PQConnection {
                 }
             }
         }
-        // The sync point's own result.
-        while let raw = PQgetResult(handle) {
-            let status = PQresultStatus(raw)
-            PQclear(raw)
-            if status == PGRES_PIPELINE_SYNC { break }
-        }
+        if let commitError = awaitSyncPoint(handle: handle) { firstError = firstError ?? commitError }
         if let firstError { throw firstError }
         return results
+    }
+
+    /// Reads up to the sync point, where the implicit transaction commits, and returns how the
+    /// commit failed, if it did.
+    ///
+    /// The statements' results arrive before the commit: a commit that fails (a deferred
+    /// constraint) answers with an error here, and one that never answers (the backend ended
+    /// while it waited for a synchronous standby: committed locally, perhaps never replicated)
+    /// ends the connection before the sync point. Either way the pipeline failed, whatever
+    /// its statements said: reported as a success, a grant would answer with a token a
+    /// promoted standby never had (issue 49, `ops/failover-test`).
+    private func awaitSyncPoint(handle: OpaquePointer) -> PQPipelineError? {
+        var failure: PQPipelineError?
+        // libpq ends each command's results with one NULL; two in a row mean nothing more is
+        // coming, and a NULL from a failed connection means the same.
+        var nulls = 0
+        while nulls < 2 {
+            guard let raw = PQgetResult(handle) else {
+                nulls += 1
+                if PQstatus(handle) != CONNECTION_OK { break }
+                continue
+            }
+            nulls = 0
+            let status = PQresultStatus(raw)
+            if status == PGRES_PIPELINE_SYNC {
+                PQclear(raw)
+                return failure
+            }
+            if status == PGRES_FATAL_ERROR {
+                do { _ = try check(raw, handle: handle) } catch { failure = failure ?? PQPipelineError(index: nil, error: error) }
+            } else {
+                PQclear(raw)
+            }
+        }
+        var lost = connectionError(handle: handle)
+        if lost.code != .connectionLost {
+            lost = PQError(.connectionLost, message: "the pipeline's commit was not confirmed: \(lost.message)")
+        }
+        return failure ?? PQPipelineError(index: nil, error: lost)
     }
 }
 

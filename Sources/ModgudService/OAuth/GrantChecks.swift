@@ -33,8 +33,7 @@ public struct GrantChecks: Sendable {
     /// its own, whose flush covers every WAL record before it, the claim's included
     /// (docs/decisions.md, "Security state across a crash and a failover"). Without a claim it
     /// commits as usual. (Relaxing every such transaction shortened the count's wait for its
-    /// row, but a failover test run with it lost acknowledged refresh tokens, a cause not yet
-    /// found: BENCHMARKS.md, issue 49, third part.)
+    /// row but bought no rate: docs/decisions.md, "That transaction still waits for its flush".)
     ///
     /// The count goes last: its bucket's row stays locked until the commit, and every request
     /// of one client counts that row, so the less runs after it, the shorter the queue behind
