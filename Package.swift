@@ -46,7 +46,7 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
         ),
-        // PostgreSQL client over libpq: connections on dedicated threads, pool, binds, LISTEN/NOTIFY.
+        // PostgreSQL client over libpq: connections on dedicated threads (the hot path non-blocking on its task), pool, binds, LISTEN/NOTIFY.
         .target(name: "PQ", dependencies: ["CLibPQ"], swiftSettings: strict),
         // Storage-agnostic event-sourcing kit: streams, versions, registry, store and projection protocols.
         .target(name: "EventSourcing", swiftSettings: strict),

@@ -108,7 +108,7 @@ public final class AppendBatcher: Sendable {
         let ordered = batch.sorted { $0.sortKey < $1.sortKey }
         do {
             let results = try await pool.withConnection { connection in
-                try await connection.pipeline(ordered.flatMap(\.statements))
+                try await connection.pipelineInPlace(ordered.flatMap(\.statements))
             }
             var offset = 0
             for pending in ordered {
@@ -130,7 +130,7 @@ public final class AppendBatcher: Sendable {
     private func alone(_ pending: Pending) async {
         do {
             let results = try await pool.withConnection { connection in
-                try await connection.pipeline(pending.statements)
+                try await connection.pipelineInPlace(pending.statements)
             }
             pending.continuation.resume(returning: results)
         } catch {

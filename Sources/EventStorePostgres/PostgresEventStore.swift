@@ -111,7 +111,7 @@ public final class PostgresEventStore: EventStore {
                 results = try await batcher.commit(finalStatements, sortKey: writes[0].stream.id)
             } else {
                 results = try await pool.withConnection { connection in
-                    try await connection.pipeline(finalStatements)
+                    try await connection.pipelineInPlace(finalStatements)
                 }
             }
         } catch let failure as PQPipelineError {

@@ -22,11 +22,11 @@ extension PQConnection {
         guard PQpipelineSync(handle) == 1 else {
             throw PQPipelineError(index: nil, error: connectionError(handle: handle))
         }
-        return try collect(sent, count: queries.count, handle: handle)
+        return try collect(sent, count: queries.count, handle: handle) { PQgetResult(handle) }
     }
 
     /// Queues each statement (preparing the ones this connection has not prepared yet).
-    private func send(_ queries: [PQQuery], handle: OpaquePointer) throws(PQPipelineError) -> [PipelineItem] {
+    nonisolated func send(_ queries: [PQQuery], handle: OpaquePointer) throws(PQPipelineError) -> [PipelineItem] {
         var sent: [PipelineItem] = []
         sent.reserveCapacity(queries.count * 2)
         var newNames: [StatementKey: String] = [:]
@@ -54,14 +54,17 @@ extension PQConnection {
     }
 
     /// Reads every queued item's result, then the sync point's; throws the first failure.
-    private func collect(_ sent: [PipelineItem], count: Int, handle: OpaquePointer) throws(PQPipelineError) -> [PQResult] {
+    /// - Parameter next: libpq's next result (`PQgetResult`, or results already received).
+    nonisolated func collect(
+        _ sent: [PipelineItem], count: Int, handle: OpaquePointer, next: () -> OpaquePointer?
+    ) throws(PQPipelineError) -> [PQResult] {
         var results: [PQResult] = []
         results.reserveCapacity(count)
         var firstError: PQPipelineError?
         for item in sent {
-            let raw = PQgetResult(handle)
+            let raw = next()
             // Each command's results end with a NULL.
-            defer { while let extra = PQgetResult(handle) { PQclear(extra) } }
+            defer { while let extra = next() { PQclear(extra) } }
             guard let raw else {
                 firstError = firstError ?? PQPipelineError(index: nil, error: connectionError(handle: handle))
                 break
@@ -86,7 +89,7 @@ extension PQConnection {
                 }
             }
         }
-        if let commitError = awaitSyncPoint(handle: handle) { firstError = firstError ?? commitError }
+        if let commitError = awaitSyncPoint(handle: handle, next: next) { firstError = firstError ?? commitError }
         if let firstError { throw firstError }
         return results
     }
@@ -100,13 +103,13 @@ extension PQConnection {
     /// ends the connection before the sync point. Either way the pipeline failed, whatever
     /// its statements said: reported as a success, a grant would answer with a token a
     /// promoted standby never had (issue 49, `ops/failover-test`).
-    private func awaitSyncPoint(handle: OpaquePointer) -> PQPipelineError? {
+    private nonisolated func awaitSyncPoint(handle: OpaquePointer, next: () -> OpaquePointer?) -> PQPipelineError? {
         var failure: PQPipelineError?
         // libpq ends each command's results with one NULL; two in a row mean nothing more is
         // coming, and a NULL from a failed connection means the same.
         var nulls = 0
         while nulls < 2 {
-            guard let raw = PQgetResult(handle) else {
+            guard let raw = next() else {
                 nulls += 1
                 if PQstatus(handle) != CONNECTION_OK { break }
                 continue
@@ -132,7 +135,7 @@ extension PQConnection {
 }
 
 /// One item queued in a pipeline: a statement to prepare, or a query (by its index).
-private enum PipelineItem {
+enum PipelineItem {
     case prepare(PQConnection.StatementKey, String)
     case query(Int)
 }

@@ -25,16 +25,16 @@ extension PQConnection {
         return name
     }
 
-    func nextStatementName() -> String {
+    nonisolated func nextStatementName() -> String {
         nextStatement += 1
         return "mg\(nextStatement)"
     }
 
-    func rememberPrepared(_ key: StatementKey, name: String) {
+    nonisolated func rememberPrepared(_ key: StatementKey, name: String) {
         prepared[key] = name
     }
 
-    func lookupPrepared(_ key: StatementKey) -> String? {
+    nonisolated func lookupPrepared(_ key: StatementKey) -> String? {
         prepared[key]
     }
 

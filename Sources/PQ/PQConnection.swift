@@ -7,11 +7,13 @@ import Glibc
 import Darwin
 #endif
 
-/// One connection to PostgreSQL, running every libpq call on its own thread.
+/// One connection to PostgreSQL, its blocking libpq calls run on its own thread.
 ///
 /// The actor's executor is a `ThreadExecutor`, so its blocking libpq calls never occupy
 /// Swift's cooperative pool. Methods are synchronous inside the actor: use `run` or
-/// `transaction` to do several statements in one hop, `query` for one.
+/// `transaction` to do several statements in one hop, `query` for one. The hot path's
+/// statements skip the hop: `pipelineInPlace` and `queryInPlace` run on the calling task with
+/// libpq non-blocking (`PQConnection+WithoutItsThread`).
 ///
 /// Statements are prepared once per connection and reused (keyed by SQL text and
 /// parameter types), which spares the server a parse and plan on every call.
@@ -21,9 +23,13 @@ public actor PQConnection {
         executor.asUnownedSerialExecutor()
     }
 
-    private var handle: OpaquePointer?
-    var prepared: [StatementKey: String] = [:]
-    var nextStatement = 0
+    // The connection's libpq state. Isolated in effect, not by the compiler: the actor's own
+    // methods and the calling task's non-blocking statements (`PQConnection+WithoutItsThread`)
+    // both touch it, and they never run at once, because one task at a time holds a connection
+    // (the pool's lease, or a dedicated connection's owner) and awaits each call.
+    nonisolated(unsafe) var handle: OpaquePointer?
+    nonisolated(unsafe) var prepared: [StatementKey: String] = [:]
+    nonisolated(unsafe) var nextStatement = 0
     /// Prepared statements kept per connection before the cache is reset.
     let preparedLimit = 512
 
@@ -34,7 +40,7 @@ public actor PQConnection {
     /// standby, or a primary that was demoted. The pool then discards it, and the next
     /// connection lets libpq choose again (`target_session_attrs=read-write`), so a switchover
     /// costs a few 503s, not every later request on the old connection (issue 26).
-    private var reachedReadOnlyServer = false
+    nonisolated(unsafe) private var reachedReadOnlyServer = false
 
     /// What the pool needs to know when the connection comes back, readable without a hop.
     private nonisolated let leaseState = Atomic<UInt8>(LeaseState.idle.rawValue)
@@ -55,7 +61,7 @@ public actor PQConnection {
     }
 
     /// Records the state for the pool; called at the end of every public operation.
-    func recordLeaseState() {
+    nonisolated func recordLeaseState() {
         let state: LeaseState
         if let handle, !reachedReadOnlyServer, PQstatus(handle) == CONNECTION_OK, PQpipelineStatus(handle) == PQ_PIPELINE_OFF {
             // A connection still in pipeline mode (a pipeline cut off mid-way, say by a server
@@ -228,7 +234,7 @@ public actor PQConnection {
         return handle
     }
 
-    func check(_ result: OpaquePointer?, handle: OpaquePointer) throws(PQError) -> PQResult {
+    nonisolated func check(_ result: OpaquePointer?, handle: OpaquePointer) throws(PQError) -> PQResult {
         guard let result else {
             throw connectionError(handle: handle)
         }
@@ -242,7 +248,7 @@ public actor PQConnection {
         throw error
     }
 
-    func connectionError(handle: OpaquePointer) -> PQError {
+    nonisolated func connectionError(handle: OpaquePointer) -> PQError {
         let message = String(cString: PQerrorMessage(handle)).trimmingTrailingNewlines()
         let code: PQError.Code = PQstatus(handle) == CONNECTION_OK ? .client : .connectionLost
         return PQError(code, message: message.isEmpty ? "no result from libpq" : message)
@@ -268,7 +274,7 @@ public actor PQConnection {
     }
 
     /// Calls `body` with C strings for the parameter values (NULL for SQL NULL).
-    func withParameterValues<R>(_ binds: [PQBind], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
+    nonisolated func withParameterValues<R>(_ binds: [PQBind], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
         if binds.isEmpty { return body(nil) }
         let copies: [UnsafeMutablePointer<CChar>?] = binds.map { bind in bind.text.map { strdup($0) } }
         defer { copies.forEach { free($0) } }

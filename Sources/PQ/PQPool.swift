@@ -64,17 +64,19 @@ public final class PQPool: Sendable {
         }
     }
 
-    /// Runs one statement on a pooled connection.
+    /// Runs one statement on a pooled connection, by the calling task where it can
+    /// (`PQConnection.queryInPlace`).
     @discardableResult
     public func query(_ query: PQQuery) async throws -> PQResult {
-        try await withConnection { connection in try await connection.query(query) }
+        try await withConnection { connection in try await connection.queryInPlace(query) }
     }
 
     /// Runs the statements in one pipeline on a pooled connection (one round trip, one implicit
-    /// transaction); throws the first failing statement's `PQError`.
+    /// transaction), by the calling task where it can (`PQConnection.pipelineInPlace`); throws
+    /// the first failing statement's `PQError`.
     public func pipeline(_ queries: [PQQuery]) async throws -> [PQResult] {
         do {
-            return try await withConnection { connection in try await connection.pipeline(queries) }
+            return try await withConnection { connection in try await connection.pipelineInPlace(queries) }
         } catch let failure as PQPipelineError {
             throw failure.error
         }

@@ -46,30 +46,39 @@ final class PQPipelineCommitTests: XCTestCase {
         try await database.pool.query("CREATE TABLE items (id int PRIMARY KEY)")
         try await admin.query("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
         try await admin.query("SELECT pg_reload_conf()")
-        // A pipeline, and a lone statement (whose implicit transaction commits after its rows too).
-        let pipelined: @Sendable (PQConnection) async throws -> Int = { connection in
-            try await connection.pipeline(["INSERT INTO items VALUES (1)", "SELECT count(*)::int FROM items"]).count
-        }
-        let alone: @Sendable (PQConnection) async throws -> Int = { connection in
-            try await connection.query("INSERT INTO items VALUES (2) RETURNING id").count
-        }
-        for statements in [pipelined, alone] {
+        // A pipeline, and a lone statement (whose implicit transaction commits after its rows
+        // too), each on the connection's thread and in place (by the calling task).
+        let next = "INSERT INTO items SELECT coalesce(max(id), 0) + 1 FROM items RETURNING id"
+        let variants: [(name: String, inPlace: Bool, run: @Sendable (PQConnection) async throws -> Int)] = [
+            ("pipeline", false, { try await $0.pipeline([PQQuery(next, binds: []), "SELECT count(*)::int FROM items"]).count }),
+            ("query", false, { try await $0.query(PQQuery(next, binds: [])).count }),
+            ("pipelineInPlace", true, { try await $0.pipelineInPlace([PQQuery(next, binds: []), "SELECT count(*)::int FROM items"]).count }),
+            ("queryInPlace", true, { try await $0.queryInPlace(PQQuery(next, binds: [])).count }),
+        ]
+        for variant in variants {
             let connection = try await PQConnection.connect(PQConfiguration(connectionString: database.url))
+            try await connection.query(PQQuery(next, binds: []))  // prepared, so a lone statement can run in place
             try await connection.execute("SET synchronous_commit TO on")  // the test cluster's default is off
             let pid = Int(await connection.backendPID)
-            let running = Task { try await statements(connection) }
-            try await Eventually.wait("the commit waits for the standby") {
+            let running = Task { try await variant.run(connection) }
+            try await Eventually.wait("\(variant.name): the commit waits for the standby") {
                 let waiting = try await admin.query(
                     PQQuery("SELECT count(*)::int FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'SyncRep'", pid))
                 return try waiting.first!.decode(Int.self, at: 0) == 1
             }
+            if variant.inPlace {
+                // The connection's thread is free while the task waits: an actor call answers
+                // now (on the thread's path it would wait for the statement to end).
+                let answered = await connection.backendPID
+                XCTAssertEqual(Int(answered), pid)
+            }
             try await admin.query(PQQuery("SELECT pg_terminate_backend($1::int)", pid))
             do {
                 let rows = try await running.value
-                XCTFail("the commit never answered, yet the statements returned \(rows) results")
+                XCTFail("\(variant.name): the commit never answered, yet the statements returned \(rows) results")
             } catch {
                 let lost = (error as? PQPipelineError)?.error ?? (error as? PQError)
-                XCTAssertEqual(lost?.code, .connectionLost, "\(error)")
+                XCTAssertEqual(lost?.code, .connectionLost, "\(variant.name): \(error)")
                 XCTAssertEqual(lost?.meansDatabaseUnavailable, true)
             }
             await connection.close()
