@@ -10,9 +10,12 @@ extension ModgudClient {
 
     /// Asks for a sign-in code (or, for a new address where the realm allows it, a
     /// registration code). The answer is the same whether or not the address has an account.
+    /// The request names the app's client: the code is this client's (and, with an
+    /// `AttestedInstance`, this instance's) alone, and a client that requires attestation
+    /// refuses an unattested request at once.
     /// - Parameter register: use the explicit registration endpoint (`ExplicitEndpoint` realms).
     public func requestCode(email: String, firstName: String? = nil, lastName: String? = nil, register: Bool = false) async throws {
-        var body: [String: Any] = ["Email": email]
+        var body: [String: Any] = ["Email": email, "ClientId": configuration.clientID]
         if let firstName { body["FirstName"] = firstName }
         if let lastName { body["LastName"] = lastName }
         let path = register ? "/api/account/native/register" : "/api/account/native/otp/request"
@@ -32,8 +35,10 @@ extension ModgudClient {
 
     // MARK: Magic link
 
+    /// Asks for a magic link, for this app's client (and attested instance) alone.
     public func requestMagicLink(email: String) async throws {
-        _ = try checked(try await exchange(Self.json(endpoint("/api/account/magic-link/request"), ["Email": email])))
+        let body: [String: Any] = ["Email": email, "ClientId": configuration.clientID]
+        _ = try checked(try await exchange(Self.json(endpoint("/api/account/magic-link/request"), body)))
     }
 
     /// Redeems a magic link (`urn:cocoar:magic`) as the app received it

@@ -16,8 +16,10 @@ struct AccountController: Sendable {
     /// Genuine apps (issue 47): checked before any mail is queued.
     let attestation: ClientAttestationGate
 
-    /// `ClientId` is optional (the seed's body has none): an app of a realm where some client
-    /// requires attestation names itself, or is named by its attestation (issue 47).
+    /// `ClientId` is optional (the seed's body has none): an app names itself, or is named by its
+    /// attestation (issue 47); the code is then that client's and attested instance's alone
+    /// (issue 65). A body without one asks for a code any client not requiring attestation may
+    /// redeem.
     struct CodeRequestBody: Decodable {
         var Email: String
         var FirstName: String?
@@ -65,12 +67,12 @@ struct AccountController: Sendable {
             let (realm, issuer) = try await parsing.realm(request)
             guard realm.settings.nativeGrants.enabled else { return ProblemEdge.nativeGrantsDisabled() }
             let body = try await parsing.json(CodeRequestBody.self, request, allowed: CodeRequestBody.members, ignoringCase: true)
-            _ = try await attestation.checkUnnamed(
+            let binding = try await attestation.binding(
                 request, clientID: body.ClientId, realm: realm.realmID, issuer: issuer, endpoint: endpoint == .register ? "register" : "otp_request")
             do {
                 try await emailSignIn().requestCode(
                     .init(email: body.Email, firstName: body.FirstName, lastName: body.LastName, source: parsing.source(request, context: context)),
-                    endpoint: endpoint, realm: realm, metadata: context.eventMetadata())
+                    endpoint: endpoint, realm: realm, binding: binding, metadata: context.eventMetadata())
             } catch let refused as EmailSignInService.RequestRefused {
                 return OAuthResponses.json(FieldErrorBody(error: refused.message), status: .badRequest)
             }
@@ -91,9 +93,11 @@ struct AccountController: Sendable {
                 return Problem.response("MagicLink.Disabled", status: 400, detail: "Magic links are not enabled for this realm.")
             }
             let body = try await parsing.json(MagicLinkRequestBody.self, request, allowed: MagicLinkRequestBody.members, ignoringCase: true)
-            _ = try await attestation.checkUnnamed(request, clientID: body.ClientId, realm: realm.realmID, issuer: issuer, endpoint: "magic_link_request")
+            let binding = try await attestation.binding(
+                request, clientID: body.ClientId, realm: realm.realmID, issuer: issuer, endpoint: "magic_link_request")
             try await emailSignIn().requestMagicLink(
-                email: body.Email, source: parsing.source(request, context: context), realm: realm, issuer: issuer, metadata: context.eventMetadata())
+                email: body.Email, source: parsing.source(request, context: context), realm: realm, issuer: issuer, binding: binding,
+                metadata: context.eventMetadata())
             await parsing.configuration.jitter.wait(since: started)
             return OAuthResponses.json(MessageBody(Message: Self.linkMessage))
         }
@@ -194,6 +198,6 @@ struct AccountController: Sendable {
     /// The caller behind the request's access token (Bearer or DPoP), for the app or My
     /// Account (`ProtectedResource.accountCaller`), or a 401 challenge.
     func caller(_ request: Request, realm: RealmDirectory.Entry, issuer: String) async throws -> Caller {
-        try await resource.accountCaller(request, realm: realm.realmID, issuer: issuer)
+        try await resource.accountCaller(request, realm: realm, issuer: issuer)
     }
 }

@@ -43,9 +43,9 @@ struct Auth0PasskeyController: Sendable {
             try Auth0Compatibility.checkRealm(body.realm, realm: realm)
             let signUp = try Auth0Compatibility.signUpRequest(body.user_profile)
             try await checkLimits(request, context: context, realm: realm, signUp: true)
-            _ = try await attestation.checkUnnamed(
+            let binding = try await attestation.binding(
                 request, clientID: body.client_id, realm: realm.realmID, issuer: try await parsing.realm(request).issuer, endpoint: "auth0_passkey_register")
-            let begun = try await passkeys.beginSignUp(realm: realm, clientID: body.client_id, signUp, metadata: context.eventMetadata())
+            let begun = try await passkeys.beginSignUp(realm: realm, binding: binding, signUp, metadata: context.eventMetadata())
             return OAuthResponses.json(BegunBody(authn_params_public_key: Auth0CeremonyOptions(begun.options), auth_session: begun.ceremonyID.uuidString.lowercased()))
         }
     }
@@ -57,9 +57,9 @@ struct Auth0PasskeyController: Sendable {
             let body = try await decode(ChallengeBody.self, request)
             try Auth0Compatibility.checkRealm(body.realm, realm: realm)
             try await checkLimits(request, context: context, realm: realm, signUp: false)
-            _ = try await attestation.checkUnnamed(
+            let binding = try await attestation.binding(
                 request, clientID: body.client_id, realm: realm.realmID, issuer: try await parsing.realm(request).issuer, endpoint: "auth0_passkey_challenge")
-            let begun = try await passkeys.beginLogin(realm: realm, clientID: body.client_id, metadata: context.eventMetadata())
+            let begun = try await passkeys.beginLogin(realm: realm, binding: binding, metadata: context.eventMetadata())
             return OAuthResponses.json(BegunBody(authn_params_public_key: Auth0CeremonyOptions(begun.options), auth_session: begun.ceremonyID.uuidString.lowercased()))
         }
     }

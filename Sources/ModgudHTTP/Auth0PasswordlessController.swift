@@ -66,7 +66,10 @@ struct Auth0PasswordlessController: Sendable {
         }
         let (id, secret) = try parsing.clientCredentials(request, form)
         let client = try await clients.authenticate(realm: realm.realmID, clientID: id, secret: secret)
-        _ = try await attestation.check(request, clientID: client.id, settings: client.settings, realm: realm.realmID, issuer: issuer, endpoint: "auth0_passwordless_start")
+        let attested = try await attestation.check(
+            request, clientID: client.id, settings: client.settings, realm: realm.realmID, issuer: issuer, endpoint: "auth0_passwordless_start")
+        // What is sent is this client's and its attested instance's alone (issue 65).
+        let binding = FlowBinding(clientID: client.id, attestedKey: attested?.jkt)
         // Auth0's passwordless connection is `email`; SMS is not offered.
         guard let connection = form["connection"] else { throw Refusal(code: "bad.connection", message: "Missing required property: connection") }
         guard connection == "email" else { throw Refusal(code: "bad.connection", message: "Connection does not exist") }
@@ -88,9 +91,11 @@ struct Auth0PasswordlessController: Sendable {
         let source = parsing.source(request, context: context)
         if sendsLink {
             guard realm.settings.magicLinksOn else { throw Refusal(code: "bad.send", message: "Magic links are not enabled for this realm.") }
-            try await emailSignIn().requestMagicLink(email: email, source: source, realm: realm, issuer: issuer, metadata: context.eventMetadata())
+            try await emailSignIn().requestMagicLink(
+                email: email, source: source, realm: realm, issuer: issuer, binding: binding, metadata: context.eventMetadata())
         } else {
-            try await emailSignIn().requestCode(.init(email: email, source: source), endpoint: .otpRequest, realm: realm, metadata: context.eventMetadata())
+            try await emailSignIn().requestCode(
+                .init(email: email, source: source), endpoint: .otpRequest, realm: realm, binding: binding, metadata: context.eventMetadata())
         }
         await parsing.configuration.jitter.wait(since: started)
         let requestID = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(24)

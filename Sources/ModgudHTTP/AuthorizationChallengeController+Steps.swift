@@ -86,13 +86,13 @@ extension AuthorizationChallengeController {
                     throw ChallengeAnswer.redirectToWeb(call.realm, "Magic links are not enabled for this realm.")
                 }
                 try await services.emailSignIn().requestMagicLink(
-                    email: address, source: call.source, realm: call.realm, issuer: call.issuer, metadata: call.metadata)
+                    email: address, source: call.source, realm: call.realm, issuer: call.issuer, binding: call.binding, metadata: call.metadata)
             } else {
                 let endpoint: EmailSignInService.CodeEndpoint =
                     state.signUp && call.realm.settings.registrationPosture == .explicitEndpoint ? .register : .otpRequest
                 try await services.emailSignIn().requestCode(
                     .init(email: address, firstName: names.given, lastName: names.family, source: call.source), endpoint: endpoint, realm: call.realm,
-                    metadata: call.metadata)
+                    binding: call.binding, metadata: call.metadata)
             }
         } catch is EmailSignInService.InvalidEmailAddress {
             throw ChallengeAnswer(error: "invalid_request", "login_hint is not an email address.")

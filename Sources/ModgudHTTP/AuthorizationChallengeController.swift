@@ -73,10 +73,13 @@ struct AuthorizationChallengeController: Sendable {
             form = form.adding("client_id", owner)
         }
         let source = parsing.source(request, context: context)
-        let (client, limits) = try await gates.authenticate(request, form, realm: realm, source: source)
+        let (authenticated, limits) = try await gates.authenticate(request, form, realm: realm, source: source)
         try await services.rateLimiter.run(limits)
-        let jkt = try await gates.verifiedDPoPKey(request, issuer: issuer, client: client, claimed: true)?.key
-        _ = try await gates.attestation.check(
+        let jkt = try await gates.verifiedDPoPKey(request, issuer: issuer, client: authenticated, claimed: true)?.key
+        // The app's attested instance, as at the token endpoint: what the first request sends or
+        // begins is bound to it, and a later one redeems as it (issue 65).
+        var client = authenticated
+        client.attestation = try await gates.attestation.check(
             request, clientID: client.id, settings: client.settings, realm: realm.realmID, issuer: issuer, endpoint: "authorization_challenge", dpopKey: jkt)
         let call = ChallengeCall(
             form: form, client: client, realm: realm, issuer: issuer, source: source, jkt: jkt, metadata: context.eventMetadata(), started: started)
@@ -165,7 +168,7 @@ struct AuthorizationChallengeController: Sendable {
     private func beginWithPasskey(_ initial: FirstPartyAuthorization.SessionState, _ call: ChallengeCall) async throws -> Response {
         try permit(.passkey, call)
         var state = initial
-        let begun = try await services.passkeys.beginLogin(realm: call.realm, clientID: call.client.id, metadata: call.metadata)
+        let begun = try await services.passkeys.beginLogin(realm: call.realm, binding: call.binding, metadata: call.metadata)
         state.passkeyCeremony = begun.ceremonyID.uuidString.lowercased()
         let session = try await services.firstParty.begin(
             realm: call.realm.realmID, clientID: call.client.id, jkt: call.jkt, factor: .passkey, state: state, metadata: call.metadata)
@@ -216,4 +219,8 @@ struct ChallengeCall: Sendable {
     let jkt: String?
     let metadata: EventMetadata
     let started: ContinuousClock.Instant
+
+    /// What a code, link or ceremony this request starts is bound to (issue 65): the client and
+    /// its attested instance.
+    var binding: FlowBinding { FlowBinding(clientID: client.id, attestedKey: client.attestation?.jkt) }
 }

@@ -12,8 +12,10 @@ import ModgudService
 ///
 /// A client set to `off` is served as if the headers were not there; `allowed` checks them
 /// when present; `required` refuses a request without them. A request that names no client
-/// is attested for the client its attestation names, and refused without one while any
-/// enabled client of the realm requires attestation.
+/// is attested for the client its attestation names; without one it is served, whatever the
+/// realm's other clients require (issue 65: attestation is per client), and what it starts is
+/// bound to no client and no attested instance (`FlowBinding`), so a `required` client cannot
+/// redeem it.
 struct ClientAttestationGate: Sendable {
     let verifier: ClientAttestationVerifier?
     let clients: ClientAuthenticator
@@ -54,23 +56,20 @@ struct ClientAttestationGate: Sendable {
         }
     }
 
-    /// Checks a request that names no client, or names it optionally (`clientID`).
-    /// - Returns: the attested instance and the client its attestation named, if any.
-    func checkUnnamed(_ request: Request, clientID: String?, realm: String, issuer: String, endpoint: String) async throws
-        -> (clientID: String, attested: ClientAttestationFact)?
-    {
+    /// Checks a request that starts a flow (a code, a link, a passkey ceremony) and names its
+    /// client optionally (`clientID`, else its attestation's `sub`), and tells what the flow is
+    /// bound to (issue 65; draft-ietf-oauth-attestation-based-client-auth-10 section 6.1).
+    /// - A request that names no client is served: bound to no client and no instance.
+    /// - A named client's rules apply (a `required` one refuses a request without a valid
+    ///   attestation); the flow is bound to it and to the attested instance, if any.
+    /// - An unknown client is the endpoint's to answer, as before attestation existed; what the
+    ///   endpoint starts for it is bound to that name, which no client of the realm redeems.
+    func binding(_ request: Request, clientID: String?, realm: String, issuer: String, endpoint: String) async throws -> FlowBinding {
         let named = clientID ?? request.headers[values: .clientAttestation].first.flatMap(ClientAttestationVerifier.subject(of:))
-        if let named {
-            guard let settings = try await clients.enabledClient(realm: realm, clientID: named) else {
-                // An unknown client is the endpoint's to answer (as before attestation existed),
-                // unless the realm requires attestation: then the answer is the same as for none.
-                guard try await clients.attestationRequired(realm: realm) else { return nil }
-                throw refuse(.invalid("the attestation names no client of this realm"), realm, "", endpoint)
-            }
-            return try await check(request, clientID: named, settings: settings, realm: realm, issuer: issuer, endpoint: endpoint).map { (named, $0) }
-        }
-        guard try await clients.attestationRequired(realm: realm) else { return nil }
-        throw refuse(.invalid("this realm's apps must present OAuth-Client-Attestation and OAuth-Client-Attestation-PoP"), realm, "", endpoint)
+        guard let named else { return .unbound }
+        guard let settings = try await clients.enabledClient(realm: realm, clientID: named) else { return FlowBinding(clientID: named) }
+        let attested = try await check(request, clientID: named, settings: settings, realm: realm, issuer: issuer, endpoint: endpoint)
+        return FlowBinding(clientID: named, attestedKey: attested?.jkt)
     }
 
     /// The draft's error, counted (per client when the request names one it has).

@@ -13,22 +13,22 @@ final class PasskeyCeremonyTests: XCTestCase {
 
     func testSingleUseExpiryKindAndClientBinding() throws {
         let state = try begun()
-        XCTAssertRefused("Ceremony.Invalid") { _ = try PasskeyCeremony.decide(.consume(kind: .login, clientID: "web", userID: nil), state: state, now: now) }
-        XCTAssertRefused("Ceremony.Invalid") { _ = try PasskeyCeremony.decide(.consume(kind: .enrollment, clientID: "ios", userID: nil), state: state, now: now) }
-        XCTAssertRefused("Ceremony.Invalid") { _ = try PasskeyCeremony.decide(.consume(kind: .login, clientID: "ios", userID: nil), state: state, now: now + 300) }
-        let used = try PasskeyCeremony.decide(.consume(kind: .login, clientID: "ios", userID: nil), state: state, now: now + 299)
+        XCTAssertRefused("Ceremony.Invalid") { _ = try PasskeyCeremony.decide(.consume(kind: .login, by: .init(clientID: "web"), userID: nil), state: state, now: now) }
+        XCTAssertRefused("Ceremony.Invalid") { _ = try PasskeyCeremony.decide(.consume(kind: .enrollment, by: .init(clientID: "ios"), userID: nil), state: state, now: now) }
+        XCTAssertRefused("Ceremony.Invalid") { _ = try PasskeyCeremony.decide(.consume(kind: .login, by: .init(clientID: "ios"), userID: nil), state: state, now: now + 300) }
+        let used = try PasskeyCeremony.decide(.consume(kind: .login, by: .init(clientID: "ios"), userID: nil), state: state, now: now + 299)
             .reduce(state, PasskeyCeremony.evolve)
-        XCTAssertRefused("Ceremony.Invalid") { _ = try PasskeyCeremony.decide(.consume(kind: .login, clientID: "ios", userID: nil), state: used, now: now) }
+        XCTAssertRefused("Ceremony.Invalid") { _ = try PasskeyCeremony.decide(.consume(kind: .login, by: .init(clientID: "ios"), userID: nil), state: used, now: now) }
         // An anonymous begin binds to no client: any client may redeem it.
         let anonymous = try begun(client: nil)
-        XCTAssertEqual(try PasskeyCeremony.decide(.consume(kind: .login, clientID: "web", userID: nil), state: anonymous, now: now).count, 1)
+        XCTAssertEqual(try PasskeyCeremony.decide(.consume(kind: .login, by: .init(clientID: "web"), userID: nil), state: anonymous, now: now).count, 1)
     }
 
     func testEnrollmentIsBoundToItsUser() throws {
         let user = UUID()
         let state = try begun(kind: .enrollment, user: user)
-        XCTAssertRefused("Ceremony.Invalid") { _ = try PasskeyCeremony.decide(.consume(kind: .enrollment, clientID: "ios", userID: UUID()), state: state, now: now) }
-        XCTAssertEqual(try PasskeyCeremony.decide(.consume(kind: .enrollment, clientID: "ios", userID: user), state: state, now: now).count, 1)
+        XCTAssertRefused("Ceremony.Invalid") { _ = try PasskeyCeremony.decide(.consume(kind: .enrollment, by: .init(clientID: "ios"), userID: UUID()), state: state, now: now) }
+        XCTAssertEqual(try PasskeyCeremony.decide(.consume(kind: .enrollment, by: .init(clientID: "ios"), userID: user), state: state, now: now).count, 1)
         XCTAssertRefused("Ceremony.WeakChallenge") {
             _ = try PasskeyCeremony.decide(
                 .begin(PasskeyCeremonyBegun(ceremonyID: UUID(), kind: .login, challenge: "short", rpID: "a.b", clientID: nil, userID: nil, expiresAt: now)),

@@ -15,7 +15,8 @@ import XCTest
 /// roots (`PlatformAttestationForge`); the app instance is `AttestedApp`. A `required` client
 /// refuses a script that has only its client id at every endpoint, before any mail, ceremony
 /// or session exists; an attested instance signs in and its tokens say so; each check of the
-/// attester and of the authorization server has its failing case.
+/// attester and of the authorization server has its failing case. What a request that names
+/// no client starts is served and bound to no instance (issue 65): `ClientAttestationBindingTests`.
 final class ClientAttestationTests: XCTestCase {
     typealias H = EmailSignInHarness
     var harness: EmailSignInHarness!
@@ -65,15 +66,15 @@ final class ClientAttestationTests: XCTestCase {
         let json: HTTPFields = [.contentType: "application/json"]
         try await harness.app.test(.live) { client in
             let address = "script@example.com"
+            // Issue 65: each request names the client; one that names none is served
+            // (`ClientAttestationBindingTests`), and what it starts the client cannot redeem.
             let requests: [(String, String, HTTPFields, Int)] = [
-                ("/api/account/native/otp/request", #"{"Email":"\#(address)"}"#, json, 401),
                 ("/api/account/native/otp/request", #"{"Email":"\#(address)","ClientId":"genuine"}"#, json, 401),
                 ("/api/account/native/register", #"{"Email":"\#(address)","ClientId":"genuine","FirstName":"A","LastName":"B"}"#, json, 401),
-                ("/api/account/magic-link/request", #"{"Email":"\#(address)"}"#, json, 401),
+                ("/api/account/magic-link/request", #"{"Email":"\#(address)","ClientId":"genuine"}"#, json, 401),
                 ("/connect/token", "grant_type=urn:cocoar:otp&client_id=genuine&username=\(address)&otp_code=123456", H.form, 401),
                 ("/connect/authorization-challenge", "client_id=genuine&login_hint=\(address)&code_challenge=\(String(repeating: "a", count: 43))", H.form, 401),
                 ("/connect/passkey/begin", "client_id=genuine", H.form, 401),
-                ("/connect/passkey/begin", "", H.form, 401),
                 ("/connect/passkey/register/begin", #"{"ClientId":"genuine","Email":"\#(address)"}"#, json, 401),
                 ("/passwordless/start", "client_id=genuine&connection=email&send=code&email=\(address)", H.form, 401),
                 ("/passkey/register", #"{"client_id":"genuine","user_profile":{"email":"\#(address)"}}"#, json, 401),
@@ -304,7 +305,8 @@ final class ClientAttestationTests: XCTestCase {
             let refreshed = try await app.refresh()
             XCTAssertNotEqual(refreshed.accessToken, session.accessToken)
             XCTAssertEqual(uses.withLock { $0 }, 2, "one attestation, then one assertion")
-            // The same app without its attestation gets nothing.
+            // The same app without its attestation gets nothing: its code request names the
+            // client, which refuses it at once.
             let unattested = ModgudClient(configuration: configuration, now: { clock.now() })
             do {
                 try await unattested.requestCode(email: "attested@example.com")

@@ -24,10 +24,12 @@ public enum EmailChallenge: Aggregate {
     }
 
     public enum Command: Sendable {
-        /// Issue a challenge unless a live one was issued less than `cooldown` ago (then: no event).
+        /// Issue a challenge unless a live one with the same binding was issued less than
+        /// `cooldown` ago (then: no event).
         case issue(ChallengeIssued, cooldown: TimeInterval)
-        /// Present a secret, as its hash, with what the service found about the account.
-        case redeem(presentedHash: String, gate: RedeemGate = .open)
+        /// Present a secret, as its hash, with what the service found about the account, by
+        /// `presenter` (the redeeming request's client and attested instance, issue 65).
+        case redeem(presentedHash: String, gate: RedeemGate = .open, by: FlowBinding.Presenter = .anyone)
     }
 
     /// What stands between a right secret and a consumed challenge, found by the service
@@ -54,13 +56,24 @@ public enum EmailChallenge: Aggregate {
     public static func decide(_ command: Command, state: State, now: Date) throws(DomainError) -> [EmailChallengeEvent] {
         switch command {
         case .issue(let issued, let cooldown):
-            if state.isLive(at: now), let current = state.current, now.timeIntervalSince(current.issuedAt) < cooldown {
+            // Silent only for the same binding: a live code another client or instance (or an
+            // unattested request) asked for cannot be redeemed by this one, so it gets its own.
+            if state.isLive(at: now), let current = state.current, current.binding == issued.binding,
+                now.timeIntervalSince(current.issuedAt) < cooldown
+            {
                 return []  // silent: the answer to the requester is the same either way
             }
             return [.issued(issued)]
-        case .redeem(let presented, let gate):
+        case .redeem(let presented, let gate, let presenter):
             guard state.isLive(at: now), let current = state.current else {
                 throw DomainError("Challenge.Invalid", "Invalid or expired code.")
+            }
+            // Issue 65 (draft-ietf-oauth-attestation-based-client-auth-10 section 6.1): the
+            // code or link is the client's and attested instance's that asked for it. Anyone
+            // else is answered as for a wrong one, before the secret is compared, and nothing
+            // is written: no attempt counts, so another client cannot burn it either.
+            guard current.binding.admits(presenter) else {
+                throw DomainError("Challenge.Invalid", current.purpose == .magicLink ? "Invalid or expired link." : "Invalid or expired code.")
             }
             guard constantTimeEqual(presented, current.secretHash) else {
                 // A magic token carries 256 bits: guessing is hopeless, so a wrong one writes

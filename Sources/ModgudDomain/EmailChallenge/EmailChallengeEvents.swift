@@ -35,12 +35,24 @@ public struct ChallengeIssued: DomainEvent, Equatable {
     public var secretHash: String
     public var issuedAt: Date
     public var expiresAt: Date
+    /// The client the request named, and its attested instance key (issue 65: `FlowBinding`);
+    /// absent in older events and for a request that named no client.
+    public var clientID: String?
+    public var attestedKey: String?
+
+    /// Who may redeem it (`FlowBinding.admits`).
+    public var binding: FlowBinding {
+        get { FlowBinding(clientID: clientID, attestedKey: attestedKey) }
+        set { (clientID, attestedKey) = (newValue.clientID, newValue.attestedKey) }
+    }
 
     public init(
         challengeID: UUID, purpose: ChallengePurpose, email: PersonalText? = nil, userID: UUID? = nil,
         registrantID: UUID? = nil, username: PersonalText? = nil, firstName: PersonalText? = nil, lastName: PersonalText? = nil,
-        secretHash: String, issuedAt: Date, expiresAt: Date
+        secretHash: String, issuedAt: Date, expiresAt: Date, binding: FlowBinding = .unbound
     ) {
+        self.clientID = binding.clientID
+        self.attestedKey = binding.attestedKey
         self.challengeID = challengeID
         self.purpose = purpose
         self.email = email

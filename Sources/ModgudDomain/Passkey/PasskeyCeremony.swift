@@ -29,11 +29,12 @@ public enum PasskeyCeremony: Aggregate {
 
     public enum Command: Sendable {
         case begin(PasskeyCeremonyBegun)
-        /// Redeems the ceremony: `kind`, `clientID` and `userID` are what the redeeming request
-        /// brings; a mismatch refuses it like an unknown ceremony. A failed verification
-        /// consumes it too (on its own, before the refusal), so it cannot be retried; a
-        /// successful sign-in consumes it in the append that records the use.
-        case consume(kind: Kind, clientID: String?, userID: UUID?)
+        /// Redeems the ceremony: `kind`, `presenter` (the client and attested instance, issue
+        /// 65) and `userID` are what the redeeming request brings; a mismatch refuses it like an
+        /// unknown ceremony. A failed verification consumes it too (on its own, before the
+        /// refusal), so it cannot be retried; a successful sign-in consumes it in the append
+        /// that records the use.
+        case consume(kind: Kind, by: FlowBinding.Presenter, userID: UUID?)
     }
 
     public static let initialState = State()
@@ -47,12 +48,14 @@ public enum PasskeyCeremony: Aggregate {
                 throw DomainError("Ceremony.IncompleteSignUp", "A sign-up ceremony names its client, its registrant and the address.")
             }
             return [.begun(begun)]
-        case .consume(let kind, let clientID, let userID):
+        case .consume(let kind, let presenter, let userID):
             guard state.isLive(at: now), let begun = state.begun, begun.kind == kind else {
                 throw DomainError("Ceremony.Invalid", "Invalid or expired passkey ceremony.")
             }
-            // Bound to the client that began it; an anonymous begin binds to no client.
-            if let bound = begun.clientID, bound != clientID {
+            // Bound to the client that began it (an anonymous begin binds to no client) and to
+            // its attested instance (issue 65; draft-ietf-oauth-attestation-based-client-auth-10
+            // section 6.1): a client that requires attestation redeems only its own instance's.
+            guard begun.binding.admits(presenter) else {
                 throw DomainError("Ceremony.Invalid", "Invalid or expired passkey ceremony.")
             }
             if kind == .enrollment, begun.userID == nil || begun.userID != userID {

@@ -24,12 +24,20 @@ public struct PasskeyCeremonyBegun: DomainEvent, Equatable {
     /// 46), right after a sign-in by another factor. Only such a ceremony accepts a
     /// registration without user presence (§7.1 step 14). Nil: an ordinary ceremony.
     public var conditional: Bool?
+    /// The attested instance key of the request that began it (issue 65); nil: not attested,
+    /// and in older events.
+    public var attestedKey: String?
+
+    /// Who may redeem it: the client that began it (if any) and its attested instance
+    /// (`FlowBinding.admits`).
+    public var binding: FlowBinding { FlowBinding(clientID: clientID, attestedKey: attestedKey) }
 
     public init(
         ceremonyID: UUID, kind: PasskeyCeremony.Kind, challenge: String, rpID: String, clientID: String?, userID: UUID?, expiresAt: Date,
         registrantID: UUID? = nil, email: PersonalText? = nil, firstName: PersonalText? = nil, lastName: PersonalText? = nil,
-        conditional: Bool? = nil
+        conditional: Bool? = nil, attestedKey: String? = nil
     ) {
+        self.attestedKey = attestedKey
         self.conditional = conditional
         self.ceremonyID = ceremonyID
         self.kind = kind

@@ -10,7 +10,7 @@ extension OperatorConsole {
     public func beginPasskeySignIn(metadata: EventMetadata) async throws -> PasskeyService.Begun {
         return try await ServiceRefusal.translating {
             guard let realm = try await operatorRealm() else { throw PasskeyService.unconfigured }
-            return try await passkeys.beginLogin(realm: realm, clientID: Self.clientID, metadata: metadata)
+            return try await passkeys.beginLogin(realm: realm, binding: FlowBinding(clientID: Self.clientID), metadata: metadata)
         }
     }
 

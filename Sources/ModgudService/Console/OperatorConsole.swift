@@ -78,8 +78,10 @@ public struct OperatorConsole: Sendable {
         try await ServiceRefusal.translating {
             guard let realm = try await operatorRealm() else { return }
             do {
+                // The code is the console's (issue 65): only the console client redeems it.
                 try await emailSignIn().requestCode(
-                    EmailSignInService.CodeRequest(email: email, source: source), endpoint: .otpRequest, realm: realm, metadata: metadata)
+                    EmailSignInService.CodeRequest(email: email, source: source), endpoint: .otpRequest, realm: realm,
+                    binding: FlowBinding(clientID: Self.clientID), metadata: metadata)
             } catch is EmailSignInService.InvalidEmailAddress {
                 return  // the same answer as any address
             }

@@ -15,6 +15,12 @@ public struct AuthenticatedClient: Sendable, Equatable {
     /// The attested app instance the request came from (issue 47: attestation-based client
     /// authentication), nil when unattested. Tokens minted for the request state it.
     public var attestation: ClientAttestationFact? = nil
+
+    /// The request as the redeemer of a flow (issue 65: `FlowBinding.admits`): this client, its
+    /// attested instance, and whether the client requires attestation.
+    public var presenter: FlowBinding.Presenter {
+        FlowBinding.Presenter(clientID: id, attestedKey: attestation?.jkt, attestationRequired: settings.clientAttestation == .required)
+    }
 }
 
 /// Client authentication for the token, introspection and revocation endpoints: none for
@@ -35,32 +41,18 @@ public struct ClientAuthenticator: Sendable {
     }
 
     private let cache: SettingsCache<Key, Row?>
-    /// Per realm: whether an enabled client requires attestation (issue 47).
-    private let attestationRequired: SettingsCache<String, Bool>
 
     public init(pool: PQPool, maxAge: Duration = .seconds(5)) {
         self.pool = pool
         self.cache = SettingsCache(maxAge: maxAge)
-        self.attestationRequired = SettingsCache(maxAge: maxAge)
     }
 
     /// Drops one client, or every client.
     public func invalidate(realm: String, clientID: String?) {
         if let clientID {
             cache.invalidate(Key(realm: realm, clientID: clientID))
-            attestationRequired.invalidate(realm)
         } else {
             cache.invalidateAll()
-            attestationRequired.invalidateAll()
-        }
-    }
-
-    /// Whether an enabled client of the realm requires attestation (issue 47): then a request
-    /// that names no client (an email code or link, a passkey ceremony) must be attested too,
-    /// or anyone could ask for mail in the name of the realm's genuine apps.
-    public func attestationRequired(realm: String) async throws -> Bool {
-        try await attestationRequired.value(for: realm) {
-            try await ClientsTable.enabledSettings(realm: realm, pool: pool).contains { $0.clientAttestation == .required }
         }
     }
 

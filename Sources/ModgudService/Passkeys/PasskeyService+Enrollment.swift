@@ -84,7 +84,7 @@ extension PasskeyService {
         guard let ceremonyID = UUID(uuidString: rawCeremonyID) else { throw ServiceRefusal.invalid("Passkey.InvalidRequest", "Invalid request.") }
         guard
             let ceremony = try await consumeCeremony(
-                realm: realm.realmID, ceremonyID: ceremonyID, .consume(kind: .enrollment, clientID: clientID, userID: userID), metadata: metadata)
+                realm: realm.realmID, ceremonyID: ceremonyID, .consume(kind: .enrollment, by: .init(clientID: clientID), userID: userID), metadata: metadata)
         else { throw ServiceRefusal.invalid("Passkey.SessionExpired", "The enrollment session expired.") }
         let client = try await clients.enabledClient(realm: realm.realmID, clientID: clientID)
         let verdict: RegistrationVerdict

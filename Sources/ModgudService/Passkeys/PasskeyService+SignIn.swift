@@ -9,9 +9,12 @@ import WebAuthn
 /// Usernameless passkey sign-in (docs/spec.md section 4).
 extension PasskeyService {
 
-    /// POST /connect/passkey/begin: a usernameless login ceremony (empty allowCredentials).
+    /// POST /connect/passkey/begin: a usernameless login ceremony (empty allowCredentials),
+    /// bound to `binding` (issue 65): the client the request named, if any, whose RP-ID it uses,
+    /// and its attested instance; only they can redeem it.
     /// - Throws: `ServiceRefusal` (invalid) for an unknown client, 503 without an RP-ID.
-    public func beginLogin(realm: RealmDirectory.Entry, clientID: String?, metadata: EventMetadata) async throws -> Begun {
+    public func beginLogin(realm: RealmDirectory.Entry, binding: FlowBinding, metadata: EventMetadata) async throws -> Begun {
+        let clientID = binding.clientID
         var client: ClientSettings?
         if let clientID {
             guard let found = try await clients.enabledClient(realm: realm.realmID, clientID: clientID) else {
@@ -21,7 +24,7 @@ extension PasskeyService {
         }
         guard let rpID = Self.rpID(client: client, realm: realm.settings) else { throw Self.unconfigured }
         let (ceremonyID, challenge) = try await begin(
-            realm: realm.realmID, kind: .login, rpID: rpID, clientID: clientID, userID: nil, metadata: metadata)
+            realm: realm.realmID, kind: .login, rpID: rpID, clientID: clientID, attestedKey: binding.attestedKey, userID: nil, metadata: metadata)
         return Begun(ceremonyID: ceremonyID, options: .request(challenge: challenge, rpID: rpID, timeout: PasskeyCeremony.lifetime))
     }
 
@@ -89,7 +92,7 @@ extension PasskeyService {
     }
 
     private static func consumeLogin(_ client: AuthenticatedClient) -> PasskeyCeremony.Command {
-        .consume(kind: .login, clientID: client.id, userID: nil)
+        .consume(kind: .login, by: client.presenter, userID: nil)
     }
 
     /// Consumes the ceremony on its own (a refused assertion); false when it was spent meanwhile.

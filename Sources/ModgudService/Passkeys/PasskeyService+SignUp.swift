@@ -47,13 +47,15 @@ extension PasskeyService {
         }
     }
 
-    /// POST /connect/passkey/register/begin (and Auth0's POST /passkey/register).
-    /// - Throws: `ServiceRefusal` (invalid) for an unknown client, an address that is not one, or a
-    ///   required name missing; 403 when sign-up is not allowed; 503 without an RP-ID.
-    public func beginSignUp(realm: RealmDirectory.Entry, clientID: String, _ request: SignUpRequest, metadata: EventMetadata) async throws
+    /// POST /connect/passkey/register/begin (and Auth0's POST /passkey/register), bound to
+    /// `binding` (issue 65): the client the request named and its attested instance; only they
+    /// can redeem it.
+    /// - Throws: `ServiceRefusal` (invalid) for an unknown client (or none), an address that is
+    ///   not one, or a required name missing; 403 when sign-up is not allowed; 503 without an RP-ID.
+    public func beginSignUp(realm: RealmDirectory.Entry, binding: FlowBinding, _ request: SignUpRequest, metadata: EventMetadata) async throws
         -> Begun
     {
-        guard let client = try await clients.enabledClient(realm: realm.realmID, clientID: clientID) else {
+        guard let clientID = binding.clientID, let client = try await clients.enabledClient(realm: realm.realmID, clientID: clientID) else {
             throw ServiceRefusal.invalid("Passkey.UnknownClient", "Unknown client_id.")
         }
         try Self.checkSignUpAllowed(client: client, realm: realm.settings)
@@ -77,7 +79,7 @@ extension PasskeyService {
         let begun = PasskeyCeremonyBegun(
             ceremonyID: UUID(), kind: .signUp, challenge: Base64URL.encode(challenge), rpID: rpID, clientID: clientID, userID: nil,
             expiresAt: time + PasskeyCeremony.lifetime, registrantID: registrant, email: .sealed(try key.seal(email.value)),
-            firstName: try key.seal(firstName), lastName: try key.seal(lastName))
+            firstName: try key.seal(firstName), lastName: try key.seal(lastName), attestedKey: binding.attestedKey)
         let insert = key.insert
         _ = try await ceremonyActors.actor(forNew: StreamNames.passkeyCeremony(realm: realm.realmID, ceremonyID: begun.ceremonyID))
             .execute(.begin(begun), now: time, metadata: metadata, extra: { _ in [insert] })
@@ -120,7 +122,7 @@ extension PasskeyService {
         // concurrent redemptions, one gets past this line.
         guard
             let ceremony = try await consumeCeremony(
-                realm: realm, ceremonyID: ceremonyID, .consume(kind: .signUp, clientID: client.id, userID: nil), metadata: grant.metadata),
+                realm: realm, ceremonyID: ceremonyID, .consume(kind: .signUp, by: client.presenter, userID: nil), metadata: grant.metadata),
             let registrant = ceremony.registrantID, let sealedEmail = ceremony.email, let challenge = Base64URL.decode(ceremony.challenge)
         else { throw badCeremony }
         let verdict: RegistrationVerdict

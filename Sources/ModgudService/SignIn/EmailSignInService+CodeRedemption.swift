@@ -26,6 +26,9 @@ extension EmailSignInService {
         }
         // The request's count and proof claim ride with the code's read (issue 49).
         guard let (challenge, issued) = try await liveCode(realm: realm, email: email, checking: grant.checks) else { throw Self.invalidCode }
+        // Another client's or instance's code (issue 65) is a wrong one, before anything else is
+        // looked at; the challenge's command decides it again at the append.
+        guard issued.binding.admits(grant.client.presenter) else { throw Self.invalidCode }
         if let link, issued.purpose != .loginCode || issued.userID != link.userID {
             throw OAuthError.invalidGrant("The link_session belongs to another account than this code's address.")
         }
@@ -33,7 +36,9 @@ extension EmailSignInService {
         let registration = try await registration(issued, email: email, realm: realm)
         let redemption = CodeRedemption(
             challenge: challenge, issued: issued, realm: realm, metadata: grant.metadata, now: now(),
-            redeem: .redeem(presentedHash: secrets.codes.hash(code, for: Self.codeBinding(realm: realm, email: email)), gate: account.gate),
+            redeem: .redeem(
+                presentedHash: secrets.codes.hash(code, for: Self.codeBinding(realm: realm, email: email)), gate: account.gate,
+                by: grant.client.presenter),
             registration: registration, account: account, link: try link.flatMap { try identityLink($0, account: account, realm: realm) },
             signIn: try await prepareCodeSignIn(issued, account: account, registered: registration.event, grant))
         let outcome: CommandOutcome<EmailChallenge>

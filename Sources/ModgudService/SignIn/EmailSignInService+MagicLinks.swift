@@ -7,9 +7,11 @@ import ModgudDomain
 /// allows them, spent once by a complete `urn:cocoar:magic` sign-in.
 extension EmailSignInService {
     /// Issues a magic link for a known, active, confirmed user when the realm allows them.
-    public func requestMagicLink(email rawEmail: String, source: String, realm: RealmDirectory.Entry, issuer: String, metadata: EventMetadata)
-        async throws
-    {
+    /// - Parameter binding: the client the request named and its attested instance (issue 65):
+    ///   only they can redeem the link.
+    public func requestMagicLink(
+        email rawEmail: String, source: String, realm: RealmDirectory.Entry, issuer: String, binding: FlowBinding, metadata: EventMetadata
+    ) async throws {
         let settings = realm.settings
         try await limiter.check(.requestPerIP, key: source, realm: realm.realmID, settings: settings)
         guard let email = EmailAddress(rawEmail) else { throw InvalidEmailAddress() }
@@ -24,7 +26,7 @@ extension EmailSignInService {
         let link = "\(base)/magic-login?userId=\(userID.uuidString.lowercased())&token=\(token.token)"
         let issued = ChallengeIssued(
             challengeID: UUID(), purpose: .magicLink, userID: userID, secretHash: token.hash, issuedAt: time,
-            expiresAt: time + Self.linkLifetime)
+            expiresAt: time + Self.linkLifetime, binding: binding)
         let enqueue = try await outbox.enqueue(
             MailTemplates.magicLink(link, to: email.value, realmName: settings.displayName), realm: realm.realmID,
             sealing: .subject(PersonalDataVault.userSubject(userID)))
@@ -81,7 +83,7 @@ extension EmailSignInService {
         do {
             outcome = try await challengeActors.actor(for: StreamNames.magicLinks(realm: realm, userID: userID))
                 .execute(
-                    .redeem(presentedHash: OpaqueToken.hash(token), gate: account.gate), now: now(), metadata: grant.metadata,
+                    .redeem(presentedHash: OpaqueToken.hash(token), gate: account.gate, by: grant.client.presenter), now: now(), metadata: grant.metadata,
                     alsoAppending: { events in
                         guard events.consumeChallenge, let prepared else { return [] }
                         let family = try prepared.write()

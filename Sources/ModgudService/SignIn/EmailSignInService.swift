@@ -91,9 +91,11 @@ public struct EmailSignInService: Sendable {
 
     /// Issues a login code, a registration code, or nothing; the caller answers the same in
     /// every case. Throws `RequestRefused` for a missing required field and `RateLimited`.
-    public func requestCode(_ request: CodeRequest, endpoint: CodeEndpoint, realm: RealmDirectory.Entry, metadata: EventMetadata)
-        async throws
-    {
+    /// - Parameter binding: the client the request named and its attested instance (issue 65):
+    ///   only they can redeem the code.
+    public func requestCode(
+        _ request: CodeRequest, endpoint: CodeEndpoint, realm: RealmDirectory.Entry, binding: FlowBinding, metadata: EventMetadata
+    ) async throws {
         let settings = realm.settings
         let fields = settings.registrationFields
         try Self.checkRequiredNames(request, fields)
@@ -123,7 +125,8 @@ public struct EmailSignInService: Sendable {
             // The event names the user: no address (issue 13).
             guard user.emailConfirmed, user.canSignIn, let userID = user.id else { return }
             issued = ChallengeIssued(
-                challengeID: UUID(), purpose: .loginCode, userID: userID, secretHash: hash, issuedAt: time, expiresAt: time + Self.codeLifetime)
+                challengeID: UUID(), purpose: .loginCode, userID: userID, secretHash: hash, issuedAt: time, expiresAt: time + Self.codeLifetime,
+                binding: binding)
             sealing = .subject(PersonalDataVault.userSubject(userID))
         case (.none, .otpRequest, .jitOnOtp), (.none, .register, .explicitEndpoint):
             // A pending registration: no user exists until the code is proven. The silent
@@ -133,7 +136,7 @@ public struct EmailSignInService: Sendable {
             let pending = try registrationChallenge(
                 email: email, index: index, realm: realm.realmID, secretHash: hash, time: time,
                 names: (Self.field(request.username, fields.username), Self.field(request.firstName, fields.firstname),
-                        Self.field(request.lastName, fields.lastname)))
+                        Self.field(request.lastName, fields.lastname)), binding: binding)
             issued = pending.issued
             sealing = .newSubject(pending.key)
             statements.append(pending.key.insert)
@@ -177,7 +180,7 @@ public struct EmailSignInService: Sendable {
     /// and must commit with the event.
     func registrationChallenge(
         email: EmailAddress, index: String, realm: String, secretHash: String, time: Date,
-        names: (username: String?, firstName: String?, lastName: String?) = (nil, nil, nil)
+        names: (username: String?, firstName: String?, lastName: String?) = (nil, nil, nil), binding: FlowBinding = .unbound
     ) throws -> (issued: ChallengeIssued, key: NewSubjectKey) {
         let registrant = UUID()
         let key = try vault.newSubject(PersonalDataVault.userSubject(registrant), realm: realm, emailIndex: index)
@@ -185,7 +188,7 @@ public struct EmailSignInService: Sendable {
             challengeID: UUID(), purpose: .registrationCode, email: .sealed(try key.seal(email.value)), registrantID: registrant,
             username: try key.seal(User.cleanName(names.username)), firstName: try key.seal(User.cleanName(names.firstName)),
             lastName: try key.seal(User.cleanName(names.lastName)), secretHash: secretHash, issuedAt: time,
-            expiresAt: time + Self.codeLifetime)
+            expiresAt: time + Self.codeLifetime, binding: binding)
         return (issued, key)
     }
 
