@@ -32,6 +32,7 @@ struct ClientCommand: AsyncParsableCommand {
             name: .customLong("android-app"),
             help: "An Android app, package=FINGERPRINT[,FINGERPRINT…] (SHA-256 signing-certificate fingerprints; repeatable; \"\" clears).")
         var androidApps: [String] = []
+        @Option(help: "The iOS app's custom URL scheme the /magic-login page opens it with (\"\" clears).") var appURLScheme: String?
 
         func apply(to settings: inout ClientSettings) throws {
             if !grants.isEmpty {
@@ -85,6 +86,7 @@ struct ClientCommand: AsyncParsableCommand {
                     return AndroidApp(packageName: String(parts[0]), sha256Fingerprints: parts[1].split(separator: ",").map(String.init))
                 }
             }
+            if let appURLScheme { settings.appURLScheme = appURLScheme.isEmpty ? nil : appURLScheme }
         }
     }
 
@@ -221,6 +223,7 @@ struct ClientCommand: AsyncParsableCommand {
         Swift.print("attestation  \(settings.clientAttestation.rawValue) (App Attest \(settings.appAttestEnvironments.rawValue))")
         if settings.passkeySignUp { Swift.print("sign-up      passkey") }
         for app in settings.appleAppIDs.sorted() { Swift.print("ios app      \(app)") }
+        if let scheme = settings.appURLScheme { Swift.print("url scheme   \(scheme)://magic-login") }
         for app in settings.androidApps {
             Swift.print("android app  \(app.packageName) \(app.sha256Fingerprints.joined(separator: ","))")
             if state.playIntegrity[app.packageName] != nil { Swift.print("             Play Integrity keys set") }

@@ -96,7 +96,7 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
         .register(on: router)
     ClientAttesterController(attester: core.attester, verifier: core.clientAttestation, rateLimiter: core.rateLimiter, parsing: parsing).register(on: router)
     FederationController(federation: core.federation, federatedSignIn: core.federatedSignIn, parsing: parsing).register(on: router)
-    MagicLoginController(parsing: parsing).register(on: router)
+    MagicLoginController(parsing: parsing, realms: core.administration.realms).register(on: router)
     SharedSignalsController(streams: core.signalStreams, resource: resource, parsing: parsing, longPoll: configuration.signalLongPoll,
         readiness: core.readiness).register(on: router)
     AppAssociationController(realms: core.administration.realms, parsing: parsing).register(on: router)

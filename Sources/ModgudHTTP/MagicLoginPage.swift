@@ -2,8 +2,10 @@ import Foundation
 import ModgudService
 
 /// The page `/magic-login` shows when a magic link reaches a browser instead of the app
-/// (issue 25): a laptop, or a phone without the app. Pure rendering; no script, no external
-/// asset, every value HTML-escaped. The token is never consumed here.
+/// (issue 25): a laptop, or a phone without the app. Its buttons hand the link to the app
+/// (`MagicLoginButtons`: never a link to this same host, which would stay in the browser).
+/// Pure rendering; no script, no external asset, every value HTML-escaped. The token is never
+/// consumed here.
 enum MagicLoginPage {
     /// The response headers: no Referer ever leaves with the token in the URL, no framing, no
     /// caching, nothing loaded but the page itself.
@@ -16,8 +18,8 @@ enum MagicLoginPage {
         ("Cache-Control", "no-store"),
     ]
 
-    /// The link's parameters, when they have the form Modgud sends (a user id and a token);
-    /// nil for anything else (the page then offers no retry).
+    /// The link's path and query, when its parameters have the form Modgud sends (a user id and
+    /// a token); nil for anything else (the page then offers no button that would echo them).
     static func retryPath(userID: String?, token: String?) -> String? {
         guard let userID, let id = UUID(uuidString: userID), let token, !token.isEmpty, token.count <= 200,
             token.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
@@ -25,11 +27,11 @@ enum MagicLoginPage {
         return "/magic-login?userId=\(id.uuidString.lowercased())&token=\(token)"
     }
 
-    static func render(realmName: String, retryPath: String?, webFallbackURL: String?) -> String {
+    static func render(realmName: String, buttons: [MagicLoginButtons.Button], webFallbackURL: String?) -> String {
         let name = HTMLText.escape(realmName)
-        let retry = retryPath.map {
-            #"<p><a class="button" href="\#(HTMLText.escape($0))">Open in the app</a></p>"#
-        } ?? ""
+        let retry = buttons.map {
+            #"<p><a class="button" href="\#(HTMLText.escape($0.href))">\#(HTMLText.escape($0.label))</a></p>"#
+        }.joined(separator: "\n")
         let fallback = webFallbackURL.map {
             #"<p>No app on this device? <a href="\#(HTMLText.escape($0))">Sign in on the web</a>.</p>"#
         } ?? ""
@@ -48,7 +50,7 @@ enum MagicLoginPage {
             </head>
             <body>
             <h1>Sign in to \(name)</h1>
-            <p>This sign-in link opens the \(name) app. Open it on the device where the app is installed: tap the link in the email there.</p>
+            <p>This sign-in link opens the \(name) app. Open it on the phone that has the app: tap the link in the email there\(buttons.isEmpty ? "" : ", or use the button below on that phone").</p>
             \(retry)
             \(fallback)
             <p>The link works once and for a short time. Nothing has been used yet.</p>

@@ -44,7 +44,7 @@ final class CommandTests: XCTestCase {
         ])
         for line in [
             "realm        acme", "registration JitOnOtp, magic links on", "sessions     30 d at most, refresh reuse grace 10 s",
-            "fields       Email Required, Username Off, Firstname Required, Lastname Off", "token.client-source  300/60s burst 100 (set)",
+            "fields       Email Required, Username Off, Firstname Required, Lastname Optional", "token.client-source  300/60s burst 100 (set)",
             "token.ip             600/60s burst 200 (set, log-only, allow 10.0.0.0/8)", "token.client         60000/60s burst 20000 (default)",
         ] {
             XCTAssertTrue(created.contains(line), "missing \(line) in\n\(created)")
@@ -112,6 +112,13 @@ final class CommandTests: XCTestCase {
 
     func testClientCommandsFromCreationToDeletion() throws {
         try cli.ok(["realm", "create", "acme", "--host", "login.acme.test"])
+        // Issue 65, item 7: no native grant while the realm's flag is off; the error names the setting.
+        let off = try cli.fails(["client", "create", "acme", "ios", "--grant", "urn:cocoar:otp", "--grant", "refresh_token", "--scope", "openid"])
+        for named in ["Client.NativeGrantsDisabled", "urn:cocoar:otp", "NativeGrants.Enabled", "modgud realm update <realm> --native-grants true"] {
+            XCTAssertTrue(off.contains(named), "\(named) in \(off)")
+        }
+        XCTAssertTrue(try cli.fails(["client", "show", "acme", "ios"]).contains("no client ios"), "nothing was created")
+        _ = try cli.ok(["realm", "update", "acme", "--native-grants", "true"])
         let created = try cli.ok(["client", "create", "acme", "ios", "--grant", "urn:cocoar:otp", "--grant", "refresh_token", "--scope", "openid"])
         XCTAssertTrue(created.contains("client       ios (public, enabled)"), created)
         let confidential = try cli.ok(["client", "create", "acme", "svc", "--type", "confidential", "--grant", "client_credentials", "--scope", "api"])
@@ -165,6 +172,18 @@ final class CommandTests: XCTestCase {
         let single = try cli.ok(["client", "app-links", "acme", "ios", "--only", "aasa"])
         let document = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(single.utf8)) as? [String: Any], single)
         XCTAssertEqual(Set(document.keys), ["webcredentials", "applinks"], single)
+        // Issue 65, item 6: the iOS app's URL scheme, for the /magic-login button.
+        XCTAssertTrue(try cli.ok(["client", "update", "acme", "ios", "--app-url-scheme", "acme-app"]).contains("url scheme   acme-app://magic-login"))
+        XCTAssertTrue(try cli.fails(["client", "update", "acme", "ios", "--app-url-scheme", "https"]).contains("Client.InvalidAppUrlScheme"))
+        // Issue 65, item 7: the flag off, the client's native grants are inert: `realm show` lists
+        // them, the client's other settings still change, and no native grant is added.
+        let inert = "inert        native grants (realm flag off; --native-grants true turns them on): ios (urn:cocoar:magic, urn:cocoar:passkey)"
+        XCTAssertTrue(try cli.ok(["realm", "update", "acme", "--native-grants", "false"]).contains(inert))
+        XCTAssertTrue(try cli.ok(["realm", "show", "acme"]).contains(inert))
+        XCTAssertTrue(try cli.ok(["client", "update", "acme", "ios", "--scope", "openid", "--scope", "email"]).contains("scopes       email openid"))
+        XCTAssertTrue(
+            try cli.fails(["client", "update", "acme", "ios", "--grant", "urn:cocoar:otp", "--grant", "urn:cocoar:magic"]).contains("Client.NativeGrantsDisabled"))
+        XCTAssertFalse(try cli.ok(["realm", "update", "acme", "--native-grants", "true"]).contains("inert"))
         XCTAssertTrue(try cli.ok(["client", "disable", "acme", "ios"]).contains("disabled"))
         XCTAssertTrue(try cli.ok(["client", "enable", "acme", "ios"]).contains("enabled"))
         XCTAssertTrue(try cli.ok(["client", "show", "acme", "ios"]).contains("ios (public, enabled)"))

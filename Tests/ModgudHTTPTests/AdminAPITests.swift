@@ -221,7 +221,8 @@ final class RealmSettingsAdminTests: XCTestCase {
         let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 9, count: 32))
         let admin = core.administration
         _ = try await admin.realms.create(
-            "dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev", primaryDomain: "acme.test"), metadata: .init())
+            "dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev", primaryDomain: "acme.test", nativeGrants: NativeGrantSettings(enabled: true)),
+            metadata: .init())
         _ = try await admin.clients.create(
             realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.passkey], allowedScopes: ["openid"]), metadata: .init())
         _ = try await admin.clients.create(

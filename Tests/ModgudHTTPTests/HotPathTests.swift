@@ -87,10 +87,14 @@ final class HotPathTests: XCTestCase {
     /// lookup. Over the limit, the same pipeline refuses with a 429 and the code stays unspent.
     func testAWarmOTPSignUpIsTwoRoundTripsAndItsCountRidesWithTheCodesRead() async throws {
         let (database, core, _, _, realmSettings) = try await Self.seeded()
-        _ = try await core.administration.realms.update("dev", metadata: .init()) { $0.primaryDomain = "example.com" }
+        _ = try await core.administration.realms.update("dev", metadata: .init()) {
+            $0.primaryDomain = "example.com"
+            $0.nativeGrants.enabled = true  // to give the client its native grants (issue 65, item 7)
+        }
         _ = try await core.administration.clients.create(
             realm: "dev", id: "native", settings: ClientSettings(type: .public, grants: [.otp, .passkey, .refreshToken], allowedScopes: ["openid", "offline_access"]),
             metadata: .init())
+        _ = try await core.administration.realms.update("dev", metadata: .init()) { $0.nativeGrants.enabled = false }
         let native = try await core.clientAuthenticator.authenticate(realm: "dev", clientID: "native", secret: nil)
         let fixtures = core.loadFixtures()
         func grant(limit: Int, source: String) -> UserGrantRequest {

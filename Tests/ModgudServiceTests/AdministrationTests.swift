@@ -21,7 +21,10 @@ final class AdministrationTests: XCTestCase {
             XCTAssertEqual(error.code, "Realm.AlreadyExists")
             XCTAssertEqual(error.kind, .conflict, "the kind the domain raised it with")
         }
-        let realm = try await admin.realms.update("demo", metadata: metadata) { $0.nativeGrants.accessTokenLifetimeMinutes = 30 }
+        let realm = try await admin.realms.update("demo", metadata: metadata) {
+            $0.nativeGrants.accessTokenLifetimeMinutes = 30
+            $0.nativeGrants.enabled = true
+        }
         XCTAssertEqual(realm.state.settings?.nativeGrants.accessTokenLifetimeMinutes, 30)
 
         let (_, secret) = try await admin.clients.create(
@@ -34,6 +37,25 @@ final class AdministrationTests: XCTestCase {
             realm: "demo", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["openid", "offline_access"], rpID: "a.demo.test"),
             metadata: metadata)
         XCTAssertNil(none)
+        // Issue 65, item 7: with the realm's native grants off, the held grant stays (inert) and
+        // the client's other settings change; a new native grant is refused, naming the setting.
+        _ = try await admin.realms.update("demo", metadata: metadata) { $0.nativeGrants.enabled = false }
+        let inert = try await admin.clients.inertNativeGrants(realm: "demo")
+        XCTAssertEqual(inert.map(\.id), ["app"])
+        XCTAssertEqual(inert.first?.grants, [.otp])
+        for attempt in [
+            { _ = try await admin.clients.update(realm: "demo", id: "app", metadata: metadata) { $0.grants.insert(.magic) } },
+            { _ = try await admin.clients.create(realm: "demo", id: "new", settings: ClientSettings(type: .public, grants: [.passkey], allowedScopes: []), metadata: metadata) },
+        ] as [() async throws -> Void] {
+            do {
+                try await attempt()
+                XCTFail("a native grant while the realm's flag is off")
+            } catch let error as ServiceRefusal {
+                XCTAssertEqual(error.code, "Client.NativeGrantsDisabled")
+                XCTAssertEqual(error.kind, .invalid)
+                XCTAssertTrue(error.message.contains("NativeGrants.Enabled") && error.message.contains("--native-grants true"), error.message)
+            }
+        }
         let rotated = try await admin.clients.rotateSecret(realm: "demo", id: "svc", metadata: metadata)
         _ = try await core.clientAuthenticator.authenticate(realm: "demo", clientID: "svc", secret: rotated)
         do {
@@ -54,6 +76,9 @@ final class AdministrationTests: XCTestCase {
         XCTAssertNil(quiet)
         let clients = try await admin.clients.list(realm: "demo").map(\.id)
         XCTAssertEqual(clients, ["app", "svc"])
+        _ = try await admin.realms.update("demo", metadata: metadata) { $0.nativeGrants.enabled = true }
+        let active = try await admin.clients.inertNativeGrants(realm: "demo")
+        XCTAssertTrue(active.isEmpty, "nothing is inert with the flag on")
 
         let id = try await core.administration.users.create(realm: "demo", email: "ada@example.com", metadata: .init()).id
         let user = try await core.administration.users.state(realm: "demo", id: id)

@@ -14,7 +14,9 @@ final class ConcurrentSettingsUpdateTests: XCTestCase {
         let secondPool = database.makePool(maxConnections: 8)
         let one = try ModgudCore(pool: database.pool, masterKey: nil).administration
         let two = try ModgudCore(pool: secondPool, masterKey: nil).administration
-        _ = try await one.realms.create("demo", settings: demoSettings, metadata: .none)
+        var settings = demoSettings
+        settings.nativeGrants.enabled = true  // for the client's native grant (issue 65, item 7)
+        _ = try await one.realms.create("demo", settings: settings, metadata: .none)
         _ = try await one.clients.create(
             realm: "demo", id: "app", settings: ClientSettings(type: .public, grants: [.otp], allowedScopes: ["openid"]), metadata: .none)
         for round in 1...10 {

@@ -79,6 +79,10 @@ public struct ClientSettings: Codable, Hashable, Sendable {
     public var clientAttestation: ClientAttestationMode = .off
     /// The App Attest environments whose keys the client's attester accepts (issue 47).
     public var appAttestEnvironments: AppAttestEnvironments = .production
+    /// The iOS app's custom URL scheme (issue 65, item 6): `/magic-login` hands a magic link to
+    /// the app as `<scheme>://magic-login?userId=…&token=…` (Apple, "Defining a custom URL
+    /// scheme for your app"), since a same-domain universal link stays in Safari. nil: none.
+    public var appURLScheme: String?
 
     public init(
         type: ClientType, displayName: String = "", grants: Set<GrantType>, allowedScopes: Set<String>, audiences: Set<String> = [],
@@ -106,7 +110,7 @@ public struct ClientSettings: Codable, Hashable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case type, displayName, grants, allowedScopes, audiences, rpID, androidOrigins, accessTokenFormat, passkeySignUp, appleAppIDs, androidApps,
-            dpop, dpopNonce, defaultAudience, refreshTokenPolicies, clientAttestation, appAttestEnvironments
+            dpop, dpopNonce, defaultAudience, refreshTokenPolicies, clientAttestation, appAttestEnvironments, appURLScheme
     }
 
     /// Settings recorded before a member existed decode with its default.
@@ -129,6 +133,7 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         refreshTokenPolicies = try container.decodeIfPresent([RefreshTokenPolicy].self, forKey: .refreshTokenPolicies) ?? []
         clientAttestation = try container.decodeIfPresent(ClientAttestationMode.self, forKey: .clientAttestation) ?? .off
         appAttestEnvironments = try container.decodeIfPresent(AppAttestEnvironments.self, forKey: .appAttestEnvironments) ?? .production
+        appURLScheme = try container.decodeIfPresent(String.self, forKey: .appURLScheme)
     }
 
     /// Sets are written sorted, so equal settings always encode to equal bytes (events, read
@@ -153,6 +158,7 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         if !refreshTokenPolicies.isEmpty { try container.encode(refreshTokenPolicies, forKey: .refreshTokenPolicies) }
         if clientAttestation != .off { try container.encode(clientAttestation, forKey: .clientAttestation) }
         if appAttestEnvironments != .production { try container.encode(appAttestEnvironments, forKey: .appAttestEnvironments) }
+        try container.encodeIfPresent(appURLScheme, forKey: .appURLScheme)
     }
 
     /// A refresh policy naming `audience`, if any.
@@ -213,6 +219,21 @@ public struct ClientSettings: Codable, Hashable, Sendable {
         for origin in androidOrigins where !origin.hasPrefix("android:apk-key-hash:") || origin.count <= "android:apk-key-hash:".count {
             throw DomainError("Client.InvalidAndroidOrigin", "Android origins look like android:apk-key-hash:<base64url>.")
         }
+        if let appURLScheme, !Self.isAppURLScheme(appURLScheme) {
+            throw DomainError(
+                "Client.InvalidAppUrlScheme",
+                "\(appURLScheme) is not an app's URL scheme: a letter, then letters, digits, +, - or . (RFC 3986 section 3.1), at most 64, not http or https.")
+        }
+    }
+
+    /// A scheme an app may claim: RFC 3986 section 3.1's `ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`,
+    /// at most 64 characters, and not the web's own (an http(s) link on the page's host is what
+    /// stays in the browser).
+    public static func isAppURLScheme(_ scheme: String) -> Bool {
+        guard let first = scheme.first, first.isASCII, first.isLetter, scheme.count <= 64,
+            !["http", "https"].contains(scheme.lowercased())
+        else { return false }
+        return scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == ".") }
     }
 }
 

@@ -18,22 +18,26 @@ extension ConsoleController {
             }
         }
         router.get("console/realms/:realm/clients/new") { request, context in
-            await page(request, context) { _ in newClientPage(context.parameters.get("realm") ?? "", form: ConsoleClientForm.values(nil)) }
+            await page(request, context) { _ in
+                let realm = context.parameters.get("realm") ?? ""
+                return newClientPage(realm, form: ConsoleClientForm.values(nil, nativeGrants: try await nativeGrantsOn(realm)))
+            }
         }
         router.post("console/realms/:realm/clients/new") { request, context in
             await action(request, context) { session, form in
                 let realm = context.parameters.get("realm") ?? ""
                 let id = (form["client_id"] ?? "").trimmingCharacters(in: .whitespaces)
                 var settings = ClientSettings(type: form["type"] == "confidential" ? .confidential : .public, grants: [], allowedScopes: [])
+                let nativeGrants = try await nativeGrantsOn(realm)
                 do {
-                    try ConsoleClientForm.apply(form, to: &settings)
+                    try ConsoleClientForm.apply(form, to: &settings, nativeGrants: nativeGrants)
                     let (_, secret) = try await admin.clients.create(realm: realm, id: id, settings: settings, metadata: metadata(session, context))
                     var page = try await clientPage(realm: realm, id: id)
                     page.values["secret"] = secret
                     page.notice = "Client \(id) created."
                     return try await render(page, session: session, started: .now)
                 } catch let refused as ServiceRefusal {
-                    var page = newClientPage(realm, form: ConsoleClientForm.values(settings, id: id))
+                    var page = newClientPage(realm, form: ConsoleClientForm.values(settings, id: id, nativeGrants: nativeGrants))
                     page.error = refused.message
                     page.status = .badRequest
                     return try await render(page, session: session, started: .now)
@@ -46,8 +50,9 @@ extension ConsoleController {
         router.post("console/realms/:realm/clients/:client") { request, context in
             await action(request, context) { session, form in
                 let (realm, id) = (context.parameters.get("realm") ?? "", context.parameters.get("client") ?? "")
+                let nativeGrants = try await nativeGrantsOn(realm)
                 let (_, warning) = try await admin.clients.update(realm: realm, id: id, metadata: metadata(session, context)) {
-                    try ConsoleClientForm.apply(form, to: &$0)
+                    try ConsoleClientForm.apply(form, to: &$0, nativeGrants: nativeGrants)
                 }
                 var page = try await clientPage(realm: realm, id: id)
                 page.notice = "Saved."
@@ -122,6 +127,12 @@ extension ConsoleController {
                      (id, "/console/realms/\(realm)/clients/\(id)")])
     }
 
+    /// Whether the realm's native grants are on: the grant picker offers them only then (issue 65, item 7).
+    private func nativeGrantsOn(_ realm: String) async throws -> Bool {
+        guard let settings = try await admin.realms.get(realm).settings else { throw ConsoleRefusal.notFound("realm") }
+        return settings.nativeGrants.enabled
+    }
+
     private func newClientPage(_ realm: String, form: [String: Any]) -> ConsolePage {
         ConsolePage(
             template: "client-new", title: "New client in \(realm)", values: ["realm": realm, "form": form], section: "realms",
@@ -136,7 +147,7 @@ extension ConsoleController {
         let apps = try await admin.realms.appAssociations(realm: RealmDirectory.Entry(realmID: realm, settings: realmSettings), host: host)
         var values: [String: Any] = [
             "realm": realm, "id": id, "type": settings.type.rawValue, "confidential": settings.type == .confidential, "enabled": state.enabled,
-            "form": ConsoleClientForm.values(settings, id: id), "associationHost": host,
+            "form": ConsoleClientForm.values(settings, id: id, nativeGrants: realmSettings.nativeGrants.enabled), "associationHost": host,
             "attestation": settings.clientAttestation.rawValue, "attestedKeys": try await admin.clients.attestedKeys(realm: realm)[id] ?? 0,
         ]
         let counts = try await admin.clients.attestationCounts(realm: realm)[id] ?? .init()

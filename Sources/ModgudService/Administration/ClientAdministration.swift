@@ -18,10 +18,22 @@ public struct ClientAdministration: Sendable {
     let now: @Sendable () -> Date
 
     /// Registers a client; a confidential one gets a secret, returned once and stored hashed.
+    /// A native grant while the realm's native grants are off is refused (`NativeGrantGate`).
     public func create(realm: String, id: String, settings: ClientSettings, metadata: EventMetadata) async throws -> (Client.State, secret: String?)
     {
+        try await create(realm: realm, id: id, settings: settings, metadata: metadata, checkingNativeGrants: true)
+    }
+
+    /// `create`; without `checkingNativeGrants` only for the operator realm's console client
+    /// (`OperatorConsole.addOperator`), whose email-code and passkey grants sign operators in to
+    /// the console's own pages while that realm's native grants stay off at the token endpoint.
+    func create(realm: String, id: String, settings: ClientSettings, metadata: EventMetadata, checkingNativeGrants: Bool) async throws
+        -> (Client.State, secret: String?)
+    {
         return try await ServiceRefusal.translating {
-            guard try await realms.actor(for: StreamNames.realm(realm)).current().state.exists else { throw DomainError.notFound("Realm.NotFound", "No realm \(realm).") }
+            let realmState = try await realms.actor(for: StreamNames.realm(realm)).current().state
+            guard realmState.exists, let realmSettings = realmState.settings else { throw DomainError.notFound("Realm.NotFound", "No realm \(realm).") }
+            if checkingNativeGrants { try NativeGrantGate.check(before: [], after: settings.grants, realm: realmSettings) }
             let secret = settings.type == .confidential ? ClientAuthenticator.generateSecret() : nil
             let state = try await clients.actor(for: StreamNames.client(realm: realm, clientID: id))
                 .execute(.register(id: id, settings: settings, secretHash: secret?.hash), now: now(), metadata: metadata).state
@@ -31,7 +43,8 @@ public struct ClientAdministration: Sendable {
     }
 
     /// Updates a client. Returns a warning when the RP-ID changed: passkeys enrolled under the
-    /// old RP-ID stop working.
+    /// old RP-ID stop working. Gaining a native grant while the realm's native grants are off is
+    /// refused; native grants already held stay, inert (`NativeGrantGate`).
     public func update(realm: String, id: String, metadata: EventMetadata, change: (inout ClientSettings) throws -> Void) async throws
         -> (Client.State, warning: String?)
     {
@@ -42,7 +55,10 @@ public struct ClientAdministration: Sendable {
                 let read = try await actor.current()
                 guard var settings = read.state.settings else { throw DomainError.notFound("Client.NotFound", "No client \(id).") }
                 let before = PasskeyService.rpID(client: settings, realm: realmSettings)
+                let heldGrants = settings.grants
                 try change(&settings)
+                // Issue 65, item 7: no new native grant while the realm's flag is off.
+                try NativeGrantGate.check(before: heldGrants, after: settings.grants, realm: realmSettings)
                 let state = try await actor.execute(.update(settings), now: now(), metadata: metadata, onlyAtVersion: read.version).state
                 return (state, settings, before)
             }
@@ -138,6 +154,17 @@ public struct ClientAdministration: Sendable {
     /// last flushed them (`ClientAttestationTally`).
     public func attestationCounts(realm: String) async throws -> [String: ClientAttestationTally.Counts] {
         try await ClientAttestationTally.counts(realm: realm, pool: pool)
+    }
+
+    /// The realm's clients whose native grants do nothing because the realm's native grants are
+    /// off (issue 65, item 7), with those grants; empty while the flag is on.
+    public func inertNativeGrants(realm: String) async throws -> [(id: String, grants: [GrantType])] {
+        try await ServiceRefusal.translating {
+            guard let settings = try await realms.actor(for: StreamNames.realm(realm)).current().state.settings, !settings.nativeGrants.enabled else {
+                return []
+            }
+            return try await ClientsTable.nativeGrantHolders(realm: realm, pool: pool)
+        }
     }
 
     public func list(realm: String) async throws -> [(id: String, type: String, enabled: Bool)] {

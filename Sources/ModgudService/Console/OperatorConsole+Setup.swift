@@ -31,7 +31,8 @@ extension OperatorConsole {
             var clientCreated = false
             if try await !admin.clients.get(realm: realmID, id: Self.clientID).exists {
                 let client = ClientSettings(type: .public, displayName: "Operator console", grants: [.otp, .passkey], allowedScopes: ["openid"], rpID: rpID)
-                _ = try await admin.clients.create(realm: realmID, id: Self.clientID, settings: client, metadata: metadata)
+                // Its native grants serve the console only: the realm's flag stays off (issue 65, item 7).
+                _ = try await admin.clients.create(realm: realmID, id: Self.clientID, settings: client, metadata: metadata, checkingNativeGrants: false)
                 clientCreated = true
             } else if let rpID, try await admin.clients.get(realm: realmID, id: Self.clientID).settings?.rpID != rpID {
                 _ = try await admin.clients.update(realm: realmID, id: Self.clientID, metadata: metadata) { $0.rpID = rpID }

@@ -24,12 +24,19 @@ public enum AppAssociations {
         public var linkApple: [String] = []
         public var passkeyAndroid: [AndroidApp] = []
         public var linkAndroid: [AndroidApp] = []
+        /// The custom URL schemes of the iOS apps that open the host's magic links (issue 65,
+        /// item 6: what `/magic-login`'s button opens on an iPhone). In no file.
+        public var linkSchemes: [String] = []
 
-        public init(passkeyApple: [String] = [], linkApple: [String] = [], passkeyAndroid: [AndroidApp] = [], linkAndroid: [AndroidApp] = []) {
+        public init(
+            passkeyApple: [String] = [], linkApple: [String] = [], passkeyAndroid: [AndroidApp] = [], linkAndroid: [AndroidApp] = [],
+            linkSchemes: [String] = []
+        ) {
             self.passkeyApple = passkeyApple
             self.linkApple = linkApple
             self.passkeyAndroid = passkeyAndroid
             self.linkAndroid = linkAndroid
+            self.linkSchemes = linkSchemes
         }
 
         public var hasApple: Bool { !passkeyApple.isEmpty || !linkApple.isEmpty }
@@ -105,6 +112,7 @@ public enum AppAssociations {
             if servesLinks, settings.grants.contains(.magic) {
                 apps.linkApple += settings.appleAppIDs
                 apps.linkAndroid += settings.androidApps
+                if let scheme = settings.appURLScheme { apps.linkSchemes.append(scheme) }
             }
         }
         return apps

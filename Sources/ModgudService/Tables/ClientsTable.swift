@@ -83,6 +83,17 @@ enum ClientsTable {
         ).rows.map { try $0.decode(String.self, at: 0) }
     }
 
+    /// The realm's clients holding a native grant (issue 65, item 7), with those grants.
+    static func nativeGrantHolders(realm: String, pool: PQPool) async throws -> [(id: String, grants: [GrantType])] {
+        let native = GrantType.native.sorted().map(\.rawValue)
+        return try await pool.query(
+            "SELECT client_id, settings->>'grants' FROM clients WHERE realm_id = \(realm) AND settings->'grants' ?| \(native) ORDER BY client_id"
+        ).rows.map { row in
+            let grants = try JSONDecoder().decode([String].self, from: Data(try row.decode(String.self, at: 1).utf8)).compactMap(GrantType.init(rawValue:))
+            return (try row.decode(String.self, at: 0), grants.filter(GrantType.native.contains).sorted())
+        }
+    }
+
     /// The realm's clients: id, type, enabled.
     static func list(realm: String, pool: PQPool) async throws -> [(id: String, type: String, enabled: Bool)] {
         try await pool.query(
