@@ -26,6 +26,12 @@ struct RealmCommand: AsyncParsableCommand {
         @Option(help: "Where /magic-login offers a browser user to go (https; '' clears).") var webFallbackURL: String?
         @Option(help: "A sign-in's absolute lifetime, days (1-3650; default 90).") var sessionDays: Int?
         @Option(help: "Refresh reuse grace, seconds (0-300; default 0 = strict).") var refreshReuseGrace: Int?
+        @Option(help: "Passkey changes need a sign-in this fresh, minutes (1-1440; default 10), with --passkey-step-up.")
+        var enrollmentFreshness: Int?
+        @Option(help: "Guard beyond the guide: enroll, rename and delete of passkeys need a fresh sign-in (true|false; default false).")
+        var passkeyStepUp: Bool?
+        @Option(help: "Guard beyond the guide: account endpoints take only tokens for the app or My Account (true|false; default false).")
+        var accountAudience: Bool?
         @Option(
             name: .customLong("rate-limit"),
             help: "A policy's limit: NAME=LIMIT/WINDOW_SECONDS[/BURST] (repeatable), e.g. token.ip=6000/60/2000; NAME=default removes the override.")
@@ -59,6 +65,9 @@ struct RealmCommand: AsyncParsableCommand {
             if let webFallbackURL { settings.webFallbackURL = webFallbackURL.isEmpty ? nil : webFallbackURL }
             if let sessionDays { settings.sessionLimits.absoluteLifetimeDays = sessionDays }
             if let refreshReuseGrace { settings.sessionLimits.refreshReuseGraceSeconds = refreshReuseGrace }
+            if let enrollmentFreshness { settings.sessionLimits.enrollmentFreshnessMinutes = enrollmentFreshness }
+            if let passkeyStepUp { settings.accountGuards.passkeyStepUp = passkeyStepUp }
+            if let accountAudience { settings.accountGuards.accountAudience = accountAudience }
             for text in registrationFields {
                 let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
                 guard parts.count == 2, let requirement = FieldRequirement(rawValue: parts[1]) else {
@@ -141,10 +150,12 @@ struct RealmCommand: AsyncParsableCommand {
         @OptionGroup var settings: SettingsOptions
 
         func run() async throws {
-            let (state, warning) = try await AdminContext.run(database) { context in
-                try await context.admin.realms.update(id, metadata: context.metadata) { try settings.apply(to: &$0) }
+            let (state, warning, inert) = try await AdminContext.run(database) { context in
+                let (state, warning) = try await context.admin.realms.update(id, metadata: context.metadata) { try settings.apply(to: &$0) }
+                return (state, warning, try await context.admin.clients.inertNativeGrants(realm: id))
             }
             try RealmCommand.print(state)
+            RealmCommand.printInert(inert)
             if let warning { Swift.print("warning: \(warning)") }
         }
     }
@@ -166,7 +177,11 @@ struct RealmCommand: AsyncParsableCommand {
         @Argument var id: String
 
         func run() async throws {
-            try RealmCommand.print(try await AdminContext.run(database) { try await $0.admin.realms.get(id) })
+            let (state, inert) = try await AdminContext.run(database) {
+                (try await $0.admin.realms.get(id), try await $0.admin.clients.inertNativeGrants(realm: id))
+            }
+            try RealmCommand.print(state)
+            RealmCommand.printInert(inert)
         }
     }
 
@@ -210,6 +225,13 @@ struct RealmCommand: AsyncParsableCommand {
         }
     }
 
+    /// Issue 65, item 7: clients whose native grants do nothing while the realm's flag is off.
+    static func printInert(_ clients: [(id: String, grants: [GrantType])]) {
+        guard !clients.isEmpty else { return }
+        let listed = clients.map { "\($0.id) (\($0.grants.map(\.rawValue).joined(separator: ", ")))" }.joined(separator: ", ")
+        Swift.print("inert        native grants (realm flag off; --native-grants true turns them on): \(listed)")
+    }
+
     static func print(_ state: Realm.State) throws {
         guard let id = state.id, let settings = state.settings else { throw CommandError("no such realm") }
         Swift.print("realm        \(id)")
@@ -225,6 +247,9 @@ struct RealmCommand: AsyncParsableCommand {
         Swift.print("connections  " + ([id] + ["email", "Username-Password-Authentication"] + settings.connections).joined(separator: ", "))
         Swift.print(
             "sessions     \(settings.sessionLimits.absoluteLifetimeDays) d at most, refresh reuse grace \(settings.sessionLimits.refreshReuseGraceSeconds) s")
+        let guards = settings.accountGuards
+        Swift.print(
+            "guards       passkey step-up \(guards.passkeyStepUp ? "on (\(settings.sessionLimits.enrollmentFreshnessMinutes) min)" : "off"), account audience \(guards.accountAudience ? "on" : "off")")
         let fields = settings.registrationFields
         Swift.print(
             "fields       Email Required, Username \(fields.username.rawValue), Firstname \(fields.firstname.rawValue), Lastname \(fields.lastname.rawValue)")

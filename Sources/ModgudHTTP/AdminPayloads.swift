@@ -23,6 +23,14 @@ enum AdminPayloads {
         var Default: Bool?
     }
 
+    /// The guards beyond the native-app guide (issue 65), each off by default.
+    struct Guards: Codable {
+        /// Passkey changes need a sign-in at most `EnrollmentFreshnessMinutes` old.
+        var PasskeyStepUp: Bool?
+        /// The account endpoints take only tokens for the app or My Account.
+        var AccountAudience: Bool?
+    }
+
     struct SessionLimits: Codable {
         var AbsoluteLifetimeDays: Int?
         var RefreshReuseGraceSeconds: Int?
@@ -45,6 +53,8 @@ enum AdminPayloads {
         /// By policy name (`token.ip`, …); in a patch, `null` restores the default.
         var RateLimits: [String: RateLimit?]?
         var SessionLimits: SessionLimits?
+        /// Guards beyond the guide (issue 65); in a patch, members left out keep their value.
+        var Guards: Guards?
         /// Auth0 connection names besides the realm id, `email` and
         /// `Username-Password-Authentication` (issue 24); a patch replaces the list.
         var Connections: [String]?
@@ -64,7 +74,7 @@ enum AdminPayloads {
         static let members: Set<String> = [
             "Id", "Hosts", "DisplayName", "PrimaryDomain", "PublicBaseURL", "NativeGrants", "RegistrationPosture", "MagicLinkEnabled",
             "RegistrationFields", "RateLimits", "SessionLimits", "Connections", "IssuerTrailingSlash", "WebFallbackURL", "SigningAlgorithm",
-            "FederatedProviders",
+            "FederatedProviders", "Guards",
         ]
 
         func apply(to settings: inout RealmSettings) throws(AdminProblem) {
@@ -100,6 +110,10 @@ enum AdminPayloads {
                 if let days = limits.AbsoluteLifetimeDays { settings.sessionLimits.absoluteLifetimeDays = days }
                 if let grace = limits.RefreshReuseGraceSeconds { settings.sessionLimits.refreshReuseGraceSeconds = grace }
                 if let minutes = limits.EnrollmentFreshnessMinutes { settings.sessionLimits.enrollmentFreshnessMinutes = minutes }
+            }
+            if let Guards {
+                if let on = Guards.PasskeyStepUp { settings.accountGuards.passkeyStepUp = on }
+                if let on = Guards.AccountAudience { settings.accountGuards.accountAudience = on }
             }
             for (field, value) in RegistrationFields ?? [:] {
                 if field == "Email" && value == "Required" { continue }
@@ -149,6 +163,8 @@ enum AdminPayloads {
         var ClientAttestation: String?
         /// App Attest environments accepted: production (the default) or production+development.
         var AppAttestEnvironments: String?
+        /// The iOS app's custom URL scheme `/magic-login` opens it with (issue 65, item 6); "" clears.
+        var AppUrlScheme: String?
         /// Read only: the Android apps whose Play Integrity keys are set, set and removed at
         /// `…/clients/{client}/play-integrity/{package}`.
         var PlayIntegrity: [PlayIntegrityView]?
@@ -156,7 +172,7 @@ enum AdminPayloads {
         static let members: Set<String> = [
             "Id", "Type", "DisplayName", "Grants", "Scopes", "Audiences", "RpId", "AndroidOrigins", "AccessTokenFormat", "PasskeySignUp",
             "AppleAppIds", "AndroidApps", "Dpop", "DpopNonce", "DefaultAudience", "RefreshTokenPolicies",
-            "ClientAttestation", "AppAttestEnvironments",
+            "ClientAttestation", "AppAttestEnvironments", "AppUrlScheme",
         ]
 
         func apply(to settings: inout ClientSettings) throws(AdminProblem) {
@@ -203,6 +219,7 @@ enum AdminPayloads {
                 }
                 settings.appAttestEnvironments = environments
             }
+            if let AppUrlScheme { settings.appURLScheme = AppUrlScheme.isEmpty ? nil : AppUrlScheme }
         }
     }
 
@@ -280,7 +297,9 @@ enum AdminPayloads {
                 SessionLimits(
                     AbsoluteLifetimeDays: $0.sessionLimits.absoluteLifetimeDays, RefreshReuseGraceSeconds: $0.sessionLimits.refreshReuseGraceSeconds,
                     EnrollmentFreshnessMinutes: $0.sessionLimits.enrollmentFreshnessMinutes)
-            }, Connections: settings?.connections, IssuerTrailingSlash: settings?.issuerTrailingSlash,
+            },
+            Guards: settings.map { Guards(PasskeyStepUp: $0.accountGuards.passkeyStepUp, AccountAudience: $0.accountGuards.accountAudience) },
+            Connections: settings?.connections, IssuerTrailingSlash: settings?.issuerTrailingSlash,
             WebFallbackURL: settings?.webFallbackURL, SigningKeys: signingKeys(state),
             FederatedProviders: settings.map { ($0.federatedProviders ?? []).map(FederatedProviderBody.init) })
     }
@@ -317,6 +336,7 @@ enum AdminPayloads {
             Dpop: settings?.dpop.rawValue, DpopNonce: settings?.dpopNonce, DefaultAudience: settings?.defaultAudience,
             RefreshTokenPolicies: settings?.refreshTokenPolicies.map { RefreshPolicyBody(Audience: $0.audience, Scopes: $0.scopes) },
             ClientAttestation: settings?.clientAttestation.rawValue, AppAttestEnvironments: settings?.appAttestEnvironments.rawValue,
+            AppUrlScheme: settings?.appURLScheme,
             PlayIntegrity: state.playIntegrity.sorted { $0.key < $1.key }.map { PlayIntegrityView(packageName: $0.key, $0.value) })
     }
 

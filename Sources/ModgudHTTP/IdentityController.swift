@@ -63,7 +63,7 @@ struct IdentityController: Sendable {
     private func authorized(_ request: Request, myAccount scope: String?) async throws -> (RealmDirectory.Entry, Caller) {
         let (realm, issuer) = try await parsing.realm(request)
         guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(ProblemEdge.nativeGrantsDisabled()) }
-        guard let scope else { return (realm, try await resource.accountCaller(request, realm: realm.realmID, issuer: issuer)) }
-        return (realm, try await resource.myAccountCaller(request, realm: realm.realmID, issuer: issuer, scope: scope))
+        guard let scope else { return (realm, try await resource.accountCaller(request, realm: realm, issuer: issuer)) }
+        return (realm, try await resource.myAccountCaller(request, realm: realm, issuer: issuer, scope: scope))
     }
 }

@@ -11,8 +11,9 @@ import ModgudService
 /// (`<issuer>/me/`, Auth0's `https://<domain>/me/`) and which carries the route's scope:
 /// `create:`, `read:`, `update:` or `delete:me:authentication_methods`. A client gets them like
 /// any audience and scope: listed in its `Audiences` and `AllowedScopes`, requested with
-/// `audience` (or `resource`) and `scope`. Enrollment also needs a fresh sign-in
-/// (`PasskeyService.requireFreshSignIn`), unless the token carries `modgud:passkeys:enroll`.
+/// `audience` (or `resource`) and `scope`. With the realm's passkey step-up on (issue 65, off
+/// by default), enrollment, rename and delete also need a fresh sign-in
+/// (`PasskeyService.requirePasskeyStepUp`), unless the token carries `modgud:passkeys:enroll`.
 /// Errors are problem documents (`application/problem+json`), as Auth0's My Account API answers,
 /// 401, 403 and 429 included; members Auth0 does not define are ignored. Enrollment answers 202
 /// with the method's `Location` (`…/passkey%7Cnew`), verification 201 with the new method's.
@@ -112,7 +113,7 @@ struct MyAccountController: Sendable {
                 return Problem.response("MyAccount.UnknownIdentity", status: 400, detail: "Linked identities are not supported.")
             }
             try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
-            try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
+            try await passkeys.requirePasskeyStepUp(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             let begun = try await passkeys.beginEnrollment(
                 realm: realm, userID: bearer.userID, clientID: bearer.clientID, metadata: context.eventMetadata(actor: bearer.userID))
             // 202 with the method id in `Location`, as Auth0 answers: Auth0.swift's
@@ -133,7 +134,7 @@ struct MyAccountController: Sendable {
             guard method == "passkey|new" else { return Self.notFound() }
             let (realm, bearer, issuer) = try await authorized(request, scope: "create:me:authentication_methods")
             try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
-            try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
+            try await passkeys.requirePasskeyStepUp(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             let body = try await parsing.json(VerifyBody.self, request, allowed: nil)
             let created = try await passkeys.completeEnrollment(
                 realm: realm, userID: bearer.userID, clientID: bearer.clientID, ceremonyID: body.auth_session,
@@ -169,6 +170,7 @@ struct MyAccountController: Sendable {
     func rename(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, bearer, _) = try await authorized(request, scope: "update:me:authentication_methods")
+            try await passkeys.requirePasskeyStepUp(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             let body = try await parsing.json(RenameBody.self, request, allowed: nil)
             guard let id = Self.passkeyID(context),
                 let renamed = try await passkeys.rename(
@@ -183,6 +185,7 @@ struct MyAccountController: Sendable {
     func delete(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, bearer, _) = try await authorized(request, scope: "delete:me:authentication_methods")
+            try await passkeys.requirePasskeyStepUp(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             guard let id = Self.passkeyID(context),
                 try await passkeys.delete(
                     realm: realm.realmID, userID: bearer.userID, passkeyID: id, by: "user:\(bearer.userID.uuidString.lowercased())",
@@ -200,7 +203,7 @@ struct MyAccountController: Sendable {
     private func authorized(_ request: Request, scope: String) async throws -> (RealmDirectory.Entry, Caller, issuer: String) {
         let (realm, issuer) = try await parsing.realm(request)
         guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(ProblemEdge.nativeGrantsDisabled()) }
-        return (realm, try await resource.myAccountCaller(request, realm: realm.realmID, issuer: issuer, scope: scope), issuer)
+        return (realm, try await resource.myAccountCaller(request, realm: realm, issuer: issuer, scope: scope), issuer)
     }
 
     /// Where a method lives: `<base>/me/v1/authentication-methods/<id>`, the id's `|`

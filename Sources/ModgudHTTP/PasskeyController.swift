@@ -63,8 +63,11 @@ struct PasskeyController: Sendable {
             guard realm.settings.nativeGrants.enabled else { return ProblemEdge.nativeGrantsDisabled() }
             try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
             let form = try await parsing.form(request)
-            _ = try await attestation.checkUnnamed(request, clientID: form["client_id"], realm: realm.realmID, issuer: issuer, endpoint: "passkey_begin")
-            let begun = try await passkeys.beginLogin(realm: realm, clientID: form["client_id"], metadata: context.eventMetadata())
+            // The ceremony is the named client's (client_id, or the attestation's) and its
+            // attested instance's (issue 65).
+            let binding = try await attestation.binding(
+                request, clientID: form["client_id"], realm: realm.realmID, issuer: issuer, endpoint: "passkey_begin")
+            let begun = try await passkeys.beginLogin(realm: realm, binding: binding, metadata: context.eventMetadata())
             return OAuthResponses.json(BegunBody(ceremonyId: begun.ceremonyID.uuidString.lowercased(), options: begun.options))
         }
     }
@@ -88,12 +91,12 @@ struct PasskeyController: Sendable {
             let (realm, issuer) = try await parsing.realm(request)
             guard realm.settings.nativeGrants.enabled else { return ProblemEdge.nativeGrantsDisabled() }
             let body = try await parsing.json(SignUpBody.self, request, allowed: SignUpBody.members, ignoringCase: true)
-            _ = try await attestation.checkUnnamed(request, clientID: body.ClientId, realm: realm.realmID, issuer: issuer, endpoint: "passkey_register")
+            let binding = try await attestation.binding(request, clientID: body.ClientId, realm: realm.realmID, issuer: issuer, endpoint: "passkey_register")
             let source = parsing.source(request, context: context)
             try await rateLimiter.check(.passkeyPerIP, key: source, realm: realm.realmID, settings: realm.settings)
             try await rateLimiter.check(.signupPerIP, key: source, realm: realm.realmID, settings: realm.settings)
             let begun = try await passkeys.beginSignUp(
-                realm: realm, clientID: body.ClientId,
+                realm: realm, binding: binding,
                 .init(email: body.Email, firstName: body.FirstName, lastName: body.LastName, displayName: body.DisplayName),
                 metadata: context.eventMetadata())
             return OAuthResponses.json(BegunBody(ceremonyId: begun.ceremonyID.uuidString.lowercased(), options: begun.options))
@@ -115,7 +118,7 @@ struct PasskeyController: Sendable {
             if conditional {
                 try await passkeys.requireUpgradeSignIn(realm: realm, familyID: bearer.familyID)
             } else {
-                try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
+                try await passkeys.requirePasskeyStepUp(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             }
             let begun = try await passkeys.beginEnrollment(
                 realm: realm, userID: bearer.userID, clientID: bearer.clientID, conditional: conditional,
@@ -138,7 +141,7 @@ struct PasskeyController: Sendable {
         await respond(context) {
             let (realm, bearer) = try await authorized(request, allowsRecovery: true)
             try await rateLimiter.check(.passkeyPerIP, key: parsing.source(request, context: context), realm: realm.realmID, settings: realm.settings)
-            try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
+            try await passkeys.requirePasskeyStepUp(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             let body: EnrollBody
             do {
                 body = try await parsing.json(EnrollBody.self, request, allowed: EnrollBody.members, ignoringCase: true)
@@ -195,10 +198,12 @@ struct PasskeyController: Sendable {
     }
 
     /// PATCH /connect/passkey/{id} (Bearer, JSON `{ "DisplayName" }`): the renamed passkey, 400
-    /// `Passkey.InvalidName`, or 404 for unknown and other users' ids (never 403).
+    /// `Passkey.InvalidName`, or 404 for unknown and other users' ids (never 403). The realm's
+    /// passkey step-up, when on, as for enrollment and delete (issue 65).
     func rename(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, bearer) = try await authorized(request)
+            try await passkeys.requirePasskeyStepUp(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             let body = try await parsing.json(RenameBody.self, request, allowed: RenameBody.members, ignoringCase: true)
             guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
                 let renamed = try await passkeys.rename(
@@ -210,12 +215,12 @@ struct PasskeyController: Sendable {
     }
 
     /// DELETE /connect/passkey/{id} (Bearer): 204, or 404 for unknown and other users' ids.
-    /// Issue 46: a fresh sign-in, as enrolling (RFC 9470's 401 with `max_age`): a stolen or
-    /// weeks-old token cannot take a person's passkeys away.
+    /// With the realm's passkey step-up on (issue 65; off by default, as the guide promises 204
+    /// for any valid token), a fresh sign-in as enrolling (RFC 9470's 401 with `max_age`).
     func delete(_ request: Request, context: ModgudRequestContext) async -> Response {
         await respond(context) {
             let (realm, bearer) = try await authorized(request)
-            try await passkeys.requireFreshSignIn(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
+            try await passkeys.requirePasskeyStepUp(realm: realm, familyID: bearer.familyID, scopes: bearer.scopes)
             guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
                 try await passkeys.delete(
                     realm: realm.realmID, userID: bearer.userID, passkeyID: id, by: "user:\(bearer.userID.uuidString.lowercased())",
@@ -233,7 +238,7 @@ struct PasskeyController: Sendable {
     private func authorized(_ request: Request, allowsRecovery: Bool = false) async throws -> (RealmDirectory.Entry, Caller) {
         let (realm, issuer) = try await parsing.realm(request)
         guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(ProblemEdge.nativeGrantsDisabled()) }
-        return (realm, try await resource.accountCaller(request, realm: realm.realmID, issuer: issuer, allowsRecovery: allowsRecovery))
+        return (realm, try await resource.accountCaller(request, realm: realm, issuer: issuer, allowsRecovery: allowsRecovery))
     }
 
     static func view(_ summary: PasskeyService.Summary) -> PasskeyBody {

@@ -50,12 +50,18 @@ struct ProtectedResource: Sendable {
     }
 
     /// The caller of an endpoint that changes the account (passkeys, TOTP, address
-    /// confirmation): as `caller`, and the token must be for the app itself or for My Account
-    /// (its audiences name the client or `<base>/me/`), else 401 `invalid_token`. A token
-    /// minted for an API is refused, so that API cannot replay it here to change the account
-    /// (RFC 9700 sections 2.3 and 4.10.1: audience-restricted tokens; issue 44).
-    func accountCaller(_ request: Request, realm: String, issuer: String, allowsRecovery: Bool = false) async throws -> Caller {
-        let caller = try await caller(request, realm: realm, issuer: issuer, allowsRecovery: allowsRecovery)
+    /// confirmation, sessions): as `caller`, so any live user token of this realm, from any of
+    /// its sign-ins or refreshes, whatever `resource` narrowed its audience to (issue 65: the
+    /// guide sends "the same access token the app already holds"). A token of another realm is
+    /// not found, and a client's own token (client credentials) has no user: both 401
+    /// `invalid_token`. With the realm's `AccountGuards.accountAudience` on, the token must
+    /// also be for the app itself or My Account (its audiences name the client or
+    /// `<base>/me/`), so an API cannot replay a token minted for it here (RFC 9700 sections
+    /// 2.3 and 4.10.1); docs/decisions.md, "Account endpoints and audiences", says why that is
+    /// an option.
+    func accountCaller(_ request: Request, realm: RealmDirectory.Entry, issuer: String, allowsRecovery: Bool = false) async throws -> Caller {
+        let caller = try await caller(request, realm: realm.realmID, issuer: issuer, allowsRecovery: allowsRecovery)
+        guard realm.settings.accountGuards.accountAudience else { return caller }
         let forAccount = caller.audiences.contains(caller.clientID) || caller.audiences.contains(Self.myAccountAudience(issuer: issuer))
         guard forAccount else {
             throw RequestParsing.Failure.response(
@@ -64,12 +70,13 @@ struct ProtectedResource: Sendable {
         return caller
     }
 
-    /// The caller of a My Account endpoint (`/me/v1/…`): as `caller`, and the token must be
-    /// for the host's My Account audience (else 401 `invalid_token`) and carry `scope` (else
-    /// 403 `insufficient_scope`, RFC 6750 section 3.1).
-    func myAccountCaller(_ request: Request, realm: String, issuer: String, scope: String) async throws -> Caller {
-        let caller = try await caller(request, realm: realm, issuer: issuer)
-        guard caller.audiences.contains(Self.myAccountAudience(issuer: issuer)) else {
+    /// The caller of a My Account endpoint (`/me/v1/…`): as `caller`, and the token must carry
+    /// `scope` (else 403 `insufficient_scope`, RFC 6750 section 3.1). With the realm's
+    /// `AccountGuards.accountAudience` on, it must also be for the host's My Account audience
+    /// (else 401 `invalid_token`).
+    func myAccountCaller(_ request: Request, realm: RealmDirectory.Entry, issuer: String, scope: String) async throws -> Caller {
+        let caller = try await caller(request, realm: realm.realmID, issuer: issuer)
+        if realm.settings.accountGuards.accountAudience, !caller.audiences.contains(Self.myAccountAudience(issuer: issuer)) {
             throw RequestParsing.Failure.response(Self.challenge("invalid_token", scheme: caller.scheme))
         }
         guard caller.scopes.contains(scope) else {

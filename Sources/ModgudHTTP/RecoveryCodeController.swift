@@ -74,6 +74,6 @@ struct RecoveryCodeController: Sendable {
     private func authorized(_ request: Request) async throws -> (RealmDirectory.Entry, Caller) {
         let (realm, issuer) = try await parsing.realm(request)
         guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(ProblemEdge.nativeGrantsDisabled()) }
-        return (realm, try await resource.accountCaller(request, realm: realm.realmID, issuer: issuer))
+        return (realm, try await resource.accountCaller(request, realm: realm, issuer: issuer))
     }
 }

@@ -53,6 +53,6 @@ struct SessionController: Sendable {
     private func authorized(_ request: Request) async throws -> (RealmDirectory.Entry, Caller) {
         let (realm, issuer) = try await parsing.realm(request)
         guard realm.settings.nativeGrants.enabled else { throw RequestParsing.Failure.response(ProblemEdge.nativeGrantsDisabled()) }
-        return (realm, try await resource.accountCaller(request, realm: realm.realmID, issuer: issuer, allowsRecovery: true))
+        return (realm, try await resource.accountCaller(request, realm: realm, issuer: issuer, allowsRecovery: true))
     }
 }

@@ -88,7 +88,11 @@ final class EmailSignInHarness: @unchecked Sendable {
             nativeGrants: NativeGrantSettings(enabled: true), registrationPosture: .jitOnOtp)
         settings(&realm)
         let admin = core.administration
-        _ = try await admin.realms.create("dev", settings: realm, metadata: .init())
+        // The clients get their native grants while the flag is on (issue 65, item 7); a test
+        // that turns it off gets its settings afterwards, the grants then inert.
+        var creation = realm
+        creation.nativeGrants.enabled = true
+        _ = try await admin.realms.create("dev", settings: creation, metadata: .init())
         if signingKey { try await core.keys.rotate(realm: "dev", now: Date(), metadata: .init()) }
         let scopes: Set<String> = ["openid", "email", "profile", "offline_access", "api"]
         _ = try await admin.clients.create(
@@ -100,6 +104,7 @@ final class EmailSignInHarness: @unchecked Sendable {
         confidentialSecret = secret!
         _ = try await admin.clients.create(
             realm: "dev", id: "plain", settings: ClientSettings(type: .public, grants: [.passkey, .refreshToken], allowedScopes: scopes), metadata: .init())
+        if creation != realm { _ = try await admin.realms.update("dev", metadata: .init()) { $0 = realm } }
         var configuration = HTTPConfiguration(issuerScheme: issuerScheme, adminToken: Self.adminToken, jitter: jitter)
         configuration.signalLongPoll = signalLongPoll
         self.configuration = configuration
@@ -247,6 +252,11 @@ final class EmailSignInHarness: @unchecked Sendable {
 
     func eventCount() async throws -> Int {
         try await core.pool.query("SELECT count(*) FROM events").first!.decode(Int.self, at: 0)
+    }
+
+    /// How many events of `type` the log holds.
+    func eventCount(type: String) async throws -> Int {
+        try await core.pool.query("SELECT count(*) FROM events WHERE type = \(type)").first!.decode(Int.self, at: 0)
     }
 
     func userCount(_ email: String) async throws -> Int {

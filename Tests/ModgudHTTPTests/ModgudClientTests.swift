@@ -185,12 +185,34 @@ final class ModgudClientTests: XCTestCase {
                 XCTFail("deleted")
             } catch let error as ModgudError { XCTAssertEqual(error, .passkeyNotFound) }
 
-            // Enrollment needs a fresh sign-in.
+            // Issue 65: by default a sign-in 11 minutes old still enrolls (the guide's flow).
             harness.clock.advance(11 * 60)
+            let tablet = SoftwarePasskeys(origin: "https://ios.acme.test")
+            let late = try await app.enrollPasskey(name: "Tablet", using: tablet)
+            try await app.deletePasskey(id: late.id)
+            // With the realm's passkey step-up on, enrollment needs a fresh sign-in: RFC 9470's
+            // challenge, `.reauthenticationRequired` without a handler.
+            _ = try await harness.core.administration.realms.update("dev", metadata: .init()) { $0.accountGuards.passkeyStepUp = true }
             do {
                 try await app.enrollPasskey(using: laptop)
                 XCTFail("a stale sign-in")
             } catch let error as ModgudError { XCTAssertEqual(error, .reauthenticationRequired) }
+            // With a handler, the client recovers by signing in again (here by passkey), never by
+            // refreshing: no rotation happens, the call goes once more and enrolls.
+            let rotations = try await harness.eventCount(type: "token_family.refreshed")
+            let before = try await app.accessToken()
+            await app.setStepUpHandler { challenge in
+                XCTAssertEqual(challenge.maxAge, 600)
+                _ = try await app.signInWithPasskey(using: device)
+            }
+            let stepped = try await app.enrollPasskey(name: "After step-up", using: tablet)
+            await app.setStepUpHandler(nil)
+            XCTAssertEqual(stepped.displayName, "After step-up")
+            let rotationsAfter = try await harness.eventCount(type: "token_family.refreshed")
+            XCTAssertEqual(rotationsAfter, rotations, "a step-up is never answered by a refresh")
+            let after = try await app.accessToken()
+            XCTAssertNotEqual(after, before, "a new sign-in")
+            try await app.deletePasskey(id: stepped.id)
 
             // Sign out, then sign in with the first passkey: the same account.
             try await app.signOut()

@@ -132,9 +132,27 @@ final class MyAccountTests: XCTestCase {
         }
     }
 
-    func testTheAudienceAndEachRoutesScopeAreRequired() async throws {
+    /// Issue 65: by default My Account takes any user token of the realm that carries the
+    /// route's scope; a token without it is 403 `insufficient_scope`, never a 401 that would
+    /// send the app to refresh.
+    func testByDefaultEachRoutesScopeIsRequiredAndNotTheAudience() async throws {
         harness = try await Self.makeHarness()
         let harness = harness!
+        try await harness.app.test(.router) { client in
+            let plain = try await Self.signIn(harness, client, "bo@example.com", scopes: [], audience: nil, clientID: "app")
+            let unscoped = try await H.call(client, .get, "/me/v1/authentication-methods", "", headers: PasskeySteps.bearer(plain))
+            XCTAssertEqual(unscoped.status, .forbidden, unscoped.body)
+            XCTAssertEqual(unscoped.json["title"] as? String, "insufficient_scope", unscoped.body)
+            let unasked = try await Self.signIn(harness, client, "cy@example.com", scopes: Self.allScopes, audience: nil)
+            let listed = try await H.call(client, .get, "/me/v1/authentication-methods", "", headers: PasskeySteps.bearer(unasked))
+            XCTAssertEqual(listed.status, .ok, listed.body)
+        }
+    }
+
+    func testWithTheAudienceGuardTheAudienceAndEachRoutesScopeAreRequired() async throws {
+        harness = try await Self.makeHarness()
+        let harness = harness!
+        _ = try await harness.core.administration.realms.update("dev", metadata: .init()) { $0.accountGuards.accountAudience = true }
         try await harness.app.test(.router) { client in
             // A token of a client without the My Account audience: 401 invalid_token, as a
             // problem (Auth0's `ErrorResponse`) beside the challenge.
@@ -171,9 +189,10 @@ final class MyAccountTests: XCTestCase {
         }
     }
 
-    func testEnrollmentNeedsAFreshSignInAndOnlyPasskeys() async throws {
+    func testEnrollmentNeedsAFreshSignInWithTheStepUpGuardAndOnlyPasskeys() async throws {
         harness = try await Self.makeHarness()
         let harness = harness!
+        _ = try await harness.core.administration.realms.update("dev", metadata: .init()) { $0.accountGuards.passkeyStepUp = true }
         try await harness.app.test(.router) { client in
             let token = try await Self.signIn(harness, client, "cy@example.com", scopes: Self.allScopes)
             let other = try await H.call(
@@ -187,7 +206,7 @@ final class MyAccountTests: XCTestCase {
                 client, .post, "/me/v1/authentication-methods", #"{"type":"passkey","identity_user_id":"\#(UUID())"}"#,
                 headers: PasskeySteps.bearer(token, json: true))
             XCTAssertEqual(someoneElse.status, .badRequest, someoneElse.body)
-            // Past the realm's enrollment freshness (10 minutes by default): sign in again.
+            // Past the realm's step-up freshness (10 minutes by default): sign in again.
             harness.clock.advance(11 * 60)
             let stale = try await H.call(
                 client, .post, "/me/v1/authentication-methods", #"{"type":"passkey"}"#, headers: PasskeySteps.bearer(token, json: true))

@@ -41,8 +41,9 @@ final class PasskeyManagementTests: XCTestCase {
         return try XCTUnwrap(reply.json["access_token"] as? String)
     }
 
-    func testEnrollmentNeedsAFreshSignInOrTheEnrollmentScope() async throws {
+    func testWithTheStepUpGuardEnrollmentNeedsAFreshSignInOrTheEnrollmentScope() async throws {
         let harness = try await makeHarness()
+        _ = try await harness.core.administration.realms.update("dev", metadata: .init()) { $0.accountGuards.passkeyStepUp = true }
         let steps = PasskeySteps(harness: harness)
         try await harness.app.test(.router) { client in
             let token = try await Self.signIn(harness, client, "ada@example.com", number: 1, scope: "openid offline_access")

@@ -97,11 +97,13 @@ final class SignInClaimsTests: XCTestCase {
         }
     }
 
-    /// Issue 46: deleting a passkey needs a fresh sign-in, as enrolling does, expressed as
-    /// RFC 9470's challenge; a new sign-in meets it.
-    func testDeletingAPasskeyNeedsAFreshSignInByTheStepUpChallenge() async throws {
+    /// Issue 46: with the realm's passkey step-up on (issue 65: off by default), deleting a
+    /// passkey needs a fresh sign-in, as enrolling does, expressed as RFC 9470's challenge; a
+    /// new sign-in meets it.
+    func testWithTheStepUpGuardDeletingAPasskeyNeedsAFreshSignInByTheStepUpChallenge() async throws {
         harness = try await PasskeyUpgradeTests.iosHarness()
         let harness = harness!
+        _ = try await harness.core.administration.realms.update("dev", metadata: .init()) { $0.accountGuards.passkeyStepUp = true }
         let steps = PasskeySteps(harness: harness)
         try await harness.app.test(.live) { client in
             _ = try await H.requestCode(client, "ada@example.com")

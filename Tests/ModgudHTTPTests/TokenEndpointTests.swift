@@ -232,7 +232,9 @@ final class TwoInstanceTests: XCTestCase {
         let first = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
         let second = try ModgudCore(pool: database.makePool(maxConnections: 20), masterKey: Array(repeating: 3, count: 32))
         let admin = first.administration
-        _ = try await admin.realms.create("dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev"), metadata: .init())
+        // The flag on, for the client's native grant (issue 65, item 7).
+        _ = try await admin.realms.create(
+            "dev", settings: RealmSettings(hosts: ["localhost"], displayName: "Dev", nativeGrants: NativeGrantSettings(enabled: true)), metadata: .init())
         try await first.keys.rotate(realm: "dev", now: Date(), metadata: .init())
         _ = try await admin.clients.create(
             realm: "dev", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["offline_access"]),

@@ -139,6 +139,29 @@ final class TokenServiceTests: XCTestCase {
         }
     }
 
+    /// Issue 65, RFC 8707 section 2.2: a refresh may ask for any resource the original grant
+    /// allows. A sign-in that named none allows each audience the client is permitted (the
+    /// guide's refresh carries `resource=<api-audience>`); one that named a resource allows it
+    /// alone; an audience the client was never permitted is `invalid_target` either way.
+    func testARefreshAsksForAnyResourceTheOriginalGrantAllows() async throws {
+        let client = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
+        let open = try await service.signIn(
+            client: client, user: user, grantType: .otp, scope: "api offline_access", resources: [], amr: ["otp"], issuer: issuer, metadata: .none)
+        let forAPI = try await service.refresh(
+            client: client, refreshToken: open.refreshToken!, resources: ["https://api.demo.test"], issuer: issuer, metadata: .none)
+        let introspected = try await service.introspect(realm: "demo", token: forAPI.accessToken)
+        XCTAssertEqual(introspected.audiences, ["https://api.demo.test"])
+        XCTAssertEqual(forAPI.scope, "api offline_access", "the grant's scopes, never wider")
+        let forFiles = try await service.refresh(
+            client: client, refreshToken: forAPI.refreshToken!, resources: ["https://files.demo.test"], issuer: issuer, metadata: .none)
+        let files = try await service.introspect(realm: "demo", token: forFiles.accessToken)
+        XCTAssertEqual(files.audiences, ["https://files.demo.test"], "the grant, not the last token, decides")
+        await expect("invalid_target") {
+            _ = try await self.service.refresh(
+                client: client, refreshToken: forFiles.refreshToken!, resources: ["https://evil.test"], issuer: self.issuer, metadata: .none)
+        }
+    }
+
     func testLogoutEverywhereEndsRefreshAndAccessAtOnce() async throws {
         let tokens = try await signIn()
         _ = try await instance.user(user.id!).execute(.rotateSecurityStamp(newStamp: "s2", reason: .logoutEverywhere), now: now, metadata: .none)

@@ -42,6 +42,15 @@ public struct RealmSettings: Codable, Hashable, Sendable {
     /// Identity providers whose ID tokens the token endpoint exchanges (issue 48); nil is none
     /// (and keeps the bytes of settings recorded before).
     public var federatedProviders: [FederatedProvider]?
+    /// The guards chosen beyond the guide (issue 65); nil is every one off and keeps the bytes
+    /// of settings recorded before. Read `accountGuards`.
+    public var guards: AccountGuards?
+
+    /// The guards in force: the chosen ones, else all off (the guide's behaviour).
+    public var accountGuards: AccountGuards {
+        get { guards ?? AccountGuards() }
+        set { guards = newValue == AccountGuards() ? nil : newValue }
+    }
 
     public init(
         hosts: [String], displayName: String, primaryDomain: String? = nil, publicBaseURL: String? = nil,
@@ -105,7 +114,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case hosts, displayName, primaryDomain, publicBaseURL, nativeGrants, registrationFields, magicLinkEnabled, rateLimitOverrides
-        case sessionLimits, connections, issuerTrailingSlash, webFallbackURL, federatedProviders
+        case sessionLimits, connections, issuerTrailingSlash, webFallbackURL, federatedProviders, guards
         case chosenRegistrationPosture = "registrationPosture"
     }
 
@@ -126,6 +135,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
         issuerTrailingSlash = try container.decodeIfPresent(Bool.self, forKey: .issuerTrailingSlash) ?? false
         webFallbackURL = try container.decodeIfPresent(String.self, forKey: .webFallbackURL)
         federatedProviders = try container.decodeIfPresent([FederatedProvider].self, forKey: .federatedProviders)
+        guards = try container.decodeIfPresent(AccountGuards.self, forKey: .guards)
     }
 
     /// Auth0's connection names: 1 to 128 ASCII letters, digits, `-`, `_` and `.`.
@@ -245,7 +255,10 @@ public struct RegistrationFields: Codable, Hashable, Sendable {
     public var firstname: FieldRequirement
     public var lastname: FieldRequirement
 
-    public init(username: FieldRequirement = .off, firstname: FieldRequirement = .off, lastname: FieldRequirement = .off) {
+    /// The guide's default (seed 001, "Required identity fields"): "the username is the email
+    /// and names are optional", persisted on registration and ignored on login (issue 65; they
+    /// were `Off` before, and realms recorded then keep the values they recorded).
+    public init(username: FieldRequirement = .off, firstname: FieldRequirement = .optional, lastname: FieldRequirement = .optional) {
         self.username = username
         self.firstname = firstname
         self.lastname = lastname

@@ -58,6 +58,11 @@ public struct TokenFamilyStarted: DomainEvent, Equatable {
     /// The realm's provider id of a sign-in by an ID token exchange (issue 48): the sessions
     /// Apple's `consent-revoked` and `account-delete` end. Absent: no provider.
     public var federation: String?
+    /// The resources (RFC 8707) the sign-in asked for: `[]` when it named none, so a refresh
+    /// may ask for any audience the client is permitted (section 2.2; issue 65). Absent in
+    /// families started before issue 65: a refresh takes one whose audience is the client's
+    /// default as having named none.
+    public var requestedResources: [String]?
 
     public init(familyID: UUID, clientID: String, userID: UUID? = nil, scopes: [String], audiences: [String], grantType: String, authTime: Date, amr: [String], securityStamp: String? = nil, accessToken: IssuedAccessToken, refreshTokenHash: String? = nil, refreshExpiresAt: Date? = nil, dpopKey: String? = nil, acr: String? = nil) {
         self.acr = acr

@@ -100,7 +100,8 @@ extension ConsoleController {
             ["label": "Issuer trailing slash", "value": settings.issuerTrailingSlash ? "yes" : "no"],
             ["label": "Web fallback for links", "value": settings.webFallbackURL ?? "-"],
             ["label": "Connections", "value": settings.connections.isEmpty ? "-" : settings.connections.joined(separator: ", ")],
-            ["label": "Enrollment freshness", "value": "\(settings.sessionLimits.enrollmentFreshnessMinutes) min"],
+            ["label": "Passkey step-up", "value": settings.accountGuards.passkeyStepUp ? "on, \(settings.sessionLimits.enrollmentFreshnessMinutes) min" : "off"],
+            ["label": "Account audience check", "value": settings.accountGuards.accountAudience ? "on" : "off"],
         ]
         let fields = [("username", settings.registrationFields.username), ("firstname", settings.registrationFields.firstname),
                       ("lastname", settings.registrationFields.lastname)].map { field -> [String: Any] in
@@ -125,6 +126,8 @@ extension ConsoleController {
             "providers": Self.providerRows(settings),
             "magicLinks": typed.map { $0["magic_links"] == "on" } ?? settings.magicLinksOn,
             "nativeGrants": typed.map { $0["native_grants"] == "on" } ?? settings.nativeGrants.enabled, "numbers": numbers,
+            "passkeyStepUp": typed.map { $0["passkey_step_up"] == "on" } ?? settings.accountGuards.passkeyStepUp,
+            "accountAudience": typed.map { $0["account_audience"] == "on" } ?? settings.accountGuards.accountAudience,
             "identity": [
                 "displayName": settings.displayName, "hosts": settings.hosts.joined(separator: "\n"), "primaryDomain": settings.primaryDomain ?? "",
                 "publicBaseURL": settings.publicBaseURL ?? "", "webFallbackURL": settings.webFallbackURL ?? "",
@@ -173,7 +176,7 @@ extension ConsoleController {
             ("refresh_days", "Refresh token lifetime (days)", NativeGrantSettings.refreshTokenLifetimeRange, \.nativeGrants.refreshTokenLifetimeDays),
             ("absolute_days", "Session absolute lifetime (days)", SessionLimits.absoluteLifetimeRange, \.sessionLimits.absoluteLifetimeDays),
             ("reuse_grace", "Refresh reuse grace (seconds)", SessionLimits.reuseGraceRange, \.sessionLimits.refreshReuseGraceSeconds),
-            ("enrollment_minutes", "Passkey enrollment freshness (minutes)", SessionLimits.enrollmentFreshnessRange, \.sessionLimits.enrollmentFreshnessMinutes),
+            ("enrollment_minutes", "Step-up freshness (minutes)", SessionLimits.enrollmentFreshnessRange, \.sessionLimits.enrollmentFreshnessMinutes),
         ]
     }
 
@@ -184,6 +187,9 @@ extension ConsoleController {
         if settings.chosenRegistrationPosture != nil || posture != settings.registrationPosture { settings.registrationPosture = posture }
         settings.magicLinkEnabled = form["magic_links"] == "on"
         settings.nativeGrants.enabled = form["native_grants"] == "on"
+        // Issue 65: the guards beyond the guide, off unless ticked.
+        settings.accountGuards.passkeyStepUp = form["passkey_step_up"] == "on"
+        settings.accountGuards.accountAudience = form["account_audience"] == "on"
         for field in realmNumbers {
             // A field the form did not send keeps its value (an older page).
             guard let text = form[field.name] else { continue }

@@ -33,15 +33,19 @@ enum ScopePolicy {
     /// What a refresh's new access token is for (RFC 6749 section 6, RFC 8707 section 2.2).
     ///
     /// Without resources, the grant's audiences; resources among them narrow them. A resource
-    /// outside them is allowed only by the client's refresh policy for it (Auth0's
-    /// multi-resource refresh), alone: the token is then for that audience, with the policy's
-    /// scopes and the grant's identity scopes. Anything else is `invalid_target`.
+    /// outside them is allowed by the client's refresh policy for it (Auth0's multi-resource
+    /// refresh), alone: the token is then for that audience, with the policy's scopes and the
+    /// grant's identity scopes. Otherwise, when the sign-in named no resource
+    /// (`namedNoResource`), its grant allows each audience the client is permitted (its
+    /// `Audiences` and itself; issue 65: the guide's refresh carries `resource=<api-audience>`
+    /// after a sign-in without one), with the grant's scopes. Anything else is `invalid_target`.
     ///
     /// Without a scope, the grant's scopes (or, on a switch, the policy's and the grant's
     /// identity scopes); a requested scope must be among those, or it is `invalid_scope`: a
     /// refresh never widens what the sign-in or the operator's policy granted.
     static func refreshed(
-        requestedScope: String?, resources: [String], granted: (scopes: [String], audiences: [String]), client: ClientSettings
+        requestedScope: String?, resources: [String], granted: (scopes: [String], audiences: [String]), client: ClientSettings, clientID: String,
+        namedNoResource: Bool
     ) throws(OAuthError) -> (scopes: [String], audiences: [String]) {
         let requested = Array(Set(resources)).sorted()
         let audiences: [String]
@@ -49,14 +53,16 @@ enum ScopePolicy {
         if requested.isEmpty || requested.allSatisfy(granted.audiences.contains) {
             audiences = requested.isEmpty ? granted.audiences : requested
             available = granted.scopes
-        } else {
-            guard requested.count == 1, let policy = client.refreshPolicy(for: requested[0]) else {
-                let outside = requested.first { !granted.audiences.contains($0) } ?? requested[0]
-                throw .invalidTarget("The resource '\(outside)' is not an audience of this grant, and no refresh policy of the client allows it.")
-            }
+        } else if requested.count == 1, let policy = client.refreshPolicy(for: requested[0]) {
             audiences = [policy.audience]
             available = granted.scopes.filter(identityScopes.contains)
             for scope in policy.scopes where client.allowedScopes.contains(scope) && !available.contains(scope) { available.append(scope) }
+        } else if namedNoResource, requested.allSatisfy(client.audiences.union([clientID]).contains) {
+            audiences = requested
+            available = granted.scopes
+        } else {
+            let outside = requested.first { !granted.audiences.contains($0) } ?? requested[0]
+            throw .invalidTarget("The resource '\(outside)' is not an audience of this grant, and no refresh policy of the client allows it.")
         }
         guard let requestedScope, !requestedScope.isEmpty else { return (available, audiences) }
         var scopes: [String] = []

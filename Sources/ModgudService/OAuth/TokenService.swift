@@ -72,12 +72,13 @@ public struct TokenService: Sendable {
                 profile: profile, scopes: scopes, audiences: audiences, authTime: time, amr: amr, accessLifetime: lifetimes.access,
                 refreshLifetime: wantsRefresh ? min(lifetimes.refresh, lifetimes.session) : nil, nonce: nonce, dpopKey: dpopKey, attestation: client.attestation), now: time)
         let familyID = UUID()
-        let started = TokenFamilyStarted(
+        var started = TokenFamilyStarted(
             familyID: familyID, clientID: client.id, userID: userID, scopes: scopes, audiences: audiences, grantType: grantType.rawValue,
             authTime: time, amr: amr, securityStamp: user.securityStamp, accessToken: minted.accessRecord,
             refreshTokenHash: minted.refreshHash, refreshExpiresAt: minted.refreshExpiresAt,
             // Confidential clients' refresh tokens stay unbound: they authenticate (RFC 9449 section 5).
             dpopKey: minted.refreshHash != nil && client.settings.type == .public ? dpopKey : nil)
+        started.requestedResources = Array(Set(resources)).sorted()
         return PreparedSignIn(
             stream: StreamNames.tokenFamily(realm: client.realm, familyID: familyID), started: started,
             response: TokenResponse(
@@ -141,10 +142,13 @@ public struct TokenService: Sendable {
         guard AuthenticationContext.satisfies(started.acr ?? AuthenticationContext.acr(amr: started.amr), acrValues: acrValues) else {
             throw Self.unmetACR
         }
-        // RFC 6749 section 6 and RFC 8707 section 2.2: a refresh may narrow the scopes and the
-        // audience, or switch audience by the client's refresh policy; never widen the grant.
+        // RFC 6749 section 6 and RFC 8707 section 2.2: a refresh may narrow the scopes, ask for
+        // any audience the grant allows (every permitted one when the sign-in named none; for
+        // families started before issue 65, when its audience is the client's default), or
+        // switch audience by the client's refresh policy; never widen the scopes.
         let (scopes, audiences) = try ScopePolicy.refreshed(
-            requestedScope: scope, resources: resources, granted: (started.scopes, started.audiences), client: client.settings)
+            requestedScope: scope, resources: resources, granted: (started.scopes, started.audiences), client: client.settings, clientID: client.id,
+            namedNoResource: started.requestedResources.map(\.isEmpty) ?? (started.audiences == [client.settings.defaultAudience ?? client.id]))
         let userState = try await users.actor(for: StreamNames.user(realm: client.realm, userID: userID))
             .current(atLeast: found.userVersion).state
         var profile: UserProfile?

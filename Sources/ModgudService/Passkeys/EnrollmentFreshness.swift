@@ -1,12 +1,13 @@
 import Foundation
 import ModgudDomain
 
-/// Enrolling a passkey needs a fresh sign-in (issue 14): the bearer token's sign-in
+/// A fresh sign-in (issue 14): the bearer token's sign-in
 /// (`auth_time`, kept by its token family) must be at most the realm's
 /// `SessionLimits.enrollmentFreshnessMinutes` old (default 10), or the token must carry
 /// `enrollmentScope`. Otherwise a stolen access token (or a refreshed session weeks old)
-/// could plant a permanent way into the account. Auth0 gates the same step behind
-/// `create:me:authentication_methods`.
+/// could plant a permanent way into the account. Always asked before recovery codes are made
+/// and a provider account is unlinked (neither is in the guides); asked before a passkey
+/// change only when the realm turns on `AccountGuards.passkeyStepUp` (issue 65).
 extension PasskeyService {
     /// The scope that lets a token enroll whatever its sign-in's age; a client must be allowed
     /// it (`allowedScopes`) like any other.
@@ -25,6 +26,14 @@ extension PasskeyService {
                 "Passkey.ReauthenticationRequired",
                 "Sign in again to add a passkey: the sign-in must be at most \(realm.settings.sessionLimits.enrollmentFreshnessMinutes) minutes old.")
         }
+    }
+
+    /// Changing a person's passkeys (enroll, rename, delete, in both APIs) when the realm turned
+    /// on `AccountGuards.passkeyStepUp` (issue 65: off by default, as the native-app guide
+    /// promises these calls with any valid token): then `requireFreshSignIn`, else nothing.
+    public func requirePasskeyStepUp(realm: RealmDirectory.Entry, familyID: UUID, scopes: [String]) async throws {
+        guard realm.settings.accountGuards.passkeyStepUp else { return }
+        try await requireFreshSignIn(realm: realm, familyID: familyID, scopes: scopes)
     }
 
     /// Whether `amr` is a passkey's (RFC 8176 `hwk`/`swk`; `passkey` before issue 46).

@@ -35,8 +35,9 @@ public struct TokenTables: Sendable {
     }
 
     /// The access token with this hash if it is live now: not expired, not revoked, its family
-    /// not revoked, its client not deleted, and its user active with the security stamp the
-    /// family started with.
+    /// not revoked, its client neither deleted nor disabled (issue 65: introspection, userinfo
+    /// and the account endpoints refuse a disabled client's tokens as a refresh does), and its
+    /// user active with the security stamp the family started with.
     /// It joins tables a rebuild of the token projection swaps: a deadlock with the swap is
     /// run again (`retryingTransientConflicts`).
     public func accessToken(hash: String, realm: String, now: Date) async throws -> AccessToken? {
@@ -46,7 +47,7 @@ public struct TokenTables: Sendable {
                 SELECT t.family_id, t.client_id, t.user_id, t.scopes, t.audiences, t.expires_at, t.jkt, t.attestation
                 FROM access_tokens t
                 JOIN token_families f ON f.family_id = t.family_id
-                JOIN clients c ON c.realm_id = t.realm_id AND c.client_id = t.client_id
+                JOIN clients c ON c.realm_id = t.realm_id AND c.client_id = t.client_id AND c.enabled
                 LEFT JOIN users u ON u.user_id = t.user_id
                 WHERE t.token_hash = \(hash) AND t.realm_id = \(realm) AND NOT t.revoked AND f.revoked_reason IS NULL
                   AND t.expires_at > \(now)
