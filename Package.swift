@@ -100,6 +100,7 @@ let package = Package(
                 .embedInCode("0024_client_attestation.sql"),
                 .embedInCode("0025_attestation_keys_and_counts.sql"),
                 .embedInCode("0026_federated_identities.sql"),
+                .embedInCode("0027_durable_rate_limits.sql"),
             ],
             swiftSettings: strict
         ),

@@ -37,6 +37,7 @@ public enum ModgudSchema {
         Migration(name: "0024_client_attestation.sql", sql: text(PackageResources._024_client_attestation_sql)),
         Migration(name: "0025_attestation_keys_and_counts.sql", sql: text(PackageResources._025_attestation_keys_and_counts_sql)),
         Migration(name: "0026_federated_identities.sql", sql: text(PackageResources._026_federated_identities_sql)),
+        Migration(name: "0027_durable_rate_limits.sql", sql: text(PackageResources._027_durable_rate_limits_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

@@ -44,7 +44,8 @@ final class RateLimiterTests: XCTestCase {
         clock.advance(3601)  // past the last theoretical arrival time of "m"
         _ = try await limiter.wait(.requestPerMailbox, key: "fresh", realm: "r", settings: settings)
         try await limiter.prune()
-        let keys = try await database.pool.query("SELECT bucket_key FROM rate_limits ORDER BY 1").rows.map { try $0.decode(String.self, at: 0) }
+        // Per-mailbox buckets live in the logged table (issue 67).
+        let keys = try await database.pool.query("SELECT bucket_key FROM rate_limits_durable ORDER BY 1").rows.map { try $0.decode(String.self, at: 0) }
         XCTAssertEqual(keys.count, 1, "only the fresh bucket is left")
         XCTAssertNotEqual(keys.first, "fresh", "bucket keys are stored hashed")
     }
@@ -107,6 +108,34 @@ final class RateLimiterTests: XCTestCase {
         let persistence = try await database.pool.query("SELECT relpersistence::text FROM pg_class WHERE relname = 'rate_limits'").first?
             .decode(String.self, at: 0)
         XCTAssertEqual(persistence, "u", "UNLOGGED: counting waits for no WAL flush")
+    }
+
+    /// Issue 67: a mailbox's cap lives in a logged table (WAL-logged, replicated: a crash or a
+    /// failover does not start it full again), counted in the same statement as the per-source
+    /// bucket; the per-source one stays in the UNLOGGED table.
+    func testAMailboxCapIsCountedInTheLoggedTableWithThePerSourceBucketInOneStatement() async throws {
+        database = try await TestDatabase.create()
+        let limiter = RateLimiter(pool: database.pool, masterKey: Array(repeating: 3, count: 32))
+        let settings = RealmSettings(hosts: ["r.test"], displayName: "R")
+        for _ in 0..<5 {
+            try await limiter.check(
+                [RateLimitBucket(.requestPerIP, key: "10.0.0.1"), RateLimitBucket(.requestPerMailbox, key: "ada@example.com")], realm: "r", settings: settings)
+        }
+        do {
+            try await limiter.check(
+                [RateLimitBucket(.requestPerIP, key: "10.0.0.2"), RateLimitBucket(.requestPerMailbox, key: "ada@example.com")], realm: "r", settings: settings)
+            XCTFail("the sixth code an hour to one mailbox")
+        } catch let limited as RateLimited {
+            XCTAssertEqual(limited.policy + "." + limited.dimension, "otp-request.mailbox")
+        }
+        let placed = try await database.pool.query(
+            "SELECT policy, 'v' FROM rate_limits UNION ALL SELECT policy, 'd' FROM rate_limits_durable ORDER BY 1").rows.map {
+                "\(try $0.decode(String.self, at: 0)):\(try $0.decode(String.self, at: 1))"
+            }
+        XCTAssertEqual(placed, ["otp-request.ip:v", "otp-request.ip:v", "otp-request.mailbox:d"])
+        let persistence = try await database.pool.query("SELECT relpersistence::text FROM pg_class WHERE relname = 'rate_limits_durable'").first?
+            .decode(String.self, at: 0)
+        XCTAssertEqual(persistence, "p", "logged: survives crash recovery, replicated to the standby")
     }
 
     /// Issue 22: an operator who raises a limit during an incident frees a saturated bucket on

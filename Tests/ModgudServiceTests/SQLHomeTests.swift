@@ -61,6 +61,7 @@ final class SQLHomeTests: XCTestCase {
             "subject_keys": ["SubjectKeysTable.swift"],
             "erased_subjects": ["SubjectKeysTable.swift"],
             "rate_limits": ["RateLimitsTable.swift"],
+            "rate_limits_durable": ["RateLimitsTable.swift"],
             "mail_outbox": ["MailOutboxTable.swift"],
             "clients": ["ClientsTable.swift", "TokenTables.swift"],
             "realms": ["RealmTables.swift"],

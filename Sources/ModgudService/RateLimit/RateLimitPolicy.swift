@@ -11,6 +11,11 @@ public struct RateLimitPolicy: Sendable, Hashable {
 
     public var name: String { "\(policy).\(dimension)" }
 
+    /// Whether its buckets survive a crash and a failover (issue 67): the per-mailbox caps, which
+    /// protect a person, live in the logged `rate_limits_durable`; the per-source and per-client
+    /// brakes, counted on every grant, in the UNLOGGED `rate_limits` (migration 0027).
+    public var durable: Bool { dimension == "mailbox" }
+
     /// The limit a realm applies: its override, else the default.
     public func setting(in realm: RealmSettings) -> RateLimitSetting {
         realm.rateLimitOverrides[name] ?? defaultSetting

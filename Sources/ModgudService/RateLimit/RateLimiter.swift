@@ -11,8 +11,10 @@ import PQ
 /// stores its theoretical arrival time `tat`; a request at `now` is allowed when
 /// `max(tat, now) - now <= (burst - 1) * interval` and then moves `tat` on by one interval
 /// (`window / limit`). One upsert (`RateLimitsTable.count`) decides all of a request's buckets, so concurrent requests
-/// on several instances cannot overspend. The table is UNLOGGED (migration 0007): counting
-/// waits for no WAL flush.
+/// on several instances cannot overspend. The per-source and per-client buckets are UNLOGGED
+/// (migration 0007): counting them waits for no WAL flush. The per-mailbox buckets, which
+/// protect a person (`RateLimitPolicy.durable`), are logged and replicated (migration 0027):
+/// neither a crash nor a failover starts them full again.
 ///
 /// Every policy goes through one path (`prepare`, then `RateLimitCheck.verdict` or
 /// `.admitted`): the allowlist, log-only, the metrics and a log notice apply to each alike.

@@ -2,32 +2,56 @@ import Foundation
 import ModgudDomain
 import PQ
 
-/// The one home of the `rate_limits` table's SQL (docs/architecture.md, "House habits"): the
-/// GCRA upsert `RateLimiter` prepares, how its answer reads, and the pruning.
+/// The one home of the rate-limit tables' SQL (docs/architecture.md, "House habits"): the
+/// GCRA upsert `RateLimiter` prepares, how its answer reads, and the pruning. Durable policies'
+/// buckets (`RateLimitPolicy.durable`) live in the logged `rate_limits_durable`, the others in
+/// the UNLOGGED `rate_limits` (migration 0027); a request counting both kinds counts them in one
+/// statement, two inserts in a `WITH`, still one round trip.
 enum RateLimitsTable {
-    /// One upsert for every bucket (their (policy, key) pairs are distinct: one per policy).
+    static let volatileTable = "rate_limits"
+    static let durableTable = "rate_limits_durable"
+
+    /// One statement for every bucket (their (policy, key) pairs are distinct: one per policy).
     static func count(_ counted: [RateLimitCheck.Counted], realm: String, now: Date, keyed: (String) -> String) -> PQQuery? {
         guard !counted.isEmpty else { return nil }
-        // $1 realm, $2 now; then policy, key, interval, tolerance per bucket.
+        // $1 realm, $2 now; then policy, key, interval, tolerance per bucket: the volatile
+        // buckets first, then the durable ones.
+        let ordered = counted.filter { !$0.bucket.policy.durable } + counted.filter { $0.bucket.policy.durable }
         var binds: [PQBind] = [realm.pqBind, now.pqBind]
-        binds.reserveCapacity(2 + 4 * counted.count)
-        for item in counted {
+        binds.reserveCapacity(2 + 4 * ordered.count)
+        for item in ordered {
             let interval = Double(item.setting.windowSeconds) / Double(max(1, item.setting.limit))
             let tolerance = interval * Double(max(0, max(1, item.setting.burst) - 1))
             binds += [item.bucket.policy.name.pqBind, keyed(item.bucket.key).pqBind, interval.pqBind, tolerance.pqBind]
         }
-        let sql = counted.count < countTexts.count ? countTexts[counted.count] : countSQL(rows: counted.count)
+        let durable = counted.count { $0.bucket.policy.durable }
+        let volatile = counted.count - durable
+        let sql = volatile < countTexts.count && durable < countTexts[0].count ? countTexts[volatile][durable] : countSQL(volatile: volatile, durable: durable)
         return PQQuery(sql, binds: binds)
     }
 
-    /// The count's text for 0 to 7 buckets, built once: it depends on the number of buckets
-    /// only, and building it per request was a measurable part of a refresh (issue 49).
-    private static let countTexts: [String] = (0..<8).map { countSQL(rows: $0) }
+    /// The count's text for 0 to 7 volatile and 0 to 2 durable buckets, built once: it depends
+    /// on the numbers of buckets only, and building it per request was a measurable part of a
+    /// refresh (issue 49).
+    private static let countTexts: [[String]] = (0..<8).map { volatile in (0..<3).map { countSQL(volatile: volatile, durable: $0) } }
 
-    /// The count's text for `rows` buckets: $1 realm, $2 now; then policy, key, interval and
-    /// tolerance per bucket.
-    static func countSQL(rows count: Int) -> String {
-        let rows = (0..<count).map { index in
+    /// The count's text: $1 realm, $2 now; then policy, key, interval and tolerance per bucket,
+    /// `volatile` buckets first, then `durable` ones.
+    static func countSQL(volatile: Int, durable: Int) -> String {
+        switch (volatile, durable) {
+        case (_, 0): return upsert(into: volatileTable, rows: 0..<volatile)
+        case (0, _): return upsert(into: durableTable, rows: 0..<durable)
+        default:
+            return """
+                WITH v AS (\(upsert(into: volatileTable, rows: 0..<volatile))), d AS (\(upsert(into: durableTable, rows: volatile..<(volatile + durable))))
+                SELECT * FROM v UNION ALL SELECT * FROM d
+                """
+        }
+    }
+
+    /// The GCRA upsert of the buckets `rows` (their bind positions) into `table`.
+    private static func upsert(into table: String, rows indices: Range<Int>) -> String {
+        let rows = indices.map { index in
             let first = 3 + 4 * index
             return "($1, $\(first), $\(first + 1), $2 + make_interval(secs => $\(first + 2)), true, $\(first + 2), $\(first + 3))"
         }
@@ -48,7 +72,7 @@ enum RateLimitsTable {
             NOT (\(allowed)) AND (r.tripped_at IS NULL OR r.tripped_at <= $2 - make_interval(secs => \(Int(RateLimitLog.tripInterval))))
             """
         return """
-            INSERT INTO rate_limits AS r (realm_id, policy, bucket_key, tat, allowed, interval_seconds, tolerance_seconds)
+            INSERT INTO \(table) AS r (realm_id, policy, bucket_key, tat, allowed, interval_seconds, tolerance_seconds)
             VALUES \(rows.joined(separator: ", "))
             ON CONFLICT (realm_id, policy, bucket_key) DO UPDATE SET
                 allowed = \(allowed),
@@ -63,9 +87,10 @@ enum RateLimitsTable {
             """
     }
 
-    /// Deletes buckets that have fully drained before `cutoff`.
+    /// Deletes buckets that have fully drained before `cutoff`, in both tables.
     static func prune(before cutoff: Date, pool: PQPool) async throws {
         _ = try await pool.query("DELETE FROM rate_limits WHERE tat < \(cutoff)")
+        _ = try await pool.query("DELETE FROM rate_limits_durable WHERE tat < \(cutoff)")
     }
 
     /// A rejecting row of an answer.
