@@ -47,6 +47,11 @@ changed what it depends on), and exits 1. Reads that are caches of other instanc
 client's or the realm's settings at the token endpoint) are polled until they agree, under a
 60 s hang guard; reads of the database are compared at once.
 
+A run that ends without a divergence still fails (exit 3) when it sent fewer commands or made
+fewer checks than its minimum (issue 67: a run that tested next to nothing is not a pass):
+--min-commands and --min-checks, by default MODGUD_MODEL_TEST_MIN_COMMANDS (200) and
+MODGUD_MODEL_TEST_MIN_CHECKS (1500); both counts are printed. A replay has no minimum.
+
 Standard library only, plus PyJWT and cryptography (DPoP proofs, the passkey authenticator) and
 aiosmtpd (the SMTP sink).
 """
@@ -1951,6 +1956,15 @@ def run(args, env_vars):
         print("model-test: answers: " + ", ".join(f"{k}: {n}" for k, n in sorted(runner.outcomes.items())))
         print(f"model-test: {label}, {commands} commands ({runner.concurrent_rounds} concurrent rounds), {runner.checks} checks, "
               f"0 divergences ({elapsed:.0f} s)")
+        # Issue 67: a run that did next to nothing (a slow setup ate the budget, a generator that
+        # stalls) proves nothing, so it fails. A replay is as long as its prefix.
+        if not args.replay:
+            min_commands, min_checks = minimums(args)
+            print(f"model-test: {commands} commands (minimum {min_commands}), {runner.checks} checks (minimum {min_checks})")
+            if commands < min_commands or runner.checks < min_checks:
+                print(f"model-test: FAIL: too little was tested with {label}: {commands} commands of at least {min_commands}, "
+                      f"{runner.checks} checks of at least {min_checks} (MODGUD_MODEL_TEST_MIN_COMMANDS, MODGUD_MODEL_TEST_MIN_CHECKS)")
+                return 3
         return 0
     except Divergence as divergence:
         report(args, runner, seed, divergence, failing_round, args.out)
@@ -1970,12 +1984,26 @@ def run(args, env_vars):
         env.mailbox.close()
 
 
+def minimums(args):
+    """The fewest commands and checks a run must reach (issue 67): --min-commands and
+    --min-checks, lowered in proportion when --commands asks for fewer commands than that."""
+    min_commands, min_checks = args.min_commands, args.min_checks
+    if args.commands < min_commands:
+        min_checks = min_checks * args.commands // max(min_commands, 1)
+        min_commands = args.commands
+    return min_commands, min_checks
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int)
     parser.add_argument("--commands", type=int, default=2000, help="at most this many commands (default 2000)")
     parser.add_argument("--seconds", type=float, default=float(os.environ.get("MODGUD_MODEL_TEST_SECONDS", "100")),
                         help="and at most this long, setup included (default 100, or MODGUD_MODEL_TEST_SECONDS)")
+    parser.add_argument("--min-commands", type=int, default=int(os.environ.get("MODGUD_MODEL_TEST_MIN_COMMANDS", "200")),
+                        help="fail a run (exit 3) with fewer commands (default 200, or MODGUD_MODEL_TEST_MIN_COMMANDS; 0: none)")
+    parser.add_argument("--min-checks", type=int, default=int(os.environ.get("MODGUD_MODEL_TEST_MIN_CHECKS", "1500")),
+                        help="and with fewer checks (default 1500, or MODGUD_MODEL_TEST_MIN_CHECKS; 0: none)")
     parser.add_argument("--users", type=int, default=16)
     parser.add_argument("--mail", default="logs", help="smtp:PORT (a sink in this process) or logs (console transport)")
     parser.add_argument("--heal-caches", action="store_true",

@@ -10,9 +10,18 @@
         - an email sign-in code (read from the instances' logs, MODGUD_MAIL_TRANSPORT=console):
           redeemed once;
       and writes what it spent to --out.
+      With --bound FILE (a line of `modgud bench sessions --dpop`: a token and its DPoP key), last
+      of all a bound refresh with a proof by that key, answered 200; the caller crashes the
+      database at once (issue 67). That proof's claim commits with synchronous_commit off, in
+      the grant's checks transaction; the rotation's synchronous commit, before the 200, is
+      what makes it durable (docs/decisions.md, "Security state across a crash and a
+      failover"). The claims above are made durable by the later requests' commits and by the
+      WAL writer long before a crash; this one is the only claim a crash can follow within the
+      WAL writer's delay. (A process crash loses only WAL not yet written out of PostgreSQL's
+      buffers, so even a grant answering before its flush would be caught only now and then.)
   check --lb URL --in FILE
-      presents each again and fails unless each is refused for the right reason: the proof as
-      a replay (invalid_dpop_proof, not a stale iat), the refresh token and the code as
+      presents each again and fails unless each is refused for the right reason: the proofs as
+      replays (invalid_dpop_proof, not a stale iat), the refresh token and the code as
       invalid_grant. Prints one line per check.
 
 Requests carry Host: localhost (the cluster's realm). A 503 or a dropped connection is retried
@@ -42,12 +51,22 @@ def call(lb, path, form=None, body=None, headers=None):
     raise SystemExit(f"replay-probe: {path}: no answer but 503s")
 
 
-def proof(htu):
+def proof(htu, key_pem=None):
+    spec = {"alg": "ES256", "htm": "POST", "htu": htu, "iat": int(time.time()), "jti": f"replay-{os.urandom(8).hex()}"}
+    if key_pem:
+        spec["key_pem"] = key_pem
     made = subprocess.run(
-        [sys.executable, os.path.join(HERE, "make_dpop_proofs.py")],
-        input=json.dumps([{"alg": "ES256", "htm": "POST", "htu": htu, "iat": int(time.time()), "jti": f"replay-{os.urandom(8).hex()}"}]),
-        capture_output=True, text=True, check=True)
+        [sys.executable, os.path.join(HERE, "make_dpop_proofs.py")], input=json.dumps([spec]), capture_output=True, text=True, check=True)
     return json.loads(made.stdout)[0]["proof"]
+
+
+def session_key_pem(raw):
+    """The PEM of a `bench sessions --dpop` key (its P-256 scalar, base64url)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    scalar = int.from_bytes(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)), "big")
+    key = ec.derive_private_key(scalar, ec.SECP256R1())
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
 
 
 def code_from_logs(folder, address, since):
@@ -96,9 +115,19 @@ def prepare(a):
     if status != 200:
         raise SystemExit(f"replay-probe: the code was not accepted: {status} {answer}")
     spent["code"] = form
+    if a.bound:
+        # Last: nothing commits after this grant before the caller's crash (issue 67).
+        with open(a.bound) as f:
+            token, raw = f.readline().split()[:2]
+        bound_proof = proof(token_endpoint, session_key_pem(raw))
+        status, answer = call(a.lb, "/connect/token", form={"grant_type": "refresh_token", "client_id": "app", "refresh_token": token},
+                              headers={"DPoP": bound_proof})
+        if status != 200 or answer.get("token_type") != "DPoP":
+            raise SystemExit(f"replay-probe: the bound refresh failed: {status} {answer}")
+        spent["bound_proof"], spent["bound_refresh_token"] = bound_proof, token
     with open(a.out, "w") as f:
         json.dump(spent, f)
-    print("replay-probe: spent a DPoP proof, a refresh token and a sign-in code")
+    print("replay-probe: spent a DPoP proof, a refresh token and a sign-in code" + (", then a bound refresh's proof" if a.bound else ""))
 
 
 def check(a):
@@ -118,6 +147,14 @@ def check(a):
     print(f"replay-probe: the spent code again: {status} {answer.get('error')}")
     if status != 400 or answer.get("error") != "invalid_grant":
         failures.append(f"the spent code was not refused ({status} {answer})")
+    if "bound_proof" in spent:
+        # Remembered, the proof is refused before the grant reads anything; forgotten, the
+        # rotated token would be refused (and its family revoked) as reuse: invalid_grant.
+        status, answer = call(a.lb, "/connect/token", form={"grant_type": "refresh_token", "client_id": "app",
+                                                            "refresh_token": spent["bound_refresh_token"]}, headers={"DPoP": spent["bound_proof"]})
+        print(f"replay-probe: the bound refresh's proof again: {status} {answer.get('error')}")
+        if answer.get("error") != "invalid_dpop_proof":
+            failures.append(f"the proof of a bound refresh answered 200 just before the crash was not refused as a replay ({status} {answer})")
     if failures:
         raise SystemExit("replay-probe: " + "; ".join(failures))
 
@@ -128,6 +165,7 @@ def main():
     parser.add_argument("--lb", required=True)
     parser.add_argument("--logs")
     parser.add_argument("--tokens")
+    parser.add_argument("--bound", help="prepare: a `bench sessions --dpop` line's file; its bound refresh is the last request")
     parser.add_argument("--out")
     parser.add_argument("--in")
     a = parser.parse_args()

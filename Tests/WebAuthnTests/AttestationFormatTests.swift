@@ -17,7 +17,7 @@ final class AttestationFormatTests: XCTestCase {
 
     /// The valid registration vectors, decoded down to a format's inputs.
     func samples() throws -> [Sample] {
-        try XCTSkipUnless(FileManager.default.fileExists(atPath: VectorTests.folder.path), "the shared WebAuthn vectors are absent")
+        try VectorTests.requireVectors()
         var samples: [Sample] = []
         for file in try FileManager.default.contentsOfDirectory(atPath: VectorTests.folder.path).sorted() where file.hasSuffix(".json") {
             let vector = try JSONSerialization.jsonObject(with: Data(contentsOf: VectorTests.folder.appendingPathComponent(file))) as! [String: Any]
