@@ -68,6 +68,13 @@ public struct FederatedSignIn: Sendable {
         }
         let email = try Self.address(claims)
         if let existing = try await UsersTable.userID(realm: realm, email: email, index: vault.blindIndex(email.value, realm: realm), pool: pool) {
+            // Issue 69: a concurrent first sign-in of this provider account commits its user
+            // and its link in one transaction. Seen the user, read the link again: when that
+            // sign-in made the account, this one signs in to it (never a link session that
+            // would only answer `account_linked`).
+            if let linked = try await FederatedIdentitiesTable.user(realm: realm, provider: provider.id, subjectIndex: index, pool: pool) {
+                return try await signIn(userID: linked, provider: provider.id, grant)
+            }
             return try await link(existing, provider: provider, claims: claims, index: index, grant)
         }
         guard settings.registrationPosture != .off else {
@@ -164,6 +171,10 @@ public struct FederatedSignIn: Sendable {
                 .linkIdentity(provider: provider.id, subject: .sealed(subject), via: "verified-email", totpStep: step), now: now(), metadata: grant.metadata,
                 onlyAtVersion: loaded.version, extra: { _ in [insert] }, alsoAppending: { _ in [try signIn.write()] })
         } catch let taken where FederatedIdentitiesTable.isTaken(taken) {
+            // A concurrent sign-in of this same provider account linked it first: sign in.
+            if try await FederatedIdentitiesTable.user(realm: realm, provider: provider.id, subjectIndex: index, pool: pool) == userID {
+                return try await self.signIn(userID: userID, provider: provider.id, grant)
+            }
             throw FederationError.refused(reason: "account_linked", detail: "this account is linked to another \(provider.id) account")
         } catch EventStoreError.wrongExpectedVersion {
             throw SecondFactor.refusal
@@ -219,8 +230,13 @@ public struct FederatedSignIn: Sendable {
                 .registerLinked(registered, linked), now: now(), metadata: grant.metadata, extra: { _ in [keyCheck, insert] },
                 alsoAppending: { _ in [try signIn.write()] })
         } catch let taken where UsersTable.isAddressTaken(taken) || FederatedIdentitiesTable.isTaken(taken) {
-            // Another sign-in of this address or this provider account won the race: nothing was
-            // written; the app may try again, and is then signed in or linked by the rules.
+            // Another sign-in won the race and nothing of this one was written. When it was this
+            // same provider account's (issue 69), its user and link committed together: sign in
+            // to that account. Otherwise (the address alone was taken) the app may try again,
+            // and is then signed in or linked by the rules.
+            if let linked = try await FederatedIdentitiesTable.user(realm: realm, provider: provider.id, subjectIndex: index, pool: pool) {
+                return try await self.signIn(userID: linked, provider: provider.id, grant)
+            }
             throw FederationError.refused(reason: "retry", detail: "another sign-in created this account meanwhile; try again")
         }
         return signIn.response
