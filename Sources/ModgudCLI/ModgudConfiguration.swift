@@ -55,8 +55,9 @@ struct ModgudConfiguration {
         var host = "127.0.0.1"
         var onPublicPort = false
         var settings = OperatorConsole.Settings()
-        /// The names the console answers to (`MODGUD_CONSOLE_HOSTNAMES`); empty: any.
-        var hostnames: Set<String> = []
+        /// The names the console answers to (`MODGUD_CONSOLE_HOSTNAMES`): unset, the realms'
+        /// hosts and the console's own; `*`, any; else the list.
+        var hostnames: ConsoleConfiguration.HostNames = .realmsAndOwn
     }
 
     /// The transport `serve` uses: SMTP when configured; the console only when asked for
@@ -146,6 +147,17 @@ struct ModgudConfiguration {
             timeoutSeconds: timeout, trustRootsFile: environment["MODGUD_SMTP_CA_FILE"], tlsServerName: environment["MODGUD_SMTP_TLS_NAME"])
     }
 
+    /// `MODGUD_CONSOLE_HOSTNAMES` (issue 67): unset or empty, the default check (the realms'
+    /// hosts and the console's own); `*`, any host (the opt-out); else the comma-separated names.
+    static func consoleHostNames(_ text: String) throws -> ConsoleConfiguration.HostNames {
+        let names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+        if names == ["*"] { return .any }
+        if names.isEmpty { return .realmsAndOwn }
+        guard !names.contains("*") else { throw CommandError("MODGUD_CONSOLE_HOSTNAMES: * (any host) stands alone, not in a list") }
+        // Brackets and ports are not part of a name: `[::1]` is `::1`.
+        return .only(Set(names.map { $0.hasPrefix("[") && $0.hasSuffix("]") ? String($0.dropFirst().dropLast()) : $0 }))
+    }
+
     /// The console's listener and sessions (`MODGUD_CONSOLE_*`).
     private static func consoleListener(_ environment: [String: String], _ number: EnvironmentNumbers) throws -> ConsoleListener {
         var console = ConsoleListener(
@@ -153,9 +165,7 @@ struct ModgudConfiguration {
             settings: OperatorConsole.Settings(
                 realm: environment["MODGUD_CONSOLE_REALM"] ?? "operators",
                 idleTimeout: TimeInterval(60 * (try number("MODGUD_CONSOLE_IDLE_MINUTES", 15, 1...720)))))
-        console.hostnames = Set((environment["MODGUD_CONSOLE_HOSTNAMES"] ?? "").split(separator: ",").map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
-        }.filter { !$0.isEmpty })
+        console.hostnames = try consoleHostNames(environment["MODGUD_CONSOLE_HOSTNAMES"] ?? "")
         switch environment["MODGUD_CONSOLE_ON_PUBLIC_PORT"] ?? "false" {
         case "true": console.onPublicPort = true
         case "false", "": break

@@ -46,6 +46,13 @@ enum Server {
         var console = ConsoleConfiguration(
             settings: configuration.console.settings, secureCookie: settings.consoleSecureCookie, trustedProxies: configuration.trustedProxies)
         console.hostnames = configuration.console.hostnames
+        // The console's own names (accepted by default with the realms' hosts): each listener it is on.
+        if settings.consoleOnPublicPort || configuration.console.onPublicPort {
+            console.ownHostnames.formUnion(ConsoleConfiguration.ownHostnames(listeningOn: settings.host))
+        }
+        if configuration.console.port != nil {
+            console.ownHostnames.formUnion(ConsoleConfiguration.ownHostnames(listeningOn: configuration.console.host))
+        }
         let app = buildApplication(
             core: core, configuration: http,
             server: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: "modgud"),

@@ -40,7 +40,9 @@ public func buildConsoleApplication(
 }
 
 func consoleController(core: ModgudCore, console: ConsoleConfiguration) -> ConsoleController {
-    ConsoleController(console: core.console(settings: console.settings), admin: core.administration, configuration: console, operations: core.operations)
+    ConsoleController(
+        console: core.console(settings: console.settings), admin: core.administration, configuration: console, operations: core.operations,
+        hostCheck: ConsoleHostCheck(configuration: console, realms: core.realmDirectory, clients: core.clientAuthenticator))
 }
 
 /// The routes, for in-process tests. `console`: the operator console on the same routes (off

@@ -42,6 +42,11 @@ public actor PQConnection {
     /// costs a few 503s, not every later request on the old connection (issue 26).
     nonisolated(unsafe) private var reachedReadOnlyServer = false
 
+    /// Set when an in-place statement's wait on the socket failed (`PQSocketWaiter`: the socket
+    /// closed or replaced under it, epoll failing): libpq's state is then unusable, so the
+    /// connection counts as broken (the pool discards it) and its next use resets it (issue 67).
+    nonisolated(unsafe) var lostInPlace = false
+
     /// What the pool needs to know when the connection comes back, readable without a hop.
     private nonisolated let leaseState = Atomic<UInt8>(LeaseState.idle.rawValue)
 
@@ -63,7 +68,7 @@ public actor PQConnection {
     /// Records the state for the pool; called at the end of every public operation.
     nonisolated func recordLeaseState() {
         let state: LeaseState
-        if let handle, !reachedReadOnlyServer, PQstatus(handle) == CONNECTION_OK, PQpipelineStatus(handle) == PQ_PIPELINE_OFF {
+        if let handle, !reachedReadOnlyServer, !lostInPlace, PQstatus(handle) == CONNECTION_OK, PQpipelineStatus(handle) == PQ_PIPELINE_OFF {
             // A connection still in pipeline mode (a pipeline cut off mid-way, say by a server
             // shutting down before libpq noticed the closed socket) accepts no plain command
             // again: it counts as broken, so the pool discards it.
@@ -216,14 +221,15 @@ public actor PQConnection {
     func liveHandle(reconnect: Bool = true) throws(PQError) -> OpaquePointer {
         guard let handle else { throw PQError(.closed, message: "the connection is closed") }
         guard reconnect else { return handle }
-        guard PQtransactionStatus(handle) == PQTRANS_IDLE || PQstatus(handle) != CONNECTION_OK else { return handle }
+        guard PQtransactionStatus(handle) == PQTRANS_IDLE || PQstatus(handle) != CONNECTION_OK || lostInPlace else { return handle }
         // An idle connection that is not listening should receive nothing. Input here is the
         // server's goodbye (a FATAL error, then the socket closing a moment later), so the
-        // connection is reset as soon as anything arrives, without waiting for the close.
-        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-        let hasInput = poll(&descriptor, 1, 0) > 0
-        if hasInput || PQstatus(handle) != CONNECTION_OK {
+        // connection is reset as soon as anything arrives, without waiting for the close. A
+        // failed poll (not EINTR, which it retries) counts as input: the connection is reset.
+        let hasInput = modgud_poll_one(PQsocket(handle), Int16(POLLIN), 0) != 0
+        if hasInput || lostInPlace || PQstatus(handle) != CONNECTION_OK {
             prepared.removeAll()
+            lostInPlace = false
             PQreset(handle)
             guard PQstatus(handle) == CONNECTION_OK else {
                 throw PQError(.connectionLost, message: String(cString: PQerrorMessage(handle)).trimmingTrailingNewlines())

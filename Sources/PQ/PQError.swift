@@ -21,6 +21,10 @@ public struct PQError: Error, CustomStringConvertible, Sendable, Equatable {
         public static let decoding = Code(name: "decoding")
         /// libpq refused the call (for example a pipeline that could not start).
         public static let client = Code(name: "client")
+        /// Waiting for the connection's socket failed (`PQSocketWaiter`: the socket closed or
+        /// replaced under the waiter, or epoll itself failed); `errorNumber` holds the errno.
+        /// The connection counts as lost: the pool discards it, a dedicated one is reset.
+        public static let socketWaitFailed = Code(name: "socketWaitFailed")
         public var description: String { name }
     }
 
@@ -33,15 +37,19 @@ public struct PQError: Error, CustomStringConvertible, Sendable, Equatable {
     public var detail: String?
     /// The violated constraint's name, if any.
     public var constraint: String?
+    /// The operating system's error number (`errno`), for a failed system call.
+    public var errorNumber: Int32?
 
     public init(
-        _ code: Code, message: String, sqlState: String? = nil, detail: String? = nil, constraint: String? = nil
+        _ code: Code, message: String, sqlState: String? = nil, detail: String? = nil, constraint: String? = nil,
+        errorNumber: Int32? = nil
     ) {
         self.code = code
         self.message = message
         self.sqlState = sqlState
         self.detail = detail
         self.constraint = constraint
+        self.errorNumber = errorNumber
     }
 
     public var description: String {
@@ -49,12 +57,14 @@ public struct PQError: Error, CustomStringConvertible, Sendable, Equatable {
         if let sqlState { text += " [\(sqlState)]" }
         text += ": \(message)"
         if let detail { text += " (\(detail))" }
+        if let errorNumber { text += " [errno \(errorNumber)]" }
         return text
     }
 
-    /// SQLSTATE class 08 (connection exception) or 57P0x (the server shut the session down).
+    /// A lost or failed connection (a failed socket wait included), SQLSTATE class 08
+    /// (connection exception) or 57P0x (the server shut the session down).
     public var isConnectionFailure: Bool {
-        if code == .connectionLost || code == .connectionFailed { return true }
+        if code == .connectionLost || code == .connectionFailed || code == .socketWaitFailed { return true }
         guard let sqlState else { return false }
         return sqlState.hasPrefix("08") || sqlState.hasPrefix("57P0")
     }

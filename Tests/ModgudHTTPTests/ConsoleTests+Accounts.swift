@@ -317,29 +317,90 @@ extension ConsoleTests {
         }
     }
 
+    /// Issue 67: the Host check is on by default. Unset, the console answers to the realms'
+    /// hosts (as they are at the request) and its own names; `*` opts out; a list is used as is.
     func testTheConsoleAnswersOnlyToItsConfiguredHostNames() async throws {
         harness = try await EmailSignInHarness()
-        var console = ConsoleConfiguration()
-        console.hostnames = ["console.example.com"]
-        XCTAssertTrue(console.answers(to: "console.example.com:8443") && console.answers(to: "CONSOLE.example.com"))
-        XCTAssertFalse(console.answers(to: "rebound.attacker.example") || console.answers(to: nil) || console.answers(to: "console.example.com.evil"))
-        XCTAssertTrue(ConsoleConfiguration().answers(to: "anything"), "no names configured: any host")
-        // A real port and raw requests: the Host header is what a rebinding page's request carries.
+        // The host parsing and the three settings, without a server.
+        var listed = ConsoleConfiguration()
+        listed.hostnames = .only(["console.example.com", "::1"])
+        let noRealm: (String) async throws -> Bool = { _ in XCTFail("a list never asks the realms"); return true }
+        for host in ["console.example.com:8443", "CONSOLE.example.com", "[::1]:9000"] {
+            let answers = try await listed.answers(to: host, isRealmHost: noRealm)
+            XCTAssertTrue(answers, host)
+        }
+        for host in ["rebound.attacker.example", "console.example.com.evil", "", "localhost"] {
+            let answers = try await listed.answers(to: host, isRealmHost: noRealm)
+            XCTAssertFalse(answers, host)
+        }
+        let refusesNil = try await listed.answers(to: nil, isRealmHost: noRealm)
+        XCTAssertFalse(refusesNil, "no Host, no console")
+        var anyHost = ConsoleConfiguration()
+        anyHost.hostnames = .any
+        let anything = try await anyHost.answers(to: "anything.example", isRealmHost: noRealm)
+        XCTAssertTrue(anything, "the opt-out: any host")
+        let byDefault = ConsoleConfiguration()
+        XCTAssertEqual(byDefault.hostnames, .realmsAndOwn, "the check is on by default")
+        let realmHost = await byDefault.answers(to: "Login.Acme.test:443") { $0 == "login.acme.test" }
+        let ownHost = await byDefault.answers(to: "127.0.0.1:9000") { _ in false }
+        let foreign = await byDefault.answers(to: "evil.example") { _ in false }
+        XCTAssertTrue(realmHost && ownHost, "a realm's host and the console's own are answered by default")
+        XCTAssertFalse(foreign, "any other host is refused by default")
+        XCTAssertEqual(ConsoleConfiguration.ownHostnames(listeningOn: "10.0.0.5"), ConsoleConfiguration.loopbackNames.union(["10.0.0.5"]))
+        XCTAssertEqual(ConsoleConfiguration.ownHostnames(listeningOn: "0.0.0.0"), ConsoleConfiguration.loopbackNames)
+        XCTAssertEqual(ConsoleConfiguration.ownHostnames(listeningOn: "::"), ConsoleConfiguration.loopbackNames)
+
+        // Real ports and raw requests: the Host header is what a rebinding page's request carries.
+        var realmsAndOwn = ConsoleConfiguration()
+        realmsAndOwn.ownHostnames = ["console.internal"]
+        var onlyListed = ConsoleConfiguration()
+        onlyListed.hostnames = .only(["console.example.com"])
+        let (defaultPort, defaultServer) = try await serve(realmsAndOwn)
+        let (anyPort, anyServer) = try await serve(anyHost)
+        let (listedPort, listedServer) = try await serve(onlyListed)
+        let servers = [defaultServer, anyServer, listedServer]
+        func status(_ path: String, host: String, port: Int) throws -> String {
+            let socket = try RawSocket(port: port)
+            XCTAssertTrue(socket.send("GET \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n"))
+            return String(socket.read(until: "\r\n\r\n", timeoutMilliseconds: 10_000).prefix(12))
+        }
+        // By default: a foreign host is refused (the same 421 as a list gives), the realm's host
+        // ("localhost" for the harness's realm) and the console's own name are answered.
+        XCTAssertEqual(try status("/console/sign-in", host: "evil.example", port: defaultPort), "HTTP/1.1 421")
+        XCTAssertEqual(try status("/console/sign-in", host: "localhost:\(defaultPort)", port: defaultPort), "HTTP/1.1 200")
+        XCTAssertEqual(try status("/console/sign-in", host: "console.internal:\(defaultPort)", port: defaultPort), "HTTP/1.1 200")
+        XCTAssertEqual(try status("/health/live", host: "evil.example", port: defaultPort), "HTTP/1.1 200", "only the console checks its host names")
+        // A realm created later is answered once the realm directory has it (no restart).
+        XCTAssertEqual(try status("/console/sign-in", host: "shop.example.com", port: defaultPort), "HTTP/1.1 421")
+        _ = try await harness.core.administration.realms.create(
+            "shop", settings: RealmSettings(hosts: ["shop.example.com"], displayName: "Shop"), metadata: .init(actor: "test"))
+        try await Eventually.wait("the new realm's host is answered") {
+            try status("/console/sign-in", host: "shop.example.com", port: defaultPort) == "HTTP/1.1 200"
+        }
+        // The console's RP-ID (`console add-operator --rp-id`) is its configured name: answered too.
+        XCTAssertEqual(try status("/console/sign-in", host: "console.acme.test", port: defaultPort), "HTTP/1.1 421")
+        _ = try await harness.core.console(settings: .init()).addOperator(email: Self.operatorEmail, rpID: "console.acme.test", metadata: .init(actor: "test"))
+        try await Eventually.wait("the console's RP-ID is answered") {
+            try status("/console/sign-in", host: "console.acme.test", port: defaultPort) == "HTTP/1.1 200"
+        }
+        // `*`: any host, as before.
+        XCTAssertEqual(try status("/console/sign-in", host: "evil.example", port: anyPort), "HTTP/1.1 200")
+        // A list: those names only, a realm's host included.
+        XCTAssertEqual(try status("/console/sign-in", host: "rebound.attacker.example", port: listedPort), "HTTP/1.1 421")
+        XCTAssertEqual(try status("/console/sign-in", host: "localhost:\(listedPort)", port: listedPort), "HTTP/1.1 421")
+        XCTAssertEqual(try status("/console/sign-in", host: "console.example.com:\(listedPort)", port: listedPort), "HTTP/1.1 200")
+        for server in servers { server.cancel() }
+        for server in servers { _ = await server.result }
+    }
+
+    /// Serves the routes with `console` on a free loopback port, until the task is cancelled.
+    private func serve(_ console: ConsoleConfiguration) async throws -> (Int, Task<Void, any Error>) {
         let port = try RawSocket.freePort()
         let app = buildApplication(
             core: harness.core, configuration: harness.configuration, server: .init(address: .hostname("127.0.0.1", port: port)), console: console,
             logger: harness.logs.logger("console"))
         let server = Task { try await app.runService() }
         try await Eventually.wait("the server listens on \(port)", every: .milliseconds(50)) { (try? RawSocket(port: port)) != nil }
-        func status(_ path: String, host: String) throws -> String {
-            let socket = try RawSocket(port: port)
-            XCTAssertTrue(socket.send("GET \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n"))
-            return String(socket.read(until: "\r\n", timeoutMilliseconds: 10_000).prefix(12))
-        }
-        XCTAssertEqual(try status("/console/sign-in", host: "rebound.attacker.example"), "HTTP/1.1 421")
-        XCTAssertEqual(try status("/console/sign-in", host: "console.example.com:\(port)"), "HTTP/1.1 200")
-        XCTAssertEqual(try status("/health/live", host: "rebound.attacker.example"), "HTTP/1.1 200", "only the console checks its host names")
-        server.cancel()
-        _ = await server.result
+        return (port, server)
     }
 }

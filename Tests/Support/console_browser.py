@@ -14,7 +14,11 @@ the fixtures). Scenarios, in one browser session:
   out, and signs in again with it;
 - a form posted from another origin (same site, another port) and from another site is refused
   and changes nothing;
-- no page breaks the Content-Security-Policy, and every page works with JavaScript off.
+- no page breaks the Content-Security-Policy, and every page works with JavaScript off;
+- issue 67: a console page asked for under a foreign Host (a name chromium's resolver rules map
+  to the server's loopback address, as DNS rebinding would) is refused by default (421), while
+  the same name reaches the server's health endpoint. With --any-host (the server runs with
+  MODGUD_CONSOLE_HOSTNAMES=*) only that check runs, and the console answers under that name.
 
 With --screenshots DIR, each page is saved there as PNG (docs/operations/console/). Exits
 non-zero naming the failed check.
@@ -181,6 +185,27 @@ def attacker_site(port, target):
     return server
 
 
+def foreign_url(args, path):
+    """`path` on the server under the foreign host name (resolved to the server by chromium's rules)."""
+    return f"http://{args.foreign_host}:{urllib.parse.urlparse(args.base).port}{path}"
+
+
+def host_check(console, args, refused):
+    """Issue 67: the console under a Host that is no realm's and not the console's own."""
+    driver = console.driver
+    driver.get(foreign_url(args, "/health/live"))
+    check(console.text().strip() == "ok", f"{args.foreign_host} reaches the server (its health endpoint answers)", console.text()[:300])
+    driver.get(foreign_url(args, "/console/sign-in"))
+    text = console.text()
+    if refused:
+        check("This console answers only to its configured host names." in text and not driver.find_elements(By.ID, "email"),
+              f"the console refuses the foreign Host {args.foreign_host} by default", text[:300])
+    else:
+        check(driver.find_elements(By.ID, "email") and "answers only to" not in text,
+              f"with MODGUD_CONSOLE_HOSTNAMES=* the console answers under {args.foreign_host}", text[:300])
+    driver.get_log("browser")  # the refusal's 421 is expected
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--base", required=True, help="http://localhost:PORT")
@@ -191,6 +216,8 @@ def main():
     parser.add_argument("--refresh-token", required=True, help="that user's refresh token (demo-app)")
     parser.add_argument("--attacker-port", type=int, required=True)
     parser.add_argument("--screenshots", help="folder for page screenshots")
+    parser.add_argument("--foreign-host", default="rebound.attacker.example", help="a name that is no realm's host (issue 67)")
+    parser.add_argument("--any-host", action="store_true", help="the server runs with MODGUD_CONSOLE_HOSTNAMES=*: only the host check")
     args = parser.parse_args()
     if args.screenshots:
         os.makedirs(args.screenshots, exist_ok=True)
@@ -198,14 +225,17 @@ def main():
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run", "--window-size=1280,1000",
-                 "--hide-scrollbars", "--force-device-scale-factor=1"):
+                 "--hide-scrollbars", "--force-device-scale-factor=1", f"--host-resolver-rules=MAP {args.foreign_host} 127.0.0.1"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
     mailbox = Mailbox(args.log)
     console = Console(driver, args.base, args.screenshots)
     try:
-        run(console, mailbox, args)
+        if args.any_host:
+            host_check(console, args, refused=False)
+        else:
+            run(console, mailbox, args)
     finally:
         driver.quit()
     print("console-browser: every scenario passed")
@@ -213,6 +243,7 @@ def main():
 
 def run(console, mailbox, args):
     driver = console.driver
+    host_check(console, args, refused=True)
     # Nothing without a session: the console sends the browser to sign in.
     console.open("/console/realms")
     check(driver.current_url.endswith("/console/sign-in"), "unauthenticated pages redirect to sign-in", driver.current_url)

@@ -13,11 +13,13 @@ struct ConsoleController: Sendable {
     let admin: Administration
     let configuration: ConsoleConfiguration
     let operations: OperationsService
+    /// Which `Host` names the console answers to (issue 67).
+    let hostCheck: ConsoleHostCheck
     static let cookieName = "modgud_console"
 
     func register(on router: Router<ModgudRequestContext>) {
         // Applies to the routes added after it: the console's, registered last.
-        if !configuration.hostnames.isEmpty { router.add(middleware: ConsoleHostCheck(configuration: configuration)) }
+        if configuration.hostnames != .any { router.add(middleware: hostCheck) }
         router.get("console/static/console.css") { _, _ in ConsoleResponse.file(ConsoleTemplates.stylesheet, contentType: "text/css; charset=utf-8") }
         router.get("console/static/htmx.min.js") { _, _ in
             ConsoleResponse.file(ConsoleTemplates.htmx, contentType: "text/javascript; charset=utf-8")
