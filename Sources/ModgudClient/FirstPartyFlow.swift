@@ -122,7 +122,8 @@ public actor FirstPartyFlow {
 
     // MARK: The exchange
 
-    /// Section 5.1: the first request carries the client, the scope and the PKCE challenge.
+    /// Section 5.1: the first request (and a step-up's) carries `response_type=code` (REQUIRED
+    /// since draft -03), the client, the scope and the PKCE challenge.
     private func first() async -> [(String, String)] {
         authSession = nil
         passkeyOptions = nil

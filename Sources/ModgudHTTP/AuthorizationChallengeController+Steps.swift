@@ -15,9 +15,12 @@ extension AuthorizationChallengeController {
             return try await completeNames(session, call)
         }
         let state = session.state
-        let grant = UserGrantRequest(
+        var grant = UserGrantRequest(
             client: call.client, scope: state.scope, resources: state.resources, totpCode: call.form["totp_code"], issuer: call.issuer,
             metadata: call.metadata, dpopKey: call.jkt)
+        // OpenID Connect Core section 3.1.3.6: the ID token carries the nonce of the request
+        // that began the sign-in (issue 69); the code hands that ID token over.
+        grant.nonce = state.nonce
         var response: TokenResponse
         do {
             // Each session takes the factor it began with, for the person it named.

@@ -61,8 +61,9 @@ struct AuthorizationChallengeController: Sendable {
             throw ChallengeAnswer.redirectToWeb(realm, "First-party sign-in is not enabled for this realm.")
         }
         var form = try await parsing.form(request)
-        // Section 5.1: response_type is `code` when given (draft -03 requires it; earlier
-        // drafts' clients leave it out).
+        // Section 5.1: response_type is `code`. It is REQUIRED (since draft -03) on a request that
+        // begins an authorization (`newSignIn`); the later steps of a session are the server's
+        // own intermediate requests (section 5.3), which may leave it out.
         if let type = form["response_type"], type != "code" {
             throw ChallengeAnswer(error: "unsupported_response_type", "response_type must be code.")
         }
@@ -127,10 +128,15 @@ struct AuthorizationChallengeController: Sendable {
         throw Self.sent(delivery, session: session.token)
     }
 
-    /// The first request's PKCE (S256 only, RFC 7636 section 4.3), scope and resources, and the
-    /// step-up parameters (section 6.1; RFC 9470 section 4): `max_age` is checked for its form
-    /// (every sign-in here authenticates afresh, so any age holds), `acr_values` accepted.
+    /// The first request's `response_type` (section 5.1: REQUIRED, `code`; RFC 6749 section
+    /// 4.1.2.1 `invalid_request` when missing), PKCE (S256 only, RFC 7636 section 4.3), scope and
+    /// resources, OpenID Connect's `nonce` (kept for the ID token, Core section 3.1.3.6), and
+    /// the step-up parameters (section 6.1; RFC 9470 section 4): `max_age` is checked for its
+    /// form (every sign-in here authenticates afresh, so any age holds), `acr_values` accepted.
     static func newSignIn(_ form: FormBody) throws -> FirstPartyAuthorization.SessionState {
+        guard form["response_type"] != nil else {
+            throw ChallengeAnswer(error: "invalid_request", "response_type=code is required (draft-ietf-oauth-first-party-apps section 5.1).")
+        }
         guard let challenge = form["code_challenge"], PKCE.isChallenge(challenge) else {
             throw ChallengeAnswer(error: "invalid_request", "code_challenge (S256, RFC 7636) is required.")
         }
@@ -140,13 +146,27 @@ struct AuthorizationChallengeController: Sendable {
         if let maxAge = form["max_age"], UInt32(maxAge) == nil {
             throw ChallengeAnswer(error: "invalid_request", "max_age is a number of seconds.")
         }
-        return FirstPartyAuthorization.SessionState(codeChallenge: challenge, scope: form["scope"], resources: form.all("resource"))
+        if let nonce = form["nonce"], nonce.utf8.count > Self.nonceLimit {
+            throw ChallengeAnswer(error: "invalid_request", "nonce is at most \(Self.nonceLimit) bytes.")
+        }
+        var state = FirstPartyAuthorization.SessionState(codeChallenge: challenge, scope: form["scope"], resources: form.all("resource"))
+        state.nonce = form["nonce"]
+        return state
     }
+
+    /// The longest `nonce` kept (OpenID Connect sets no limit; the ID token carries it whole).
+    static let nonceLimit = 512
 
     /// A re-authorization session presented for a step-up (section 6.1; RFC 9470): a new
     /// sign-in of the same person begins, by a code to their own address, and the presented
     /// session is spent.
+    /// A session whose sign-in was revoked since (a reused code, refresh token reuse, logout) is
+    /// `invalid_session`: the draft's SHOULD that a reused code revokes the tokens and the
+    /// auth_session (issue 69), and the same for every other end of the sign-in.
     private func reauthenticate(_ presented: FirstPartyAuthorization.Session, _ call: ChallengeCall) async throws -> Response {
+        if let family = presented.state.signInFamily, try await services.tokens.isRevoked(realm: call.realm.realmID, familyID: family) {
+            throw ChallengeAnswer(error: "invalid_session", "The sign-in of the auth_session was revoked.")
+        }
         var state = try Self.newSignIn(call.form)
         try permit(.otp, call)
         guard let userID = presented.state.reauthenticates,

@@ -4,10 +4,11 @@ import ModgudService
 /// An Authorization Challenge Endpoint answer other than a code
 /// (draft-ietf-oauth-first-party-apps section 5.2.2): `error`, `error_description` and, for
 /// `insufficient_authorization`, the `auth_session` to continue with; 403 for
-/// `insufficient_authorization` (as draft -04 sets it), 400 otherwise. What the app
-/// must collect next is in `expecting` (Modgud's member: `email_code`, `totp_code`,
-/// `passkey_assertion`) and, for a passkey, `passkey_options` (WebAuthn request options, as
-/// `/connect/passkey/begin` gives them). Thrown by the controller's steps.
+/// `insufficient_authorization` and `redirect_to_web` (as draft -04 sets them), 400
+/// otherwise. What the app must collect next is in `expecting` (Modgud's member:
+/// `email_code`, `totp_code`, `passkey_assertion`) and, for a passkey, `passkey_options`
+/// (WebAuthn request options, as `/connect/passkey/begin` gives them). Thrown by the
+/// controller's steps.
 struct ChallengeAnswer: Error {
     var body: Body
 
@@ -60,6 +61,9 @@ struct ChallengeAnswer: Error {
     }
 
     var response: Response {
-        OAuthResponses.json(body, status: body.error == "insufficient_authorization" ? .forbidden : .badRequest)
+        OAuthResponses.json(body, status: Self.forbidden.contains(body.error) ? .forbidden : .badRequest)
     }
+
+    /// The errors draft -04 answers with 403 Forbidden (section 5.2.2); the rest are 400.
+    static let forbidden: Set<String> = ["insufficient_authorization", "redirect_to_web"]
 }

@@ -37,7 +37,14 @@ struct DiscoveryController: Sendable {
         /// RFC 9449 section 5.1: the algorithms of DPoP proofs the token endpoint checks.
         var dpopSigningAlgValuesSupported = DPoPKey.Algorithm.allCases.map(\.rawValue)
         var subjectTypesSupported = ["public"]
-        var responseTypesSupported = ["none"]
+        /// RFC 8414 section 2 (REQUIRED): the response types this server accepts. `code` where
+        /// the realm's native grants are on: the Authorization Challenge Endpoint takes
+        /// `response_type=code` (draft-ietf-oauth-first-party-apps section 5.1), the only
+        /// request here that names a response type (`/connect/authorize` serves none). With
+        /// them off no request gets a code or a token: `none` (OAuth 2.0 Multiple Response Type
+        /// Encoding Practices section 4), as the member is required and strict validators
+        /// (Authlib) refuse it empty.
+        var responseTypesSupported: [String]
         var scopesSupported = ["openid", "email", "profile", "offline_access"]
         var claimsSupported = ["sub", "iss", "aud", "exp", "iat", "auth_time", "amr", "acr", "email", "email_verified", "given_name",
             "family_name", "preferred_username"]
@@ -82,7 +89,8 @@ struct DiscoveryController: Sendable {
                     jwksURI: base + "/.well-known/jwks.json", grantTypesSupported: grants,
                     authorizationChallengeEndpoint: realm.settings.nativeGrants.enabled ? base + FirstPartyPaths.challenge : nil,
                     codeChallengeMethodsSupported: realm.settings.nativeGrants.enabled ? ["S256"] : nil,
-                    challengeEndpoint: base + ClientAttestationPaths.challenge)
+                    challengeEndpoint: base + ClientAttestationPaths.challenge,
+                    responseTypesSupported: realm.settings.nativeGrants.enabled ? ["code"] : ["none"])
                 return ByteBuffer(bytes: try OAuthResponses.encode(document))
             }
             return OAuthResponses.json(rendered: body)

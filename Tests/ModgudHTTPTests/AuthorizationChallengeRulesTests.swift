@@ -211,7 +211,7 @@ extension AuthorizationChallengeRulesTests {
         let harness = harness!
         try await harness.app.test(.router) { client in
             let link = try await Self.begin(client, "ada@example.com", [("email_delivery", "link")])
-            XCTAssertEqual(link.status, .badRequest, link.body)
+            XCTAssertEqual(link.status, .forbidden, "draft -04: redirect_to_web is 403: \(link.body)")
             XCTAssertEqual(link.json["error"] as? String, "redirect_to_web")
             XCTAssertEqual(link.json["web_uri"] as? String, "https://www.acme.test/sign-in")
             XCTAssertNil(link.json["auth_session"])
@@ -222,6 +222,7 @@ extension AuthorizationChallengeRulesTests {
                 let reply = try await Self.begin(client, "ada@example.com")
                 return reply.json["error"] as? String == "redirect_to_web" ? reply : nil
             }
+            XCTAssertEqual(off.status, .forbidden, off.body)
             XCTAssertEqual(off.json["web_uri"] as? String, "https://www.acme.test/sign-in")
             let sessions = try await Self.sessionCount(harness)
             XCTAssertEqual(sessions, 0)
@@ -234,6 +235,7 @@ extension AuthorizationChallengeRulesTests {
         harness = try await EmailSignInHarness(settings: { $0.magicLinkEnabled = false })
         try await harness.app.test(.router) { client in
             let link = try await Self.begin(client, "ada@example.com", [("email_delivery", "link")])
+            XCTAssertEqual(link.status, .badRequest, link.body)
             XCTAssertEqual(link.json["error"] as? String, "invalid_request", link.body)
             XCTAssertNil(link.json["web_uri"])
         }

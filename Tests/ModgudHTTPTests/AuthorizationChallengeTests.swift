@@ -27,8 +27,27 @@ final class AuthorizationChallengeTests: XCTestCase {
         fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0.1)" }.joined(separator: "&")
     }
 
-    static func challenge(_ client: some TestClientProtocol, _ fields: [(String, String)]) async throws -> H.Reply {
-        try await H.call(client, .post, "/connect/authorization-challenge", form(fields), headers: H.form)
+    /// One request, as a client written to draft -04 sends it: a request that begins an
+    /// authorization (no `auth_session`, or a token response's one with a new
+    /// `code_challenge`) carries `response_type=code` (section 5.1) unless `responseType` says
+    /// otherwise (nil: none); a session's later steps (section 5.3) carry what they bring.
+    /// Every error's `error` and `error_description` keep to section 5.2.2's characters.
+    static func challenge(_ client: some TestClientProtocol, _ fields: [(String, String)], responseType: String? = "code") async throws -> H.Reply {
+        var sent = fields
+        let begins = !fields.contains { $0.0 == "auth_session" } || fields.contains { $0.0 == "code_challenge" }
+        if begins, let responseType, !fields.contains(where: { $0.0 == "response_type" }) { sent.insert(("response_type", responseType), at: 0) }
+        let reply = try await H.call(client, .post, "/connect/authorization-challenge", form(sent), headers: H.form)
+        assertErrorCharacters(reply)
+        return reply
+    }
+
+    /// Section 5.2.2: `error` and `error_description` stay within %x20-21 / %x23-5B / %x5D-7E.
+    static func assertErrorCharacters(_ reply: H.Reply, file: StaticString = #filePath, line: UInt = #line) {
+        for member in ["error", "error_description"] {
+            guard let text = reply.json[member] as? String else { continue }
+            let outside = text.unicodeScalars.filter { !((0x20...0x7E).contains($0.value) && $0 != "\"" && $0 != "\\") }
+            XCTAssertTrue(outside.isEmpty, "\(member) has \(String(outside)): \(text)", file: file, line: line)
+        }
     }
 
     /// The whole email-code exchange: identifier, code, authorization code, tokens.
@@ -261,7 +280,8 @@ final class AuthorizationChallengeTests: XCTestCase {
                 try await H.call(client, .post, path, Self.form(fields), headers: DPoPTokenTests.headers(proof))
             }
             let first = try await post(
-                [("client_id", "app"), ("login_hint", "ada@example.com"), ("code_challenge", Self.challenge)], proof: atChallenge[0].proof)
+                [("response_type", "code"), ("client_id", "app"), ("login_hint", "ada@example.com"), ("code_challenge", Self.challenge)],
+                proof: atChallenge[0].proof)
             let session = try XCTUnwrap(first.json["auth_session"] as? String, first.body)
             let code = try await harness.code(for: "ada@example.com")
             let otherKey = try await post([("client_id", "app"), ("auth_session", session), ("email_code", code)], proof: atChallenge[1].proof)
@@ -280,7 +300,9 @@ final class AuthorizationChallengeTests: XCTestCase {
             let again = try DPoPProofMaker.make([["key_pem": atChallenge[0].key], ["key_pem": atChallenge[0].key]], htu: challengeURL,
                 iat: Int(harness.clock.now().timeIntervalSince1970))
             let redeemProof = try DPoPProofMaker.make([["key_pem": atChallenge[0].key]], htu: tokenURL, iat: Int(harness.clock.now().timeIntervalSince1970))
-            let begun = try await post([("client_id", "app"), ("login_hint", "ada@example.com"), ("code_challenge", Self.challenge)], proof: again[0].proof)
+            let begun = try await post(
+                [("response_type", "code"), ("client_id", "app"), ("login_hint", "ada@example.com"), ("code_challenge", Self.challenge)],
+                proof: again[0].proof)
             let code2 = try await harness.code(for: "ada@example.com", number: 2)
             let ended = try await post(
                 [("client_id", "app"), ("auth_session", try XCTUnwrap(begun.json["auth_session"] as? String)), ("email_code", code2)], proof: again[1].proof)

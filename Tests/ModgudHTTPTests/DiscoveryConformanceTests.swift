@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -33,6 +34,32 @@ final class DiscoveryConformanceTests: XCTestCase {
             broken["issuer"] = nil
             let brokenJSON = String(decoding: try JSONSerialization.data(withJSONObject: broken), as: UTF8.self)
             XCTAssertTrue(try Self.validate(#"{"openid":\#(brokenJSON),"oauth":\#(oauth.body)}"#).hasPrefix("invalid"))
+        }
+    }
+
+    /// RFC 8414 section 2 (issue 69): `response_types_supported` says what is served. With the
+    /// native grants on, `code`: the Authorization Challenge Endpoint takes `response_type=code`
+    /// (draft-ietf-oauth-first-party-apps section 5.1); with them off no request gets a code,
+    /// `none`, and the document still passes the strict validator.
+    func testResponseTypesSupportedSaysWhatIsServed() async throws {
+        harness = try await EmailSignInHarness()
+        let harness = harness!
+        try await harness.app.test(.router) { client in
+            for path in ["/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"] {
+                let document = try await H.call(client, .get, path, "", headers: [:])
+                XCTAssertEqual(document.json["response_types_supported"] as? [String], ["code"], path)
+                XCTAssertEqual(document.json["authorization_challenge_endpoint"] as? String, "https://localhost/connect/authorization-challenge")
+                XCTAssertTrue((document.json["grant_types_supported"] as? [String] ?? []).contains("authorization_code"), document.body)
+            }
+            _ = try await harness.core.administration.realms.update("dev", metadata: .init()) { $0.nativeGrants.enabled = false }
+            let off = try await Eventually.value("the realm's native grants off") {
+                let reply = try await H.call(client, .get, "/.well-known/openid-configuration", "", headers: [:])
+                return reply.json["authorization_challenge_endpoint"] == nil ? reply : nil
+            }
+            XCTAssertEqual(off.json["response_types_supported"] as? [String], ["none"], off.body)
+            XCTAssertFalse((off.json["grant_types_supported"] as? [String] ?? []).contains("authorization_code"), off.body)
+            let oauth = try await H.call(client, .get, "/.well-known/oauth-authorization-server", "", headers: [:])
+            XCTAssertEqual(try Self.validate(#"{"openid":\#(off.body),"oauth":\#(oauth.body)}"#), "valid")
         }
     }
 

@@ -11,9 +11,12 @@ authorization server metadata (RFC 8414, `/.well-known/oauth-authorization-serve
 makes PKCE pairs (RFC 7636, S256), DPoP proofs (RFC 9449, ES256, with `cryptography`; it retries
 once on `use_dpop_nonce`), and TOTP codes (RFC 6238); `SoftPasskey` is a software WebAuthn
 authenticator (ES256, `none` attestation) as in schemathesis_fixtures.py and enumeration_bench.py.
-It follows draft -04: `response_type=code` on the first request, `insufficient_authorization` is
-403 (section 5.2.2.1), other errors 400 (`invalid_client` 401 when the client authenticated by the
-Authorization header, RFC 6749 section 5.2), answers JSON with `Cache-Control: no-store`.
+It follows draft -04: `response_type=code` (REQUIRED, section 5.1) on every request that begins an
+authorization (the first one, and a step-up), `insufficient_authorization` and `redirect_to_web` are
+403 (section 5.2.2), other errors 400 (`invalid_client` 401 when the client authenticated by the
+Authorization header, RFC 6749 section 5.2), `error` and `error_description` within section 5.2.2's
+characters, answers JSON with `Cache-Control: no-store`. Being an OpenID Connect client too, it
+sends a `nonce` with the sign-in of flow a and checks the ID token's (OpenID Connect Core 3.1.3.7).
 The only Modgud-specific knowledge in the client is the profile's parameter names (`login_hint`,
 `email_delivery=link`, `email_code`, `user_id` + `magic_token`, `passkey_assertion`, `totp_code`,
 and the answer members `expecting`, `passkey_options`).
@@ -26,8 +29,9 @@ started in this process on --smtp-port (the server was started with MODGUD_SMTP_
 
 Flows (each prints its requests and answers, secrets shortened; a failed assertion fails the flow,
 the others still run; exit 1 when any failed):
-  a  email code: login_hint -> insufficient_authorization [email_code] -> code from the mail ->
-     authorization_code -> token (authorization_code + code_verifier) -> ID token verified -> userinfo
+  a  email code: login_hint (and a nonce) -> insufficient_authorization [email_code] -> code from the
+     mail -> authorization_code -> token (authorization_code + code_verifier) -> ID token verified
+     (its nonce the request's) -> userinfo
   b  the same DPoP-bound (one ES256 key on every request): token_type DPoP, cnf.jkt, userinfo with
      the DPoP scheme; refusals: another key or no proof continuing the session -> invalid_session, a
      session begun without DPoP continued with it -> invalid_session, another key redeeming ->
@@ -36,7 +40,8 @@ the others still run; exit 1 when any failed):
   d  passkey: enrol a passkey (after flow a's sign-in), then no login_hint -> passkey_options ->
      passkey_assertion
   e  TOTP: email_code -> insufficient_authorization [totp_code] -> (a wrong one: asked again) -> totp_code
-  f  refusals: another client's session, a replayed auth_session, a reused code, a wrong verifier
+  f  refusals: a first request without response_type, another client's session, a replayed
+     auth_session, a reused code (and the auth_session of its token response then), a wrong verifier
      (the code is then spent), another client redeeming, no code_challenge, the plain method, an
      unknown auth_session, an unknown client, a wrong email code. Expired sessions (10 min) and
      codes (60 s) are not tested live (AuthorizationChallengeRulesTests moves the server's clock).
@@ -382,6 +387,7 @@ def expect_insufficient(answer, expecting):
           f"expected 403 insufficient_authorization {expecting}, got {answer!r}")
     check(isinstance(answer.body.get("auth_session"), str) and answer.body["auth_session"], "insufficient_authorization without auth_session")
     check(answer.body.get("expecting") == expecting, f"expecting {answer.body.get('expecting')}, not {expecting}")
+    error_characters(answer)
     no_store(answer)
     return answer.body["auth_session"]
 
@@ -403,6 +409,15 @@ def expect_error(answer, error, status=400):
     """Draft section 5.2.2 / RFC 6749 section 5.2: 400 (401 for invalid_client), error, a string error_description."""
     check(answer.status == status and answer.error == error, f"expected {status} {error}, got {answer!r}")
     check(isinstance(answer.body.get("error_description", ""), str), "error_description is not a string")
+    error_characters(answer)
+
+
+def error_characters(answer):
+    """Draft section 5.2.2: error and error_description keep to %x20-21 / %x23-5B / %x5D-7E."""
+    for member in ("error", "error_description"):
+        text = (answer.body or {}).get(member, "")
+        outside = [c for c in text if not (0x20 <= ord(c) <= 0x7E) or c in '"\\']
+        check(not outside, f"{member} has characters outside section 5.2.2's set: {outside!r} in {text!r}")
 
 
 def expect_tokens(answer, token_type="Bearer"):
@@ -591,11 +606,11 @@ class Run:
         client.discover()
         return client
 
-    def email_code_sign_in(self, client, address, dpop=None):
+    def email_code_sign_in(self, client, address, dpop=None, **extra):
         """login_hint -> email_code -> authorization_code; returns (code, pkce)."""
         pkce = PKCE()
         since = self.mail.mark()
-        session = expect_insufficient(client.start(pkce, login_hint=address, dpop=dpop), ["email_code"])
+        session = expect_insufficient(client.start(pkce, login_hint=address, dpop=dpop, **extra), ["email_code"])
         code = self.mail.code(address, since)
         return expect_code(client.challenge(dpop=dpop, auth_session=session, email_code=code)), pkce
 
@@ -614,11 +629,14 @@ class Run:
         client = self.client(t)
         address = self.address("ada")
         user = self.setup.user(address)
-        code, pkce = self.email_code_sign_in(client, address)
+        nonce = b64u(os.urandom(16))
+        code, pkce = self.email_code_sign_in(client, address, nonce=nonce)
         tokens, claims = self.tokens_and_userinfo(client, code, pkce, address)
         check(claims["sub"] == user, f"ID token sub {claims['sub']}, the user is {user}")
+        # OpenID Connect Core 3.1.3.7 step 11: the nonce of the request.
+        check(claims.get("nonce") == nonce, f"ID token nonce {claims.get('nonce')!r}, the request's was {nonce!r}")
         self.signed_in = {"address": address, "user": user, "tokens": tokens}
-        t.note(f"ID token verified (iss, aud, signature); amr {claims.get('amr')}")
+        t.note(f"ID token verified (iss, aud, signature, nonce); amr {claims.get('amr')}")
 
     # b
     def flow_dpop(self, t):
@@ -737,16 +755,23 @@ class Run:
         expect_error(client.redeem(code, PKCE().verifier), "invalid_grant")
         expect_error(client.redeem(code, pkce.verifier), "invalid_grant")
         t.note("wrong code_verifier: invalid_grant; then the right one: invalid_grant (spent)")
-        # A code redeemed twice.
+        # A code redeemed twice: its tokens and the auth_session of its token response are revoked (-04).
         code, pkce = self.email_code_sign_in(client, address)
-        expect_tokens(client.redeem(code, pkce.verifier))
+        tokens = expect_tokens(client.redeem(code, pkce.verifier))
         expect_error(client.redeem(code, pkce.verifier), "invalid_grant")
-        t.note("a code redeemed again: invalid_grant")
+        check(client.userinfo(tokens).status == 401, "the access token of a reused code still works")
+        expect_error(client.challenge(response_type="code", auth_session=tokens["auth_session"], code_challenge=PKCE().challenge,
+                                      code_challenge_method="S256", scope=SCOPE), "invalid_session")
+        t.note("a code redeemed again: invalid_grant; its access token 401, its auth_session invalid_session")
         # Another client redeeming the code: invalid_grant, and the code is spent.
         code, pkce = self.email_code_sign_in(client, address)
         expect_error(other.redeem(code, pkce.verifier), "invalid_grant")
         expect_error(client.redeem(code, pkce.verifier), "invalid_grant")
         t.note("another client redeeming: invalid_grant; then its own: invalid_grant (spent)")
+        # Section 5.1: response_type is REQUIRED.
+        expect_error(client.challenge(login_hint=address, scope=SCOPE, code_challenge=PKCE().challenge, code_challenge_method="S256"),
+                     "invalid_request")
+        t.note("no response_type: invalid_request")
         # The first request without PKCE, or with the plain method.
         expect_error(client.challenge(response_type="code", login_hint=address, scope=SCOPE), "invalid_request")
         t.note("no code_challenge: invalid_request")

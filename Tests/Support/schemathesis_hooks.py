@@ -760,7 +760,7 @@ def authorization_challenge(case):
     usernameless passkey), or a whole email-code sign-in whose last step answers the code."""
     if not chance(rate(case)):
         return
-    first = {"client_id": APP["app_client"], "code_challenge": CHALLENGE, "code_challenge_method": "S256", "scope": SCOPE}
+    first = {"response_type": "code", "client_id": APP["app_client"], "code_challenge": CHALLENGE, "code_challenge_method": "S256", "scope": SCOPE}
     if chance(0.3):
         case.body = dict(first, login_hint=fresh_address()) if chance(0.7) else first
         return

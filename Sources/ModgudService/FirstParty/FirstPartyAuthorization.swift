@@ -38,6 +38,13 @@ public struct FirstPartyAuthorization: Sendable {
         /// A re-authorization session (the `auth_session` of a token response, section 6.1): the
         /// person it was issued for; presented again, it begins an email-code sign-in of theirs.
         public var reauthenticates: UUID?
+        /// The sign-in (token family) whose token response carried this re-authorization
+        /// session: revoked, it takes the session with it (issue 69; a reused code revokes
+        /// both). nil in sessions begun before this was kept.
+        public var signInFamily: UUID?
+        /// OpenID Connect `nonce` of the request that began the sign-in: the ID token carries
+        /// it (OpenID Connect Core section 3.1.3.6). Absent in sessions begun before issue 69.
+        public var nonce: String?
         /// The person asked to sign up (`prompt=create`).
         public var signUp = false
         /// The realm's required registration fields were missing: nothing was sent yet; the
@@ -224,6 +231,7 @@ public struct FirstPartyAuthorization: Sendable {
         if let userID = sealed.userID, response.scope != TokenService.recoveryScope {
             var state = SessionState(codeChallenge: "", scope: nil, resources: [])
             state.reauthenticates = userID
+            state.signInFamily = sealed.familyID
             response.authSession = try await begin(realm: realm, clientID: clientID, jkt: jkt, factor: .reauthentication, state: state, metadata: metadata)
                 .token
         }

@@ -284,6 +284,13 @@ public struct TokenService: Sendable {
         _ = try await families.actor(for: StreamNames.tokenFamily(realm: realm, familyID: familyID)).execute(.revoke(.codeReuse), now: now(), metadata: metadata)
     }
 
+    /// Whether the sign-in `familyID` was revoked (code reuse, refresh token reuse, logout, an
+    /// operator): read from the store, so a revocation on any instance counts (issue 69: a
+    /// token response's `auth_session` ends with its sign-in).
+    public func isRevoked(realm: String, familyID: UUID) async throws -> Bool {
+        try await families.actor(for: StreamNames.tokenFamily(realm: realm, familyID: familyID)).current().state.revoked != nil
+    }
+
     /// Throws `SigningKeyRingError.noKey` when the realm cannot sign yet (checked first by the
     /// token endpoint, so a keyless realm refuses every sign-in the same way).
     public func requireSigningKey(realm: String) async throws {

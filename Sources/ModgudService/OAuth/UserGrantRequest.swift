@@ -16,6 +16,9 @@ public struct UserGrantRequest: Sendable {
     /// `acr_values` (issue 46, RFC 9470 section 4): a sign-in weaker than these is refused
     /// before its proof is spent.
     public var acrValues: [String]
+    /// OpenID Connect Core section 3.1.2.1 `nonce`: the ID token carries it (section 3.1.3.6).
+    /// Set by the Authorization Challenge Endpoint from its first request (issue 69).
+    public var nonce: String?
     /// The request's rate-limit count and DPoP jti claim when the grant sends them with its
     /// own first lookup (a grant that counts itself, issue 49); `.none` when the token
     /// endpoint sent them already.

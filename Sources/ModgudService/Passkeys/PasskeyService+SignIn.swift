@@ -65,7 +65,7 @@ extension PasskeyService {
             ? try await tokenService.prepareSignIn(
                 client: client, user: user, grantType: .passkey, scope: grant.scope, resources: grant.resources,
                 amr: AuthenticationContext.passkeyAMR(backupEligible: checked.enrolled.backupEligible), issuer: grant.issuer,
-                dpopKey: grant.dpopKey, acrValues: grant.acrValues)
+                nonce: grant.nonce, dpopKey: grant.dpopKey, acrValues: grant.acrValues)
             : nil
         try await recordUse(checked, consuming: ceremony, signIn: signIn, client: client, grant)
         guard let signIn else { throw Self.refused }

@@ -203,14 +203,14 @@ extension EmailSignInService {
         case (.registrationCode, _):
             return try await tokenService.prepareSignIn(
                 client: grant.client, user: User.evolve(User.initialState, .registered(registered)), grantType: .otp, scope: grant.scope,
-                resources: grant.resources, amr: AuthenticationContext.emailAMR(totp: false), issuer: grant.issuer, dpopKey: grant.dpopKey,
-                acrValues: grant.acrValues)
+                resources: grant.resources, amr: AuthenticationContext.emailAMR(totp: false), issuer: grant.issuer, nonce: grant.nonce,
+                dpopKey: grant.dpopKey, acrValues: grant.acrValues)
         case (_, .open):
             guard let user = account.user else { throw Self.invalidCode }
             return try await tokenService.prepareSignIn(
                 client: grant.client, user: user, grantType: .otp, scope: grant.scope, resources: grant.resources,
-                amr: AuthenticationContext.emailAMR(totp: account.totpStep != nil), issuer: grant.issuer, dpopKey: grant.dpopKey,
-                acrValues: grant.acrValues)
+                amr: AuthenticationContext.emailAMR(totp: account.totpStep != nil), issuer: grant.issuer, nonce: grant.nonce,
+                dpopKey: grant.dpopKey, acrValues: grant.acrValues)
         default:
             return nil
         }

@@ -76,8 +76,8 @@ extension EmailSignInService {
             account.gate == .open
             ? try await tokenService.prepareSignIn(
                 client: grant.client, user: loaded.state, grantType: .magic, scope: grant.scope, resources: grant.resources,
-                amr: AuthenticationContext.emailAMR(totp: account.totpStep != nil), issuer: grant.issuer, dpopKey: grant.dpopKey,
-                acrValues: grant.acrValues)
+                amr: AuthenticationContext.emailAMR(totp: account.totpStep != nil), issuer: grant.issuer, nonce: grant.nonce,
+                dpopKey: grant.dpopKey, acrValues: grant.acrValues)
             : nil
         let outcome: CommandOutcome<EmailChallenge>
         do {
