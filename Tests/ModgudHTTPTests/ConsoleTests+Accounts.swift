@@ -355,10 +355,13 @@ extension ConsoleTests {
         realmsAndOwn.ownHostnames = ["console.internal"]
         var onlyListed = ConsoleConfiguration()
         onlyListed.hostnames = .only(["console.example.com"])
-        let (defaultPort, defaultServer) = try await serve(realmsAndOwn)
-        let (anyPort, anyServer) = try await serve(anyHost)
-        let (listedPort, listedServer) = try await serve(onlyListed)
-        let servers = [defaultServer, anyServer, listedServer]
+        // Each on a port the testing framework binds itself (port 0): no free-port race.
+        let harness = self.harness!
+        let configurations = (realmsAndOwn, anyHost, onlyListed)
+        try await Self.app(harness, configurations.0).test(.live) { defaultServer in
+        try await Self.app(harness, configurations.1).test(.live) { anyServer in
+        try await Self.app(harness, configurations.2).test(.live) { listedServer in
+        let (defaultPort, anyPort, listedPort) = (try XCTUnwrap(defaultServer.port), try XCTUnwrap(anyServer.port), try XCTUnwrap(listedServer.port))
         func status(_ path: String, host: String, port: Int) throws -> String {
             let socket = try RawSocket(port: port)
             XCTAssertTrue(socket.send("GET \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n"))
@@ -389,18 +392,13 @@ extension ConsoleTests {
         XCTAssertEqual(try status("/console/sign-in", host: "rebound.attacker.example", port: listedPort), "HTTP/1.1 421")
         XCTAssertEqual(try status("/console/sign-in", host: "localhost:\(listedPort)", port: listedPort), "HTTP/1.1 421")
         XCTAssertEqual(try status("/console/sign-in", host: "console.example.com:\(listedPort)", port: listedPort), "HTTP/1.1 200")
-        for server in servers { server.cancel() }
-        for server in servers { _ = await server.result }
+        }
+        }
+        }
     }
 
-    /// Serves the routes with `console` on a free loopback port, until the task is cancelled.
-    private func serve(_ console: ConsoleConfiguration) async throws -> (Int, Task<Void, any Error>) {
-        let port = try RawSocket.freePort()
-        let app = buildApplication(
-            core: harness.core, configuration: harness.configuration, server: .init(address: .hostname("127.0.0.1", port: port)), console: console,
-            logger: harness.logs.logger("console"))
-        let server = Task { try await app.runService() }
-        try await Eventually.wait("the server listens on \(port)", every: .milliseconds(50)) { (try? RawSocket(port: port)) != nil }
-        return (port, server)
+    /// The routes with `console`, for a live test server.
+    private static func app(_ harness: EmailSignInHarness, _ console: ConsoleConfiguration) -> some ApplicationProtocol {
+        buildApplication(core: harness.core, configuration: harness.configuration, console: console, logger: harness.logs.logger("console"))
     }
 }
