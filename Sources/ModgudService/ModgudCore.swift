@@ -124,7 +124,8 @@ public struct ModgudCore: Sendable {
         let notifier = SettingsNotifier(pool: pool, invalidate: Self.invalidation(realms: realmDirectory, keys: keys, clients: clientAuthenticator, vault: vault))
         settingsNotifier = notifier
         eraser = UserEraser(
-            users: userActors, familyActors: familyActors, tokens: tokenService, passkeys: passkeys, vault: vault, pool: pool, notifier: notifier, now: now)
+            users: userActors, familyActors: familyActors, tokens: tokenService, passkeys: passkeys, vault: vault, pool: pool, store: store, notifier: notifier,
+            now: now)
         (clientAttestation, attester, federation) = Self.clientFacing(pool, masterKey, keys, clientAuthenticator, attestationRoots, now)
         administration = Self.administration(
             realms: realmActors, clients: clientActors, users: userActors, families: familyActors, keys: keys, auditKeys: auditKeys, tokens: tokenService,

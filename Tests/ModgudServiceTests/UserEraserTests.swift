@@ -37,6 +37,61 @@ final class UserEraserTests: XCTestCase {
         await database.drop()
     }
 
+    /// Issue 67, item 2: a refresh that finds the user erased between the erasure's stamp and
+    /// its revocations ends the family itself (reason `stamp`); the erasure still counts it,
+    /// since its stamp ended it. A family a logout ended meanwhile is not counted. The
+    /// interleaving is forced through the eraser's seam: no timing.
+    func testAnErasureCountsTheFamiliesARacingRefreshEndedForItsStamp() async throws {
+        let database = try await TestDatabase.create(maxConnections: 20)
+        let core = try ModgudCore(pool: database.pool, masterKey: Array(repeating: 8, count: 32))
+        let admin = core.administration
+        _ = try await admin.realms.create("r", settings: RealmSettings(hosts: ["r.test"], displayName: "R"), metadata: .init())
+        _ = try await admin.realms.update("r", metadata: .init()) { $0.nativeGrants.enabled = true }
+        try await core.keys.rotate(realm: "r", now: Date(), metadata: .init())
+        _ = try await admin.clients.create(
+            realm: "r", id: "app", settings: ClientSettings(type: .public, grants: [.otp, .refreshToken], allowedScopes: ["offline_access"]),
+            metadata: .init())
+        let id = try await admin.users.create(realm: "r", email: "racing.refresh@example.com", metadata: .init()).id
+        let user = try await core.userActors.actor(for: StreamNames.user(realm: "r", userID: id)).current().state
+        let client = try await core.clientAuthenticator.authenticate(realm: "r", clientID: "app", secret: nil)
+        let tokens = core.tokenService
+        func signIn() async throws -> TokenResponse {
+            try await tokens.signIn(
+                client: client, user: user, grantType: .otp, scope: "offline_access", resources: [], amr: ["otp"], issuer: "https://r.test",
+                metadata: .init())
+        }
+        let refreshed = try await signIn()
+        let loggedOut = try await signIn()
+        _ = try await signIn()  // ended by the erasure's own revocation
+        let ended = Counter()
+
+        var eraser = core.eraser
+        eraser.betweenStampAndRevocations = {
+            // Another instance's refresh, after the stamp: it finds the user erased.
+            do {
+                _ = try await tokens.refresh(client: client, refreshToken: refreshed.refreshToken!, resources: [], issuer: "https://r.test", metadata: .init())
+                XCTFail("refreshed an erased user's session")
+            } catch let error as OAuthError {
+                XCTAssertEqual(error.error, "invalid_grant")
+            }
+            // And a logout of another session (RFC 7009): an end for another reason.
+            try await tokens.revoke(client: client, token: loggedOut.refreshToken!, metadata: .init())
+            await ended.add()
+        }
+        let outcome = try await eraser.erase(realm: "r", id.uuidString, metadata: .init())
+        let hookRan = await ended.value
+        XCTAssertEqual(hookRan, 1)
+        XCTAssertTrue(outcome.erasedNow)
+        XCTAssertEqual(outcome.familiesRevoked, 2, "the refresh's stamp revocation and the erasure's own; not the logout")
+        let reasons = try await database.pool.query(
+            "SELECT revoked_reason, count(*) FROM token_families WHERE user_id = \(id) GROUP BY revoked_reason ORDER BY revoked_reason"
+        ).rows.map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Int.self, at: 1))" }
+        XCTAssertEqual(reasons, ["erased 1", "logout 1", "stamp 1"], "the interleaving this test forces")
+        let again = try await admin.users.erase(realm: "r", id.uuidString, metadata: .init())
+        XCTAssertEqual(again.familiesRevoked, 0, "erasing again ends nothing more")
+        await database.drop()
+    }
+
     /// Keys of registrations that never created their user are shredded by maintenance after a
     /// day; a user's key is not.
     func testAbandonedRegistrationKeysAreShreddedAndUsersKeysAreNot() async throws {
@@ -57,4 +112,9 @@ final class UserEraserTests: XCTestCase {
         XCTAssertEqual(erased, 1, "recorded: no key is ever made for it again")
         await database.drop()
     }
+}
+
+private actor Counter {
+    private(set) var value = 0
+    func add() { value += 1 }
 }

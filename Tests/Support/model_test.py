@@ -30,6 +30,10 @@ otp-request.ip limit, the access-token lifetime). Users' traffic: sign-in by ema
 SMTP sink, or the instances' logs), with a DPoP key or not; refresh (with the session's DPoP
 proof, none, or another key's); sign-up by code; passkey enrollment (a software authenticator
 in this file: ES256, `none` attestation), rename and delete, and an operator's passkey delete.
+Races (issue 67), each one command whose requests race inside it: erase-versus-refresh (an
+erasure on one instance while the user's live sessions refresh in a loop on the others, and maybe
+another session is logged out by RFC 7009) and disable-versus-sign-in (a client's disable while
+sign-ins by it redeem their codes on other instances).
 
 Checks: every answer (status and the members that matter: Status, error and description,
 token_type, expires_in, ErasedNow, FamiliesRevoked, ...); every event each command wrote, per
@@ -40,6 +44,12 @@ client or the realm (a made-up refresh, an introspection with the current and th
 secret); now and then and at the end each instance's console view of the user (status, roles,
 each session live or ended). At the end: everything on every instance, one refresh of every
 session that is not revoked, and each address received exactly the codes the model sent.
+In the races every answer may come from either order, but the log must show one: an erasure's
+FamiliesRevoked is the user's families live before less the one a racing logout ended (whether a
+racing refresh or the erasure recorded the end), a refresh or a sign-in sent after the erasure or
+the disable answered is refused, every refresh of the user's sessions afterwards is refused, and
+no access token a racing sign-in got is active after the disable (userinfo on every instance).
+The races' own counts are printed beside the command and check totals.
 
 On the first divergence it prints the seed, the command, the instance, expected and actual, and
 a replayable JSON list of the commands that lead to it (the failing round and the commands that
@@ -805,8 +815,8 @@ class Model:
     def _bearer_refusal(self, state, session):
         if not state.realm["native"]:
             return {"status": 400, "json": {"title": "NativeGrants.Disabled"}}
-        if not state.alive(session):
-            return {"status": 401}
+        if not state.alive(session) or not state.clients[state.sessions[session]["client"]]["enabled"]:
+            return {"status": 401}  # (issue 65: a disabled client's access tokens are inactive too)
         return None
 
     def p_pk_enroll(self, state, cmd, phase, obs):
@@ -857,6 +867,11 @@ class Model:
 
 def first_phase(cmd):
     return {"signin": "request", "signup": "request", "pk_enroll": "begin"}.get(cmd["kind"], "do")
+
+
+# Commands whose steps race inside the command (Runner.run_race_*): erase-versus-refresh and
+# disable-versus-sign-in (issue 67, item 2).
+RACES = ("race_erase", "race_disable")
 
 
 # MARK: Running commands against the instances
@@ -1089,6 +1104,12 @@ class Runner:
         self.checks = 0
         self.concurrent_rounds = 0
         self.outcomes = {}  # "kind/phase status" -> count, for the summary
+        # Requests a race sends beyond its one command (each answer checked), counted as commands.
+        self.extra_commands = 0
+        self.race_stats = {k: 0 for k in ("erase races", "racing refreshes", "families a racing refresh ended", "families a racing logout ended",
+                                          "disable races", "racing sign-ins issued", "racing sign-ins refused",
+                                          "racing sign-ins sent after the disable answered")}
+        self.rng = random.Random(seed + 3)  # where a race's follow-up commands go
         # Four workers for the concurrent rounds, kept for the run (and their keep-alive connections).
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="round")
 
@@ -1119,7 +1140,9 @@ class Runner:
 
     # One command at a time
 
-    def run_sequential(self, cmd):
+    def run_sequential(self, cmd, logged=True):
+        if cmd["kind"] in RACES:
+            return getattr(self, "run_" + cmd["kind"])(cmd)
         start = self.max_position()
         expected, rids, answers = [], set(), []
         phase = first_phase(cmd)
@@ -1145,7 +1168,8 @@ class Runner:
             if phase == "redeem":
                 self.check_code_issued(cmd, start, expected, rids, answers)
         cmd.pop("_ceremony", None)
-        self.log.append(cmd)
+        if logged:
+            self.log.append(cmd)
         observed = self.events_since(start)
         self.checks += 1
         problems = compare_events(expected, observed, rids)
@@ -1242,6 +1266,295 @@ class Runner:
         if problems:
             self.diverge(cmd, "after the round: the log differs from the model: " + "; ".join(problems))
 
+    # Races (issue 67, item 2): commands whose steps race one another inside one command, checked
+    # in every interleaving the server may choose, counts included.
+
+    def revocations_since(self, position):
+        """The log since position with each revocation's reason: [(position, stream, type, correlation, reason)]."""
+        return [(int(p), s, t, c, r) for p, s, t, c, r in self.env.psql.query(
+            f"SELECT position, stream_id, type, coalesce(metadata->>'correlationID', ''), coalesce(payload->>'reason', '') FROM events "
+            f"WHERE realm = '{self.env.realm}' AND position > {position} ORDER BY position")]
+
+    def race_check(self, cmd, expect, obs, what):
+        """One answer of a race against the model's expectation (a check)."""
+        self.checks += 1
+        problem = match(expect, obs.answer)
+        if problem:
+            self.diverge(cmd, f"{what}: the answer differs ({problem})", expect, obs.brief())
+
+    def race_after(self, cmd, n, kind, **fields):
+        """A command the race runs after its end (not logged: a replay of the race runs it again)."""
+        sub = dict({"i": f"{cmd['i']}.{n}", "kind": kind}, **fields)
+        self.run_sequential(sub, logged=False)
+        self.extra_commands += 1
+
+    def run_race_erase(self, cmd):
+        """An erasure (admin API) on one instance while some of the user's sessions refresh in a
+        loop on the others (each presenting the token the last one got, until one is refused),
+        and maybe one other session is logged out (RFC 7009). Every refresh answers as if before
+        or after the erasure; one sent after the erasure answered must be refused; the erasure's
+        FamiliesRevoked is the user's families live before, less the one the logout ended, in
+        whichever order the log shows; the log has exactly the events one of those orders writes."""
+        env, st, user = self.env, self.state, cmd["user"]
+        u = st.users[user]
+        before = [k for k, s in sorted(st.sessions.items()) if s["user"] == user and not s["revoked"]]
+        passkeys = [k for k, p in st.passkeys.items() if p["user"] == user and not p["deleted"]]
+        chains = {r["session"]: {"inst": r["inst"], "token": st.sessions[r["session"]]["refresh"], "client": st.sessions[r["session"]]["client"],
+                                 "dpop": st.sessions[r["session"]]["dpop"]} for r in cmd["refreshes"]}
+        logout = cmd.get("logout")
+        logout_session = logout["session"] if logout else None
+        start = self.max_position()
+        erased = threading.Event()
+        barrier = threading.Barrier(1 + len(chains) + (1 if logout else 0))
+
+        def erase():
+            barrier.wait(timeout=HANG_GUARD)
+            obs = Obs(env.http.admin(cmd["inst"], "DELETE", f"/realms/{env.realm}/users/{u['id']}?erase=true"))
+            erased.set()
+            return obs
+
+        def refresh_loop(k):
+            c = chains[k]
+            sub = {"i": cmd["i"], "kind": "refresh", "session": k, "inst": c["inst"], "proof": "key"}
+            token, answers = c["token"], []
+            barrier.wait(timeout=HANG_GUARD)
+            began = time.monotonic()
+            while time.monotonic() - began < HANG_GUARD:  # a hang guard: the erasure ends the loop
+                after = erased.is_set()
+                obs = env.execute(sub, "do", {"token": token, "client": c["client"]})
+                answers.append((obs, after))
+                if obs.answer.status != 200 or after:
+                    break
+                token = obs.json.get("refresh_token")
+            return answers
+
+        def log_out():
+            barrier.wait(timeout=HANG_GUARD)
+            s = st.sessions[logout_session]
+            return Obs(env.http.request(logout["inst"], "POST", "/connect/revoke", form={"client_id": s["client"], "token": s["refresh"]}))
+
+        futures = {"erase": self.pool.submit(erase)}
+        for k in chains:
+            futures[k] = self.pool.submit(refresh_loop, k)
+        if logout:
+            futures["logout"] = self.pool.submit(log_out)
+        results = {k: f.result() for k, f in futures.items()}
+        observed = self.revocations_since(start)
+        erase_obs = results["erase"]
+        rids = {erase_obs.rid}
+        streams = {}
+        for _, stream, etype, corr, reason in observed:
+            streams.setdefault(stream, []).append((etype, corr, reason))
+
+        def same_rid(corr, rid):
+            return not corr or corr == rid
+
+        problems = []
+        # The refreshes: 200s, then one refusal; the family's stream has their rotations, then
+        # either the refusal's own revocation (it found the user erased: reason stamp) or the
+        # erasure's (reason erased) and then the refusal's record.
+        bad = {"status": 400, "json": {"error": "invalid_grant", "error_description": REFRESH_INVALID}}
+        ended_by_refresh, refusals = set(), {}
+        for k, answers in ((k, results[k]) for k in chains):
+            for n, (obs, after) in enumerate(answers):
+                rids.add(obs.rid)
+                self.note({"kind": "race_erase"}, "refresh", obs)
+                self.extra_commands += 1
+                last = n == len(answers) - 1
+                if obs.answer.status == 200 and after:
+                    self.checks += 1
+                    self.diverge(cmd, f"session {k}: a refresh sent after the erasure answered was accepted", bad, obs.brief())
+                self.race_check(cmd, self.model._token_expect(st, chains[k]["dpop"]) if not last else bad, obs, f"session {k}'s refresh {n + 1}")
+            stream = self.model.family_stream(st.sessions[k]["fid"])
+            got = streams.pop(stream, [])
+            rotations = [(e, c) for e, c, _ in got[:len(answers) - 1]]
+            tail = got[len(answers) - 1:]
+            refusal_rid = answers[-1][0].rid
+            self.checks += 1
+            ok = all(e == "token_family.refreshed" and same_rid(c, a.rid) for (e, c), (a, _) in zip(rotations, answers)) and len(rotations) == len(answers) - 1
+            if ok and len(tail) == 1 and tail[0][0] == "token_family.revoked" and tail[0][2] == "stamp" and same_rid(tail[0][1], refusal_rid):
+                ended_by_refresh.add(k)
+            elif ok and [e for e, _, _ in tail] == ["token_family.revoked", "token_family.refresh_refused"] and tail[0][2] == "erased" \
+                    and same_rid(tail[0][1], erase_obs.rid) and same_rid(tail[1][1], refusal_rid):
+                refusals[k] = time.monotonic()
+            else:
+                problems.append(f"{stream} (session {k}, {len(answers)} refreshes): the log has {got}")
+        logged_out = False
+        if logout:
+            rids.add(results["logout"].rid)
+            self.race_check(cmd, {"status": 200}, results["logout"], f"the logout of session {logout_session}")
+            self.note({"kind": "race_erase"}, "logout", results["logout"])
+            self.extra_commands += 1
+            stream = self.model.family_stream(st.sessions[logout_session]["fid"])
+            got = streams.pop(stream, [])
+            self.checks += 1
+            if len(got) == 1 and got[0][0] == "token_family.revoked" and got[0][2] == "logout" and same_rid(got[0][1], results["logout"].rid):
+                logged_out = True
+            elif not (len(got) == 1 and got[0][0] == "token_family.revoked" and got[0][2] == "erased" and same_rid(got[0][1], erase_obs.rid)):
+                problems.append(f"{stream} (session {logout_session}, logged out): the log has {got}")
+        for k in before:
+            if k in chains or k == logout_session:
+                continue
+            stream = self.model.family_stream(st.sessions[k]["fid"])
+            got = streams.pop(stream, [])
+            self.checks += 1
+            if not (len(got) == 1 and got[0][0] == "token_family.revoked" and got[0][2] == "erased" and same_rid(got[0][1], erase_obs.rid)):
+                problems.append(f"{stream} (session {k}): expected the erasure's revocation, the log has {got}")
+        want = {self.model.user_stream(st, user): ["user.erased", "user.security_stamp_rotated"]}
+        want.update({"passkey-" + st.passkeys[k]["id"]: ["passkey.deleted"] for k in passkeys})
+        for stream, types in want.items():
+            got = streams.pop(stream, [])
+            self.checks += 1
+            if [e for e, _, _ in got] != types or not all(same_rid(c, erase_obs.rid) for _, c, _ in got):
+                problems.append(f"{stream}: expected {types} by the erasure, the log has {got}")
+        for stream, got in streams.items():
+            problems.append(f"{stream}: unexpected {got}")
+        if problems:
+            self.diverge(cmd, "the log differs from every order of the race: " + "; ".join(problems[:6]))
+        # The erasure's answer: counts as well as status, whichever order the log shows.
+        families = len(before) - (1 if logged_out else 0)
+        self.race_check(cmd, {"status": 200, "json": {"Id": u["id"], "Status": "erased", "ErasedNow": True, "FamiliesRevoked": families,
+                                                      "PasskeysDeleted": len(passkeys)}}, erase_obs, "the erasure")
+        self.note(cmd, "do", erase_obs)
+        stats = self.race_stats
+        stats["erase races"] += 1
+        stats["racing refreshes"] += sum(len(results[k]) for k in chains)
+        stats["families a racing refresh ended"] += len(ended_by_refresh)
+        stats["families a racing logout ended"] += 1 if logged_out else 0
+        # The model: the user erased, every family ended; the sessions hold their last tokens.
+        uu = st.users[user]
+        uu["status"], uu["gen"] = "erased", uu["gen"] + 1
+        for k in before:
+            st.sessions[k]["revoked"] = True
+        for k in chains:
+            for obs, _ in results[k]:
+                if obs.answer.status == 200:
+                    st.sessions[k]["refresh"], st.sessions[k]["access"] = obs.json["refresh_token"], obs.json["access_token"]
+            if k in refusals:
+                st.sessions[k]["refused_certain"], st.sessions[k]["refused_maybe"] = refusals[k], []
+        for k in passkeys:
+            st.passkeys[k]["deleted"] = True
+        self.log.append(cmd)
+        # And after it, every one of the user's sessions is refused (the model says how).
+        for n, k in enumerate(before):
+            self.race_after(cmd, n + 1, "refresh", session=k, inst=self.rng.choice([1, 2, 3]), proof="key")
+        return observed
+
+    def run_race_disable(self, cmd):
+        """Sign-ins by a client (codes requested one at a time) whose redemptions race the client's
+        disable on other instances. Each redemption answers as if before the disable (tokens) or
+        after (refused); one sent after the disable was acknowledged must be refused; afterwards
+        no token the race issued is active (userinfo refuses the access token, the model expects
+        the refresh to be refused) and the refused sign-ins' codes are burned."""
+        env, st, client = self.env, self.state, cmd["client"]
+        start = self.max_position()
+        expected, rids = [], set()
+        prepared = []
+        for sub in cmd["signins"]:
+            obs = env.execute(sub, "request", env.prepare(st, sub, "request"))
+            rids.add(obs.rid)
+            pred = self.model.predict(st, sub, "request", obs)
+            self.race_check(sub, pred.expect, obs, "the code request")
+            if pred.follow != "redeem":
+                self.diverge(sub, "the race needs a code mailed", {"follow": "redeem"}, {"follow": pred.follow})
+            pred.effect(st, obs)
+            self.note(sub, "request", obs)
+            self.extra_commands += 1
+            expected += [(s, t, obs.rid) for s, t in pred.events]
+            p = env.prepare(st, sub, "redeem")
+            if env.mailbox.wait(p["email"], p["index"]) is None:  # mailed before the race starts
+                self.diverge(sub, f"no code mailed to {p['email']} within {HANG_GUARD:.0f} s", phase="redeem")
+            prepared.append(p)
+        toggle = {"i": cmd["i"], "kind": "client_disable", "client": client, "inst": cmd["inst"]}
+        acknowledged = threading.Event()
+        # At once, or (chained) one after another in one worker: the later ones meet the disable
+        # in flight or acknowledged.
+        workers = [[i] for i in range(len(cmd["signins"]))] if not cmd.get("chained") else [list(range(len(cmd["signins"])))]
+        barrier = threading.Barrier(1 + len(workers))
+
+        def disable():
+            barrier.wait(timeout=HANG_GUARD)
+            obs = env.execute(toggle, "do", {})
+            acknowledged.set()
+            return obs
+
+        def redeem(indices):
+            barrier.wait(timeout=HANG_GUARD)
+            out = []
+            for i in indices:
+                after = acknowledged.is_set()
+                out.append((env.execute(cmd["signins"][i], "redeem", prepared[i]), after))
+            return out
+
+        toggled = self.pool.submit(disable)
+        redeemed = [self.pool.submit(redeem, w) for w in workers]
+        toggle_obs = toggled.result()
+        results = [None] * len(cmd["signins"])
+        for w, f in zip(workers, redeemed):
+            for i, result in zip(w, f.result()):
+                results[i] = result
+        issued, refused = [], []
+        for sub, (obs, after) in zip(cmd["signins"], results):
+            rids.add(obs.rid)
+            if isinstance(obs.answer, dict):
+                self.diverge(sub, obs.answer.get("mail", str(obs.answer)), phase="redeem")
+            self.extra_commands += 1
+            if obs.answer.status == 200:
+                self.checks += 1
+                if after:
+                    self.diverge(sub, "a sign-in sent after the client's disable was acknowledged got tokens",
+                                 {"error_description": CLIENT_DISABLED}, obs.brief(), phase="redeem")
+                issued.append((sub, obs))
+            else:
+                refused.append((sub, obs))
+        # One order the answers allow: the issued sign-ins, the disable, the refused ones.
+        follows = []
+        for sub, obs in issued:
+            pred = self.model.predict(st, sub, "redeem", obs)
+            self.race_check(sub, pred.expect, obs, "the sign-in (before the disable)")
+            pred.effect(st, obs)
+            self.note(sub, "redeem", obs)
+            expected += [(s, t, obs.rid) for s, t in pred.events]
+        rids.add(toggle_obs.rid)
+        pred = self.model.predict(st, toggle, "do", toggle_obs)
+        self.race_check(cmd, pred.expect, toggle_obs, "the disable")
+        pred.effect(st, toggle_obs)
+        self.note(toggle, "do", toggle_obs)
+        expected += [(s, t, toggle_obs.rid) for s, t in pred.events]
+        for sub, obs in refused:
+            pred = self.model.predict(st, sub, "redeem", obs)
+            self.race_check(sub, pred.expect, obs, "the sign-in (after the disable)")
+            pred.effect(st, obs)
+            self.note(sub, "redeem", obs)
+            expected += [(s, t, obs.rid) for s, t in pred.events]
+            follows.append((sub, pred.follow))
+        observed = self.events_since(start)
+        self.checks += 1
+        problems = compare_events(expected, observed, {r for r in rids if r})
+        if problems:
+            self.diverge(cmd, "the log differs from the race's order (issued, disable, refused): " + "; ".join(problems[:6]),
+                         [(s, t) for s, t, _ in expected], [(s, t) for _, s, t, _ in observed])
+        self.log.append(cmd)
+        stats = self.race_stats
+        stats["disable races"] += 1
+        stats["racing sign-ins issued"] += len(issued)
+        stats["racing sign-ins refused"] += len(refused)
+        stats["racing sign-ins sent after the disable answered"] += sum(1 for _, after in results if after)
+        # The disable is acknowledged: no token the race issued is active anywhere.
+        for sub, obs in issued:
+            for inst in (1, 2, 3):
+                answer = env.http.request(inst, "GET", "/connect/userinfo", headers={"Authorization": "Bearer " + obs.json["access_token"]})
+                self.checks += 1
+                if answer.status != 401:
+                    self.diverge(sub, f"instance {inst}: the access token a racing sign-in got is still active after the disable",
+                                 {"status": 401}, answer.brief())
+        for sub, phase in follows:
+            if phase:
+                self.run_follow(sub, phase)
+        for n, (sub, _) in enumerate(issued):
+            self.race_after(cmd, n + 1, "refresh", session=sub["session"], inst=self.rng.choice([1, 2, 3]), proof="key")
+        return observed
+
     def diverge_round(self, cmds, results, observed):
         lines = [f"round of {len(cmds)} concurrent commands: no order of them agrees with the answers and the log"]
         for c, r in zip(cmds, results):
@@ -1273,6 +1586,8 @@ class Runner:
                 users.add(c["user"])
             if c.get("new_user"):
                 users.add(c["new_user"])
+            for sub in c.get("signins", []):
+                users.add(sub["user"])
             if c.get("session") and c["session"] in state.sessions:
                 users.add(state.sessions[c["session"]]["user"])
             if c.get("client"):
@@ -1459,6 +1774,8 @@ class Generator:
         self.next_user = users
         self.next_display = 0
         self.queue = []
+        # Every run races at least once each way (issue 67), right after the warm-up.
+        self.races_due = ["race_disable", "race_erase"]
 
     def index(self):
         self.next_index += 1
@@ -1566,12 +1883,17 @@ class Generator:
             "client_toggle": 4, "client_rotate": 1.5, "cc_grant": 3,
             "realm_native": 1.5, "realm_posture": 1.5, "realm_limit": 0.7, "realm_lifetime": 0.7,
             "signin": 9, "refresh": 22, "signup": 1.2, "pk_enroll": 2.5, "pk_rename": 2.5, "pk_delete": 1.2, "pk_admin_delete": 0.6,
+            "race_erase": 2, "race_disable": 2,
         }
         if not st.realm["native"]:
             choices["realm_native"] = 12
         if len(users) < self.users * 0.7:
-            choices["user_erase"] = 0
+            choices["user_erase"] = choices["race_erase"] = 0
         what = rng.choices(list(choices), list(choices.values()))[0]
+        if what == "race_erase":
+            return self.race_erase()
+        if what == "race_disable":
+            return self.race_disable()
         if what == "user_op":
             c = self.user_op()
             self.follow_up(c["user"])
@@ -1641,6 +1963,58 @@ class Generator:
         if what == "pk_rename":
             return [self.cmd("pk_rename", user=user, session=session, passkey=passkey, name=rng.choice(PASSKEY_NAMES), inst=self.inst())]
         return [self.cmd("pk_delete", user=user, session=session, passkey=passkey, inst=self.inst())]
+
+    def race_erase(self):
+        """Erase-versus-refresh (issue 67): a user with a live session is erased on one instance
+        while up to three of its live sessions refresh on the others, and maybe one other session
+        is logged out there (four requests at most: the runner's workers). Without such a user:
+        a sign-in that makes one."""
+        st, rng = self.state, self.rng
+        usable = [k for k in self.sessions_of() if st.clients[st.sessions[k]["client"]]["enabled"]]
+        users = self.live_users()[2:]
+        eligible = [u for u in users if any(st.sessions[k]["user"] == u and st.alive(k) for k in usable)]
+        if not eligible:
+            if not st.realm["native"]:
+                return [self.cmd("realm_native", on=True, inst=self.inst())]
+            active = [u for u in users if st.users[u]["status"] == "active"]
+            enabled = [c for c in ("app-a", "app-b", "app-c") if st.clients[c]["enabled"]]  # app-a is never disabled
+            if active and enabled:
+                return [self.signin(rng.choice(active), client=rng.choice(enabled))]
+            disabled = [u for u in users if st.users[u]["status"] == "disabled"]
+            return [self.cmd("user_enable", user=rng.choice(disabled), inst=self.inst())] if disabled else [self.user_op()]
+        user = rng.choice(eligible)
+        inst = self.inst()
+        others = [i for i in (1, 2, 3) if i != inst]
+        alive = [k for k in usable if st.sessions[k]["user"] == user and st.alive(k)]
+        logout = rng.random() < 0.6
+        racing = rng.sample(alive, min(len(alive), rng.choice([1, 2, 2, 3]), 2 if logout else 3))
+        rest = [k for k in usable if st.sessions[k]["user"] == user and k not in racing]
+        if not rest and st.realm["native"] and rng.random() < 0.5:
+            # Another session first, so that a logout may race next time.
+            return [self.signin(user, client=st.sessions[alive[0]]["client"])]
+        return [self.cmd("race_erase", user=user, inst=inst, refreshes=[{"session": k, "inst": rng.choice(others)} for k in racing],
+                         logout={"session": rng.choice(rest), "inst": rng.choice(others)} if logout and rest else None)]
+
+    def race_disable(self):
+        """Disable-versus-sign-in (issue 67): sign-ins of one to three active users by a client
+        (codes requested first) whose redemptions race the client's disable on other instances."""
+        st, rng = self.state, self.rng
+        if not st.realm["native"]:
+            return [self.cmd("realm_native", on=True, inst=self.inst())]
+        clients = [c for c in ("app-b", "app-c") if st.clients[c]["enabled"]]
+        if not clients:
+            return [self.cmd("client_enable", client=rng.choice(["app-b", "app-c"]), inst=self.toggler())]
+        active = [u for u in self.live_users() if st.users[u]["status"] == "active"]
+        if not active:
+            return [self.user_op()]
+        client, inst = rng.choice(clients), self.toggler()
+        signins = []
+        for user in rng.sample(active, min(len(active), rng.choice([1, 2, 3, 3]))):
+            c = self.signin(user, client=client, dpop=False)
+            if inst != "cli":
+                c["inst2"] = rng.choice([i for i in (1, 2, 3) if i != inst])
+            signins.append(c)
+        return [self.cmd("race_disable", client=client, inst=inst, signins=signins, chained=rng.random() < 0.5)]
 
     def follow_up(self, user, erased=False):
         """After an operator's command on a user: the user's traffic, which must follow the model.
@@ -1718,6 +2092,11 @@ class Generator:
 
     def next_round(self):
         """About one round in five is concurrent (a one-command "round" runs as a sequential one)."""
+        if self.races_due and not self.queue:
+            cmds = getattr(self, self.races_due[0])()  # or what makes one possible (a sign-in, a client enabled)
+            if cmds[0]["kind"] == self.races_due[0]:
+                self.races_due.pop(0)
+            return cmds
         if not self.queue and self.rng.random() < 0.22:
             return self.concurrent()
         return self.sequential()
@@ -1800,6 +2179,10 @@ def changes(cmd):
     kind = cmd["kind"]
     if kind.startswith("realm_"):
         return {"realm"}
+    if kind == "race_erase":
+        return {cmd["user"]} | {r["session"] for r in cmd["refreshes"]} | ({cmd["logout"]["session"]} if cmd.get("logout") else set())
+    if kind == "race_disable":
+        return {cmd["client"]} | {c["user"] for c in cmd["signins"]} | {c["session"] for c in cmd["signins"]}
     if kind in ("signin",):
         return {cmd["user"], cmd["session"]}
     if kind == "signup":
@@ -1816,11 +2199,14 @@ def changes(cmd):
 def depends(cmd, log):
     """The entities whose state decides a command's answer (a session brings its user and client)."""
     out = set(changes(cmd)) | {cmd[f] for f in ("user", "client", "session", "passkey") if cmd.get(f)}
-    if cmd["kind"] in ("signin", "signup", "refresh", "pk_enroll", "pk_rename", "pk_delete"):
+    if cmd["kind"] in ("signin", "signup", "refresh", "pk_enroll", "pk_rename", "pk_delete") + RACES:
         out.add("realm")
     for c in log:  # the creator of a session names its user and client
         if c.get("session") in out and c["kind"] in ("signin", "signup"):
             out |= {c.get("user") or c.get("new_user"), c["client"]}
+        for sub in c.get("signins", []):  # a race's sign-ins
+            if sub["session"] in out:
+                out |= {sub["user"], sub["client"]}
     return out
 
 
@@ -1916,7 +2302,8 @@ def run(args, env_vars):
                 runner.concurrent_rounds += 1
                 touched = runner.run_concurrent(cmds)
             runner.check(touched, console=warm_done and console_rng.random() < 0.1)
-            commands += len(cmds)
+            commands += len(cmds) + runner.extra_commands
+            runner.extra_commands = 0
             warm_done = warm_done or not rounds
         # The end: every entity on every instance, every session that is not revoked refreshed
         # once (the behaviour), and every code the model expects mailed, none more.
@@ -1954,6 +2341,7 @@ def run(args, env_vars):
             kinds[c["kind"]] = kinds.get(c["kind"], 0) + 1
         print("model-test: commands by kind: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
         print("model-test: answers: " + ", ".join(f"{k}: {n}" for k, n in sorted(runner.outcomes.items())))
+        print("model-test: races: " + ", ".join(f"{k} {n}" for k, n in runner.race_stats.items()))
         print(f"model-test: {label}, {commands} commands ({runner.concurrent_rounds} concurrent rounds), {runner.checks} checks, "
               f"0 divergences ({elapsed:.0f} s)")
         # Issue 67: a run that did next to nothing (a slow setup ate the budget, a generator that

@@ -1,4 +1,5 @@
 import EventSourcing
+import EventStorePostgres
 import Foundation
 import ModgudDomain
 import PQ
@@ -27,14 +28,29 @@ public struct UserEraser: Sendable {
     let vault: PersonalDataVault?
     /// Read by `UsersTable`, `SubjectKeysTable` and `MailOutboxTable`.
     let pool: PQPool
+    /// The log: where an erasure reads when its stamp and its families' ends were recorded.
+    let store: PostgresEventStore
     let notifier: SettingsNotifier
     let now: @Sendable () -> Date
+    /// A seam for tests: runs after step 1's events, before step 2 (`UserEraserTests` refreshes
+    /// a session there, as a concurrent refresh on another instance may).
+    var betweenStampAndRevocations: (@Sendable () async throws -> Void)? = nil
 
     /// What an erasure did.
     public struct Outcome: Sendable, Equatable {
         public var userID: UUID?
         /// False when the user was erased before (nothing more to do but the idempotent steps).
         public var erasedNow: Bool
+        /// The user's token families this erasure ended: those not revoked when it began (a
+        /// family a stamp change left unrevoked counts as live, as it always did) and started
+        /// before its `user.erased` event, whose end is either its own revocation (reason
+        /// `erased`) or a refresh's (reason `stamp`) recorded in the log after the `user.erased`
+        /// event, that is, a refresh that found the user erased and ended the family before the
+        /// erasure's revocation reached it. A family ended for another reason meanwhile (a
+        /// logout, a reuse, another erasure's revocation, a refresh's `stamp` revocation before
+        /// the `user.erased` event) is not counted; neither is one started after that event
+        /// (dead at birth). Decided by the log's positions, not by timing: the same figure
+        /// whatever a concurrent refresh does (issue 67).
         public var familiesRevoked: Int
         public var passkeysDeleted: Int
         /// Keys deleted: the user's and any pending registration's.
@@ -63,9 +79,14 @@ public struct UserEraser: Sendable {
             // The address is needed once more, to find its pending registrations and its mail.
             if address == nil, let opened = try await vault.open(state.email) { address = EmailAddress(opened) }
             keptIndex = try await SubjectKeysTable.emailIndex(subject: PersonalDataVault.userSubject(userID), pool: pool)
+            let before = try await liveFamilyVersions(realm: realm, userID: userID)
             let result = try await actor.execute(.erase(newStamp: OpaqueToken.generate().hash), now: now(), metadata: metadata)
             outcome.erasedNow = !result.events.isEmpty
-            outcome.familiesRevoked = try await revokeFamilies(realm: realm, userID: userID, metadata: metadata)
+            let erasedAt = try await erasedPosition(actor.stream, version: result.version, appended: result.events.count)
+            try await betweenStampAndRevocations?()
+            let revoked = try await revokeFamilies(realm: realm, userID: userID, metadata: metadata)
+            outcome.familiesRevoked = try await familiesEnded(
+                realm: realm, userID: userID, before: before, revoked: revoked, erasedAt: erasedAt)
             outcome.passkeysDeleted = try await deletePasskeys(realm: realm, userID: userID, metadata: metadata)
             // Issue 46: the recovery codes' hashes go (the erased state names no set any more).
             _ = try await pool.query(RecoveryCodesTable.removeAll(realm: realm, userID: userID))
@@ -116,15 +137,70 @@ public struct UserEraser: Sendable {
         return (actor, state)
     }
 
-    private func revokeFamilies(realm: String, userID: UUID, metadata: EventMetadata) async throws -> Int {
-        let families = try await tokens.tokens.liveFamilies(realm: realm, userID: userID)
-        var revoked = 0
-        for family in families {
+    /// The user's families not revoked before the erasure, each with its stream's version
+    /// then (every family the read model knows, revoked or not, is in the answer: a family
+    /// missing from it started later). Read from each family's stream, not the read model.
+    private func liveFamilyVersions(realm: String, userID: UUID) async throws -> (known: Set<UUID>, live: [UUID: Int64]) {
+        let families = try await tokens.tokens.familiesRevoked(realm: realm, userID: userID)
+        var live: [UUID: Int64] = [:]
+        for (family, revoked) in families where !revoked {
+            let (state, version) = try await familyActors.actor(for: StreamNames.tokenFamily(realm: realm, familyID: family)).current()
+            if state.exists && state.revoked == nil { live[family] = version }
+        }
+        return (Set(families.keys), live)
+    }
+
+    /// The log position of the user's `user.erased` event: the one just appended, or, when
+    /// the user was erased before, the earlier one.
+    private func erasedPosition(_ stream: StreamRef, version: Int64, appended: Int) async throws -> Int64 {
+        let after = appended > 0 ? version - Int64(appended) : 0
+        guard let erased = try await store.readStream(stream.id, after: after).first(where: { $0.type == UserErased.eventType }) else {
+            throw DomainError.conflict("User.NotErased", "The user's stream holds no user.erased event.")
+        }
+        return erased.position
+    }
+
+    /// Revokes every family still live (reason `erased`); the ones this revocation ended.
+    private func revokeFamilies(realm: String, userID: UUID, metadata: EventMetadata) async throws -> Set<UUID> {
+        var revoked: Set<UUID> = []
+        for family in try await tokens.tokens.liveFamilies(realm: realm, userID: userID) {
             let result = try await familyActors.actor(for: StreamNames.tokenFamily(realm: realm, familyID: family))
                 .execute(.revoke(.erased), now: now(), metadata: metadata)
-            revoked += result.events.isEmpty ? 0 : 1
+            if !result.events.isEmpty { revoked.insert(family) }
         }
         return revoked
+    }
+
+    /// How many families the erasure ended (`Outcome.familiesRevoked` says which): read from
+    /// the families' streams after the erasure's revocations.
+    private func familiesEnded(
+        realm: String, userID: UUID, before: (known: Set<UUID>, live: [UUID: Int64]), revoked: Set<UUID>, erasedAt: Int64
+    ) async throws -> Int {
+        // Families started after the look before (a sign-in racing the erasure) are read from
+        // their start: counted only when that was before the `user.erased` event.
+        let started = try await tokens.tokens.families(realm: realm, userID: userID).keys.filter { !before.known.contains($0) }
+        var candidates = before.live
+        for family in started where candidates[family] == nil { candidates[family] = 0 }
+        var ended = 0
+        for (family, version) in candidates {
+            let isNew = before.live[family] == nil
+            if revoked.contains(family) && !isNew {
+                ended += 1
+                continue
+            }
+            let events = try await store.readStream(StreamNames.tokenFamily(realm: realm, familyID: family).id, after: version)
+            if isNew, events.first(where: { $0.type == TokenFamilyStarted.eventType }).map({ $0.position < erasedAt }) != true { continue }
+            if revoked.contains(family) {
+                ended += 1
+                continue
+            }
+            for recorded in events {
+                guard case .revoked(let revocation) = try TokenFamilyEvent(decoding: recorded.envelope, registry: ModgudEvents.registry) else { continue }
+                if revocation.reason == .stamp && recorded.position > erasedAt { ended += 1 }
+                break
+            }
+        }
+        return ended
     }
 
     private func deletePasskeys(realm: String, userID: UUID, metadata: EventMetadata) async throws -> Int {

@@ -137,6 +137,18 @@ public struct TokenTables: Sendable {
         ).rows.map { try $0.decode(UUID.self, at: 0) }
     }
 
+    /// Every family of a user and whether it is revoked (an erasure's look before and after
+    /// its steps).
+    func familiesRevoked(realm: String, userID: UUID) async throws -> [UUID: Bool] {
+        var families: [UUID: Bool] = [:]
+        for row in try await pool.query(
+            "SELECT family_id, revoked_reason IS NOT NULL FROM token_families WHERE realm_id = \(realm) AND user_id = \(userID)"
+        ).rows {
+            families[try row.decode(UUID.self, at: 0)] = try row.decode(Bool.self, at: 1)
+        }
+        return families
+    }
+
     /// What the refresh grant learns in its one lookup (docs/decisions.md: it reads `streams`
     /// and `subject_keys` beside the read model).
     struct RefreshLookup: Sendable {
