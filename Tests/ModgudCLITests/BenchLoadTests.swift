@@ -14,7 +14,7 @@ final class BenchLoadTests: XCTestCase {
         ])
         XCTAssertEqual(outcome.status, 0, outcome.output + outcome.error)
         let lines = outcome.output.split(separator: "\n")
-        for scenario in ["discovery", "jwks", "passkey-begin", "passkey", "refresh", "otp", "magic", "client-credentials", "introspect", "passkey-signup", "refresh-attested", "floor", "floor-bare", "floor-sign", "floor-commit"] {
+        for scenario in ["discovery", "jwks", "passkey-begin", "passkey", "refresh", "otp", "magic", "client-credentials", "introspect", "passkey-signup", "otp-request", "refresh-attested", "floor", "floor-bare", "floor-sign", "floor-commit"] {
             let line = try XCTUnwrap(lines.first { $0.split(separator: " ").first.map(String.init) == scenario }, "no line for \(scenario)")
             let columns = line.split(separator: " ", omittingEmptySubsequences: true)
             XCTAssertGreaterThan(Double(columns[1]) ?? 0, 0, "\(scenario) answered: \(line)")

@@ -23,7 +23,7 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "A running server, http://HOST:PORT (default: start one).") var url: String?
     @Option(name: .customLong("database-url"), help: "The running server's database (with --url).") var databaseURL: String?
     @Option(help: "Scenarios, comma-separated: \(LoadScenario.allCases.map(\.rawValue).joined(separator: ",")).")
-    var scenarios = LoadScenario.allCases.map(\.rawValue).joined(separator: ",")
+    var scenarios = LoadScenario.allCases.filter { $0 != .otpRequestVolatile }.map(\.rawValue).joined(separator: ",")
     @Option(help: "Concurrent keep-alive connections.") var connections = 32
     @Option(help: "Seconds per scenario.") var seconds = 10.0
     @Option(help: "Requests per second in all, paced (default: as fast as answers come).") var rate: Double?
@@ -87,6 +87,21 @@ struct LoadCommand: AsyncParsableCommand {
     }
 
     private func measure(_ scenario: LoadScenario, fixtures: LoadFixtureSet, environment: LoadEnvironment) async throws -> LoadReport {
+        // The A/B of durable caps (issue 67): the caps' table as it was before, for this run only.
+        guard scenario == .otpRequestVolatile else { return try await measureAsIs(scenario, fixtures: fixtures, environment: environment) }
+        guard environment.cluster != nil else { throw CommandError("otp-request-volatile alters a table: only on the bench's own cluster, not with --url") }
+        _ = try await environment.pool.query("ALTER TABLE rate_limits_durable SET UNLOGGED")
+        do {
+            let report = try await measureAsIs(scenario, fixtures: fixtures, environment: environment)
+            _ = try await environment.pool.query("ALTER TABLE rate_limits_durable SET LOGGED")
+            return report
+        } catch {
+            _ = try? await environment.pool.query("ALTER TABLE rate_limits_durable SET LOGGED")
+            throw error
+        }
+    }
+
+    private func measureAsIs(_ scenario: LoadScenario, fixtures: LoadFixtureSet, environment: LoadEnvironment) async throws -> LoadReport {
         var workers = try await prepare(scenario, fixtures: fixtures, connection: environment.connection)
         if warmup > 0 {
             (_, workers) = await drive(workers, connection: environment.connection, until: .now + .milliseconds(Int64(warmup * 1000)))
@@ -122,6 +137,7 @@ struct LoadCommand: AsyncParsableCommand {
         case .jwks: return Array(repeating: .get(path: "/.well-known/jwks.json"), count: connections)
         case .passkeyBegin: return Array(repeating: .post(path: "/connect/passkey/begin", clientID: app), count: connections)
         case .passkeySignUp: return Array(repeating: .passkeySignUp(clientID: app, origin: LoadFixtureSet.origin), count: connections)
+        case .otpRequest, .otpRequestVolatile: return Array(repeating: .otpRequest, count: connections)
         case .passkey:
             return try await fixtures.passkeys(connections).map { .passkey(clientID: app, credential: $0, origin: LoadFixtureSet.origin) }
         case .refresh:

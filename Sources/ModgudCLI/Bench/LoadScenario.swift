@@ -19,6 +19,13 @@ enum LoadScenario: String, CaseIterable, Sendable {
     case introspect
     /// Passkey sign-up (issue 14): begin with a new address, attest, redeem.
     case passkeySignUp = "passkey-signup"
+    /// A code asked for a new address (issue 67): the uniform answer after the anti-enumeration
+    /// jitter, so its rate is the jitter's; its database cost per request is the figure, the
+    /// per-mailbox cap counted in the logged `rate_limits_durable`.
+    case otpRequest = "otp-request"
+    /// The same with that table made UNLOGGED for the run, as before issue 67 (and made logged
+    /// again after it): alternated with `otp-request` in one run, the cost of durable caps.
+    case otpRequestVolatile = "otp-request-volatile"
     /// The floor (issue 49; `BenchFloor`): a bare route that parses the form, signs one ES256
     /// JWT and commits one row with group commit, on a server of its own; and its parts.
     case floor
@@ -45,6 +52,7 @@ enum LoadScenario: String, CaseIterable, Sendable {
         case .discovery, .jwks, .passkeyBegin, .introspect: "requests"
         case .passkey: "sign-ins (begin + redeem)"
         case .passkeySignUp: "sign-ups (begin + redeem)"
+        case .otpRequest, .otpRequestVolatile: "requests"
         default: "grants"
         }
     }
@@ -90,6 +98,7 @@ enum LoadWorker: Sendable {
     case clientCredentials(clientID: String, secret: String)
     case introspect(clientID: String, secret: String, token: String)
     case passkeySignUp(clientID: String, origin: String)
+    case otpRequest
 
     mutating func step(_ send: LoadSend) async throws -> LoadStep {
         switch self {
@@ -149,6 +158,10 @@ enum LoadWorker: Sendable {
             return .answered(status: active ? 200 : (reply.status == 200 ? 0 : reply.status), expected: 200)
         case .passkeySignUp(let clientID, let origin):
             return try await Self.signUp(send, clientID: clientID, origin: origin)
+        case .otpRequest:
+            let address = "request-\(UUID().uuidString.lowercased())@load.test"
+            let reply = try await send(.POST, "/api/account/native/otp/request", "application/json", #"{"Email":"\#(address)"}"#)
+            return .answered(status: reply.status, expected: 200)
         }
     }
 
