@@ -23,7 +23,7 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "A running server, http://HOST:PORT (default: start one).") var url: String?
     @Option(name: .customLong("database-url"), help: "The running server's database (with --url).") var databaseURL: String?
     @Option(help: "Scenarios, comma-separated: \(LoadScenario.allCases.map(\.rawValue).joined(separator: ",")).")
-    var scenarios = LoadScenario.allCases.filter { $0 != .otpRequestVolatile }.map(\.rawValue).joined(separator: ",")
+    var scenarios = LoadScenario.allCases.filter { $0.persistenceSwitch == nil }.map(\.rawValue).joined(separator: ",")
     @Option(help: "Concurrent keep-alive connections.") var connections = 32
     @Option(help: "Seconds per scenario.") var seconds = 10.0
     @Option(help: "Requests per second in all, paced (default: as fast as answers come).") var rate: Double?
@@ -87,16 +87,16 @@ struct LoadCommand: AsyncParsableCommand {
     }
 
     private func measure(_ scenario: LoadScenario, fixtures: LoadFixtureSet, environment: LoadEnvironment) async throws -> LoadReport {
-        // The A/B of durable caps (issue 67): the caps' table as it was before, for this run only.
-        guard scenario == .otpRequestVolatile else { return try await measureAsIs(scenario, fixtures: fixtures, environment: environment) }
-        guard environment.cluster != nil else { throw CommandError("otp-request-volatile alters a table: only on the bench's own cluster, not with --url") }
-        _ = try await environment.pool.query("ALTER TABLE rate_limits_durable SET UNLOGGED")
+        // The A/B scenarios of issue 67: a rate-limit table in the other persistence, for this run only.
+        guard let change = scenario.persistenceSwitch else { return try await measureAsIs(scenario, fixtures: fixtures, environment: environment) }
+        guard environment.cluster != nil else { throw CommandError("\(scenario.rawValue) alters a table: only on the bench's own cluster, not with --url") }
+        _ = try await environment.pool.query("ALTER TABLE \(identifier: change.table) SET \(unescaped: change.during)")
         do {
             let report = try await measureAsIs(scenario, fixtures: fixtures, environment: environment)
-            _ = try await environment.pool.query("ALTER TABLE rate_limits_durable SET LOGGED")
+            _ = try await environment.pool.query("ALTER TABLE \(identifier: change.table) SET \(unescaped: change.after)")
             return report
         } catch {
-            _ = try? await environment.pool.query("ALTER TABLE rate_limits_durable SET LOGGED")
+            _ = try? await environment.pool.query("ALTER TABLE \(identifier: change.table) SET \(unescaped: change.after)")
             throw error
         }
     }
@@ -140,7 +140,7 @@ struct LoadCommand: AsyncParsableCommand {
         case .otpRequest, .otpRequestVolatile: return Array(repeating: .otpRequest, count: connections)
         case .passkey:
             return try await fixtures.passkeys(connections).map { .passkey(clientID: app, credential: $0, origin: LoadFixtureSet.origin) }
-        case .refresh:
+        case .refresh, .refreshLoggedBrakes:
             return try await fixtures.refreshTokens(connections).map { .refresh(clientID: app, token: $0.token) }
         case .refreshDPoP:
             let endpoint = try await RefreshChainsCommand.tokenEndpoint(connection)

@@ -26,6 +26,19 @@ enum LoadScenario: String, CaseIterable, Sendable {
     /// The same with that table made UNLOGGED for the run, as before issue 67 (and made logged
     /// again after it): alternated with `otp-request` in one run, the cost of durable caps.
     case otpRequestVolatile = "otp-request-volatile"
+    /// Refresh with the per-source and per-client brakes' table made LOGGED for the run (issue
+    /// 67): alternated with `refresh`, why those brakes stay UNLOGGED.
+    case refreshLoggedBrakes = "refresh-logged-brakes"
+
+    /// The table a scenario runs with in another persistence, and the SQL words for it then and
+    /// after: the A/B scenarios of issue 67, on the bench's own cluster only.
+    var persistenceSwitch: (table: String, during: String, after: String)? {
+        switch self {
+        case .otpRequestVolatile: ("rate_limits_durable", "UNLOGGED", "LOGGED")
+        case .refreshLoggedBrakes: ("rate_limits", "LOGGED", "UNLOGGED")
+        default: nil
+        }
+    }
     /// The floor (issue 49; `BenchFloor`): a bare route that parses the form, signs one ES256
     /// JWT and commits one row with group commit, on a server of its own; and its parts.
     case floor
