@@ -63,6 +63,8 @@ final class EmailSignInHarness: @unchecked Sendable {
     let logs = LogCapture()
     let confidentialSecret: String
     var dispatcher: MailDispatcher!
+    /// How many mails of each kind to each address the test has waited for (see `mail(to:)`).
+    private let waited = Mutex<[MailKey: Int]>([:])
     private var dispatcherTask: Task<Void, Never>?
     let configuration: HTTPConfiguration
 
@@ -179,9 +181,9 @@ final class EmailSignInHarness: @unchecked Sendable {
 
     // MARK: Mail
 
-    /// What a mail carries, to tell mails to one address apart: the dispatcher delivers
-    /// concurrently, so mails to one address arrive in no set order.
-    enum MailKind: Sendable {
+    /// What a mail carries, to tell mails to one address apart: a retried delivery goes out
+    /// after later mails, so mails to one address arrive in no set order.
+    enum MailKind: Sendable, Hashable {
         /// A sign-in, registration or confirmation code ("… code is 123456").
         case code
         /// A magic link.
@@ -200,13 +202,29 @@ final class EmailSignInHarness: @unchecked Sendable {
     }
 
     /// Waits for the `count`-th mail of `kind` to `address` and returns it. Order is counted
-    /// within a kind only; a test that asks for the n-th mail of one kind requested it after the
-    /// (n-1)-th had arrived.
-    func mail(to address: String, number count: Int = 1, kind: MailKind = .any) async throws -> SMTPSink.Received {
-        try await Eventually.value("mail \(count) (\(kind)) to \(address)") {
+    /// within a kind only, and holds only if the test asked for mail n of a kind after it had
+    /// waited for mail n-1 of that kind (here, or by `allMailDelivered()`): a delivery that
+    /// failed once is retried after a later mail went out, so mails sent without waiting
+    /// arrive in no set order. A test that skips the wait fails here, on every run, instead of
+    /// on the run where a retry swapped two mails.
+    func mail(to address: String, number count: Int = 1, kind: MailKind = .any, file: StaticString = #filePath, line: UInt = #line)
+        async throws -> SMTPSink.Received
+    {
+        let known = waited.withLock { $0[MailKey(address: address, kind: kind)] ?? 0 }
+        XCTAssertLessThanOrEqual(
+            count, known + 1, "mail \(count) (\(kind)) to \(address) asked for before mail \(count - 1) was waited for: mails arrive in no set order",
+            file: file, line: line)
+        let mail = try await Eventually.value("mail \(count) (\(kind)) to \(address)") {
             let mails = try mails(to: address).filter(kind.matches)
             return mails.count >= count ? mails[count - 1] : nil
         }
+        waited.withLock { $0[MailKey(address: address, kind: kind), default: 0] = max($0[MailKey(address: address, kind: kind)] ?? 0, count) }
+        return mail
+    }
+
+    private struct MailKey: Hashable {
+        var address: String
+        var kind: MailKind
     }
 
     func mails(to address: String) throws -> [SMTPSink.Received] {
@@ -214,15 +232,17 @@ final class EmailSignInHarness: @unchecked Sendable {
     }
 
     /// The code in the `count`-th code mail to `address`, read from the received message.
-    func code(for address: String, number count: Int = 1) async throws -> String {
-        let text = try await mail(to: address, number: count, kind: .code).text ?? ""
+    func code(for address: String, number count: Int = 1, file: StaticString = #filePath, line: UInt = #line) async throws -> String {
+        let text = try await mail(to: address, number: count, kind: .code, file: file, line: line).text ?? ""
         let match = try XCTUnwrap(text.firstMatch(of: /code is (\d{6})/), "no code in: \(text)")
         return String(match.1)
     }
 
     /// userId and token of the magic link in the `count`-th link mail to `address`.
-    func magicLink(for address: String, number count: Int = 1) async throws -> (link: String, userID: String, token: String) {
-        let text = try await mail(to: address, number: count, kind: .magicLink).text ?? ""
+    func magicLink(for address: String, number count: Int = 1, file: StaticString = #filePath, line: UInt = #line) async throws
+        -> (link: String, userID: String, token: String)
+    {
+        let text = try await mail(to: address, number: count, kind: .magicLink, file: file, line: line).text ?? ""
         let match = try XCTUnwrap(text.firstMatch(of: /(https:\/\/\S+\/magic-login\?userId=([0-9a-f-]+)&token=([A-Za-z0-9_-]+))/), text)
         return (String(match.1), String(match.2), String(match.3))
     }
@@ -234,6 +254,18 @@ final class EmailSignInHarness: @unchecked Sendable {
     func allMailDelivered() async throws {
         try await dispatcher.deliverDue()
         try await Eventually.wait("the outbox emptied") { try await self.outboxCount() == 0 }
+        guard let sink else { return }
+        let received = try sink.messages()
+        waited.withLock { waited in
+            for mail in received {
+                for address in mail.rcpt_tos {
+                    for kind in [MailKind.code, .magicLink, .any] where kind.matches(mail) {
+                        let key = MailKey(address: address, kind: kind)
+                        waited[key] = max(waited[key] ?? 0, received.filter { $0.rcpt_tos.contains(address) && kind.matches($0) }.count)
+                    }
+                }
+            }
+        }
     }
 
     /// Stops this instance's dispatcher and waits until it has: no mail is sent after this.
