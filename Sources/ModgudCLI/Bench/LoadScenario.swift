@@ -113,6 +113,22 @@ enum LoadWorker: Sendable {
     case passkeySignUp(clientID: String, origin: String)
     case otpRequest
 
+    /// A passkey sign-in: begin, an assertion by `credential` (its counter moves), the grant.
+    static func passkeySignIn(_ send: LoadSend, clientID: String, credential: inout SoftwareCredential, origin: String) async throws -> LoadStep {
+        let begun = try await send(.POST, "/connect/passkey/begin", Self.form, Self.encode(["client_id": clientID]))
+        guard begun.status == 200, let ceremony = try? JSONDecoder().decode(Begun.self, from: Data(begun.body)),
+            let challenge = Base64URL.decode(ceremony.options.challenge)
+        else { return .answered(status: begun.status == 200 ? 0 : begun.status, expected: 200) }
+        let assertion = SoftwareAuthenticator().assert(&credential, .init(challenge: challenge, origin: origin))
+        let reply = try await send(
+            .POST, "/connect/token", Self.form,
+            Self.encode([
+                "grant_type": "urn:cocoar:passkey", "client_id": clientID, "ceremony_id": ceremony.ceremonyId,
+                "assertion": String(decoding: assertion.json, as: UTF8.self), "scope": "openid offline_access",
+            ]))
+        return .answered(status: reply.status, expected: 200)
+    }
+
     mutating func step(_ send: LoadSend) async throws -> LoadStep {
         switch self {
         case .get(let path):
@@ -120,19 +136,9 @@ enum LoadWorker: Sendable {
         case .post(let path, let clientID):
             return .answered(status: try await send(.POST, path, Self.form, Self.encode(["client_id": clientID])).status, expected: 200)
         case .passkey(let clientID, var credential, let origin):
-            let begun = try await send(.POST, "/connect/passkey/begin", Self.form, Self.encode(["client_id": clientID]))
-            guard begun.status == 200, let ceremony = try? JSONDecoder().decode(Begun.self, from: Data(begun.body)),
-                let challenge = Base64URL.decode(ceremony.options.challenge)
-            else { return .answered(status: begun.status == 200 ? 0 : begun.status, expected: 200) }
-            let assertion = SoftwareAuthenticator().assert(&credential, .init(challenge: challenge, origin: origin))
+            let step = try await Self.passkeySignIn(send, clientID: clientID, credential: &credential, origin: origin)
             self = .passkey(clientID: clientID, credential: credential, origin: origin)
-            let reply = try await send(
-                .POST, "/connect/token", Self.form,
-                Self.encode([
-                    "grant_type": "urn:cocoar:passkey", "client_id": clientID, "ceremony_id": ceremony.ceremonyId,
-                    "assertion": String(decoding: assertion.json, as: UTF8.self), "scope": "openid offline_access",
-                ]))
-            return .answered(status: reply.status, expected: 200)
+            return step
         case .refresh(let clientID, let token):
             let (step, next) = try await Self.refresh(send, clientID: clientID, token: token, headers: [])
             self = .refresh(clientID: clientID, token: next)
