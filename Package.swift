@@ -58,7 +58,7 @@ let package = Package(
             exclude: [
                 "api.md", "architecture.md", "configuration.md", "decisions.md", "development.md", "features.md", "performance.md", "spec.md", "webauthn.md",
                 "guides/coming-from-auth0.md", "guides/dpop.md", "guides/first-party-apps.md", "guides/ios-and-android.md", "guides/modgud-client.md",
-                "guides/passkeys-in-an-app.md", "guides/sign-in-with-apple-and-google.md", "operations/console", "security",
+                "guides/native-sso.md", "guides/passkeys-in-an-app.md", "guides/sign-in-with-apple-and-google.md", "operations/console", "security",
             ],
             sources: ["OperatorDocs.swift"],
             resources: [
@@ -101,6 +101,7 @@ let package = Package(
                 .embedInCode("0025_attestation_keys_and_counts.sql"),
                 .embedInCode("0026_federated_identities.sql"),
                 .embedInCode("0027_durable_rate_limits.sql"),
+                .embedInCode("0028_native_sso.sql"),
             ],
             swiftSettings: strict
         ),

@@ -48,7 +48,7 @@ public actor ModgudClient {
     let urlSession: URLSession
     let now: @Sendable () -> Date
     private var discovered: Discovery?
-    private var session: ModgudSession?
+    var session: ModgudSession?
     private var loaded = false
     private var refreshing: Task<ModgudSession, any Error>?
     /// The server's latest DPoP nonce (RFC 9449 section 8), sent in the next proof.
@@ -242,6 +242,7 @@ public actor ModgudClient {
             var token_type: String?
             var auth_session: String?
             var passkey_upgrade: Bool?
+            var device_secret: String?
         }
         guard let token = try? JSONDecoder().decode(TokenResponse.self, from: data) else {
             throw ModgudError.invalidResponse(status: 200, body: String(decoding: data.prefix(500), as: UTF8.self))
@@ -253,6 +254,7 @@ public actor ModgudClient {
             tokenType: token.token_type?.caseInsensitiveCompare("DPoP") == .orderedSame ? "DPoP" : nil)
         next.authSession = token.auth_session ?? previous?.authSession
         next.passkeyUpgrade = previous == nil ? token.passkey_upgrade : nil
+        next.deviceSecret = token.device_secret ?? previous?.deviceSecret
         try await store.save(next)
         session = next
         loaded = true

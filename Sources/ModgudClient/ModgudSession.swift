@@ -20,6 +20,10 @@ public struct ModgudSession: Codable, Sendable, Equatable {
     /// Issue 46: the server says an automatic passkey upgrade is possible now
     /// (`ModgudClient.upgradeToPasskey`).
     public var passkeyUpgrade: Bool?
+    /// OpenID Connect Native SSO (issue 69): the device secret a sign-in with `device_sso`
+    /// got, kept across refreshes. Share it with the team's apps as a `DeviceSession`
+    /// (docs/guides/native-sso.md); never log it.
+    public var deviceSecret: String?
 
     public init(
         issuer: String, clientID: String, accessToken: String, refreshToken: String?, idToken: String?, expiresAt: Date, scope: String?,

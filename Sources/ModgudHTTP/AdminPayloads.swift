@@ -70,11 +70,23 @@ enum AdminPayloads {
         /// Identity providers whose ID tokens the token endpoint exchanges (issue 48); a patch
         /// replaces the list.
         var FederatedProviders: [FederatedProviderBody]?
+        /// Native SSO teams (issue 69): `[{ Name, Clients }]`; a patch replaces the list.
+        var NativeSSOTeams: [NativeSSOTeamBody]?
+
+        struct NativeSSOTeamBody: Codable {
+            var Name: String
+            var Clients: [String]
+
+            /// The realm's teams from a patch's list (empty: none).
+            static func teams(_ bodies: [NativeSSOTeamBody]) -> [NativeSSOTeam]? {
+                bodies.isEmpty ? nil : bodies.map { NativeSSOTeam(name: $0.Name, clients: $0.Clients) }
+            }
+        }
 
         static let members: Set<String> = [
             "Id", "Hosts", "DisplayName", "PrimaryDomain", "PublicBaseURL", "NativeGrants", "RegistrationPosture", "MagicLinkEnabled",
             "RegistrationFields", "RateLimits", "SessionLimits", "Connections", "IssuerTrailingSlash", "WebFallbackURL", "SigningAlgorithm",
-            "FederatedProviders", "Guards",
+            "FederatedProviders", "Guards", "NativeSSOTeams",
         ]
 
         func apply(to settings: inout RealmSettings) throws(AdminProblem) {
@@ -106,6 +118,7 @@ enum AdminPayloads {
                 }
                 settings.federatedProviders = providers.isEmpty ? nil : providers
             }
+            if let NativeSSOTeams { settings.nativeSSOTeams = NativeSSOTeamBody.teams(NativeSSOTeams) }
             if let limits = SessionLimits {
                 if let days = limits.AbsoluteLifetimeDays { settings.sessionLimits.absoluteLifetimeDays = days }
                 if let grace = limits.RefreshReuseGraceSeconds { settings.sessionLimits.refreshReuseGraceSeconds = grace }
@@ -301,7 +314,8 @@ enum AdminPayloads {
             Guards: settings.map { Guards(PasskeyStepUp: $0.accountGuards.passkeyStepUp, AccountAudience: $0.accountGuards.accountAudience) },
             Connections: settings?.connections, IssuerTrailingSlash: settings?.issuerTrailingSlash,
             WebFallbackURL: settings?.webFallbackURL, SigningKeys: signingKeys(state),
-            FederatedProviders: settings.map { ($0.federatedProviders ?? []).map(FederatedProviderBody.init) })
+            FederatedProviders: settings.map { ($0.federatedProviders ?? []).map(FederatedProviderBody.init) },
+            NativeSSOTeams: settings.map { ($0.nativeSSOTeams ?? []).map { Realm.NativeSSOTeamBody(Name: $0.name, Clients: $0.clients) } })
     }
 
     /// A realm's signing key as views list it: `Status` is `active`, `published` (rotated out,

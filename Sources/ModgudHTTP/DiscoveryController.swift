@@ -50,6 +50,9 @@ struct DiscoveryController: Sendable {
             "family_name", "preferred_username"]
         /// OpenID Connect Discovery section 3 (issue 46): Modgud's `acr` values, weakest first.
         var acrValuesSupported = AuthenticationContext.supported
+        /// OpenID Connect Native SSO for Mobile Apps, draft 07 section 5 (issue 69): true where
+        /// the realm has a team of apps; absent otherwise.
+        var nativeSSOSupported: Bool?
 
         enum CodingKeys: String, CodingKey {
             case issuer
@@ -73,6 +76,7 @@ struct DiscoveryController: Sendable {
             case scopesSupported = "scopes_supported"
             case claimsSupported = "claims_supported"
             case acrValuesSupported = "acr_values_supported"
+            case nativeSSOSupported = "native_sso_supported"
         }
     }
 
@@ -81,9 +85,10 @@ struct DiscoveryController: Sendable {
             let (realm, issuer) = try await parsing.realm(request)
             // Better than the original server: the native grants are listed only when enabled.
             let grants = GrantRegistry.standard.advertised(nativeGrantsEnabled: realm.settings.nativeGrants.enabled)
-            let body = try await rendered.value(for: issuer + " " + grants.joined(separator: " ")) {
+            let nativeSSO = realm.settings.nativeSSOTeams?.isEmpty == false
+            let body = try await rendered.value(for: issuer + " " + grants.joined(separator: " ") + (nativeSSO ? " sso" : "")) {
                 let base = RequestParsing.base(of: issuer)
-                let document = Metadata(
+                var document = Metadata(
                     issuer: issuer, authorizationEndpoint: base + "/connect/authorize", tokenEndpoint: base + "/connect/token", introspectionEndpoint: base + "/connect/introspect",
                     revocationEndpoint: base + "/connect/revoke", userinfoEndpoint: base + "/connect/userinfo",
                     jwksURI: base + "/.well-known/jwks.json", grantTypesSupported: grants,
@@ -91,6 +96,10 @@ struct DiscoveryController: Sendable {
                     codeChallengeMethodsSupported: realm.settings.nativeGrants.enabled ? ["S256"] : nil,
                     challengeEndpoint: base + ClientAttestationPaths.challenge,
                     responseTypesSupported: realm.settings.nativeGrants.enabled ? ["code"] : ["none"])
+                if nativeSSO {
+                    document.nativeSSOSupported = true
+                    document.scopesSupported.append(NativeSSO.scope)
+                }
                 return ByteBuffer(bytes: try OAuthResponses.encode(document))
             }
             return OAuthResponses.json(rendered: body)

@@ -61,7 +61,7 @@ enum OAuthResponses {
             TokenBody(
                 accessToken: token.accessToken, tokenType: token.tokenType, expiresIn: token.expiresIn, refreshToken: token.refreshToken,
                 scope: token.scope, idToken: token.idToken, authSession: token.authSession, passkeyUpgrade: token.passkeyUpgrade,
-                issuedTokenType: token.issuedTokenType))
+                issuedTokenType: token.issuedTokenType, deviceSecret: token.deviceSecret))
     }
 
     static func introspection(_ result: Introspection) -> Response {
@@ -101,8 +101,10 @@ enum OAuthResponses {
         var authSession: String?
         var passkeyUpgrade: Bool?
         var issuedTokenType: String?
+        var deviceSecret: String?
         enum CodingKeys: String, CodingKey {
             case scope
+            case deviceSecret = "device_secret"
             case issuedTokenType = "issued_token_type"
             case authSession = "auth_session"
             case passkeyUpgrade = "passkey_upgrade"

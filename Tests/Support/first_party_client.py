@@ -51,6 +51,10 @@ the others still run; exit 1 when any failed):
   h  step-up (section 6.1, RFC 9470): the token response's auth_session with a new PKCE challenge,
      max_age=0 and acr_values -> a code to the person's own address -> a fresh sign-in of the same sub
      (auth_time not earlier, a new refresh token); the presented auth_session is spent
+  j  OpenID Connect Native SSO (draft 07) across instances: a sign-in with device_sso on the first
+     -> device_secret, sid, ds_hash; the teammate app's token exchange (ID token + device secret,
+     audience the issuer) on the second; its refresh on the third; the device secret revoked there
+     -> both apps' refreshes and a new exchange refused
   i  recovery codes across instances (Modgud's extension, issue 46): ten codes made on the first
      instance; login_hint + recovery_code on the second -> a code -> a recovery session redeemed on
      the third (scope urn:modgud:recovery, acr urn:modgud:acr:recovery, no refresh token), refused
@@ -523,6 +527,7 @@ class ModgudSetup:
     REALM = "fp"
     APP = "fp-app"
     OTHER = "fp-other"
+    TEAMMATE = "fp-app2"
     RP_ID = "fp.modgud.test"
 
     def __init__(self, issuer, admin_token):
@@ -547,11 +552,16 @@ class ModgudSetup:
             "RateLimits": {"otp-request.mailbox": {"Limit": 1000, "WindowSeconds": 3600, "Burst": 1000},
                            # flow i tries one address's codes seven times (the limit's own test is RecoveryCodeTests)
                            "recovery-code.mailbox": {"Limit": 1000, "WindowSeconds": 3600, "Burst": 1000}},
+            # flow j: the app and its teammate share a sign-in on a device (Native SSO)
+            "NativeSSOTeams": [{"Name": "fp-team", "Clients": [self.APP, self.TEAMMATE]}],
             "SigningAlgorithm": "ES256"})
         self.admin("POST", f"/realms/{self.REALM}/clients", {
             "Id": self.APP, "Type": "public", "Grants": ["urn:cocoar:otp", "urn:cocoar:magic", "urn:cocoar:passkey", "refresh_token",
                                                         "urn:modgud:recovery-code"],
             "Scopes": ["openid", "email", "offline_access"], "RpId": self.RP_ID})
+        self.admin("POST", f"/realms/{self.REALM}/clients", {
+            "Id": self.TEAMMATE, "Type": "public", "Grants": ["urn:ietf:params:oauth:grant-type:token-exchange", "refresh_token"],
+            "Scopes": ["openid", "email", "offline_access"]})
         self.admin("POST", f"/realms/{self.REALM}/clients", {
             "Id": self.OTHER, "Type": "public", "Grants": ["urn:cocoar:otp", "refresh_token"], "Scopes": ["openid", "email", "offline_access"]})
         # The instance hears of the changes by NOTIFY: wait until 127.0.0.1 is the new realm's.
@@ -873,6 +883,66 @@ class Run:
         check(all(a.error == "invalid_grant" for a in answers if a.status != 200), f"the losers' answers: {answers}")
         t.note(f"one code redeemed on instances 1, 2 and 3 at once: one token response ({[a.status for a in answers]})")
 
+    # j
+    def flow_native_sso(self, t):
+        """OpenID Connect Native SSO for Mobile Apps, draft 07, written from the draft alone: app 1 signs in
+        (the first-party flow above) with `device_sso` and gets a `device_secret`, its ID token `sid` and
+        `ds_hash` (section 3); the teammate app exchanges the ID token and the secret at the token endpoint
+        (section 4.1: token exchange, the device secret as actor, `audience` the issuer) on instance 2,
+        refreshes on instance 3; revoking the device secret (RFC 7009) on instance 3 signs both apps out.
+        The other instances are reached as a load balancer would: the issuer's Host header, another port."""
+        check(len(self.peers) >= 2, "flow j needs --peers with two more instances")
+        one = self.client(t)
+        check(one.metadata.get("native_sso_supported") is True or self.oidc(one).get("native_sso_supported") is True,
+              "discovery: native_sso_supported is not true (section 5)")
+        host = urllib.parse.urlsplit(self.issuer).netloc
+
+        def post(base, path, form):
+            url = base + path
+            response = requests.post(url, data=form, headers={"Host": host, "Accept": "application/json"}, timeout=60)
+            t.exchange("POST", url, {"Host": host}, form, response)
+            return Answer(response)
+
+        address = self.address("sso")
+        user = self.setup.user(address)
+        code, pkce = self.email_code_sign_in(one, address, scope="openid email offline_access device_sso")
+        tokens = expect_tokens(one.redeem(code, pkce.verifier))
+        secret = tokens.get("device_secret")
+        check(isinstance(secret, str) and len(secret) >= 32, f"section 3.3: no device_secret in {sorted(tokens)}")
+        first = one.verify_id_token(tokens["id_token"])
+        check(first["sub"] == user and first.get("sid"), f"the ID token names the user and a session: {first}")
+        check(first.get("ds_hash") == b64u(hashlib.sha256(secret.encode()).digest()), "ds_hash is the secret's SHA-256 (base64url)")
+        t.note(f"app 1 signed in with device_sso: device_secret, sid {short(first['sid'])}, ds_hash checked")
+
+        exchange = {
+            "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "client_id": ModgudSetup.TEAMMATE,
+            "subject_token": tokens["id_token"], "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+            "actor_token": secret, "actor_token_type": "urn:openid:params:token-type:device-secret",
+            "audience": self.issuer, "scope": "openid email offline_access"}
+        answer = post(self.peers[0], "/connect/token", exchange)
+        second = expect_tokens(answer)
+        check(second.get("issued_token_type") == "urn:ietf:params:oauth:token-type:access_token", f"issued_token_type: {second}")
+        claims = one.with_client(ModgudSetup.TEAMMATE).verify_id_token(second["id_token"])
+        check(claims["sub"] == user and claims.get("sid") == first["sid"], f"the teammate's ID token is the same person and session: {claims}")
+        t.note("the teammate exchanged them on instance 2: its own tokens, the same sub and sid")
+        expect_error(post(self.peers[0], "/connect/token", {k: v for k, v in exchange.items() if k != "audience"}), "invalid_request")
+        t.note("without audience (REQUIRED, section 4.1): invalid_request")
+
+        refreshed = expect_tokens(post(self.peers[1], "/connect/token", {
+            "grant_type": "refresh_token", "client_id": ModgudSetup.TEAMMATE, "refresh_token": second["refresh_token"]}))
+        t.note("the teammate refreshed on instance 3")
+        signed_out = post(self.peers[1], "/connect/revoke", {"client_id": ModgudSetup.TEAMMATE, "token": secret})
+        check(signed_out.status == 200, f"revoking the device secret: {signed_out!r}")
+        expect_error(one.token({"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]}), "invalid_grant")
+        expect_error(post(self.peers[0], "/connect/token", {
+            "grant_type": "refresh_token", "client_id": ModgudSetup.TEAMMATE, "refresh_token": refreshed["refresh_token"]}), "invalid_grant")
+        expect_error(post(self.peers[0], "/connect/token", exchange), "invalid_grant")
+        t.note("the device secret revoked on instance 3: app 1's and the teammate's refresh refused, the exchange refused")
+
+    def oidc(self, client):
+        parts = urllib.parse.urlsplit(self.issuer)
+        return requests.get(f"{parts.scheme}://{parts.netloc}/.well-known/openid-configuration", timeout=30).json()
+
     # i
     def flow_recovery(self, t):
         """Recovery codes (issue 46) on three instances: made on the first, a first-party step on the
@@ -932,6 +1002,7 @@ FLOWS = [
     ("g", "three instances", Run.flow_instances),
     ("h", "step-up", Run.flow_step_up),
     ("i", "recovery codes, three instances", Run.flow_recovery),
+    ("j", "Native SSO, three instances", Run.flow_native_sso),
 ]
 
 
@@ -940,7 +1011,7 @@ def main():
     parser.add_argument("--issuer", required=True, help="e.g. http://127.0.0.1:PORT (the realm this script makes serves it)")
     parser.add_argument("--admin-token", required=True)
     parser.add_argument("--smtp-port", type=int, required=True, help="where the server sends mail: this script listens there")
-    parser.add_argument("--only", help="comma-separated flow letters (a-i)")
+    parser.add_argument("--only", help="comma-separated flow letters (a-j)")
     parser.add_argument("--peers", help="comma-separated base URLs of two more instances on the same database (flow g)")
     args = parser.parse_args()
     wanted = set(args.only.split(",")) if args.only else {k for k, _, _ in FLOWS}

@@ -45,6 +45,14 @@ public struct RealmSettings: Codable, Hashable, Sendable {
     /// The guards chosen beyond the guide (issue 65); nil is every one off and keeps the bytes
     /// of settings recorded before. Read `accountGuards`.
     public var guards: AccountGuards?
+    /// The vendors' app teams that share a sign-in on a device (Native SSO; issue 69); nil is
+    /// none (and keeps the bytes of settings recorded before).
+    public var nativeSSOTeams: [NativeSSOTeam]?
+
+    /// The Native SSO team `clientID` belongs to, if any.
+    public func nativeSSOTeam(of clientID: String) -> NativeSSOTeam? {
+        nativeSSOTeams?.first { $0.clients.contains(clientID) }
+    }
 
     /// The guards in force: the chosen ones, else all off (the guide's behaviour).
     public var accountGuards: AccountGuards {
@@ -96,6 +104,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
             throw DomainError("Realm.InvalidWebFallbackURL", "The web fallback URL must be https (http only for localhost).")
         }
         for provider in federatedProviders ?? [] { try provider.validate() }
+        try NativeSSOTeam.validate(nativeSSOTeams ?? [])
         if let providers = federatedProviders, Set(providers.map(\.id)).count != providers.count {
             throw DomainError("Federation.DuplicateId", "Two providers have the same id.")
         }
@@ -114,7 +123,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case hosts, displayName, primaryDomain, publicBaseURL, nativeGrants, registrationFields, magicLinkEnabled, rateLimitOverrides
-        case sessionLimits, connections, issuerTrailingSlash, webFallbackURL, federatedProviders, guards
+        case sessionLimits, connections, issuerTrailingSlash, webFallbackURL, federatedProviders, guards, nativeSSOTeams
         case chosenRegistrationPosture = "registrationPosture"
     }
 
@@ -136,6 +145,7 @@ public struct RealmSettings: Codable, Hashable, Sendable {
         webFallbackURL = try container.decodeIfPresent(String.self, forKey: .webFallbackURL)
         federatedProviders = try container.decodeIfPresent([FederatedProvider].self, forKey: .federatedProviders)
         guards = try container.decodeIfPresent(AccountGuards.self, forKey: .guards)
+        nativeSSOTeams = try container.decodeIfPresent([NativeSSOTeam].self, forKey: .nativeSSOTeams)
     }
 
     /// Auth0's connection names: 1 to 128 ASCII letters, digits, `-`, `_` and `.`.

@@ -63,6 +63,12 @@ public struct TokenFamilyStarted: DomainEvent, Equatable {
     /// families started before issue 65: a refresh takes one whose audience is the client's
     /// default as having named none.
     public var requestedResources: [String]?
+    /// The device session (Native SSO; issue 69) the sign-in started (its `sessionID` is this
+    /// family) or joined by a token exchange. Absent: none.
+    public var deviceSession: DeviceSessionLink?
+
+    /// Whether this sign-in issued a device secret (it is its device session).
+    public var startsDeviceSession: Bool { deviceSession?.sessionID == familyID }
 
     public init(familyID: UUID, clientID: String, userID: UUID? = nil, scopes: [String], audiences: [String], grantType: String, authTime: Date, amr: [String], securityStamp: String? = nil, accessToken: IssuedAccessToken, refreshTokenHash: String? = nil, refreshExpiresAt: Date? = nil, dpopKey: String? = nil, acr: String? = nil) {
         self.acr = acr
@@ -131,6 +137,9 @@ public enum RevocationReason: String, Codable, Hashable, Sendable {
     /// The provider account it was signed in with revoked its consent or was deleted (Apple's
     /// server-to-server notifications; issue 48).
     case providerRevoked = "provider_revoked"
+    /// The app signed out on the device with the device secret (Native SSO; issue 69): every
+    /// app's sign-in in the device session ends.
+    case deviceSignOut = "device_sign_out"
 }
 
 /// token_family.revoked: every token of the family is dead.

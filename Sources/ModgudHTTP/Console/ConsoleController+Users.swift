@@ -221,6 +221,7 @@ extension ConsoleController {
         case .stamp: "the account's security stamp moved on (sign out everywhere, disable, or a credential change)"
         case .admin: "revoked by an operator"
         case .erased: "the person was erased"
+        case .deviceSignOut: "signed out on the device (Native SSO): every app there signed out together"
         case .providerRevoked: "the person revoked the app at the sign-in provider (Apple), or deleted that account"
         case nil: code ?? "-"
         }

@@ -12,6 +12,10 @@ import ModgudService
 /// `user_profile` JSON `{"name": {"firstName", "lastName"}}`) carry the names Apple gives the
 /// app once. Refusals are `invalid_grant` whose description starts with the reason code
 /// (`issuer: …`, `nonce: …`, `link_requires_email_code: …`).
+///
+/// With an `actor_token` of type `urn:openid:params:token-type:device-secret`, it is OpenID
+/// Connect Native SSO's exchange (draft 07 section 4; issue 69): the ID token of the device
+/// session, its device secret, and `audience` the issuer.
 struct TokenExchangeGrant: TokenGrant {
     let name = GrantType.tokenExchange.rawValue
     let permission: GrantType? = .tokenExchange
@@ -34,6 +38,10 @@ struct TokenExchangeGrant: TokenGrant {
         if let requested = form["requested_token_type"], requested != Self.accessTokenType {
             throw OAuthError.invalidRequest("requested_token_type may only be \(Self.accessTokenType).")
         }
+        if let actorType = form["actor_token_type"], NativeSSO.deviceSecretTypes.contains(actorType) {
+            guard type == Self.idTokenType else { throw OAuthError.invalidRequest("A Native SSO exchange's subject_token_type is \(Self.idTokenType).") }
+            return try await nativeSSO(request, idToken: token)
+        }
         guard form["actor_token"] == nil else { throw OAuthError.invalidRequest("Delegation (actor_token) is not supported.") }
         let names = Self.names(form)
         let exchange = FederatedSignIn.Exchange(idToken: token, nonce: form["nonce"], firstName: names.first, lastName: names.last)
@@ -55,6 +63,25 @@ struct TokenExchangeGrant: TokenGrant {
             throw OAuthError("temporarily_unavailable", "The provider's keys could not be fetched (\(detail)); retry shortly.")
         }
     }
+
+    /// Native SSO's exchange (draft 07 section 4.1): `actor_token` the device secret,
+    /// `audience` the issuer (REQUIRED).
+    func nativeSSO(_ request: GrantRequest, idToken: String) async throws -> TokenResponse {
+        let form = request.form
+        guard let secret = form["actor_token"], !secret.isEmpty else { throw OAuthError.invalidRequest("actor_token (the device secret) is required.") }
+        guard let audience = form["audience"] else { throw OAuthError.invalidRequest("audience (the issuer) is required in a Native SSO exchange.") }
+        guard Self.trimmed(audience) == Self.trimmed(request.issuer) else {
+            throw OAuthError.invalidTarget("The audience of a Native SSO exchange is the issuer, \(request.issuer).")
+        }
+        var response = try await request.services.tokens.exchangeDeviceSecret(
+            client: request.client,
+            .init(idToken: idToken, deviceSecret: secret, scope: form["scope"], resources: form.all("resource"), nonce: form["nonce"]),
+            issuer: request.issuer, dpopKey: request.dpopKey, metadata: request.metadata(actorIsClient: true))
+        response.issuedTokenType = Self.accessTokenType
+        return response
+    }
+
+    private static func trimmed(_ url: String) -> Substring { url.hasSuffix("/") ? url.dropLast() : Substring(url) }
 
     /// `given_name` and `family_name`, else Auth0's `user_profile`.
     static func names(_ form: FormBody) -> (first: String?, last: String?) {

@@ -273,6 +273,9 @@ private struct SealedResponse: Codable {
     var idToken: String?
     /// Issue 46: the code's or link's hint that an automatic passkey upgrade may follow.
     var passkeyUpgrade: Bool?
+    /// Native SSO (issue 69): the device secret of a sign-in granted `device_sso`, sealed like
+    /// the tokens beside it.
+    var deviceSecret: String?
 
     init(_ response: TokenResponse, sessionID: UUID) {
         self.sessionID = sessionID
@@ -285,12 +288,14 @@ private struct SealedResponse: Codable {
         scope = response.scope
         idToken = response.idToken
         passkeyUpgrade = response.passkeyUpgrade
+        deviceSecret = response.deviceSecret
     }
 
     var response: TokenResponse {
         var response = TokenResponse(
             accessToken: accessToken, tokenType: tokenType, expiresIn: expiresIn, refreshToken: refreshToken, scope: scope, idToken: idToken)
         response.passkeyUpgrade = passkeyUpgrade
+        response.deviceSecret = deviceSecret
         return response
     }
 }

@@ -3,11 +3,14 @@ import ModgudDomain
 /// Scope and resource-indicator checks shared by every grant (RFC 6749 section 3.3, RFC 8707).
 enum ScopePolicy {
     /// The requested scopes, each of which the client must be allowed (`invalid_scope`).
+    /// `device_sso` (Native SSO) is any client's to ask for: the sign-in grants it only to a
+    /// client in a team of the realm (`NativeSSO.session`), and its response's `scope` says
+    /// whether it did (RFC 6749 section 3.3).
     static func grantedScopes(requested: String?, client: ClientSettings) throws(OAuthError) -> [String] {
         guard let requested, !requested.isEmpty else { return client.allowedScopes.sorted() }
         var scopes: [String] = []
         for scope in tokens(requested) where !scopes.contains(scope) {
-            guard client.allowedScopes.contains(scope) else { throw .invalidScope("The scope '\(scope)' is not allowed for this client.") }
+            guard client.allowedScopes.contains(scope) || scope == NativeSSO.scope else { throw .invalidScope("The scope '\(scope)' is not allowed for this client.") }
             scopes.append(scope)
         }
         return scopes

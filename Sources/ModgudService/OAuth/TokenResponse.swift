@@ -22,6 +22,9 @@ public struct TokenResponse: Sendable, Equatable {
     public var passkeyUpgrade: Bool?
     /// RFC 8693 section 2.2.1: in the answer to a token exchange, the type of `access_token`.
     public var issuedTokenType: String?
+    /// Native SSO (draft 07 section 3.3; issue 69): the device secret of the device session a
+    /// sign-in with the `device_sso` scope started. Never stored: its hash is.
+    public var deviceSecret: String?
     /// The grant created the user in its own transaction (not sent to the client): such a user
     /// holds no passkey yet, so `passkeyUpgrade` needs no lookup.
     public var userIsNew = false

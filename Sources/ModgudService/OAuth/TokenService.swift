@@ -52,38 +52,49 @@ public struct TokenService: Sendable {
     /// answers `response` only once that committed (issue 12).
     /// - Parameter dpopKey: the thumbprint of the request's verified DPoP proof key: the access
     ///   token is bound to it, and a public client's refresh tokens too (RFC 9449 section 5).
+    /// - Parameter joining: the device session a Native SSO exchange signs into (issue 69);
+    ///   nil for a sign-in by a proof, which starts one when it is granted `device_sso`.
+    /// - Parameter authTime: when the person signed in, for a sign-in without a new proof (the
+    ///   exchange keeps the device session's); nil is now.
     public func prepareSignIn(
         client: AuthenticatedClient, user: User.State, grantType: GrantType, scope: String?, resources: [String], amr: [String],
-        issuer: String, nonce: String? = nil, dpopKey: String? = nil, acrValues: [String] = []
+        issuer: String, nonce: String? = nil, dpopKey: String? = nil, acrValues: [String] = [], joining: DeviceSessionLink? = nil,
+        authTime: Date? = nil
     ) async throws -> PreparedSignIn {
         guard let userID = user.id, user.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
         // RFC 9470 section 4: a sign-in weaker than asked is refused here, before the caller
         // spends its proof (a code, a link, a passkey ceremony stays as it was).
         guard AuthenticationContext.satisfies(AuthenticationContext.acr(amr: amr), acrValues: acrValues) else { throw Self.unmetACR }
-        let scopes = try ScopePolicy.grantedScopes(requested: scope, client: client.settings)
+        let team = try await realmSettings(client.realm).nativeSSOTeam(of: client.id)
+        var scopes = try ScopePolicy.grantedScopes(requested: scope, client: client.settings)
         let audiences = try ScopePolicy.audiences(resources: resources, client: client.settings, clientID: client.id)
         let lifetimes = try await realmLifetimes(client.realm)
         let wantsRefresh = scopes.contains("offline_access") && client.settings.grants.contains(.refreshToken)
         let time = now()
+        let familyID = UUID()
+        // Native SSO section 3.3: a device secret with the ID token, for a client in a team
+        // that asked for `device_sso`, bound to the request's DPoP key when it has one.
+        let device = NativeSSO.session(scopes: &scopes, team: team, joining: joining, familyID: familyID, dpopKey: dpopKey)
         let profile = TokenMinter.profileNeeded(scopes: scopes) ? try await vault.profile(of: user) : nil
         let minted = try await minter.mint(
             TokenMinter.Request(
                 realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: user,
-                profile: profile, scopes: scopes, audiences: audiences, authTime: time, amr: amr, accessLifetime: lifetimes.access,
-                refreshLifetime: wantsRefresh ? min(lifetimes.refresh, lifetimes.session) : nil, nonce: nonce, dpopKey: dpopKey, attestation: client.attestation), now: time)
-        let familyID = UUID()
+                profile: profile, scopes: scopes, audiences: audiences, authTime: authTime ?? time, amr: amr, accessLifetime: lifetimes.access,
+                refreshLifetime: wantsRefresh ? min(lifetimes.refresh, lifetimes.session) : nil, nonce: nonce, dpopKey: dpopKey,
+                attestation: client.attestation, deviceSession: device.link), now: time)
         var started = TokenFamilyStarted(
             familyID: familyID, clientID: client.id, userID: userID, scopes: scopes, audiences: audiences, grantType: grantType.rawValue,
-            authTime: time, amr: amr, securityStamp: user.securityStamp, accessToken: minted.accessRecord,
+            authTime: authTime ?? time, amr: amr, securityStamp: user.securityStamp, accessToken: minted.accessRecord,
             refreshTokenHash: minted.refreshHash, refreshExpiresAt: minted.refreshExpiresAt,
             // Confidential clients' refresh tokens stay unbound: they authenticate (RFC 9449 section 5).
             dpopKey: minted.refreshHash != nil && client.settings.type == .public ? dpopKey : nil)
         started.requestedResources = Array(Set(resources)).sorted()
-        return PreparedSignIn(
-            stream: StreamNames.tokenFamily(realm: client.realm, familyID: familyID), started: started,
-            response: TokenResponse(
-                accessToken: minted.accessToken, tokenType: minted.tokenType, expiresIn: minted.expiresIn, refreshToken: minted.refreshToken,
-                scope: scopes.joined(separator: " "), idToken: minted.idToken, signIn: .init(userID: userID, familyID: familyID)))
+        started.deviceSession = device.link
+        var response = TokenResponse(
+            accessToken: minted.accessToken, tokenType: minted.tokenType, expiresIn: minted.expiresIn, refreshToken: minted.refreshToken,
+            scope: scopes.joined(separator: " "), idToken: minted.idToken, signIn: .init(userID: userID, familyID: familyID))
+        response.deviceSecret = device.secret
+        return PreparedSignIn(stream: StreamNames.tokenFamily(realm: client.realm, familyID: familyID), started: started, response: response)
     }
 
     /// A sign-in weaker than the request's `acr_values` (issue 46).
@@ -161,10 +172,10 @@ public struct TokenService: Sendable {
         }
         let (lifetimes, time) = (try await realmLifetimes(client.realm), now())
         var minted = try await minter.mint(
-            TokenMinter.Request(
-                realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: userState,
+            TokenMinter.Request(realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: userState,
                 profile: profile, scopes: scopes, audiences: audiences, authTime: started.authTime, amr: started.amr, accessLifetime: lifetimes.access,
-                refreshLifetime: lifetimes.refresh, dpopKey: dpopKey, acr: started.acr, attestation: client.attestation), now: time)
+                refreshLifetime: lifetimes.refresh, dpopKey: dpopKey, acr: started.acr, attestation: client.attestation, deviceSession: started.deviceSession),
+            now: time)
         // The access token's own scopes and audiences, when they are not the grant's.
         if scopes != started.scopes { minted.accessRecord.scopes = scopes }
         if audiences != started.audiences { minted.accessRecord.audiences = audiences }
@@ -220,7 +231,7 @@ public struct TokenService: Sendable {
         guard client.settings.grants.contains(.clientCredentials) else {
             throw OAuthError.unauthorizedClient("The client may not use grant_type client_credentials.")
         }
-        let scopes = try ScopePolicy.grantedScopes(requested: scope, client: client.settings).filter { $0 != "openid" && $0 != "offline_access" }
+        let scopes = try ScopePolicy.grantedScopes(requested: scope, client: client.settings).filter { $0 != "openid" && $0 != "offline_access" && $0 != NativeSSO.scope }
         let audiences = try ScopePolicy.audiences(resources: resources, client: client.settings, clientID: client.id)
         let lifetimes = try await realmLifetimes(client.realm)
         let time = now()
@@ -263,8 +274,9 @@ public struct TokenService: Sendable {
         return result
     }
 
-    /// RFC 7009: revokes the family of a refresh or access token the client owns. Unknown
-    /// tokens and other clients' tokens are ignored (the endpoint answers 200 either way).
+    /// RFC 7009: revokes the family of a refresh or access token the client owns; a device
+    /// secret (Native SSO) ends its device session, every app's sign-in in it. Unknown tokens
+    /// and other clients' tokens are ignored (the endpoint answers 200 either way).
     public func revoke(client: AuthenticatedClient, token: String, metadata: EventMetadata) async throws {
         let familyID: UUID?
         if let refresh = try await tokens.refreshToken(hash: OpaqueToken.hash(token), realm: client.realm) {
@@ -272,7 +284,10 @@ public struct TokenService: Sendable {
         } else {
             familyID = try await familyOfAccessToken(token, realm: client.realm)
         }
-        guard let familyID else { return }
+        guard let familyID else {
+            _ = try await endDeviceSession(client: client, token: token, metadata: metadata)
+            return
+        }
         let family = await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: familyID))
         guard try await family.current().state.started?.clientID == client.id else { return }
         _ = try await family.execute(.revoke(.logout), now: now(), metadata: metadata)

@@ -156,6 +156,7 @@ enum SignalCatalog {
         case .stamp: return ("system", "The user's security stamp changed.")
         case .admin: return ("admin", "An administrator revoked the session.")
         case .erased: return ("admin", "The user was erased.")
+        case .deviceSignOut: return ("user", "The person signed out on the device: every app's session there ended.")
         case .providerRevoked: return ("user", "The sign-in provider account of the session was revoked or deleted.")
         }
     }

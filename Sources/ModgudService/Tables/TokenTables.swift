@@ -130,6 +130,19 @@ public struct TokenTables: Sendable {
         }
     }
 
+    /// The device session (Native SSO; issue 69) whose device secret has this hash, ended or not.
+    func deviceSession(secretHash: String, realm: String) async throws -> UUID? {
+        try await pool.query("SELECT family_id FROM token_families WHERE device_secret_hash = \(secretHash) AND realm_id = \(realm)")
+            .first?.decode(UUID.self, at: 0)
+    }
+
+    /// The families of a device session not yet revoked, its own among them.
+    func liveFamilies(realm: String, deviceSession: UUID) async throws -> [UUID] {
+        try await pool.query(
+            "SELECT family_id FROM token_families WHERE realm_id = \(realm) AND device_session = \(deviceSession) AND revoked_reason IS NULL"
+        ).rows.map { try $0.decode(UUID.self, at: 0) }
+    }
+
     /// The user's families not yet revoked.
     func liveFamilies(realm: String, userID: UUID) async throws -> [UUID] {
         try await pool.query(
@@ -196,9 +209,10 @@ extension TokenTables {
     static func startFamily(_ started: TokenFamilyStarted, family: UUID, realm: String, tables: ProjectionTables) -> [PQQuery] {
         var statements: [PQQuery] = [
             """
-            INSERT INTO \(unescaped: tables("token_families")) (family_id, realm_id, client_id, user_id, scopes, audiences, security_stamp)
+            INSERT INTO \(unescaped: tables("token_families"))
+                (family_id, realm_id, client_id, user_id, scopes, audiences, security_stamp, device_session, device_secret_hash)
             VALUES (\(family), \(realm), \(started.clientID), \(started.userID), \(started.scopes), \(started.audiences),
-                    \(started.securityStamp))
+                    \(started.securityStamp), \(started.deviceSession?.sessionID), \(started.startsDeviceSession ? started.deviceSession?.secretHash : nil))
             """,
             """
             INSERT INTO \(unescaped: tables("access_tokens")) (token_hash, realm_id, family_id, client_id, user_id, scopes, audiences, format, expires_at, jkt, attestation)

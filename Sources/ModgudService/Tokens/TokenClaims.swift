@@ -55,9 +55,14 @@ public struct IDTokenClaims: JWTPayload, Equatable {
     public var givenName: String?
     public var familyName: String?
     public var preferredUsername: String?
+    /// Native SSO (draft 07 section 3.2; issue 69): the device session, and the hash of its
+    /// device secret (SHA-256, base64url), in every ID token of a sign-in in one.
+    public var sid: String?
+    public var dsHash: String?
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, exp, iat, amr, acr, nonce, email
+        case iss, sub, aud, exp, iat, amr, acr, nonce, email, sid
+        case dsHash = "ds_hash"
         case authTime = "auth_time"
         case emailVerified = "email_verified"
         case givenName = "given_name"

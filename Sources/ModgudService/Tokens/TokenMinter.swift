@@ -46,6 +46,9 @@ public struct TokenMinter: Sendable {
         public var acr: String?
         /// The attested app instance the tokens go to (issue 47).
         public var attestation: ClientAttestationFact?
+        /// The device session the sign-in is in (Native SSO; issue 69): the ID token's `sid`
+        /// and `ds_hash`.
+        public var deviceSession: DeviceSessionLink?
 
         /// The `acr` the tokens state.
         public var effectiveACR: String { acr ?? AuthenticationContext.acr(amr: amr) }
@@ -53,8 +56,10 @@ public struct TokenMinter: Sendable {
         public init(
             realm: String, issuer: String, clientID: String, format: AccessTokenFormat, user: User.State?, profile: UserProfile? = nil,
             scopes: [String], audiences: [String], authTime: Date, amr: [String], accessLifetime: TimeInterval, refreshLifetime: TimeInterval?,
-            nonce: String? = nil, dpopKey: String? = nil, acr: String? = nil, attestation: ClientAttestationFact? = nil
+            nonce: String? = nil, dpopKey: String? = nil, acr: String? = nil, attestation: ClientAttestationFact? = nil,
+            deviceSession: DeviceSessionLink? = nil
         ) {
+            self.deviceSession = deviceSession
             self.acr = acr
             self.attestation = attestation
             self.dpopKey = dpopKey
@@ -128,7 +133,8 @@ public struct TokenMinter: Sendable {
                 acr: request.effectiveACR, nonce: request.nonce,
                 email: email ? request.profile?.email : nil, emailVerified: email && request.profile?.email != nil ? user.emailConfirmed : nil,
                 givenName: profile ? request.profile?.firstName : nil, familyName: profile ? request.profile?.lastName : nil,
-                preferredUsername: profile ? request.profile?.username : nil)
+                preferredUsername: profile ? request.profile?.username : nil, sid: request.deviceSession?.sessionID.uuidString.lowercased(),
+                dsHash: request.deviceSession?.secretHash)
             minted.idToken = try await keys.sign(claims, realm: request.realm)
         }
         return minted
