@@ -307,4 +307,47 @@ final class NativeSSOTests: XCTestCase {
             XCTAssertEqual(after.json["native_sso_supported"] as? Bool, true, after.body)
         }
     }
+
+    /// Signing out on the device is a Shared Signals session-revoked for each app's session
+    /// (CAEP, RFC 9493 section 3.3: the user and the session), the person its initiator.
+    func testSigningOutOnTheDeviceSendsASessionRevokedForEachAppsSession() async throws {
+        harness = try await Self.teamHarness()
+        let harness = harness!
+        let (_, secret) = try await harness.core.administration.clients.create(
+            realm: "dev", id: "poller", settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["ssf.manage"]),
+            metadata: .init())
+        typealias S = SharedSignalsManagementTests
+        try await harness.app.test(.router) { client in
+            let manager = try await S.token(client, "poller", try XCTUnwrap(secret), scope: "ssf.manage")
+            let created = try await H.call(client, .post, "/ssf/stream", "{}", headers: S.headers(manager))
+            let stream = try XCTUnwrap(created.json["stream_id"] as? String, created.body)
+            _ = try await H.requestCode(client, "ada@example.com")
+            let first = try await H.redeemCode(client, "ada@example.com", try await harness.code(for: "ada@example.com"), scope: Self.scope)
+            let idToken = try XCTUnwrap(first.json["id_token"] as? String, first.body)
+            let deviceSecret = try XCTUnwrap(first.json["device_secret"] as? String)
+            let sid = try XCTUnwrap(try Self.claims(idToken)["sid"] as? String)
+            let issuer = try XCTUnwrap(try Self.claims(idToken)["iss"] as? String)
+            let second = try await Self.exchange(client, idToken: idToken, secret: deviceSecret, audience: issuer)
+            XCTAssertEqual(second.status, .ok, second.body)
+            try await S.transmit(harness)
+            _ = try await S.poll(client, manager, stream, ack: Array(try await S.poll(client, manager, stream).keys))
+
+            let signOut = try await H.call(client, .post, "/connect/revoke", "client_id=app&token=\(deviceSecret)", headers: H.form)
+            XCTAssertEqual(signOut.status, .ok, signOut.body)
+            try await S.transmit(harness)
+            let revoked = try await S.poll(client, manager, stream).values.map { try S.claims($0) }.compactMap { claims -> (String, [String: Any])? in
+                guard let event = (claims["events"] as? [String: Any])?["https://schemas.openid.net/secevent/caep/event-type/session-revoked"] as? [String: Any],
+                    let session = ((claims["sub_id"] as? [String: Any])?["session"] as? [String: Any])?["id"] as? String
+                else { return nil }
+                return (session, event)
+            }
+            XCTAssertEqual(revoked.count, 2, "one per app: \(revoked)")
+            XCTAssertEqual(Set(revoked.map(\.0)).count, 2)
+            XCTAssertTrue(revoked.map(\.0).contains(sid), "the device session's own sign-in is one of them")
+            for (_, event) in revoked {
+                XCTAssertEqual(event["initiating_entity"] as? String, "user")
+                XCTAssertTrue(((event["reason_admin"] as? [String: Any])?["en"] as? String ?? "").contains("signed out on the device"), "\(event)")
+            }
+        }
+    }
 }
