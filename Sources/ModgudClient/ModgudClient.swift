@@ -47,7 +47,8 @@ public actor ModgudClient {
     let store: any TokenStore
     let urlSession: URLSession
     let now: @Sendable () -> Date
-    private var discovered: Discovery?
+    /// The issuer's metadata once fetched (`discovery()`).
+    var discovered: Discovery?
     var session: ModgudSession?
     private var loaded = false
     private var refreshing: Task<ModgudSession, any Error>?
@@ -261,19 +262,6 @@ public actor ModgudClient {
         return next
     }
 
-    func discovery() async throws -> Discovery {
-        if let discovered { return discovered }
-        let url = URL(string: configuration.issuerText + "/.well-known/openid-configuration")!
-        let found = try Discovery(json: try checked(try await exchange(URLRequest(url: url))), expectedIssuer: configuration.issuerText)
-        discovered = found
-        return found
-    }
-
-    /// A Modgud endpoint under the issuer.
-    func endpoint(_ path: String) -> URL {
-        URL(string: configuration.issuerText + path)!
-    }
-
     func exchange(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         guard let attestation, request.url?.host == configuration.issuer.host else { return try await transmit(request) }
         let answer = try await transmit(try await attested(request, attestation, renew: false, challenge: nil))
@@ -298,71 +286,5 @@ public actor ModgudClient {
 
     private func transmit(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         try await Self.transmit(request, on: urlSession)
-    }
-
-    /// One exchange; a failure to reach the server is `.transport`.
-    static func transmit(_ request: URLRequest, on urlSession: URLSession) async throws -> (Data, HTTPURLResponse) {
-        let (data, response): (Data, URLResponse)
-        do {
-            (data, response) = try await urlSession.data(for: request)
-        } catch {
-            throw ModgudError.transport(error.localizedDescription)
-        }
-        guard let http = response as? HTTPURLResponse else { throw ModgudError.transport("not an HTTP response") }
-        return (data, http)
-    }
-
-    /// The body of a 2xx answer, else the documented error.
-    func checked(_ answer: (Data, HTTPURLResponse)) throws -> Data {
-        guard (200..<300).contains(answer.1.statusCode) else { throw Self.error(answer.1, answer.0) }
-        return answer.0
-    }
-
-    static func error(_ response: HTTPURLResponse, _ data: Data) -> ModgudError {
-        ModgudError.from(status: response.statusCode, headers: response.allHeaderFields, body: data)
-    }
-
-    static func form(_ url: URL, _ fields: [(String, String)]) -> URLRequest {
-        var request = URLRequest(url: url)
-        request.httpMethod = "POST"
-        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        request.httpBody = Data(
-            fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }.joined(separator: "&").utf8)
-        return request
-    }
-
-    static func json(_ url: URL, method: String = "POST", _ body: [String: Any]?) -> URLRequest {
-        var request = URLRequest(url: url)
-        request.httpMethod = method
-        if let body {
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.httpBody = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
-        }
-        return request
-    }
-}
-
-/// The server's OpenID Provider metadata (OpenID Connect Discovery 1.0), what the client uses.
-struct Discovery: Sendable {
-    var tokenEndpoint: URL
-    var revocationEndpoint: URL
-    var userinfoEndpoint: URL
-    /// draft-ietf-oauth-first-party-apps: listed when the realm's native grants are on.
-    var authorizationChallengeEndpoint: URL?
-
-    /// - Throws: `.discovery` when the document names another issuer (Discovery section 4.3).
-    init(json: Data, expectedIssuer: String) throws {
-        guard let object = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any], let issuer = object["issuer"] as? String,
-            let token = (object["token_endpoint"] as? String).flatMap(URL.init(string:)),
-            let revocation = (object["revocation_endpoint"] as? String).flatMap(URL.init(string:)),
-            let userinfo = (object["userinfo_endpoint"] as? String).flatMap(URL.init(string:))
-        else { throw ModgudError.discovery("the issuer's metadata lacks issuer, token, revocation or userinfo endpoints") }
-        guard issuer == expectedIssuer else { throw ModgudError.discovery("the metadata names issuer \(issuer), not \(expectedIssuer)") }
-        tokenEndpoint = token
-        revocationEndpoint = revocation
-        userinfoEndpoint = userinfo
-        authorizationChallengeEndpoint = (object["authorization_challenge_endpoint"] as? String).flatMap(URL.init(string:))
     }
 }
