@@ -38,7 +38,7 @@ public struct RegistrationVerifier: Sendable {
     public func verify(
         _ credential: RegistrationCredential, expectedChallenge: [UInt8], expectedRPID: String, origins: OriginPolicy,
         policy: VerificationPolicy
-    ) throws(WebAuthnError) -> RegistrationVerdict {
+    ) async throws(WebAuthnError) -> RegistrationVerdict {
         guard credential.type == "public-key" else { throw .malformedCredential("type is not public-key") }
         let rawID = try base64Member(credential.rawId, "rawId")
         guard Base64URL.decode(credential.id) == rawID else { throw .malformedCredential("id and rawId differ") }
@@ -74,7 +74,7 @@ public struct RegistrationVerifier: Sendable {
         guard attested.credentialID == rawID else { throw .malformedCredential("rawId is not the attested credential id") }
         // §7.1 steps 22–25: the format's verification procedure, then trust.
         guard let format = formats.format(fmt) else { throw .unsupportedAttestationFormat(fmt) }
-        let attestation = try format.verify(
+        let attestation = try await format.verify(
             AttestationInput(
                 statement: statement, authenticatorData: authenticatorData, credential: attested, clientDataHash: clientDataHash,
                 policy: policy))

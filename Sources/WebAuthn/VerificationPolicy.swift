@@ -18,11 +18,13 @@ public struct VerificationPolicy: Sendable {
     public var requireTrustedAttestation: Bool
     /// The instant certificate validity is checked at (nil: now).
     public var verificationTime: Date?
+    /// Serials refused in android-key chains (Google's attestation status list).
+    public var revokedSerials: RevokedSerials
 
     public init(
         requireUserPresence: Bool = true, requireUserVerification: Bool = true, allowCrossOrigin: Bool = false,
         allowedAlgorithms: [COSEAlgorithm] = COSEAlgorithm.credentialDefaults, trustAnchors: [Certificate] = [],
-        requireTrustedAttestation: Bool = false, verificationTime: Date? = nil
+        requireTrustedAttestation: Bool = false, verificationTime: Date? = nil, revokedSerials: RevokedSerials = RevokedSerials()
     ) {
         self.requireUserPresence = requireUserPresence
         self.requireUserVerification = requireUserVerification
@@ -31,5 +33,6 @@ public struct VerificationPolicy: Sendable {
         self.trustAnchors = trustAnchors
         self.requireTrustedAttestation = requireTrustedAttestation
         self.verificationTime = verificationTime
+        self.revokedSerials = revokedSerials
     }
 }

@@ -51,6 +51,8 @@ public enum WebAuthnError: Error, Hashable, Sendable, CustomStringConvertible {
     case attestationInvalid(format: String, reason: String)
     /// §7.1 steps 24–25: the attestation did not chain to a trust anchor the policy requires.
     case attestationUntrusted(format: String, reason: String)
+    /// The attestation's certificate path was refused (`CertificatePathValidator`): which check.
+    case certificatePathRefused(format: String, refusal: PathRefusal)
     /// §7.1 step 26.
     case credentialIDTooLong(Int)
     /// Registration without attested credential data (AT clear).
@@ -91,7 +93,7 @@ public enum WebAuthnError: Error, Hashable, Sendable, CustomStringConvertible {
         case .unsupportedAlgorithm: return "unsupported_algorithm"
         case .unsupportedAttestationFormat: return "unsupported_attestation_format"
         case .attestationInvalid: return "attestation_invalid"
-        case .attestationUntrusted: return "attestation_untrusted"
+        case .attestationUntrusted, .certificatePathRefused: return "attestation_untrusted"
         case .credentialIDTooLong: return "credential_id_too_long"
         case .missingAttestedCredential: return "missing_attested_credential"
         case .unknownCredential: return "unknown_credential"
@@ -124,6 +126,7 @@ public enum WebAuthnError: Error, Hashable, Sendable, CustomStringConvertible {
         case .unsupportedAttestationFormat(let format): return "attestation format \(format) is not supported"
         case .attestationInvalid(let format, let reason): return "\(format) attestation invalid: \(reason)"
         case .attestationUntrusted(let format, let reason): return "\(format) attestation not trusted: \(reason)"
+        case .certificatePathRefused(let format, let refusal): return "\(format) attestation not trusted: the certificate path was refused (\(refusal))"
         case .credentialIDTooLong(let length): return "credential id of \(length) bytes exceeds 1023"
         case .missingAttestedCredential: return "authenticator data carries no attested credential"
         case .unknownCredential: return "unknown credential"

@@ -42,13 +42,20 @@ public struct PlatformAttestationForge: Sendable {
         let root = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: .init(rootKey.publicKey), notValidBefore: Date(timeIntervalSinceNow: -86_400),
             notValidAfter: Date(timeIntervalSinceNow: 86_400 * 3650), issuer: rootName, subject: rootName, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions { Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil)) },
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
+                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+            },
             issuerPrivateKey: .init(rootKey))
         let intermediateKey = P256.Signing.PrivateKey()
         let intermediate = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: .init(intermediateKey.publicKey), notValidBefore: Date(timeIntervalSinceNow: -86_400),
             notValidAfter: Date(timeIntervalSinceNow: 86_400 * 365), issuer: rootName, subject: try DistinguishedName { CommonName("\(name) CA 1") },
-            signatureAlgorithm: .ecdsaWithSHA256, extensions: try Certificate.Extensions { Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0)) },
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
+                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+            },
             issuerPrivateKey: .init(rootKey))
         return Authority(root: root, intermediate: intermediate, intermediateKey: intermediateKey)
     }

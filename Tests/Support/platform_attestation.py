@@ -50,6 +50,10 @@ def _certificate(subject, issuer, public_key, signing_key, ca, days, extension=N
                .not_valid_after(now + datetime.timedelta(days=days)))
     if ca:
         builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        # As Apple's and Google's CAs: keyUsage keyCertSign (RFC 5280 §4.2.1.3), which the server requires of their issuers.
+        builder = builder.add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
+                                                      data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
+                                                      encipher_only=False, decipher_only=False), critical=True)
     if extension:
         oid, value = extension
         builder = builder.add_extension(x509.UnrecognizedExtension(x509.ObjectIdentifier(oid), value), critical=False)

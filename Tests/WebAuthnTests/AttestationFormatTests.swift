@@ -37,48 +37,48 @@ final class AttestationFormatTests: XCTestCase {
         return samples
     }
 
-    private func verify(_ sample: Sample, clientDataHash: [UInt8]? = nil, statement: CBOR? = nil) throws -> AttestationResult {
+    private func verify(_ sample: Sample, clientDataHash: [UInt8]? = nil, statement: CBOR? = nil) async throws -> AttestationResult {
         let format = AttestationFormatRegistry.standard.format(sample.format)!
-        return try format.verify(
+        return try await format.verify(
             AttestationInput(
                 statement: statement ?? sample.statement, authenticatorData: sample.authenticatorData,
                 credential: sample.authenticatorData.attestedCredential!, clientDataHash: clientDataHash ?? sample.clientDataHash,
                 policy: sample.policy))
     }
 
-    func testEveryFormatRejectsAStatementMadeForAnotherCeremony() throws {
+    func testEveryFormatRejectsAStatementMadeForAnotherCeremony() async throws {
         let samples = try samples()
         let formats = Set(samples.map(\.format))
         XCTAssertEqual(formats, ["none", "packed", "fido-u2f", "apple", "android-key", "tpm"])
         for sample in samples {
-            XCTAssertNoThrow(try verify(sample), sample.name)
+            await XCTAssertNoThrowAsync(try await verify(sample), sample.name)
             guard sample.format != "none" else { continue }
             var other = sample.clientDataHash
             other[0] ^= 0xff
-            XCTAssertThrowsError(try verify(sample, clientDataHash: other), sample.name) { error in
+            await XCTAssertThrowsErrorAsync(try await verify(sample, clientDataHash: other), sample.name) { error in
                 guard case .attestationInvalid(let format, _) = error as? WebAuthnError else { return XCTFail("\(sample.name): \(error)") }
                 XCTAssertEqual(format, sample.format)
             }
         }
     }
 
-    func testEveryX5CFormatRejectsAMissingOrForeignCertificate() throws {
+    func testEveryX5CFormatRejectsAMissingOrForeignCertificate() async throws {
         let samples = try samples().filter { $0.statement[text: "x5c"] != nil }
         XCTAssertFalse(samples.isEmpty)
         let foreign = samples.first { $0.format == "packed" }!.statement[text: "x5c"]!
         for sample in samples {
             let withoutChain = CBOR.map(sample.statement.mapValue!.filter { $0.key != .text("x5c") })
-            XCTAssertThrowsError(try verify(sample, statement: withoutChain), sample.name)
+            await XCTAssertThrowsErrorAsync(try await verify(sample, statement: withoutChain), sample.name)
             guard sample.statement[text: "x5c"] != foreign else { continue }
             let swapped = CBOR.map(sample.statement.mapValue!.map { $0.key == .text("x5c") ? CBORMapEntry($0.key, foreign) : $0 })
-            XCTAssertThrowsError(try verify(sample, statement: swapped), "\(sample.name) with another device's certificate")
+            await XCTAssertThrowsErrorAsync(try await verify(sample, statement: swapped), "\(sample.name) with another device's certificate")
         }
     }
 
-    func testNoneRequiresAnEmptyStatement() throws {
+    func testNoneRequiresAnEmptyStatement() async throws {
         let sample = try samples().first { $0.format == "none" }!
-        XCTAssertThrowsWebAuthn(.attestationInvalid(format: "none", reason: "attStmt must be an empty map")) {
-            _ = try verify(sample, statement: .map([.init(.text("sig"), .bytes([1]))]))
+        await XCTAssertThrowsWebAuthn(.attestationInvalid(format: "none", reason: "attStmt must be an empty map")) {
+            _ = try await verify(sample, statement: .map([.init(.text("sig"), .bytes([1]))]))
         }
     }
 

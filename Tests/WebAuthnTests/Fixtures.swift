@@ -25,12 +25,12 @@ struct TestRelyingParty {
     }
 
     func register(_ credential: SoftwareCredential, _ change: (inout SoftwareAuthenticator.RegistrationOptions) -> Void = { _ in })
-        throws(WebAuthnError) -> RegistrationVerdict
+        async throws(WebAuthnError) -> RegistrationVerdict
     {
         var options = registrationOptions()
         change(&options)
         let response = try RegistrationCredential(json: authenticator.register(credential, options).json)
-        return try RegistrationVerifier().verify(response, expectedChallenge: challenge, expectedRPID: rpID, origins: origins, policy: policy)
+        return try await RegistrationVerifier().verify(response, expectedChallenge: challenge, expectedRPID: rpID, origins: origins, policy: policy)
     }
 
     func stored(_ credential: SoftwareCredential, signCount: UInt32 = 0) throws -> StoredCredential {
@@ -60,6 +60,40 @@ func XCTAssertThrowsWebAuthn(_ expected: WebAuthnError, file: StaticString = #fi
     } catch {
         XCTFail("unexpected \(error)", file: file, line: line)
     }
+}
+
+/// `XCTAssertThrowsWebAuthn` for an async body (registration verifies certificate paths asynchronously).
+func XCTAssertThrowsWebAuthn(
+    _ expected: WebAuthnError, file: StaticString = #filePath, line: UInt = #line, _ body: () async throws -> Void
+) async {
+    do {
+        try await body()
+        XCTFail("expected \(expected)", file: file, line: line)
+    } catch let error as WebAuthnError {
+        XCTAssertEqual(error, expected, file: file, line: line)
+    } catch {
+        XCTFail("unexpected \(error)", file: file, line: line)
+    }
+}
+
+/// `XCTAssertThrowsError` for an async expression.
+func XCTAssertThrowsErrorAsync<T>(
+    _ expression: @autoclosure () async throws -> T, _ message: String = "", file: StaticString = #filePath, line: UInt = #line,
+    _ handler: (any Error) -> Void = { _ in }
+) async {
+    do {
+        _ = try await expression()
+        XCTFail("expected an error. \(message)", file: file, line: line)
+    } catch {
+        handler(error)
+    }
+}
+
+/// `XCTAssertNoThrow` for an async expression.
+func XCTAssertNoThrowAsync<T>(
+    _ expression: @autoclosure () async throws -> T, _ message: String = "", file: StaticString = #filePath, line: UInt = #line
+) async {
+    do { _ = try await expression() } catch { XCTFail("unexpected \(error). \(message)", file: file, line: line) }
 }
 
 import XCTest

@@ -95,7 +95,7 @@ final class FuzzTests: XCTestCase {
     /// 25,000 seeded mutations by default (MODGUD_FUZZ_ITERATIONS for more): since issue 44
     /// the coverage-guided `ops/fuzz webauthn` drives the same verifiers in every CI run, so
     /// this test keeps its mutation strategies and its per-reason census, not the volume.
-    func testMutatedCeremoniesNeverCrashOrHang() throws {
+    func testMutatedCeremoniesNeverCrashOrHang() async throws {
         let environment = ProcessInfo.processInfo.environment
         let iterations = environment["MODGUD_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 25_000
         var random = Random(state: environment["MODGUD_FUZZ_SEED"].flatMap(UInt64.init) ?? 0x5eed)
@@ -120,9 +120,12 @@ final class FuzzTests: XCTestCase {
                     let clientData = Base64URL.decode(credential.response.clientDataJSON)!
                     credential.response.clientDataJSON = Base64URL.encode(Self.mutate(clientData, &random))
                 }
-                outcome = Result { () throws(WebAuthnError) in
-                    _ = try RegistrationVerifier().verify(
+                do {
+                    _ = try await RegistrationVerifier().verify(
                         credential, expectedChallenge: challenge, expectedRPID: rpID, origins: .exactly(origin), policy: policy)
+                    outcome = .success(())
+                } catch {
+                    outcome = .failure(error)
                 }
             case .assertion(var credential, let challenge, let rpID, let origin, let stored):
                 switch random.below(3) {

@@ -13,62 +13,62 @@ final class PlatformAttestationForgeTests: XCTestCase {
     static let appID = "ABCDE12345.test.modgud.app"
     let hash = Array(SHA256.hash(data: Array("challenge.thumbprint".utf8)))
 
-    func testAForgedAppAttestationVerifiesAndEachVariationIsRefused() throws {
+    func testAForgedAppAttestationVerifiesAndEachVariationIsRefused() async throws {
         let forge = try PlatformAttestationForge()
         let verifier = AppAttestVerifier(trustAnchors: [forge.apple.root])
         let key = PlatformAttestationForge.AppAttestKey()
-        func verify(_ options: PlatformAttestationForge.AppAttestOptions, environments: Set<AppAttestVerifier.Environment> = [.production]) throws {
-            _ = try verifier.verifyAttestation(
+        func verify(_ options: PlatformAttestationForge.AppAttestOptions, environments: Set<AppAttestVerifier.Environment> = [.production]) async throws {
+            _ = try await verifier.verifyAttestation(
                 forge.appAttestation(key: key, appID: Self.appID, clientDataHash: hash, options: options), keyID: key.keyID, clientDataHash: hash,
                 appIDs: [Self.appID], environments: environments)
         }
-        try verify(.init())
+        try await verify(.init())
         var counter = PlatformAttestationForge.AppAttestOptions()
         counter.counter = 1
-        PlatformAttestationVectorTests.assertRefused(try verify(counter), "counter")
+        await PlatformAttestationVectorTests.assertRefused(try await verify(counter), "counter")
         var nonce = PlatformAttestationForge.AppAttestOptions()
         nonce.nonceOverride = Array(repeating: 1, count: 32)
-        PlatformAttestationVectorTests.assertRefused(try verify(nonce), "nonce")
+        await PlatformAttestationVectorTests.assertRefused(try await verify(nonce), "nonce")
         var credential = PlatformAttestationForge.AppAttestOptions()
         credential.credentialIDOverride = Array(repeating: 2, count: 32)
-        PlatformAttestationVectorTests.assertRefused(try verify(credential), "credential id")
+        await PlatformAttestationVectorTests.assertRefused(try await verify(credential), "credential id")
         var development = PlatformAttestationForge.AppAttestOptions()
         development.development = true
-        PlatformAttestationVectorTests.assertRefused(try verify(development), "development")
-        try verify(development, environments: [.production, .development])
+        await PlatformAttestationVectorTests.assertRefused(try await verify(development), "development")
+        try await verify(development, environments: [.production, .development])
         // Another authority's chain (a real device's root is not the test root, and vice versa).
         let other = try PlatformAttestationForge()
-        PlatformAttestationVectorTests.assertRefused(
-            try AppAttestVerifier(trustAnchors: [other.apple.root]).verifyAttestation(
+        await PlatformAttestationVectorTests.assertRefused(
+            try await AppAttestVerifier(trustAnchors: [other.apple.root]).verifyAttestation(
                 forge.appAttestation(key: key, appID: Self.appID, clientDataHash: hash), keyID: key.keyID, clientDataHash: hash, appIDs: [Self.appID],
                 environments: [.production]), "anchor")
     }
 
-    func testAForgedAssertionVerifiesWithItsCounter() throws {
+    func testAForgedAssertionVerifiesWithItsCounter() async throws {
         let forge = try PlatformAttestationForge()
         let key = PlatformAttestationForge.AppAttestKey()
         let assertion = try forge.appAssertion(key: key, appID: Self.appID, clientDataHash: hash, counter: 7)
         XCTAssertEqual(try AppAttestVerifier.verifyAssertion(assertion, clientDataHash: hash, publicKey: key.privateKey.publicKey, appID: Self.appID), 7)
     }
 
-    func testAForgedAndroidChainVerifiesAndEachVariationIsRefused() throws {
+    func testAForgedAndroidChainVerifiesAndEachVariationIsRefused() async throws {
         let forge = try PlatformAttestationForge()
         let key = P256.Signing.PrivateKey().publicKey
         let digest = Array(SHA256.hash(data: Array("signing certificate".utf8)))
         let app = AndroidKeyChainVerifier.App(packageName: "test.modgud.app", signatureDigests: [digest])
         let verifier = AndroidKeyChainVerifier(trustAnchors: [forge.google.root])
-        func verify(_ options: PlatformAttestationForge.AndroidKeyOptions) throws -> AndroidKeyChainVerifier.Verified {
-            try verifier.verify(
+        func verify(_ options: PlatformAttestationForge.AndroidKeyOptions) async throws -> AndroidKeyChainVerifier.Verified {
+            try await verifier.verify(
                 chain: forge.androidChain(key: key, challenge: hash, packageName: "test.modgud.app", signatureDigest: digest, options: options),
                 challenge: hash, apps: [app])
         }
-        let verified = try verify(.init())
+        let verified = try await verify(.init())
         XCTAssertEqual(P256.Signing.PublicKey(verified.publicKey)?.rawRepresentation, key.rawRepresentation)
         var software = PlatformAttestationForge.AndroidKeyOptions()
         software.securityLevel = 0
-        PlatformAttestationVectorTests.assertRefused(try verify(software), "secure hardware")
+        await PlatformAttestationVectorTests.assertRefused(try await verify(software), "secure hardware")
         var failed = PlatformAttestationForge.AndroidKeyOptions()
         failed.verifiedBootState = 3
-        PlatformAttestationVectorTests.assertRefused(try verify(failed), "boot")
+        await PlatformAttestationVectorTests.assertRefused(try await verify(failed), "boot")
     }
 }

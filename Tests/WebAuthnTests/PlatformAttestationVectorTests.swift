@@ -59,7 +59,7 @@ final class PlatformAttestationVectorTests: XCTestCase {
     static let appleRoots = PlatformAttestationRoots.apple.compactMap { try? Certificate(pemEncoded: $0) }
     static let googleRoots = PlatformAttestationRoots.google.compactMap { try? Certificate(pemEncoded: $0) }
 
-    func testThePublishedRootsParse() {
+    func testThePublishedRootsParse() async {
         XCTAssertEqual(Self.appleRoots.count, 1)
         XCTAssertEqual(Self.googleRoots.count, 5)
     }
@@ -69,17 +69,17 @@ final class PlatformAttestationVectorTests: XCTestCase {
     private func verify(
         _ vector: AppAttestVector, objectBytes: [UInt8]? = nil, clientDataHash: [UInt8]? = nil, keyID: [UInt8]? = nil, appIDs: Set<String>? = nil,
         environments: Set<AppAttestVerifier.Environment> = [.production, .development], roots: [Certificate] = appleRoots, at time: Date? = nil
-    ) throws -> AppAttestVerifier.AttestedKey {
+    ) async throws -> AppAttestVerifier.AttestedKey {
         let verifier = AppAttestVerifier(trustAnchors: roots, verificationTime: try time ?? Self.date(vector.validateAt))
-        return try verifier.verifyAttestation(
+        return try await verifier.verifyAttestation(
             objectBytes ?? Self.bytes(vector.attestationObjectBase64), keyID: keyID ?? Self.bytes(vector.keyIdBase64),
             clientDataHash: clientDataHash ?? Self.bytes(vector.clientDataHashSha256Base64), appIDs: appIDs ?? [vector.appID], environments: environments
         ).key
     }
 
-    func testRealAttestationsVerifyAndTheirAssertionsToo() throws {
+    func testRealAttestationsVerifyAndTheirAssertionsToo() async throws {
         for vector in try Self.appAttestVectors() {
-            let key = try verify(vector)
+            let key = try await verify(vector)
             XCTAssertEqual(key.environment.rawValue, vector.environment, vector.name)
             XCTAssertEqual(key.keyID, try Self.bytes(vector.keyIdBase64))
             let counter = try AppAttestVerifier.verifyAssertion(
@@ -89,34 +89,34 @@ final class PlatformAttestationVectorTests: XCTestCase {
         }
     }
 
-    func testEachAttestationCheckHasItsFailure() throws {
+    func testEachAttestationCheckHasItsFailure() async throws {
         let vectors = try Self.appAttestVectors()
         let development = try XCTUnwrap(vectors.first { $0.environment == "development" })
         let production = try XCTUnwrap(vectors.first { $0.environment == "production" })
         // Step 1: another root; or the right root today, when the three-day leaf has expired.
         let otherRoot = Self.googleRoots
-        Self.assertRefused(try verify(production, roots: otherRoot), "anchor")
-        Self.assertRefused(try verify(production, at: Date()), "anchor")
+        await Self.assertRefused(try await verify(production, roots: otherRoot), "no_path_to_trust_anchor")
+        await Self.assertRefused(try await verify(production, at: Date()), "outside_validity")
         // Steps 2–4: another client data hash (a replayed or foreign challenge).
-        Self.assertRefused(try verify(production, clientDataHash: Array(SHA256.hash(data: Array("another challenge".utf8)))), "nonce")
+        await Self.assertRefused(try await verify(production, clientDataHash: Array(SHA256.hash(data: Array("another challenge".utf8)))), "nonce")
         // Step 5: a key id that is not the certificate key's hash.
-        Self.assertRefused(try verify(production, keyID: [UInt8](repeating: 7, count: 32)), "key id")
+        await Self.assertRefused(try await verify(production, keyID: [UInt8](repeating: 7, count: 32)), "key id")
         // Step 6: another App ID.
-        Self.assertRefused(try verify(production, appIDs: ["8YE23NZS57.com.example.other"]), "rpIdHash")
+        await Self.assertRefused(try await verify(production, appIDs: ["8YE23NZS57.com.example.other"]), "rpIdHash")
         // Step 8: a development key where only production is accepted.
-        XCTAssertThrowsError(try verify(development, environments: [.production])) { error in
+        await XCTAssertThrowsErrorAsync(try await verify(development, environments: [.production])) { error in
             XCTAssertTrue("\(error)".contains("development"), "\(error)")
         }
         // Tampered authenticator data: one byte of the counter field changed.
         var object = try Self.bytes(production.attestationObjectBase64)
         let authData = try XCTUnwrap(Self.range(ofAuthDataIn: object))
         object[authData.lowerBound + 36] ^= 0x01
-        Self.assertRefused(try verify(production, objectBytes: object), "nonce")
+        await Self.assertRefused(try await verify(production, objectBytes: object), "nonce")
     }
 
-    func testEachAssertionCheckHasItsFailure() throws {
+    func testEachAssertionCheckHasItsFailure() async throws {
         let vector = try XCTUnwrap(Self.appAttestVectors().first)
-        let key = try verify(vector)
+        let key = try await verify(vector)
         let assertion = try Self.bytes(vector.assertion.assertionBase64)
         let hash = try Self.bytes(vector.assertion.clientDataHashSha256Base64)
         XCTAssertThrowsError(
@@ -146,8 +146,8 @@ final class PlatformAttestationVectorTests: XCTestCase {
 
     /// The expression throws, and its error names the check (`fragment`), so a case cannot
     /// pass by failing an earlier check.
-    static func assertRefused<T>(_ expression: @autoclosure () throws -> T, _ fragment: String, line: UInt = #line) {
-        XCTAssertThrowsError(try expression(), line: line) { error in
+    static func assertRefused<T>(_ expression: @autoclosure () async throws -> T, _ fragment: String, line: UInt = #line) async {
+        await XCTAssertThrowsErrorAsync(try await expression(), line: line) { error in
             XCTAssertTrue("\(error)".contains(fragment), "expected a refusal mentioning '\(fragment)', got \(error)", line: line)
         }
     }
@@ -156,10 +156,10 @@ final class PlatformAttestationVectorTests: XCTestCase {
 
     private func verify(
         _ chain: AndroidChain, challenge: String? = nil, package: String? = nil, digest: String? = nil, roots: [Certificate] = googleRoots
-    ) throws -> AndroidKeyChainVerifier.Verified {
+    ) async throws -> AndroidKeyChainVerifier.Verified {
         let app = AndroidKeyChainVerifier.App(
             packageName: package ?? chain.package, signatureDigests: [Self.hex(digest ?? chain.signatureDigestHex)])
-        return try AndroidKeyChainVerifier(trustAnchors: roots, verificationTime: Self.date(chain.validateAt)).verify(
+        return try await AndroidKeyChainVerifier(trustAnchors: roots, verificationTime: Self.date(chain.validateAt)).verify(
             chain: chain.chainDerBase64.map(Self.bytes), challenge: Array((challenge ?? chain.challengeUtf8).utf8), apps: [app])
     }
 
@@ -167,29 +167,29 @@ final class PlatformAttestationVectorTests: XCTestCase {
         stride(from: 0, to: text.count, by: 2).map { UInt8(text.dropFirst($0).prefix(2), radix: 16)! }
     }
 
-    func testRealChainsOfLockedDevicesVerify() throws {
+    func testRealChainsOfLockedDevicesVerify() async throws {
         let chains = try Self.androidChains().filter { $0.verifiedBootState == "VERIFIED" }
         XCTAssertEqual(chains.count, 2)
         for chain in chains {
-            let verified = try verify(chain)
+            let verified = try await verify(chain)
             XCTAssertEqual(verified.packageName, chain.package, chain.name)
             XCTAssertEqual(verified.securityLevel, .trustedEnvironment, chain.name)
         }
     }
 
-    func testEachAndroidCheckHasItsFailure() throws {
+    func testEachAndroidCheckHasItsFailure() async throws {
         let chains = try Self.androidChains()
         let good = try XCTUnwrap(chains.first { $0.verifiedBootState == "VERIFIED" })
-        Self.assertRefused(try verify(good, roots: Self.appleRoots), "anchor")  // wrong root
-        Self.assertRefused(try verify(good, challenge: "another challenge"), "attestationChallenge")  // not our challenge
-        Self.assertRefused(try verify(good, package: "com.example.other"), "package")  // wrong package
-        Self.assertRefused(try verify(good, digest: String(repeating: "ab", count: 32)), "signing certificate")  // wrong signing certificate
+        await Self.assertRefused(try await verify(good, roots: Self.appleRoots), "anchor")  // wrong root
+        await Self.assertRefused(try await verify(good, challenge: "another challenge"), "attestationChallenge")  // not our challenge
+        await Self.assertRefused(try await verify(good, package: "com.example.other"), "package")  // wrong package
+        await Self.assertRefused(try await verify(good, digest: String(repeating: "ab", count: 32)), "signing certificate")  // wrong signing certificate
         // An unlocked bootloader with an unverified boot (a Pixel 3 on its factory keys).
         let unlocked = try XCTUnwrap(chains.first { $0.verifiedBootState == "UNVERIFIED" })
-        XCTAssertThrowsError(try verify(unlocked)) { error in XCTAssertTrue("\(error)".contains("boot"), "\(error)") }
+        await XCTAssertThrowsErrorAsync(try await verify(unlocked)) { error in XCTAssertTrue("\(error)".contains("boot"), "\(error)") }
         // A chain that leaves out its intermediate does not reach the root.
         var broken = good
         broken.chainDerBase64.remove(at: 1)
-        Self.assertRefused(try verify(broken), "chain")
+        await Self.assertRefused(try await verify(broken), "chain")
     }
 }

@@ -21,42 +21,42 @@ final class PlayIntegrityVerifierTests: XCTestCase {
             try forge.token(verdict), nonce: Self.nonce, packageName: Self.package, certificateDigests: [Self.digest], now: now)
     }
 
-    func testAGenuineVerdictPassesAndEachCheckHasItsFailure() throws {
+    func testAGenuineVerdictPassesAndEachCheckHasItsFailure() async throws {
         let forge = PlayIntegrityForge()
         let verdict = try verify(forge)
         XCTAssertEqual(verdict.packageName, Self.package)
         XCTAssertEqual(verdict.deviceLabels, ["MEETS_DEVICE_INTEGRITY"])
-        func refused(_ fragment: String, _ change: @escaping (inout [String: Any]) -> Void, line: UInt = #line) {
-            PlatformAttestationVectorTests.assertRefused(try verify(forge, change), fragment, line: line)
+        func refused(_ fragment: String, _ change: @escaping (inout [String: Any]) -> Void, line: UInt = #line) async {
+            await PlatformAttestationVectorTests.assertRefused(try verify(forge, change), fragment, line: line)
         }
         let millis = String(Int64(Date().timeIntervalSince1970 * 1000))
-        refused("requestPackageName") { $0["requestDetails"] = ["requestPackageName": "com.other", "nonce": Self.nonce, "timestampMillis": millis] }
-        refused("nonce") { $0["requestDetails"] = ["requestPackageName": Self.package, "nonce": "another", "timestampMillis": millis] }
-        refused("older") { $0["requestDetails"] = ["requestPackageName": Self.package, "nonce": Self.nonce, "timestampMillis": String(Int64((Date().timeIntervalSince1970 - 900) * 1000))] }
-        refused("PLAY_RECOGNIZED") { $0["appIntegrity"] = ["appRecognitionVerdict": "UNRECOGNIZED_VERSION", "packageName": Self.package, "certificateSha256Digest": [Base64URL.encode(Self.digest)]] }
-        refused("signing certificate") { $0["appIntegrity"] = ["appRecognitionVerdict": "PLAY_RECOGNIZED", "packageName": Self.package, "certificateSha256Digest": [Base64URL.encode([UInt8](repeating: 1, count: 32))]] }
-        refused("MEETS_DEVICE_INTEGRITY") { $0["deviceIntegrity"] = ["deviceRecognitionVerdict": ["MEETS_BASIC_INTEGRITY"]] }
-        refused("MEETS_DEVICE_INTEGRITY") { $0["deviceIntegrity"] = [:] }
+        await refused("requestPackageName") { $0["requestDetails"] = ["requestPackageName": "com.other", "nonce": Self.nonce, "timestampMillis": millis] }
+        await refused("nonce") { $0["requestDetails"] = ["requestPackageName": Self.package, "nonce": "another", "timestampMillis": millis] }
+        await refused("older") { $0["requestDetails"] = ["requestPackageName": Self.package, "nonce": Self.nonce, "timestampMillis": String(Int64((Date().timeIntervalSince1970 - 900) * 1000))] }
+        await refused("PLAY_RECOGNIZED") { $0["appIntegrity"] = ["appRecognitionVerdict": "UNRECOGNIZED_VERSION", "packageName": Self.package, "certificateSha256Digest": [Base64URL.encode(Self.digest)]] }
+        await refused("signing certificate") { $0["appIntegrity"] = ["appRecognitionVerdict": "PLAY_RECOGNIZED", "packageName": Self.package, "certificateSha256Digest": [Base64URL.encode([UInt8](repeating: 1, count: 32))]] }
+        await refused("MEETS_DEVICE_INTEGRITY") { $0["deviceIntegrity"] = ["deviceRecognitionVerdict": ["MEETS_BASIC_INTEGRITY"]] }
+        await refused("MEETS_DEVICE_INTEGRITY") { $0["deviceIntegrity"] = [:] }
         // Another app's keys: the token neither decrypts nor verifies.
-        PlatformAttestationVectorTests.assertRefused(try verify(forge, keysOf: PlayIntegrityForge()), "decrypt")
+        await PlatformAttestationVectorTests.assertRefused(try verify(forge, keysOf: PlayIntegrityForge()), "decrypt")
         // A token signed by someone else but encrypted to this app's key.
         let forger = PlayIntegrityForge()
         let console = forge.consoleKeys
         let mixed = try PlayIntegrityVerifier(decryptionKey: console.decryption, verificationKey: forger.consoleKeys.verification)
-        PlatformAttestationVectorTests.assertRefused(
+        await PlatformAttestationVectorTests.assertRefused(
             try mixed.verify(
                 try forge.token(PlayIntegrityForge.verdict(packageName: Self.package, nonce: Self.nonce, certificateDigest: Self.digest, at: Date())),
                 nonce: Self.nonce, packageName: Self.package, certificateDigests: [Self.digest]), "verification key")
         // Not a JWE at all, and a JWE of another algorithm.
         let verifier = try PlayIntegrityVerifier(decryptionKey: console.decryption, verificationKey: console.verification)
-        PlatformAttestationVectorTests.assertRefused(try verifier.verify("a.b.c", nonce: Self.nonce, packageName: Self.package, certificateDigests: []), "JWE")
+        await PlatformAttestationVectorTests.assertRefused(try verifier.verify("a.b.c", nonce: Self.nonce, packageName: Self.package, certificateDigests: []), "JWE")
         let token = try forge.token(PlayIntegrityForge.verdict(packageName: Self.package, nonce: Self.nonce, certificateDigest: Self.digest, at: Date()))
         let otherAlgorithm = Base64URL.encode(Array(#"{"alg":"dir","enc":"A256GCM"}"#.utf8)) + token.drop { $0 != "." }
-        PlatformAttestationVectorTests.assertRefused(
+        await PlatformAttestationVectorTests.assertRefused(
             try verifier.verify(otherAlgorithm, nonce: Self.nonce, packageName: Self.package, certificateDigests: [Self.digest]), "A256KW")
     }
 
-    func testTheConsoleKeysMustBeKeys() {
+    func testTheConsoleKeysMustBeKeys() async {
         XCTAssertThrowsError(try PlayIntegrityVerifier(decryptionKey: "c2hvcnQ=", verificationKey: PlayIntegrityForge().consoleKeys.verification))
         XCTAssertThrowsError(try PlayIntegrityVerifier(decryptionKey: PlayIntegrityForge().consoleKeys.decryption, verificationKey: "bm90IGEga2V5"))
     }

@@ -44,7 +44,7 @@ final class VectorTests: XCTestCase {
         throw XCTSkip(message, file: file, line: line)
     }
 
-    func testEveryVectorReachesItsVerdict() throws {
+    func testEveryVectorReachesItsVerdict() async throws {
         try Self.requireVectors()
         let files = try FileManager.default.contentsOfDirectory(atPath: Self.folder.path)
             .filter { $0.hasSuffix(".json") && $0 != "index.json" }.sorted()
@@ -55,7 +55,7 @@ final class VectorTests: XCTestCase {
             let vector = try JSONSerialization.jsonObject(with: Data(contentsOf: Self.folder.appendingPathComponent(file))) as! [String: Any]
             let outcome = vector["outcome"] as! [String: Any]
             let expectedValid = outcome["valid"] as! Bool
-            let result = Self.run(vector)
+            let result = await Self.run(vector)
             switch (result, expectedValid) {
             case (.success(let values), true):
                 let mismatches = Self.compare(values, with: outcome)
@@ -78,7 +78,7 @@ final class VectorTests: XCTestCase {
     }
 
     /// Values a valid ceremony reports, in the vectors' vocabulary.
-    static func run(_ vector: [String: Any]) -> Result<[String: Any], WebAuthnError> {
+    static func run(_ vector: [String: Any]) async -> Result<[String: Any], WebAuthnError> {
         let expected = vector["expected"] as! [String: Any]
         let credentialJSON = try! JSONSerialization.data(withJSONObject: vector["credential"]!)
         let challenge = Base64URL.decode(expected["challenge"] as! String)!
@@ -102,7 +102,7 @@ final class VectorTests: XCTestCase {
         do {
             if vector["ceremony"] as? String == "registration" {
                 let credential = try RegistrationCredential(json: Array(credentialJSON))
-                let verdict = try RegistrationVerifier().verify(
+                let verdict = try await RegistrationVerifier().verify(
                     credential, expectedChallenge: challenge, expectedRPID: rpID, origins: origins, policy: policy)
                 return .success([
                     "fmt": verdict.attestationFormat, "credential_id": Base64URL.encode(verdict.credentialID),

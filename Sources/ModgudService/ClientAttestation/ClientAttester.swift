@@ -64,7 +64,7 @@ public struct ClientAttester: Sendable {
             settings.appAttestEnvironments == .productionAndDevelopment ? [.production, .development] : [.production]
         let attested: (key: AppAttestVerifier.AttestedKey, appID: String)
         do {
-            attested = try AppAttestVerifier(trustAnchors: roots.apple, verificationTime: clock()).verifyAttestation(
+            attested = try await AppAttestVerifier(trustAnchors: roots.apple, verificationTime: clock()).verifyAttestation(
                 attestationObject, keyID: keyID, clientDataHash: Self.clientDataHash(challenge: challenge, thumbprint: key.thumbprint),
                 appIDs: settings.appleAppIDs, environments: environments)
         } catch { throw ClientAttestationError.invalid("App Attest: \(error)") }
@@ -112,7 +112,7 @@ public struct ClientAttester: Sendable {
         }
         let verified: AndroidKeyChainVerifier.Verified
         do {
-            verified = try AndroidKeyChainVerifier(trustAnchors: roots.google, verificationTime: clock()).verify(
+            verified = try await AndroidKeyChainVerifier(trustAnchors: roots.google, verificationTime: clock()).verify(
                 chain: chain, challenge: Self.clientDataHash(challenge: challenge, thumbprint: key.thumbprint), apps: apps)
         } catch { throw ClientAttestationError.invalid("Android key attestation: \(error)") }
         return try await issue(realm: realm, issuer: issuer, clientID: clientID, key: instanceKey, platform: "android-key-attestation", app: verified.packageName)

@@ -91,7 +91,7 @@ extension PasskeyService {
         do {
             let credential = try RegistrationCredential(json: attestation)
             guard let challenge = Base64URL.decode(ceremony.challenge) else { throw WebAuthnError.malformedCredential("challenge") }
-            verdict = try RegistrationVerifier().verify(
+            verdict = try await RegistrationVerifier().verify(
                 credential, expectedChallenge: challenge, expectedRPID: ceremony.rpID,
                 origins: Self.origins(rpID: ceremony.rpID, client: client, realm: realm.settings),
                 policy: ceremony.conditional == true ? Self.upgradeVerification : Self.verification)

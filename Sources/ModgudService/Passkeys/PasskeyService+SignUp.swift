@@ -127,7 +127,7 @@ extension PasskeyService {
         else { throw badCeremony }
         let verdict: RegistrationVerdict
         do {
-            verdict = try RegistrationVerifier().verify(
+            verdict = try await RegistrationVerifier().verify(
                 try RegistrationCredential(json: attestation), expectedChallenge: challenge, expectedRPID: ceremony.rpID,
                 origins: Self.origins(rpID: ceremony.rpID, client: client.settings, realm: realmSettings), policy: Self.verification)
         } catch {

@@ -7,8 +7,10 @@ import X509
 /// of Google's attestation roots, the challenge, the security levels, the verified boot state,
 /// and the app (package name and signing certificate) the OS wrote into the key's description.
 ///
-/// Revocation (Google's attestation status list) is not consulted here: it is an online list,
-/// and the attester's short-lived attestations bound the damage of a revoked device key.
+/// The path is validated by `CertificatePathValidator` under `PathRules.android`: RFC 5280,
+/// keyUsage keyCertSign on every issuer, Google's attestation status list (`revocations`,
+/// shipped as data and replaced by the operator; the server never calls Google), and the
+/// attestation-key exception Android documents.
 public struct AndroidKeyChainVerifier: Sendable {
     /// A registered app: its package name and the SHA-256 digests of its signing certificates.
     public struct App: Sendable {
@@ -36,9 +38,15 @@ public struct AndroidKeyChainVerifier: Sendable {
     /// The least security level accepted for the key and its attestation (default: a TEE).
     public var minimumSecurityLevel: AndroidKeyDescription.SecurityLevel
     public var verificationTime: Date?
+    /// Serials Google revoked or suspended (its attestation status list).
+    public var revocations: RevokedSerials
 
-    public init(trustAnchors: [Certificate], minimumSecurityLevel: AndroidKeyDescription.SecurityLevel = .trustedEnvironment, verificationTime: Date? = nil) {
+    public init(
+        trustAnchors: [Certificate], minimumSecurityLevel: AndroidKeyDescription.SecurityLevel = .trustedEnvironment, verificationTime: Date? = nil,
+        revocations: RevokedSerials = RevokedSerials()
+    ) {
         self.trustAnchors = trustAnchors
+        self.revocations = revocations
         self.minimumSecurityLevel = minimumSecurityLevel
         self.verificationTime = verificationTime
     }
@@ -48,14 +56,14 @@ public struct AndroidKeyChainVerifier: Sendable {
     ///   - challenge: the bytes the app passed to `setAttestationChallenge`.
     ///   - apps: the client's registered Android apps.
     /// - Throws: `WebAuthnError.attestationInvalid` / `.attestationUntrusted` naming the check.
-    public func verify(chain der: [[UInt8]], challenge: [UInt8], apps: [App]) throws(WebAuthnError) -> Verified {
+    public func verify(chain der: [[UInt8]], challenge: [UInt8], apps: [App]) async throws(WebAuthnError) -> Verified {
         let format = Self.format
         guard !der.isEmpty, der.count <= 10 else { throw .attestationInvalid(format: format, reason: "the chain needs 1 to 10 certificates") }
         var chain: [Certificate] = []
         for bytes in der { chain.append(try AttestationCertificates.parse(bytes, format: format)) }
         // Each certificate signed by the next, the last by (or being) one of Google's roots.
         let policy = VerificationPolicy(trustAnchors: trustAnchors, requireTrustedAttestation: true, verificationTime: verificationTime)
-        _ = try AttestationCertificates.validate(chain, policy: policy, format: format)
+        _ = try await AttestationCertificates.validate(chain, policy: policy, format: format, rules: .android(revocations: revocations))
         // The attestation extension is in the leaf (the attested key's certificate).
         guard let value = AttestationCertificates.extensionValue(chain[0], oid: AndroidKeyAttestation.keyDescription),
             let description = AndroidKeyDescription(der: Array(value))

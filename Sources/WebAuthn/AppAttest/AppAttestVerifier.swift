@@ -58,7 +58,7 @@ public struct AppAttestVerifier: Sendable {
     /// - Throws: `WebAuthnError` naming the step that failed.
     public func verifyAttestation(
         _ attestationObject: [UInt8], keyID: [UInt8], clientDataHash: [UInt8], appIDs: Set<String>, environments: Set<Environment>
-    ) throws(WebAuthnError) -> (key: AttestedKey, appID: String) {
+    ) async throws(WebAuthnError) -> (key: AttestedKey, appID: String) {
         let format = Self.format
         let object: CBOR
         do { object = try CBORDecoder().decode(attestationObject) } catch { throw .malformedCBOR(error) }
@@ -73,7 +73,7 @@ public struct AppAttestVerifier: Sendable {
         // Step 1: x5c (credCert, then the intermediate) leads to Apple's App Attestation root.
         let chain = try AttestationCertificates.chain(statement[text: "x5c"], format: format)
         let policy = VerificationPolicy(trustAnchors: trustAnchors, requireTrustedAttestation: true, verificationTime: verificationTime)
-        _ = try AttestationCertificates.validate(chain, policy: policy, format: format)
+        _ = try await AttestationCertificates.validate(chain, policy: policy, format: format, rules: .apple)
         let credentialCertificate = chain[0]
         // Steps 2–4: nonce = SHA-256(authData ‖ clientDataHash) is the certificate's extension.
         let nonce = Array(SHA256.hash(data: authDataBytes + clientDataHash))

@@ -14,7 +14,7 @@ public struct AndroidKeyAttestation: AttestationFormat {
     /// KM_PURPOSE_SIGN.
     static let purposeSign: Int64 = 2
 
-    public func verify(_ input: AttestationInput) throws(WebAuthnError) -> AttestationResult {
+    public func verify(_ input: AttestationInput) async throws(WebAuthnError) -> AttestationResult {
         guard let alg = input.statement[text: "alg"]?.intValue, let sig = input.statement[text: "sig"]?.bytesValue else {
             throw .attestationInvalid(format: identifier, reason: "attStmt needs alg and sig")
         }
@@ -47,7 +47,7 @@ public struct AndroidKeyAttestation: AttestationFormat {
         guard description.purposes.contains(Self.purposeSign) else {
             throw .attestationInvalid(format: identifier, reason: "the key's purpose is not signing")
         }
-        let anchored = try AttestationCertificates.validate(chain, policy: input.policy, format: identifier)
+        let anchored = try await AttestationCertificates.validate(chain, policy: input.policy, format: identifier, rules: .android(revocations: input.policy.revokedSerials))
         return AttestationResult(type: .basic, trustPath: chain, anchored: anchored)
     }
 }

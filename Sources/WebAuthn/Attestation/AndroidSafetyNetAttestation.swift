@@ -20,7 +20,7 @@ public struct AndroidSafetyNetAttestation: AttestationFormat {
         var ctsProfileMatch: Bool?
     }
 
-    public func verify(_ input: AttestationInput) throws(WebAuthnError) -> AttestationResult {
+    public func verify(_ input: AttestationInput) async throws(WebAuthnError) -> AttestationResult {
         // §8.5 step 1: {ver, response} where response is the JWS in compact form.
         guard input.statement[text: "ver"]?.textValue?.isEmpty == false, let response = input.statement[text: "response"]?.bytesValue
         else {
@@ -67,7 +67,7 @@ public struct AndroidSafetyNetAttestation: AttestationFormat {
         guard payload.timestampMs <= now + 60_000, now - payload.timestampMs <= 3_600_000 else {
             throw .attestationInvalid(format: identifier, reason: "the SafetyNet response is not recent")
         }
-        let anchored = try AttestationCertificates.validate(chain, policy: input.policy, format: identifier)
+        let anchored = try await AttestationCertificates.validate(chain, policy: input.policy, format: identifier)
         return AttestationResult(type: .basic, trustPath: chain, anchored: anchored)
     }
 

@@ -10,7 +10,7 @@ public struct AppleAttestation: AttestationFormat {
     /// 1.2.840.113635.100.8.2
     static let nonceExtension: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 8, 2]
 
-    public func verify(_ input: AttestationInput) throws(WebAuthnError) -> AttestationResult {
+    public func verify(_ input: AttestationInput) async throws(WebAuthnError) -> AttestationResult {
         let chain = try AttestationCertificates.chain(input.statement[text: "x5c"], format: identifier)
         let credentialCertificate = chain[0]
         // §8.8 steps 2–4: nonce = SHA-256(authenticatorData || clientDataHash) equals the
@@ -25,7 +25,7 @@ public struct AppleAttestation: AttestationFormat {
         guard AttestationCertificates.sameKey(credentialCertificate, input.credential.publicKey) else {
             throw .attestationInvalid(format: identifier, reason: "the credential key is not the certificate's key")
         }
-        let anchored = try AttestationCertificates.validate(chain, policy: input.policy, format: identifier)
+        let anchored = try await AttestationCertificates.validate(chain, policy: input.policy, format: identifier, rules: .apple)
         return AttestationResult(type: .anonymizationCA, trustPath: chain, anchored: anchored)
     }
 

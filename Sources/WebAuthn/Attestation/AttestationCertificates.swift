@@ -28,38 +28,37 @@ enum AttestationCertificates {
         }
     }
 
-    /// Checks that each certificate is signed by the next and, when the policy has trust
-    /// anchors, validates the path to one of them at the policy's time (section 7.1 steps
-    /// 24–25).
+    /// Checks that `x5c` is a chain (each certificate signed by the next: the statement's own
+    /// structure) and, when the policy has trust anchors, validates the path to one of them
+    /// with `CertificatePathValidator` under the format's `rules` (section 7.1 steps 24–25).
     ///
-    /// Why validity dates are checked only on the way to an anchor: an unanchored chain proves
-    /// nothing about the authenticator (whoever made it chose its dates too), and real
-    /// attestation certificates expire within days (Apple) or years (TPM) of enrollment.
+    /// Why a chain without anchors is not validated further: an unanchored chain proves nothing
+    /// about the authenticator (whoever made it chose its dates and extensions too), so it is
+    /// reported as not anchored, which a policy requiring trust refuses.
     /// - Returns: whether the chain is anchored.
-    static func validate(_ chain: [Certificate], policy: VerificationPolicy, format: String) throws(WebAuthnError) -> Bool {
+    static func validate(
+        _ chain: [Certificate], policy: VerificationPolicy, format: String, rules: PathRules = .rfc5280
+    ) async throws(WebAuthnError) -> Bool {
         for index in chain.indices.dropLast() {
             let (child, parent) = (chain[index], chain[index + 1])
             guard child.issuer == parent.subject, parent.publicKey.isValidSignature(child.signature, for: child) else {
                 throw .attestationInvalid(format: format, reason: "x5c is not a chain: \(child.subject) is not signed by the next")
             }
         }
-        guard let last = chain.last, !policy.trustAnchors.isEmpty else {
+        guard !policy.trustAnchors.isEmpty else {
             if policy.requireTrustedAttestation {
                 throw .attestationUntrusted(format: format, reason: "no trust anchors are configured")
             }
             return false
         }
-        let time = policy.verificationTime ?? Date()
-        let valid = { (certificate: Certificate) in certificate.notValidBefore <= time && time <= certificate.notValidAfter }
-        let anchored = chain.allSatisfy(valid)
-            && policy.trustAnchors.contains { anchor in
-                if anchor == last { return true }
-                return valid(anchor) && anchor.subject == last.issuer && anchor.publicKey.isValidSignature(last.signature, for: last)
-            }
-        if !anchored && policy.requireTrustedAttestation {
-            throw .attestationUntrusted(format: format, reason: "the chain does not lead to a trust anchor valid at \(time)")
+        let validator = CertificatePathValidator(trustAnchors: policy.trustAnchors, rules: rules, verificationTime: policy.verificationTime)
+        do {
+            _ = try await validator.validate(chain)
+            return true
+        } catch {
+            if policy.requireTrustedAttestation { throw .certificatePathRefused(format: format, refusal: error) }
+            return false
         }
-        return anchored
     }
 
     /// Verifies an attestation signature made with a certificate's key and a COSE algorithm.

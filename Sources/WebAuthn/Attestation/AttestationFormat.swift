@@ -53,8 +53,9 @@ public struct AttestationResult: Sendable {
 public protocol AttestationFormat: Sendable {
     /// The `fmt` value (section 8.1 registry).
     var identifier: String { get }
-    /// Verifies the statement; throws `attestationInvalid` or `attestationUntrusted`.
-    func verify(_ input: AttestationInput) throws(WebAuthnError) -> AttestationResult
+    /// Verifies the statement; throws `attestationInvalid`, `attestationUntrusted` or
+    /// `certificatePathRefused`.
+    func verify(_ input: AttestationInput) async throws(WebAuthnError) -> AttestationResult
 }
 
 /// The formats a relying party accepts, keyed by `fmt` (section 7.1 step 22: case-sensitive match).

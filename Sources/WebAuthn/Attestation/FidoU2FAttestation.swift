@@ -7,7 +7,7 @@ public struct FidoU2FAttestation: AttestationFormat {
     public let identifier = "fido-u2f"
     public init() {}
 
-    public func verify(_ input: AttestationInput) throws(WebAuthnError) -> AttestationResult {
+    public func verify(_ input: AttestationInput) async throws(WebAuthnError) -> AttestationResult {
         // §8.6 step 1–2: x5c with exactly one certificate whose key is EC P-256; sig.
         guard let sig = input.statement[text: "sig"]?.bytesValue else {
             throw .attestationInvalid(format: identifier, reason: "attStmt needs sig")
@@ -30,7 +30,7 @@ public struct FidoU2FAttestation: AttestationFormat {
         else {
             throw .attestationInvalid(format: identifier, reason: "sig does not verify")
         }
-        let anchored = try AttestationCertificates.validate(chain, policy: input.policy, format: identifier)
+        let anchored = try await AttestationCertificates.validate(chain, policy: input.policy, format: identifier)
         return AttestationResult(type: .basic, trustPath: chain, anchored: anchored)
     }
 }

@@ -3,7 +3,7 @@ public struct NoneAttestation: AttestationFormat {
     public let identifier = "none"
     public init() {}
 
-    public func verify(_ input: AttestationInput) throws(WebAuthnError) -> AttestationResult {
+    public func verify(_ input: AttestationInput) async throws(WebAuthnError) -> AttestationResult {
         guard let entries = input.statement.mapValue, entries.isEmpty else {
             throw .attestationInvalid(format: identifier, reason: "attStmt must be an empty map")
         }

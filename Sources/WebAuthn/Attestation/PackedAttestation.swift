@@ -6,7 +6,7 @@ public struct PackedAttestation: AttestationFormat {
     public let identifier = "packed"
     public init() {}
 
-    public func verify(_ input: AttestationInput) throws(WebAuthnError) -> AttestationResult {
+    public func verify(_ input: AttestationInput) async throws(WebAuthnError) -> AttestationResult {
         let statement = input.statement
         // §8.2 step 1: attStmt is {alg, sig, x5c?}.
         guard let alg = statement[text: "alg"]?.intValue, let sig = statement[text: "sig"]?.bytesValue else {
@@ -20,7 +20,7 @@ public struct PackedAttestation: AttestationFormat {
                 throw .attestationInvalid(format: identifier, reason: "sig does not verify with the attestation certificate")
             }
             try checkCertificateRequirements(leaf, aaguid: input.credential.aaguid)
-            let anchored = try AttestationCertificates.validate(chain, policy: input.policy, format: identifier)
+            let anchored = try await AttestationCertificates.validate(chain, policy: input.policy, format: identifier)
             return AttestationResult(type: .basic, trustPath: chain, anchored: anchored)
         }
         // §8.2 step 3: self attestation: alg is the credential key's, sig by the credential key.

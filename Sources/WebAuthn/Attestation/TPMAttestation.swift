@@ -11,7 +11,7 @@ public struct TPMAttestation: AttestationFormat {
     /// tcg-kp-AIKCertificate (2.23.133.8.3).
     static let aikCertificateUsage: ASN1ObjectIdentifier = [2, 23, 133, 8, 3]
 
-    public func verify(_ input: AttestationInput) throws(WebAuthnError) -> AttestationResult {
+    public func verify(_ input: AttestationInput) async throws(WebAuthnError) -> AttestationResult {
         let statement = input.statement
         // §8.3 step 1: {ver "2.0", alg, x5c, sig, certInfo, pubArea}.
         guard statement[text: "ver"]?.textValue == "2.0" else { throw .attestationInvalid(format: identifier, reason: "ver is not 2.0") }
@@ -44,7 +44,7 @@ public struct TPMAttestation: AttestationFormat {
             throw .attestationInvalid(format: identifier, reason: "sig does not verify with the AIK certificate")
         }
         try checkAIKCertificate(aik, aaguid: input.credential.aaguid)
-        let anchored = try AttestationCertificates.validate(chain, policy: input.policy, format: identifier)
+        let anchored = try await AttestationCertificates.validate(chain, policy: input.policy, format: identifier, rules: .tpm)
         return AttestationResult(type: .attestationCA, trustPath: chain, anchored: anchored)
     }
 
