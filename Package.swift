@@ -102,6 +102,7 @@ let package = Package(
                 .embedInCode("0026_federated_identities.sql"),
                 .embedInCode("0027_durable_rate_limits.sql"),
                 .embedInCode("0028_native_sso.sql"),
+                .embedInCode("0029_android_attestation_status.sql"),
             ],
             swiftSettings: strict
         ),

@@ -39,6 +39,7 @@ public enum ModgudSchema {
         Migration(name: "0026_federated_identities.sql", sql: text(PackageResources._026_federated_identities_sql)),
         Migration(name: "0027_durable_rate_limits.sql", sql: text(PackageResources._027_durable_rate_limits_sql)),
         Migration(name: "0028_native_sso.sql", sql: text(PackageResources._028_native_sso_sql)),
+        Migration(name: "0029_android_attestation_status.sql", sql: text(PackageResources._029_android_attestation_status_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

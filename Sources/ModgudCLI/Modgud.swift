@@ -19,6 +19,7 @@ struct Modgud: AsyncParsableCommand {
             MigrateCommand.self,
             EventsCommand.self,
             ProjectionsCommand.self,
+            AttestationCommand.self,
             BenchCommand.self,
             PostgresCommand.self,
             LoginCommand.self,

@@ -268,4 +268,18 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(try cli.ok(["mail", "retry-dead"]), "0 dead mails are pending again\n")
         XCTAssertTrue(try cli.fails(["mail", "status"], withMasterKey: false).contains("MODGUD_MASTER_KEY"))
     }
+
+    func testAttestationStatusListImportReplacesTheShippedList() throws {
+        XCTAssertTrue(try cli.ok(["attestation", "status-list", "show"]).contains("source: shipped"))
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("status-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(#"{"entries": {"2C8CDD": {"status": "REVOKED", "reason": "KEY_COMPROMISE"}, "ab": {"status": "SUSPENDED"}, "cd": {"status": "OK"}}}"#.utf8)
+            .write(to: file)
+        XCTAssertTrue(try cli.ok(["attestation", "status-list", "import", file.path]).contains("imported 2 revoked or suspended serials"))
+        let shown = try cli.ok(["attestation", "status-list", "show"])
+        XCTAssertTrue(shown.contains("source: imported") && shown.contains("refused entries: 2"), shown)
+        try Data("[1, 2]".utf8).write(to: file)
+        XCTAssertTrue(try cli.fails(["attestation", "status-list", "import", file.path]).contains("StatusList.Malformed"))
+        XCTAssertTrue(try cli.ok(["attestation", "status-list", "show"]).contains("refused entries: 2"), "a malformed file changes nothing")
+    }
 }

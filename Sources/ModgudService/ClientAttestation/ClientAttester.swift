@@ -67,7 +67,7 @@ public struct ClientAttester: Sendable {
             attested = try await AppAttestVerifier(trustAnchors: roots.apple, verificationTime: clock()).verifyAttestation(
                 attestationObject, keyID: keyID, clientDataHash: Self.clientDataHash(challenge: challenge, thumbprint: key.thumbprint),
                 appIDs: settings.appleAppIDs, environments: environments)
-        } catch { throw ClientAttestationError.invalid("App Attest: \(error)") }
+        } catch { throw ClientAttestationError.invalid("App Attest: \(CertificatePathRefusals.record(error, realm: realm, clientID: clientID))") }
         let insert = AppAttestKeysTable.insert(
             realm: realm, keyID: keyID, clientID: clientID, appID: attested.appID, environment: attested.key.environment.rawValue,
             publicKey: attested.key.publicKey.x963Representation.map { $0 }, now: clock())
@@ -110,11 +110,17 @@ public struct ClientAttester: Sendable {
         let apps = settings.androidApps.map { app in
             AndroidKeyChainVerifier.App(packageName: app.packageName, signatureDigests: Set(app.sha256Fingerprints.compactMap(AndroidApp.fingerprintBytes)))
         }
+        // Google's status list as the operator last imported it (or as shipped): only the
+        // chain's own serials are looked up.
+        let serials = chain.compactMap { try? Certificate(derEncoded: $0) }.map { RevokedSerials.hex($0.serialNumber) }
+        let revocations = try await AndroidAttestationStatusTable.revoked(among: serials, pool: pool)
         let verified: AndroidKeyChainVerifier.Verified
         do {
-            verified = try await AndroidKeyChainVerifier(trustAnchors: roots.google, verificationTime: clock()).verify(
+            verified = try await AndroidKeyChainVerifier(trustAnchors: roots.google, verificationTime: clock(), revocations: revocations).verify(
                 chain: chain, challenge: Self.clientDataHash(challenge: challenge, thumbprint: key.thumbprint), apps: apps)
-        } catch { throw ClientAttestationError.invalid("Android key attestation: \(error)") }
+        } catch {
+            throw ClientAttestationError.invalid("Android key attestation: \(CertificatePathRefusals.record(error, realm: realm, clientID: clientID))")
+        }
         return try await issue(realm: realm, issuer: issuer, clientID: clientID, key: instanceKey, platform: "android-key-attestation", app: verified.packageName)
     }
 
