@@ -169,12 +169,100 @@ def smtp_reply_items():
         yield f"reply-{index}-chunked", b"\x03" + reply
 
 
+FORGED = os.path.join(HERE, "..", "Tests", "ForgedChains")
+
+
+def x509_chain_items():
+    """The forged-chain corpus (Tests/ForgedChains) framed as Fuzz/X509ChainFuzz.swift reads it:
+    the rules' byte (webauthn 0, apple 2, android 3; +4 when a serial is revoked), then each
+    certificate of the chain and the anchor, each framed by a two-byte length."""
+    rules = {"webauthn": 0, "apple": 2, "android": 3}
+    for path in sorted(glob.glob(os.path.join(FORGED, "*.json"))):
+        with open(path) as handle:
+            case = json.load(handle)
+        head = rules[case["platform"]] | (4 if case["revoked"] else 0)
+        certificates = [base64.b64decode(c) for c in case["chain"] + case["anchors"][:1]]
+        yield case["name"], bytes([head]) + b"".join(field(c) for c in certificates)
+
+
+def _fixed_key(first):
+    from cryptography.hazmat.primitives.asymmetric import ec
+    return ec.derive_private_key(int.from_bytes(bytes(range(first, first + 32)), "big"), ec.SECP256R1())
+
+
+def _jwk(key):
+    numbers = key.public_key().public_numbers()
+    b64 = lambda data: base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+    return {"kty": "EC", "crv": "P-256", "x": b64(numbers.x.to_bytes(32, "big")), "y": b64(numbers.y.to_bytes(32, "big"))}
+
+
+def play_integrity_items():
+    """Verdicts (form 1: signed and encrypted by the harness) as "Integrity verdicts" shows them,
+    and JWS texts (form 2)."""
+    import hashlib
+    digest = base64.urlsafe_b64encode(hashlib.sha256(b"certificate").digest()).rstrip(b"=").decode()
+    genuine = {
+        "requestDetails": {"requestPackageName": "com.example.app", "nonce": "fuzz-nonce", "timestampMillis": "1800000000000"},
+        "appIntegrity": {"appRecognitionVerdict": "PLAY_RECOGNIZED", "packageName": "com.example.app", "certificateSha256Digest": [digest],
+                         "versionCode": "42"},
+        "deviceIntegrity": {"deviceRecognitionVerdict": ["MEETS_DEVICE_INTEGRITY"]},
+        "accountDetails": {"appLicensingVerdict": "LICENSED"},
+    }
+    variants = [genuine, dict(genuine, deviceIntegrity={"deviceRecognitionVerdict": []}),
+                dict(genuine, requestDetails=dict(genuine["requestDetails"], timestampMillis=1800000000000))]
+    for index, verdict in enumerate(variants):
+        yield f"verdict-{index}", b"\x01" + json.dumps(verdict).encode()
+    yield "jws-text", b"\x02" + b"eyJhbGciOiJFUzI1NiJ9.e30." + b"A" * 86
+    yield "token-text", b"\x00" + b"a.b.c.d.e"
+
+
+def client_attestation_items():
+    """Attestation claims binding the harness's instance key, and PoP claims (form 1)."""
+    instance = _jwk(_fixed_key(2))
+    claims = {"iss": "https://login.example.test", "sub": "app", "iat": 1800000000, "exp": 4000000000, "cnf": {"jwk": instance},
+              "platform": "android-key-attestation", "app": "com.example.app"}
+    pops = [{"aud": "https://login.example.test", "jti": "j-1", "iat": 1800000000},
+            {"aud": ["https://login.example.test"], "jti": "j-2", "iat": 1800000000, "challenge": "c-1", "iss": "app"},
+            {"aud": "https://elsewhere.example", "jti": "", "iat": "x"}]
+    for index, pop in enumerate(pops):
+        yield f"framed-{index}", b"\x01" + field(json.dumps(claims).encode()) + json.dumps(pop).encode()
+    yield "headers", b"\x00" + b"eyJhbGciOiJFUzI1NiJ9.e30.AA~eyJhbGciOiJFUzI1NiJ9.e30.AA"
+
+
+def _signed_claims(claims):
+    header = json.dumps({"alg": "ES256", "kid": "fuzz", "typ": "JWT"}).encode()
+    return b"\x01" + field(header) + json.dumps(claims).encode()
+
+
+def id_token_items():
+    """Google ID tokens' claims (form 1, signed by the harness with the provider key)."""
+    import hashlib
+    nonce = hashlib.sha256(b"fuzz-nonce").hexdigest()
+    base = {"iss": "https://accounts.google.com", "aud": "fuzz-client.apps.googleusercontent.com", "sub": "1234567890", "iat": 1799999990,
+            "exp": 1800003600, "nonce": nonce, "email": "ada@example.com", "email_verified": True}
+    for index, claims in enumerate([base, dict(base, aud=["other", "fuzz-client.apps.googleusercontent.com"], email_verified="true"),
+                                    dict(base, iss="accounts.google.com"), dict(base, exp=1)]):
+        yield f"claims-{index}", _signed_claims(claims)
+    yield "token-text", b"\x00" + b"eyJhbGciOiJFUzI1NiIsImtpZCI6ImZ1enoifQ.e30.AA"
+
+
+def apple_notification_items():
+    """Apple's server-to-server notifications' claims (form 1, signed by the harness)."""
+    for index, kind in enumerate(["consent-revoked", "account-delete", "email-disabled"]):
+        events = json.dumps({"type": kind, "sub": "001234.abcdef", "email": "x@privaterelay.appleid.com", "event_time": 1800000000000})
+        claims = {"iss": "https://appleid.apple.com", "aud": "com.example.app.services", "iat": 1799999000, "jti": f"jti-{index}", "events": events}
+        yield f"claims-{index}", _signed_claims(claims)
+    yield "payload-text", b"\x00" + b"eyJhbGciOiJFUzI1NiJ9.eyJhdWQiOiJjb20uZXhhbXBsZS5hcHAuc2VydmljZXMifQ.AA"
+
+
 def main():
     target, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
     sources = {
         "cbor": cbor_items, "webauthn": webauthn_items, "requests": requests_items, "dpop": dpop_items,
-        "signed-note": signed_note_items, "smtp-reply": smtp_reply_items,
+        "signed-note": signed_note_items, "smtp-reply": smtp_reply_items, "x509-chain": x509_chain_items,
+        "play-integrity": play_integrity_items, "client-attestation": client_attestation_items, "id-token": id_token_items,
+        "apple-notification": apple_notification_items,
     }
     count = 0
     for name, data in sources[target]():

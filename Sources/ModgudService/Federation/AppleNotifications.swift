@@ -37,43 +37,19 @@ public struct AppleNotifications: Sendable {
         case duplicate
     }
 
-    /// The claims of the notification JWS.
-    struct Claims: JWTPayload {
-        var iss: String
-        var aud: AudienceClaim
-        var iat: IssuedAtClaim
-        var jti: String
-        var events: String
-
-        func verify(using algorithm: some JWTAlgorithm) throws {}
-    }
-
-    /// The decoded `events` string.
-    public struct Event: Decodable, Sendable, Equatable {
-        public var type: String
-        public var sub: String
-        public var email: String?
-    }
-
-    /// How old a notification may be: Apple retries for a while; older ones are refused.
-    static let maxAge: TimeInterval = 24 * 3600
-
     /// Verifies `payload` with the keys of the realm's Apple provider whose audiences hold its
     /// `aud`, and applies it. Refusals are `FederationError.refused` (`malformed`, `issuer`,
     /// `audience`, `signature`, `expired`, `issued_in_future`).
-    public func receive(_ payload: String, realm: String, settings: RealmSettings, metadata: EventMetadata) async throws -> (Outcome, Event) {
+    public func receive(_ payload: String, realm: String, settings: RealmSettings, metadata: EventMetadata) async throws -> (Outcome, AppleNotificationClaims.Event) {
         let apple = (settings.federatedProviders ?? []).filter { $0.kind == .apple }
         guard !apple.isEmpty else { throw FederationError.refused(reason: "issuer", detail: "this realm has no Apple provider") }
-        let audience = try Self.unverifiedAudience(payload)
+        let audience = try AppleNotificationClaims.unverifiedAudience(payload)
         guard let provider = apple.first(where: { !Set(audience).isDisjoint(with: $0.audiences) }) else {
             throw FederationError.refused(reason: "audience", detail: "no Apple provider of this realm accepts this notification's aud")
         }
-        let claims = try await signIn.federation.verifier.signed(payload, by: provider, as: Claims.self)
-        try check(claims, provider: provider)
-        guard let event = try? JSONDecoder().decode(Event.self, from: Data(claims.events.utf8)), !event.sub.isEmpty else {
-            throw FederationError.refused(reason: "malformed", detail: "the notification's events is not Apple's event")
-        }
-        let until = claims.iat.value.addingTimeInterval(2 * Self.maxAge)
+        let claims = try await signIn.federation.verifier.signed(payload, by: provider, as: AppleNotificationClaims.self)
+        let event = try claims.checked(provider: provider, now: signIn.now(), skew: signIn.federation.verifier.skew)
+        let until = claims.iat.value.addingTimeInterval(2 * AppleNotificationClaims.maxAge)
         guard try await signIn.pool.query(DPoPReplayTable.claim(jkt: "apple-notification", jti: claims.jti, now: signIn.now(), until: until)).first != nil
         else { return (.duplicate, event) }
         guard event.type == "consent-revoked" || event.type == "account-delete" || event.type == "account-deleted",
@@ -81,26 +57,5 @@ public struct AppleNotifications: Sendable {
         else { return (.acknowledged, event) }
         try await signIn.unlink(realm: realm, userID: userID, provider: provider.id, reason: event.type, endingSessions: true, metadata: metadata)
         return (.unlinked, event)
-    }
-
-    /// Issuer (Apple writes it with and without a trailing slash), and age.
-    private func check(_ claims: Claims, provider: FederatedProvider) throws {
-        let issuer = claims.iss.hasSuffix("/") ? String(claims.iss.dropLast()) : claims.iss
-        guard provider.acceptedIssuers.contains(issuer) else {
-            throw FederationError.refused(reason: "issuer", detail: "the notification's iss is not \(provider.issuer)")
-        }
-        let now = signIn.now()
-        guard claims.iat.value.addingTimeInterval(Self.maxAge) > now else { throw FederationError.refused(reason: "expired", detail: "the notification is older than a day") }
-        guard claims.iat.value.addingTimeInterval(-signIn.federation.verifier.skew) <= now else {
-            throw FederationError.refused(reason: "issued_in_future", detail: "the notification's iat is in the future")
-        }
-        guard !claims.jti.isEmpty, claims.jti.utf8.count <= 256 else { throw FederationError.refused(reason: "malformed", detail: "the notification has no jti") }
-    }
-
-    /// The `aud` the payload names, read before its signature to choose whose keys check it.
-    static func unverifiedAudience(_ payload: String) throws -> [String] {
-        let object = try IDTokenVerifier.unverifiedClaims(payload, what: "the payload")
-        if let one = object["aud"] as? String { return [one] }
-        return (object["aud"] as? [String]) ?? []
     }
 }
