@@ -1,7 +1,7 @@
 import Foundation
 
 /// The proof of possession an attested app instance sends with every request (issue 47;
-/// draft-ietf-oauth-attestation-based-client-auth-10 section 5.2): a JWT typed
+/// draft-ietf-oauth-attestation-based-client-auth-10 section 5.1): a JWT typed
 /// `oauth-client-attestation-pop+jwt`, signed by the instance key its Client Attestation names in
 /// `cnf.jwk`, for the authorization server's issuer, with a fresh `jti` and, when the server
 /// handed one out, its challenge.

@@ -265,7 +265,7 @@ public actor ModgudClient {
     func exchange(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         guard let attestation, request.url?.host == configuration.issuer.host else { return try await transmit(request) }
         let answer = try await transmit(try await attested(request, attestation, renew: false, challenge: nil))
-        // draft-ietf-oauth-attestation-based-client-auth-10 section 6.2: one retry, with the
+        // draft-ietf-oauth-attestation-based-client-auth-10 sections 6.2 and 7.4: one retry, with the
         // server's challenge (a clock that is off) or a fresh attestation (an expired one).
         guard [400, 401].contains(answer.1.statusCode), let code = ModgudError.oauthErrorCode(answer.0),
             code == "use_attestation_challenge" || code == "use_fresh_attestation"

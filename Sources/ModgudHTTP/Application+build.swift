@@ -96,7 +96,8 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     Auth0PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, attestation: attestation).register(on: router)
     Auth0PasswordlessController(clients: core.clientAuthenticator, emailSignIn: core.emailSignIn, parsing: parsing, attestation: attestation)
         .register(on: router)
-    ClientAttesterController(attester: core.attester, verifier: core.clientAttestation, rateLimiter: core.rateLimiter, parsing: parsing).register(on: router)
+    ClientAttesterController(attester: core.attester, verifier: core.clientAttestation, rateLimiter: core.rateLimiter, parsing: parsing, dpop: core.dpop)
+        .register(on: router)
     FederationController(federation: core.federation, federatedSignIn: core.federatedSignIn, parsing: parsing).register(on: router)
     MagicLoginController(parsing: parsing, realms: core.administration.realms).register(on: router)
     SharedSignalsController(streams: core.signalStreams, resource: resource, parsing: parsing, longPoll: configuration.signalLongPoll,

@@ -4,7 +4,7 @@ import ModgudDomain
 import ModgudService
 
 /// Attestation-based client authentication at every endpoint a public client calls (issue 47;
-/// draft-ietf-oauth-attestation-based-client-auth-10 section 6): the token endpoint, the
+/// draft-ietf-oauth-attestation-based-client-auth-10 section 7): the token endpoint, the
 /// Authorization Challenge Endpoint, the email code and link requests, the passkey ceremonies'
 /// begin, and Auth0's passwordless start and passkey register and challenge. It runs before
 /// the endpoint does anything, so a refused request sends no mail, stores no ceremony and
@@ -58,7 +58,7 @@ struct ClientAttestationGate: Sendable {
 
     /// Checks a request that starts a flow (a code, a link, a passkey ceremony) and names its
     /// client optionally (`clientID`, else its attestation's `sub`), and tells what the flow is
-    /// bound to (issue 65; draft-ietf-oauth-attestation-based-client-auth-10 section 6.1).
+    /// bound to (issue 65; draft-ietf-oauth-attestation-based-client-auth-10 section 9.4).
     /// - A request that names no client is served: bound to no client and no instance.
     /// - A named client's rules apply (a `required` one refuses a request without a valid
     ///   attestation); the flow is bound to it and to the attested instance, if any.

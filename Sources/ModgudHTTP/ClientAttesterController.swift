@@ -5,7 +5,7 @@ import ModgudService
 import WebAuthn
 
 /// Modgud's Client Attester (issue 47), and the authorization server's challenge endpoint
-/// (draft-ietf-oauth-attestation-based-client-auth-10 section 8.1):
+/// (draft-ietf-oauth-attestation-based-client-auth-10 section 6.1):
 ///
 /// - `POST /connect/attestation/challenge` → `{"attestation_challenge"}`: a challenge for the
 ///   platform's evidence and for a PoP's `challenge` claim.
@@ -28,6 +28,8 @@ struct ClientAttesterController: Sendable {
     let verifier: ClientAttestationVerifier?
     let rateLimiter: RateLimiter
     let parsing: RequestParsing
+    /// The DPoP verifier, whose current server nonce the challenge endpoint hands out too.
+    var dpop: DPoPVerifier? = nil
 
     static let base = ClientAttestationPaths.base
 
@@ -89,6 +91,10 @@ struct ClientAttesterController: Sendable {
             guard let verifier else { throw ClientAttestationError.invalid("this server cannot attest clients (no master key)") }
             var response = OAuthResponses.json(ChallengeBody(attestation_challenge: verifier.challenge()))
             response.headers[.cacheControl] = "no-store"
+            // A client in DPoP combined mode proves freshness with the DPoP nonce rather than
+            // the attestation challenge (draft -11, "Providing Challenges through the Challenge
+            // Endpoint"): the same answer carries a fresh one, sparing it a refused request.
+            if let dpop { response.headers[.dpopNonce] = dpop.currentNonce }
             return response
         }
     }

@@ -27,12 +27,20 @@ struct DiscoveryController: Sendable {
         var authorizationChallengeEndpoint: String?
         /// RFC 8414 section 2, for the challenge endpoint's PKCE (S256 only).
         var codeChallengeMethodsSupported: [String]?
-        var tokenEndpointAuthMethodsSupported = ["none", "client_secret_basic", "client_secret_post", "attest_jwt_client_auth"]
-        /// draft-ietf-oauth-attestation-based-client-auth-10 sections 8.1 and 10.2 (issue 47):
-        /// the challenge endpoint, and the algorithms of attestations (this realm's keys) and PoPs.
+        /// draft-ietf-oauth-attestation-based-client-auth-10 section 8: `attest_jwt_client_auth`
+        /// (a Client Attestation PoP JWT) and `attest_jwt_client_auth_dpop` (the DPoP proof as
+        /// the PoP, "combined mode", section 5.2).
+        var tokenEndpointAuthMethodsSupported = [
+            "none", "client_secret_basic", "client_secret_post", "attest_jwt_client_auth", "attest_jwt_client_auth_dpop",
+        ]
+        /// The same draft, sections 6.1 and 8 (issue 47): the challenge endpoint, and the
+        /// algorithms of attestations (this realm's keys) and PoPs.
         var challengeEndpoint: String?
         var clientAttestationSigningAlgValuesSupported = ["ES256", "RS256"]
         var clientAttestationPoPSigningAlgValuesSupported = DPoPKey.Algorithm.allCases.map(\.rawValue)
+        /// Sections 7.6 and 13.5 (issue 66): the PoP methods accepted. `none`: a client whose
+        /// attestation is not `required` may send none (per client, guides/genuine-apps.md).
+        var clientAttestationPoPMethodsSupported = ["attestation_pop_jwt", "dpop_combined", "none"]
         var idTokenSigningAlgValuesSupported = ["ES256", "RS256"]
         /// RFC 9449 section 5.1: the algorithms of DPoP proofs the token endpoint checks.
         var dpopSigningAlgValuesSupported = DPoPKey.Algorithm.allCases.map(\.rawValue)
@@ -69,6 +77,7 @@ struct DiscoveryController: Sendable {
             case challengeEndpoint = "challenge_endpoint"
             case clientAttestationSigningAlgValuesSupported = "client_attestation_signing_alg_values_supported"
             case clientAttestationPoPSigningAlgValuesSupported = "client_attestation_pop_signing_alg_values_supported"
+            case clientAttestationPoPMethodsSupported = "client_attestation_pop_methods_supported"
             case idTokenSigningAlgValuesSupported = "id_token_signing_alg_values_supported"
             case dpopSigningAlgValuesSupported = "dpop_signing_alg_values_supported"
             case subjectTypesSupported = "subject_types_supported"

@@ -15,7 +15,7 @@ extension HTTPField.Name {
     static let rateLimitReset = HTTPField.Name("X-RateLimit-Reset")!
 }
 
-/// draft-ietf-oauth-attestation-based-client-auth-10 sections 5.3 and 8 (issue 47).
+/// draft-ietf-oauth-attestation-based-client-auth-10 sections 4, 5.1 and 6.2 (issue 47).
 extension HTTPField.Name {
     /// The Client Attestation JWT.
     static let clientAttestation = HTTPField.Name("OAuth-Client-Attestation")!

@@ -3,7 +3,7 @@
 /// magic link and a passkey ceremony carry it; whoever redeems them must match it.
 ///
 /// Attestation-based client authentication authenticates a client *instance* at each request
-/// (draft-ietf-oauth-attestation-based-client-auth-10 section 6.1: the PoP proves possession of
+/// (draft-ietf-oauth-attestation-based-client-auth-10 section 9.4, binding of protocol artifacts: the PoP proves possession of
 /// the attested key). Checking it only at the door of each request would let an unattested
 /// script start a flow that the genuine app then finishes, or let one instance finish what
 /// another began; binding the flow to the key closes both.

@@ -68,7 +68,7 @@ public enum EmailChallenge: Aggregate {
             guard state.isLive(at: now), let current = state.current else {
                 throw DomainError("Challenge.Invalid", "Invalid or expired code.")
             }
-            // Issue 65 (draft-ietf-oauth-attestation-based-client-auth-10 section 6.1): the
+            // Issue 65 (draft-ietf-oauth-attestation-based-client-auth-10 section 9.4): the
             // code or link is the client's and attested instance's that asked for it. Anyone
             // else is answered as for a wrong one, before the secret is compared, and nothing
             // is written: no attempt counts, so another client cannot burn it either.

@@ -54,7 +54,7 @@ public enum PasskeyCeremony: Aggregate {
             }
             // Bound to the client that began it (an anonymous begin binds to no client) and to
             // its attested instance (issue 65; draft-ietf-oauth-attestation-based-client-auth-10
-            // section 6.1): a client that requires attestation redeems only its own instance's.
+            // section 9.4): a client that requires attestation redeems only its own instance's.
             guard begun.binding.admits(presenter) else {
                 throw DomainError("Ceremony.Invalid", "Invalid or expired passkey ceremony.")
             }

@@ -4,7 +4,7 @@ import WebAuthn
 
 /// Challenges for client attestation (issue 47): the attester's (App Attest `clientDataHash`,
 /// Android `setAttestationChallenge`) and the authorization server's
-/// (draft-ietf-oauth-attestation-based-client-auth-10 section 8: `attestation_challenge`, the
+/// (draft-ietf-oauth-attestation-based-client-auth-10 section 6: `attestation_challenge`, the
 /// PoP's `challenge`). A challenge is a time slot, 16 random bytes and an HMAC over both under
 /// a key every instance derives from the master key: any instance can issue and check one
 /// without storing it. It is good in its slot and the next; single use is the database's

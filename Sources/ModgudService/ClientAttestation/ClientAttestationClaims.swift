@@ -2,7 +2,7 @@ import Foundation
 import JWTKit
 
 /// The Client Attestation JWT Modgud's attester issues
-/// (draft-ietf-oauth-attestation-based-client-auth-10 section 5.1): explicitly typed
+/// (draft-ietf-oauth-attestation-based-client-auth-10 section 4): explicitly typed
 /// `oauth-client-attestation+jwt`, `sub` the client id, `exp`, and `cnf.jwk` the app
 /// instance's key (RFC 7800), which signs the proof of possession of every request. `platform`
 /// and `app` are Modgud's: how the instance proved itself, and which registered app it is.

@@ -1,5 +1,5 @@
 /// A refused client attestation, as draft-ietf-oauth-attestation-based-client-auth-10 section
-/// 6.2 names the errors (`invalid_client_attestation`, `use_attestation_challenge`,
+/// 7.4 names the errors (`invalid_client_attestation`, `use_attestation_challenge`,
 /// `use_fresh_attestation`). Every case is answered before the request does anything.
 public enum ClientAttestationError: Error, Equatable, Sendable {
     /// The headers are missing where the client requires them, malformed, or do not verify.

@@ -2,7 +2,7 @@ import Foundation
 import WebAuthn
 
 /// The Client Attestation PoP JWT (draft-ietf-oauth-attestation-based-client-auth-10 section
-/// 5.2): typed `oauth-client-attestation-pop+jwt`, signed by the key in the attestation's
+/// 5.1): typed `oauth-client-attestation-pop+jwt`, signed by the key in the attestation's
 /// `cnf.jwk`, with `aud` (the authorization server's issuer), `jti`, `iat` and, when the server
 /// handed one out, `challenge`. Checked here as far as it can be without state; the jti's
 /// single use and the challenge's freshness are `ClientAttestationVerifier`'s.

@@ -4,8 +4,8 @@ import PQ
 import WebAuthn
 
 /// The authorization server's side of attestation-based client authentication
-/// (draft-ietf-oauth-attestation-based-client-auth-10 section 6.1, "Validating HTTP requests
-/// featuring a Client Attestation"): the Client Attestation JWT signed by this realm's
+/// (draft-ietf-oauth-attestation-based-client-auth-10 section 7, "Verification and
+/// Processing"): the Client Attestation JWT signed by this realm's
 /// attester, for this client and not expired; the PoP signed by its `cnf` key, for this
 /// issuer, fresh, and never seen before on any instance.
 public struct ClientAttestationVerifier: Sendable {

@@ -141,11 +141,7 @@ public struct TokenService: Sendable {
             }
         }
         guard enabled else { throw OAuthError.invalidGrant("The OAuth client is disabled.") }
-        // RFC 9449 section 5: a bound refresh token needs a proof by its key.
-        if let bound = started.dpopKey, bound != dpopKey {
-            throw OAuthError(
-                "invalid_dpop_proof", dpopKey == nil ? "This refresh token is bound to a DPoP key: send a DPoP proof." : "The DPoP proof is by another key than the refresh token's.")
-        }
+        try Self.checkKeyBindings(of: started, dpopKey: dpopKey, attestation: client.attestation)
         if let maxAge, now().timeIntervalSince(started.authTime) > maxAge {
             throw OAuthError.invalidGrant("The sign-in is older than max_age: sign in again (the refresh token stays valid).")
         }
