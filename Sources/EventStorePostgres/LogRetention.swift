@@ -25,7 +25,7 @@ public struct LogRetention: Sendable {
         }
     }
 
-    public let pool: PQPool
+    let pool: PQPool
     public let streamTypes: [String]
     public let maxAge: Duration
     public let batchSize: Int

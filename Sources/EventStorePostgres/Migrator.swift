@@ -24,7 +24,7 @@ public struct Migrator: Sendable {
         public var unknown: [String]
     }
 
-    public let pool: PQPool
+    let pool: PQPool
     public let migrations: [Migration]
 
     public init(pool: PQPool, migrations: [Migration]) {

@@ -18,7 +18,7 @@ public final class PostgresEventStore: EventStore {
         case off
     }
 
-    public let pool: PQPool
+    let pool: PQPool
     public let inlineProjections: [any SQLProjection]
     public let notifyMode: NotifyMode
     /// Rewrites metadata before it is stored (the product seals the client IP, which then

@@ -13,7 +13,7 @@ import PQ
 /// `maxAttempts` it is parked in `projection_failures` and skipped, and the projection
 /// carries on.
 public actor PostgresProjectionWorker: ProjectionWorker {
-    public let pool: PQPool
+    let pool: PQPool
     public let projections: [String: any SQLProjection]
     public let batchSize: Int
     public let maxAttempts: Int

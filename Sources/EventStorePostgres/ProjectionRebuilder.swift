@@ -26,7 +26,7 @@ public struct ProjectionRebuilder: Sendable {
         public var seconds: Double
     }
 
-    public let pool: PQPool
+    let pool: PQPool
     public let batchSize: Int
 
     public init(pool: PQPool, batchSize: Int = 2000) {

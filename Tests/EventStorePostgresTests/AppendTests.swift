@@ -1,5 +1,5 @@
 import EventSourcing
-import EventStorePostgres
+@testable import EventStorePostgres
 import Foundation
 import PQ
 import PostgresTestSupport

@@ -110,6 +110,16 @@ extension ArchitectureFitnessTests {
 }
 
 extension ArchitectureFitnessTests {
+    /// No service hands its connection pool out (issue 68, item 6): callers get what a
+    /// service does, never its database. The test harnesses' databases are the exception.
+    func testNoServiceExposesItsPool() throws {
+        let exposed = try NSRegularExpression(pattern: #"public (let|var) pool\b"#)
+        let files = try SQLHomeTests.files().filter { !$0.path.hasPrefix("PostgresTestSupport/") }
+        XCTAssertGreaterThan(files.count, 100, "the check is looking at the wrong files")
+        let offenders = files.filter { exposed.firstMatch(in: $0.code, range: NSRange($0.code.startIndex..., in: $0.code)) != nil }.map(\.path)
+        XCTAssertEqual(offenders, [], "a public pool")
+    }
+
     /// HTTP calls services; it never reaches through one to the composition behind it
     /// (issue 42: `admin.core.…`).
     func testHTTPDoesNotReachThroughAServiceToTheComposition() throws {

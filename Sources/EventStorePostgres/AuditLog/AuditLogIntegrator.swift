@@ -51,7 +51,7 @@ public actor AuditLogIntegrator: ProjectionWorker {
     /// The name the runner knows it by (and its cursor's row in `checkpoints`).
     public static let name = AuditLogSQL.cursorName
 
-    public let pool: PQPool
+    let pool: PQPool
     public let settings: Settings
     private let signer: any CheckpointSigning
     /// Each realm's tree as this integrator last left it, reused while the stored size agrees

@@ -6,7 +6,7 @@ import TransparencyLog
 /// consistency proofs in RFC 9162's shapes (sections 2.1.3 and 2.1.4), from the stored
 /// perfect subtrees, each proof in one query.
 public struct AuditLogReader: Sendable {
-    public let pool: PQPool
+    let pool: PQPool
 
     public init(pool: PQPool) {
         self.pool = pool

@@ -6,7 +6,7 @@ import TransparencyLog
 /// consistency between consecutive ones, and reports the first place anything differs
 /// (docs/operations/audit-log.md, "Verifying").
 public struct AuditLogVerifier: Sendable {
-    public let pool: PQPool
+    let pool: PQPool
     /// The realm log's origin (its key's name) and Ed25519 public key.
     public let origin: String
     public let publicKey: [UInt8]

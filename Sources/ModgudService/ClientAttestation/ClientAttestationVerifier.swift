@@ -9,7 +9,7 @@ import WebAuthn
 /// attester, for this client and not expired; the PoP signed by its `cnf` key, for this
 /// issuer, fresh, and never seen before on any instance.
 public struct ClientAttestationVerifier: Sendable {
-    public let pool: PQPool
+    let pool: PQPool
     public let keys: SigningKeyRing
     public let challenges: AttestationChallenges
     /// How far a PoP's `iat` may be from the server's clock when it carries no challenge.

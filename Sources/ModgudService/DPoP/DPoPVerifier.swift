@@ -11,7 +11,7 @@ import PQ
 /// the client is told `use_dpop_nonce`, with a nonce and how far off its clock was, and one
 /// retry settles it.
 public struct DPoPVerifier: Sendable {
-    public let pool: PQPool
+    let pool: PQPool
     public let nonces: DPoPNonces
     /// How far `iat` may be from the server's clock in a proof without a nonce.
     public let window: Int64

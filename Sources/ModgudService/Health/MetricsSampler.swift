@@ -12,7 +12,7 @@ import PQ
 /// - `modgud_ssf_outbox_sets{state="pending"|"dead"}`: SETs waiting for delivery or acknowledgement, and given up;
 /// - `modgud_db_pool_connections{state="open"|"idle"|"in_use"}`, `modgud_db_pool_waiting`.
 public struct MetricsSampler: Sendable {
-    public let pool: PQPool
+    let pool: PQPool
     public let outbox: MailOutbox?
     public let projections: [any SQLProjection]
 

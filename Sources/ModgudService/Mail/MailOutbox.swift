@@ -31,7 +31,7 @@ public struct MailOutbox: Sendable {
         case newSubject(NewSubjectKey)
     }
 
-    public let pool: PQPool
+    let pool: PQPool
     let secrets: ServerSecrets
     let vault: PersonalDataVault?
 

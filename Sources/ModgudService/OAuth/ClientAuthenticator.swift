@@ -27,7 +27,7 @@ public struct AuthenticatedClient: Sendable, Equatable {
 /// public clients, `client_secret_basic` or `client_secret_post` for confidential ones
 /// (RFC 6749 section 2.3.1). Secrets are 256-bit random values stored as SHA-256.
 public struct ClientAuthenticator: Sendable {
-    public let pool: PQPool
+    let pool: PQPool
     /// The client directory row, held per instance (`SettingsCache`: dropped on change).
     struct Row: Sendable {
         var settings: ClientSettings

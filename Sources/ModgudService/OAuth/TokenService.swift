@@ -8,7 +8,7 @@ import PQ
 /// are refreshed, introspected and revoked (docs/spec.md sections 0 and 5). The HTTP layer parses
 /// requests and maps `OAuthError`s; the rules live here.
 public struct TokenService: Sendable {
-    public let pool: PQPool
+    let pool: PQPool
     public let families: AggregateRegistry<TokenFamily>
     public let users: AggregateRegistry<User>
     public let tokens: TokenTables

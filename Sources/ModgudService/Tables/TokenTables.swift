@@ -28,7 +28,7 @@ public struct TokenTables: Sendable {
         public var expiresAt: Date
     }
 
-    public let pool: PQPool
+    let pool: PQPool
 
     public init(pool: PQPool) {
         self.pool = pool
