@@ -51,9 +51,12 @@ func registration(_ fields: inout Fields) {
     let credential = RegistrationCredential(
         id: Base64URL.encode(rawID), rawId: Base64URL.encode(rawID),
         response: .init(clientDataJSON: Base64URL.encode(clientData), attestationObject: Base64URL.encode(attestation)))
+    // Registration is async (its certificate paths are: Fuzz/AsyncBlocking.swift).
     guard
-        let verdict = try? RegistrationVerifier().verify(
-            credential, expectedChallenge: challenge, expectedRPID: rpID, origins: .exactly(origin), policy: permissive)
+        let verdict = blocking({
+            try? await RegistrationVerifier().verify(
+                credential, expectedChallenge: challenge, expectedRPID: rpID, origins: .exactly(origin), policy: permissive)
+        })
     else { return }
     guard let again = try? COSEKey(bytes: verdict.publicKey.encoded), again.algorithm == verdict.publicKey.algorithm else {
         fatalError("an accepted credential's key does not re-parse from its encoding")
