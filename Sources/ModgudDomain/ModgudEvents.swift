@@ -15,6 +15,7 @@ public enum ModgudEvents {
         OperatorLogEvent.register(in: &registry)
         RateLimitLogEvent.register(in: &registry)
         AuthorizationSessionEvent.register(in: &registry)
+        DeviceAuthorizationEvent.register(in: &registry)
         return registry
     }()
 }
