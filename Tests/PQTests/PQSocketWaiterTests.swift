@@ -183,7 +183,9 @@ final class PQSocketWaiterTests: XCTestCase {
     /// gets `.socketWaitFailed` (a connection failure), not a hang; the connection counts as
     /// broken, and its next use resets it and works again.
     func testAnInPlaceStatementWhoseSocketIsReplacedFailsAndTheConnectionIsReset() async throws {
-        guard PQConnection.runsInPlace else { throw XCTSkip("in-place statements are off (MODGUD_PQ_THREAD_ONLY=1)") }
+        // No skip: a run with in-place statements off (MODGUD_PQ_THREAD_ONLY=1, the A/B switch)
+        // cannot show this, and says so by failing rather than passing unseen.
+        guard PQConnection.runsInPlace else { return XCTFail("in-place statements are off (MODGUD_PQ_THREAD_ONLY=1): this test needs them") }
         let database = try await TestDatabase.create()
         self.database = database
         let connection = try await PQConnection.connect(PQConfiguration(connectionString: database.url))
