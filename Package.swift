@@ -103,6 +103,7 @@ let package = Package(
                 .embedInCode("0027_durable_rate_limits.sql"),
                 .embedInCode("0028_native_sso.sql"),
                 .embedInCode("0029_android_attestation_status.sql"),
+                .embedInCode("0030_device_authorizations.sql"),
             ],
             swiftSettings: strict
         ),

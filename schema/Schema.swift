@@ -40,6 +40,7 @@ public enum ModgudSchema {
         Migration(name: "0027_durable_rate_limits.sql", sql: text(PackageResources._027_durable_rate_limits_sql)),
         Migration(name: "0028_native_sso.sql", sql: text(PackageResources._028_native_sso_sql)),
         Migration(name: "0029_android_attestation_status.sql", sql: text(PackageResources._029_android_attestation_status_sql)),
+        Migration(name: "0030_device_authorizations.sql", sql: text(PackageResources._030_device_authorizations_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

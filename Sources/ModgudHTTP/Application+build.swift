@@ -56,7 +56,8 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     // Each controller gets the services it uses, not the composition root.
     let grantServices = GrantServices(
         tokens: core.tokenService, passkeys: core.passkeys, rateLimiter: core.rateLimiter, emailSignIn: core.emailSignIn,
-        dpop: core.dpop, firstParty: core.firstParty, recoveryCodes: core.recoveryCodes, federatedSignIn: core.federatedSignIn)
+        dpop: core.dpop, firstParty: core.firstParty, recoveryCodes: core.recoveryCodes, federatedSignIn: core.federatedSignIn,
+        deviceAuthorizations: core.deviceAuthorizations)
     let attestation = ClientAttestationGate(verifier: core.clientAttestation, clients: core.clientAuthenticator)
     let gates = TokenEndpointGates(
         parsing: parsing, clients: core.clientAuthenticator, rateLimiter: core.rateLimiter, dpop: core.dpop, attestation: attestation)
@@ -100,10 +101,24 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
         .register(on: router)
     FederationController(federation: core.federation, federatedSignIn: core.federatedSignIn, parsing: parsing).register(on: router)
     MagicLoginController(parsing: parsing, realms: core.administration.realms).register(on: router)
+    registerDeviceGrant(on: router, core: core, gates: gates, parsing: parsing, resource: resource)
     SharedSignalsController(streams: core.signalStreams, resource: resource, parsing: parsing, longPoll: configuration.signalLongPoll,
         readiness: core.readiness).register(on: router)
     AppAssociationController(realms: core.administration.realms, parsing: parsing).register(on: router)
     AdminController(tokens: core.tokenService, admin: core.administration, configuration: configuration).register(on: router)
     if let console { consoleController(core: core, console: console).register(on: router) }
     return router
+}
+
+/// The device authorization grant's routes (RFC 8628, issue 69): the device's endpoint, the
+/// person's JSON endpoints and the realm's approval page. The grant itself is the token endpoint's.
+private func registerDeviceGrant(
+    on router: Router<ModgudRequestContext>, core: ModgudCore, gates: TokenEndpointGates, parsing: RequestParsing, resource: ProtectedResource
+) {
+    DeviceAuthorizationController(gates: gates, parsing: parsing, deviceAuthorizations: core.deviceAuthorizations).register(on: router)
+    DeviceApprovalController(
+        deviceAuthorizations: core.deviceAuthorizations, clients: core.clientAuthenticator, rateLimiter: core.rateLimiter, parsing: parsing,
+        resource: resource
+    ).register(on: router)
+    DeviceApprovalPage(parsing: parsing).register(on: router)
 }

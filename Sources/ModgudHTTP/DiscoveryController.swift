@@ -21,6 +21,8 @@ struct DiscoveryController: Sendable {
         var revocationEndpoint: String
         var userinfoEndpoint: String
         var jwksURI: String
+        /// RFC 8628 section 4 (issue 69).
+        var deviceAuthorizationEndpoint: String
         var grantTypesSupported: [String]
         /// draft-ietf-oauth-first-party-apps section 4.1 (issue 45): only while the realm's
         /// native grants are on, as the grants it ends in.
@@ -70,6 +72,7 @@ struct DiscoveryController: Sendable {
             case revocationEndpoint = "revocation_endpoint"
             case userinfoEndpoint = "userinfo_endpoint"
             case jwksURI = "jwks_uri"
+            case deviceAuthorizationEndpoint = "device_authorization_endpoint"
             case grantTypesSupported = "grant_types_supported"
             case authorizationChallengeEndpoint = "authorization_challenge_endpoint"
             case codeChallengeMethodsSupported = "code_challenge_methods_supported"
@@ -100,7 +103,7 @@ struct DiscoveryController: Sendable {
                 var document = Metadata(
                     issuer: issuer, authorizationEndpoint: base + "/connect/authorize", tokenEndpoint: base + "/connect/token", introspectionEndpoint: base + "/connect/introspect",
                     revocationEndpoint: base + "/connect/revoke", userinfoEndpoint: base + "/connect/userinfo",
-                    jwksURI: base + "/.well-known/jwks.json", grantTypesSupported: grants,
+                    jwksURI: base + "/.well-known/jwks.json", deviceAuthorizationEndpoint: base + DeviceGrantPaths.authorization, grantTypesSupported: grants,
                     authorizationChallengeEndpoint: realm.settings.nativeGrants.enabled ? base + FirstPartyPaths.challenge : nil,
                     codeChallengeMethodsSupported: realm.settings.nativeGrants.enabled ? ["S256"] : nil,
                     challengeEndpoint: base + ClientAttestationPaths.challenge,

@@ -28,9 +28,7 @@ struct MagicLoginController: Sendable {
                 buttons = MagicLoginButtons.buttons(link: base + path, apps: apps, userAgent: request.headers[.userAgent])
             }
             let html = MagicLoginPage.render(realmName: realm.settings.displayName, buttons: buttons, webFallbackURL: realm.settings.webFallbackURL)
-            var headers = HTTPFields()
-            for (name, value) in MagicLoginPage.headers { headers[HTTPField.Name(name)!] = value }
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
+            return HTMLPage.response(html, headers: MagicLoginPage.headers)
         } catch RequestParsing.Failure.response(let response) {
             return response
         } catch {

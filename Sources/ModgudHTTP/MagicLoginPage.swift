@@ -36,13 +36,7 @@ enum MagicLoginPage {
             #"<p>No app on this device? <a href="\#(HTMLText.escape($0))">Sign in on the web</a>.</p>"#
         } ?? ""
         return """
-            <!doctype html>
-            <html lang="en">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta name="referrer" content="no-referrer">
-            <title>Sign in to \(name)</title>
+            \(HTMLPage.opening(title: "Sign in to " + realmName))
             <style>
             body { font-family: -apple-system, system-ui, sans-serif; max-width: 32rem; margin: 3rem auto; padding: 0 1rem; line-height: 1.5; color: #222; }
             .button { display: inline-block; padding: .7rem 1.2rem; border-radius: .5rem; background: #1f5fbf; color: #fff; text-decoration: none; }

@@ -30,4 +30,18 @@ enum SourceAddress {
         let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
         return groups.joined(separator: ":") + "::/64"
     }
+
+    /// A source key made rough enough to show a person as "where the request came from" (the
+    /// cross-device BCP's context for a device approval) and no more: an IPv4 address's /24,
+    /// an IPv6 /64's /48. Nil for anything else.
+    static func roughNetwork(of source: String) -> String? {
+        let octets = source.split(separator: ".", omittingEmptySubsequences: false)
+        if octets.count == 4, octets.allSatisfy({ UInt8($0) != nil }) {
+            return octets.prefix(3).joined(separator: ".") + ".0/24"
+        }
+        guard source.hasSuffix("::/64") else { return nil }
+        let groups = source.dropLast(5).split(separator: ":")
+        guard groups.count == 4 else { return nil }
+        return groups.prefix(3).joined(separator: ":") + "::/48"
+    }
 }

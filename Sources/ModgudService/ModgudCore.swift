@@ -29,6 +29,8 @@ public struct ModgudCore: Sendable {
     let passkeyActors: AggregateRegistry<Passkey>
     /// First-party `auth_session`s (issue 45).
     let authorizationSessionActors: AggregateRegistry<AuthorizationSession>
+    /// Device authorizations (RFC 8628, issue 69).
+    let deviceAuthorizationActors: AggregateRegistry<DeviceAuthorization>
     /// Passkey ceremonies, the passkey grant and passkey management.
     public let passkeys: PasskeyService
     public let rateLimiter: RateLimiter
@@ -96,7 +98,7 @@ public struct ModgudCore: Sendable {
         challengeActors = AggregateRegistry(store: store)
         ceremonyActors = AggregateRegistry(store: store)
         passkeyActors = AggregateRegistry(store: store)
-        authorizationSessionActors = AggregateRegistry(store: store)
+        (authorizationSessionActors, deviceAuthorizationActors) = (AggregateRegistry(store: store), AggregateRegistry(store: store))
         passkeys = PasskeyService(
             pool: pool, ceremonies: ceremonyActors, passkeys: passkeyActors, users: userActors, clients: clientAuthenticator, tokenService: tokenService,
             now: now)
@@ -190,6 +192,15 @@ public struct ModgudCore: Sendable {
     /// The Authorization Challenge Endpoint's sessions and codes (issue 45).
     public var firstParty: FirstPartyAuthorization {
         FirstPartyAuthorization(pool: pool, sessions: authorizationSessionActors, now: now)
+    }
+
+    /// The device authorization grant (RFC 8628, issue 69); throws `MasterKeyMissing` without
+    /// the master key (user codes are hashed under a key derived from it).
+    public var deviceAuthorizations: @Sendable () throws -> DeviceAuthorizationService {
+        guard let secrets else { return { throw MasterKeyMissing() } }
+        let service = DeviceAuthorizationService(
+            pool: pool, authorizations: deviceAuthorizationActors, tokens: tokenService, passkeys: passkeys, userCodeKey: secrets.userCodes, now: now)
+        return { service }
     }
 
     /// The Shared Signals Stream Management API and the poll endpoint (issue 30).

@@ -40,6 +40,11 @@ public enum StreamNames {
         StreamRef(type: EmailChallenge.streamType, key: "confirm.\(userID.uuidString.lowercased())", realm: realm)
     }
 
+    /// A device authorization (RFC 8628, issue 69).
+    public static func deviceAuthorization(realm: String, authorizationID: UUID) -> StreamRef {
+        StreamRef(type: DeviceAuthorization.streamType, key: authorizationID.uuidString.lowercased(), realm: realm)
+    }
+
     public static func passkeyCeremony(realm: String, ceremonyID: UUID) -> StreamRef {
         StreamRef(type: PasskeyCeremony.streamType, key: ceremonyID.uuidString.lowercased(), realm: realm)
     }

@@ -10,8 +10,8 @@ final class DeviceAuthorizationTests: XCTestCase {
 
     func requested(client: String = "tv", secret: String = "secret-hash") throws -> D.State {
         let event = DeviceAuthorizationRequested(
-            authorizationID: UUID(), clientID: client, scopes: ["openid", "offline_access"], audiences: [client], deviceSecretHash: secret,
-            userCodeHash: "user-code-hash", expiresAt: now + D.lifetime, interval: D.interval, deviceName: "Living room TV", network: "203.0.113.0/24")
+            authorizationID: UUID(), clientID: client, scopes: ["openid", "offline_access"], resources: [], deviceSecretHash: secret,
+            userCodeHash: "user-code-hash", expiresAt: now + D.lifetime, interval: D.interval)
         return try D.decide(.request(event), state: D.initialState, now: now).reduce(D.initialState, D.evolve)
     }
 

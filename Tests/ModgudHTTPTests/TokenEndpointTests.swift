@@ -100,7 +100,7 @@ final class TokenEndpointTests: XCTestCase {
             let metadata = try JSONSerialization.jsonObject(with: Data(buffer: discovery.body)) as! [String: Any]
             XCTAssertEqual(metadata["issuer"] as? String, "https://localhost")
             XCTAssertEqual(metadata["jwks_uri"] as? String, "https://localhost/.well-known/jwks.json")
-            XCTAssertEqual(metadata["grant_types_supported"] as? [String], ["refresh_token", "client_credentials"], "native URNs only when enabled")
+            XCTAssertEqual(metadata["grant_types_supported"] as? [String], ["refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:device_code"], "native URNs only when enabled")
             XCTAssertNil(metadata["authorization_challenge_endpoint"], "issue 45: listed only with the native grants on")
             let jwks = try await client.execute(uri: "/.well-known/jwks.json", method: .get)
             let keys = try await JWTKeyCollection().add(jwksJSON: String(buffer: jwks.body))
@@ -117,7 +117,7 @@ final class TokenEndpointTests: XCTestCase {
             XCTAssertEqual(
                 metadata["grant_types_supported"] as? [String],
                 [
-                    "refresh_token", "client_credentials", "authorization_code", "http://auth0.com/oauth/grant-type/passwordless/otp", "urn:cocoar:magic", "urn:cocoar:otp",
+                    "refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:device_code", "authorization_code", "http://auth0.com/oauth/grant-type/passwordless/otp", "urn:cocoar:magic", "urn:cocoar:otp",
                     "urn:cocoar:passkey", "urn:ietf:params:oauth:grant-type:token-exchange", "urn:modgud:recovery-code",
                     "urn:okta:params:oauth:grant-type:webauthn",
                 ])

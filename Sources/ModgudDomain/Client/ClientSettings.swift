@@ -9,6 +9,9 @@ public enum GrantType: String, Codable, Hashable, Sendable, CaseIterable, Compar
     case recoveryCode = "urn:modgud:recovery-code"
     /// RFC 8693 token exchange of a provider's ID token (issue 48: Sign in with Apple and Google).
     case tokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
+    /// RFC 8628 section 3.4: a device without a browser polls with its device code while the
+    /// person approves it on a phone (issue 69).
+    case deviceCode = "urn:ietf:params:oauth:grant-type:device_code"
 
     /// The three native passwordless grants.
     public static let native: Set<GrantType> = [.otp, .magic, .passkey]

@@ -3,40 +3,37 @@ import Foundation
 
 /// device_authorization.requested: a device asked to sign a user in (RFC 8628 section 3.1).
 /// The device code's secret and the user code are kept only as hashes (the user code's is
-/// keyed, since its space is small); the device's own words about itself are its to show.
+/// keyed, since its space is small). What the device says of itself and the network it asked
+/// from are not in the log: they are personal data with no subject yet, kept in the
+/// short-lived `device_authorizations` row until shown at approval.
 public struct DeviceAuthorizationRequested: DomainEvent, Equatable {
     public static let eventType = "device_authorization.requested"
     public var authorizationID: UUID
     public var clientID: String
+    /// The scopes granted to the request (the client's allowed ones it asked for).
     public var scopes: [String]
-    public var audiences: [String]
+    /// The `resource` indicators it asked for (RFC 8707): the sign-in's audiences come from them.
+    public var resources: [String]
     /// SHA-256 of the device code's secret part, base64url.
     public var deviceSecretHash: String
-    /// HMAC of the normalised user code under the realm's user-code key, base64url.
+    /// HMAC of the normalised user code under the server's user-code key, base64url.
     public var userCodeHash: String
     public var expiresAt: Date
     /// The polling interval in seconds (section 3.2; 5 unless the server asks for more).
     public var interval: Int
-    /// What the device says it is (`device_name`, Modgud's extension), shown at approval.
-    public var deviceName: String?
-    /// The network the request came from, coarsened (an IPv4 /24 or IPv6 /48), shown at
-    /// approval as the request's rough location.
-    public var network: String?
 
     public init(
-        authorizationID: UUID, clientID: String, scopes: [String], audiences: [String], deviceSecretHash: String, userCodeHash: String,
-        expiresAt: Date, interval: Int, deviceName: String? = nil, network: String? = nil
+        authorizationID: UUID, clientID: String, scopes: [String], resources: [String], deviceSecretHash: String, userCodeHash: String,
+        expiresAt: Date, interval: Int
     ) {
         self.authorizationID = authorizationID
         self.clientID = clientID
         self.scopes = scopes
-        self.audiences = audiences
+        self.resources = resources
         self.deviceSecretHash = deviceSecretHash
         self.userCodeHash = userCodeHash
         self.expiresAt = expiresAt
         self.interval = interval
-        self.deviceName = deviceName
-        self.network = network
     }
 }
 

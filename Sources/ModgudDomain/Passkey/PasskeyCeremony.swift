@@ -14,6 +14,10 @@ public enum PasskeyCeremony: Aggregate {
         /// Passkey sign-up (issue 14): the ceremony carries the future user's id and sealed
         /// profile; redeeming it creates the user and the passkey together.
         case signUp = "sign_up"
+        /// Approving a device authorization (RFC 8628, issue 69): an assertion with user
+        /// verification, for the one authorization the ceremony names, by the person the
+        /// approving app is signed in as (when it is an app).
+        case deviceApproval = "device_approval"
     }
 
     public struct State: Sendable, Equatable {
@@ -59,6 +63,9 @@ public enum PasskeyCeremony: Aggregate {
                 throw DomainError("Ceremony.Invalid", "Invalid or expired passkey ceremony.")
             }
             if kind == .enrollment, begun.userID == nil || begun.userID != userID {
+                throw DomainError("Ceremony.Invalid", "Invalid or expired passkey ceremony.")
+            }
+            if kind == .deviceApproval, begun.deviceAuthorizationID == nil || (begun.userID != nil && begun.userID != userID) {
                 throw DomainError("Ceremony.Invalid", "Invalid or expired passkey ceremony.")
             }
             return [.consumed(PasskeyCeremonyConsumed(ceremonyID: begun.ceremonyID))]

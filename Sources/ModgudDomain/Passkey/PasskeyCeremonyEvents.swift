@@ -27,6 +27,9 @@ public struct PasskeyCeremonyBegun: DomainEvent, Equatable {
     /// The attested instance key of the request that began it (issue 65); nil: not attested,
     /// and in older events.
     public var attestedKey: String?
+    /// Device approval only (issue 69): the device authorization the assertion approves. A
+    /// ceremony approves that one authorization and nothing else.
+    public var deviceAuthorizationID: UUID?
 
     /// Who may redeem it: the client that began it (if any) and its attested instance
     /// (`FlowBinding.admits`).
@@ -35,8 +38,9 @@ public struct PasskeyCeremonyBegun: DomainEvent, Equatable {
     public init(
         ceremonyID: UUID, kind: PasskeyCeremony.Kind, challenge: String, rpID: String, clientID: String?, userID: UUID?, expiresAt: Date,
         registrantID: UUID? = nil, email: PersonalText? = nil, firstName: PersonalText? = nil, lastName: PersonalText? = nil,
-        conditional: Bool? = nil, attestedKey: String? = nil
+        conditional: Bool? = nil, attestedKey: String? = nil, deviceAuthorizationID: UUID? = nil
     ) {
+        self.deviceAuthorizationID = deviceAuthorizationID
         self.attestedKey = attestedKey
         self.conditional = conditional
         self.ceremonyID = ceremonyID

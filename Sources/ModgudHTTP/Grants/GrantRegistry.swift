@@ -20,6 +20,7 @@ struct GrantRegistry: Sendable {
     static let standard = GrantRegistry([
         RefreshTokenGrant(), ClientCredentialsGrant(), OneTimeCodeGrant(), MagicLinkGrant(), PasskeyGrant(), Auth0WebAuthnGrant(),
         Auth0PasswordlessOTPGrant(), AuthorizationCodeGrant(), RecoveryCodeGrant(), TokenExchangeGrant(),
+        DeviceCodeGrant(),
     ])
 
     /// The grant a `grant_type` names; nil for one not served.

@@ -93,4 +93,6 @@ struct GrantServices: Sendable {
     let recoveryCodes: @Sendable () throws -> RecoveryCodeService
     /// ID token exchanges (issue 48; needs the master key).
     let federatedSignIn: @Sendable () throws -> FederatedSignIn
+    /// Device authorizations (RFC 8628, issue 69; needs the master key).
+    let deviceAuthorizations: @Sendable () throws -> DeviceAuthorizationService
 }

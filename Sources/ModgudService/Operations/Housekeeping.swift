@@ -4,7 +4,7 @@ import Logging
 
 /// One instance's periodic pruning (`modgud serve`'s maintenance loop): drained rate-limit
 /// buckets (a bucket whose time has passed holds nothing; deleting it changes no decision),
-/// spent DPoP `jti`s, idle console sessions, expired `auth_session`s and authorization codes, one-shot streams past their retention, the day
+/// spent DPoP `jti`s, idle console sessions, expired `auth_session`s, authorization codes and device authorizations, one-shot streams past their retention, the day
 /// keys of client IPs past theirs, and the keys of registrations never completed. Every
 /// instance runs it; each delete is idempotent and skips rows another instance holds. A
 /// database error is logged and the next step runs.
@@ -28,6 +28,7 @@ public struct Housekeeping: Sendable {
             try await dpop?.prune(now: now())
             _ = try await console.pruneSessions()
             try await firstParty.prune()
+            try await DeviceAuthorizationsTable.prune(before: now(), pool: firstParty.pool)
         } catch {
             logger.warning("rate-limit, DPoP jti, console session or first-party session pruning failed", metadata: ["error": "\(error)"])
         }

@@ -47,7 +47,7 @@ extension PasskeyService {
         let found = try await lookUpCredential(rawID, realm: realm, checks: grant.checks)
         let ceremony = try await liveCeremony(realm: realm, ceremonyID: ceremonyID, client: client)
         let checked: CheckedAssertion
-        switch try await check(credential, rawID: rawID, found: found, ceremony: ceremony.begun, client: client) {
+        switch try await check(credential, rawID: rawID, found: found, ceremony: ceremony.begun, realm: realm, client: client.settings) {
         case .refused(let refusal, let report):
             guard try await spend(ceremony, client: client, grant) else { throw Self.refused }
             if let report { await file(report, grant) }
@@ -67,7 +67,8 @@ extension PasskeyService {
                 amr: AuthenticationContext.passkeyAMR(backupEligible: checked.enrolled.backupEligible), issuer: grant.issuer,
                 nonce: grant.nonce, dpopKey: grant.dpopKey, acrValues: grant.acrValues)
             : nil
-        try await recordUse(checked, consuming: ceremony, signIn: signIn, client: client, grant)
+        try await recordUse(
+            checked, consuming: ceremony, also: try signIn?.write(), realm: realm, consume: Self.consumeLogin(client), metadata: grant.metadata)
         guard let signIn else { throw Self.refused }
         return signIn.response
     }
@@ -103,8 +104,11 @@ extension PasskeyService {
     /// Records the use, the ceremony's consumption and the sign-in's token family in one append.
     /// A ceremony consumed meanwhile refuses the whole of it; a passkey deleted meanwhile still
     /// spends the ceremony; a concurrent use with a higher count leaves this one a suspected clone.
-    private func recordUse(
-        _ checked: CheckedAssertion, consuming ceremony: LiveCeremony, signIn: PreparedSignIn?, client: AuthenticatedClient, _ grant: UserGrantRequest
+    /// `also` is what the assertion was for (a sign-in's family, a device's approval): it
+    /// commits with the use, or not at all; a conflict on it is thrown as is.
+    func recordUse(
+        _ checked: CheckedAssertion, consuming ceremony: LiveCeremony, also write: StreamWrite?, realm: String, consume: PasskeyCeremony.Command,
+        metadata: EventMetadata
     ) async throws {
         let consumed = StreamWrite(
             stream: ceremony.stream, expected: ExpectedVersion(current: ceremony.version),
@@ -112,15 +116,15 @@ extension PasskeyService {
         let used: CommandOutcome<Passkey>
         do {
             used = try await checked.passkey.execute(
-                .recordUse(signCount: checked.verdict.newSignCount, backedUp: checked.verdict.backedUp, at: now()), now: now(), metadata: grant.metadata,
+                .recordUse(signCount: checked.verdict.newSignCount, backedUp: checked.verdict.backedUp, at: now()), now: now(), metadata: metadata,
                 alsoAppending: { events in
-                    guard let signIn, case .used = events.first else { return [consumed] }
-                    return [consumed, try signIn.write()]
+                    guard let write, case .used = events.first else { return [consumed] }
+                    return [consumed, write]
                 })
         } catch EventStoreError.wrongExpectedVersion(let conflicted, _, _) where conflicted == ceremony.stream.id {
             throw Self.refused
         } catch is DomainError {
-            _ = try await spend(ceremony, client: client, grant)
+            _ = try await consumeCeremony(realm: realm, ceremonyID: ceremony.begun.ceremonyID, consume, metadata: metadata)
             throw Self.refused
         }
         await ceremonyActors.forget(ceremony.stream.id)
@@ -140,7 +144,7 @@ extension PasskeyService {
 
     /// The presented credential's row, looked up with the request's checks; without a
     /// readable credential id, only the count is sent (the request fails anyway).
-    private func lookUpCredential(_ rawID: [UInt8]?, realm: String, checks: GrantChecks) async throws
+    func lookUpCredential(_ rawID: [UInt8]?, realm: String, checks: GrantChecks) async throws
         -> (passkeyID: UUID, passkeyVersion: Int64, userVersion: Int64)?
     {
         guard let rawID else {
@@ -173,16 +177,18 @@ extension PasskeyService {
 
     /// The assertion checked against the credential (WebAuthn Level 3 section 7.2), writing
     /// nothing: the caller spends the ceremony first, then files the report.
-    private func check(
+    /// - Parameter client: the settings of the client whose app asserted (its RP-ID's origins);
+    ///   nil for the realm's own web page.
+    func check(
         _ credential: AssertionCredential?, rawID: [UInt8]?, found: (passkeyID: UUID, passkeyVersion: Int64, userVersion: Int64)?,
-        ceremony: PasskeyCeremonyBegun, client: AuthenticatedClient
+        ceremony: PasskeyCeremonyBegun, realm: String, client: ClientSettings?
     ) async throws -> AssertionCheck {
         guard let credential, let rawID, let challenge = Base64URL.decode(ceremony.challenge) else { return .refused(Self.refused, report: nil) }
         // Issue 46: a credential never enrolled, or deleted since, is unknown (the same answer
         // for both, for every caller), with what the app needs to tell the device.
         let unknown = OAuthError.unknownCredential(Base64URL.encode(rawID), rpID: ceremony.rpID, description: Self.refused.description)
         guard let found else { return .refused(unknown, report: nil) }
-        let passkey = await passkeyActors.actor(for: StreamNames.passkey(realm: client.realm, passkeyID: found.passkeyID))
+        let passkey = await passkeyActors.actor(for: StreamNames.passkey(realm: realm, passkeyID: found.passkeyID))
         let state = try await passkey.current(atLeast: found.passkeyVersion).state
         guard state.isActive else { return .refused(unknown, report: nil) }
         guard let enrolled = state.enrolled, let publicKeyBytes = Base64URL.decode(enrolled.publicKey),
@@ -193,11 +199,11 @@ extension PasskeyService {
         let stored = StoredCredential(
             credentialID: rawID, publicKey: publicKey, signCount: state.signCount, userHandle: Self.userHandle(enrolled.userID),
             backupEligible: enrolled.backupEligible)
-        let realmSettings = try await tokenService.realmSettings(client.realm)
+        let realmSettings = try await tokenService.realmSettings(realm)
         do {
             let verdict = try AssertionVerifier().verify(
                 credential, expectedChallenge: challenge, expectedRPID: ceremony.rpID,
-                origins: Self.origins(rpID: ceremony.rpID, client: client.settings, realm: realmSettings), policy: Self.verification,
+                origins: Self.origins(rpID: ceremony.rpID, client: client, realm: realmSettings), policy: Self.verification,
                 stored: stored)
             return .verified(CheckedAssertion(passkey: passkey, enrolled: enrolled, verdict: verdict, userVersion: found.userVersion))
         } catch .signCountNotIncreasing(let stored, let received) {
@@ -210,11 +216,15 @@ extension PasskeyService {
     /// Files a refused assertion's report. Best effort: the caller is refused whether or not
     /// the record is written.
     private func file(_ report: FailureReport, _ grant: UserGrantRequest) async {
+        await file(report, metadata: grant.metadata)
+    }
+
+    func file(_ report: FailureReport, metadata: EventMetadata) async {
         switch report {
         case .failed(let reason, let passkey):
-            _ = try? await passkey.execute(.reportFailedAssertion(reason: reason), now: now(), metadata: grant.metadata)
+            _ = try? await passkey.execute(.reportFailedAssertion(reason: reason), now: now(), metadata: metadata)
         case .clone(let stored, let received, let passkey):
-            _ = try? await passkey.execute(.reportClone(stored: stored, received: received), now: now(), metadata: grant.metadata)
+            _ = try? await passkey.execute(.reportClone(stored: stored, received: received), now: now(), metadata: metadata)
         }
     }
 }

@@ -70,7 +70,7 @@ public struct PasskeyService: Sendable {
     /// - Parameter attestedKey: the attested instance key of the request that begins it (issue 65).
     func begin(
         realm: String, kind: PasskeyCeremony.Kind, rpID: String, clientID: String?, attestedKey: String? = nil, userID: UUID?, conditional: Bool = false,
-        metadata: EventMetadata
+        deviceAuthorizationID: UUID? = nil, metadata: EventMetadata
     ) async throws -> (UUID, [UInt8]) {
         let ceremonyID = UUID()
         let challenge = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
@@ -79,7 +79,8 @@ public struct PasskeyService: Sendable {
             .begin(
                 PasskeyCeremonyBegun(
                     ceremonyID: ceremonyID, kind: kind, challenge: Base64URL.encode(challenge), rpID: rpID, clientID: clientID, userID: userID,
-                    expiresAt: time + PasskeyCeremony.lifetime, conditional: conditional ? true : nil, attestedKey: attestedKey)), now: time,
+                    expiresAt: time + PasskeyCeremony.lifetime, conditional: conditional ? true : nil, attestedKey: attestedKey,
+                    deviceAuthorizationID: deviceAuthorizationID)), now: time,
             metadata: metadata)
         return (ceremonyID, challenge)
     }

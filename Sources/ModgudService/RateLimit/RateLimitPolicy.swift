@@ -42,7 +42,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
     /// Every policy, by name: what operators may override (`RealmSettings.rateLimitOverrides`).
     public static var all: [RateLimitPolicy] {
         [requestPerIP, requestPerMailbox, signupPerIP, tokenPerIP, tokenPerClient, tokenPerClientSource, passkeyPerIP, recoveryPerMailbox, recoveryPerIP,
-            attestationPerIP]
+            attestationPerIP, deviceUserCodePerIP, deviceUserCodePerRealm]
     }
 
     public static func named(_ name: String) -> RateLimitPolicy? {
@@ -63,6 +63,16 @@ public struct RateLimitPolicy: Sendable, Hashable {
     /// carrier NAT's worth of them.
     public static let attestationPerIP = RateLimitPolicy(
         policy: "attestation", dimension: "ip", defaultSetting: .init(limit: 3600, windowSeconds: 3600, burst: 300))
+    /// User codes typed per source (RFC 8628 section 5.1, issue 69): a person types one or two;
+    /// every lookup counts, found or not, so one network gets 60 guesses an hour at a space of
+    /// 20^8 codes.
+    public static let deviceUserCodePerIP = RateLimitPolicy(
+        policy: "device.user-code", dimension: "ip", defaultSetting: .init(limit: 60, windowSeconds: 3600, burst: 10))
+    /// User codes typed per realm, across every source: the brake on a botnet's guessing. With
+    /// 1,000 live codes, 6,000 guesses an hour find one with probability 6,000 × 1,000 / 20^8 ≈
+    /// 2.3 × 10^-4 per hour (docs/guides/device-grant.md, "Guessing").
+    public static let deviceUserCodePerRealm = RateLimitPolicy(
+        policy: "device.user-code", dimension: "realm", defaultSetting: .init(limit: 6000, windowSeconds: 3600, burst: 600))
     public static let passkeyPerIP = RateLimitPolicy(policy: "passkey", dimension: "ip", defaultSetting: .init(limit: 1200, windowSeconds: 300, burst: 300))
 }
 

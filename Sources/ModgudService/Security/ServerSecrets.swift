@@ -8,6 +8,9 @@ import Foundation
 public struct ServerSecrets: Sendable {
     public let sealer: KeySealer
     public let codes: OneTimeCode
+    /// The key of device authorizations' user-code hashes (RFC 8628, issue 69): an HMAC, since
+    /// a plain hash of a 20^8 space is reversed by enumeration.
+    public let userCodes: SymmetricKey
 
     public init(masterKey: [UInt8]) throws {
         sealer = try KeySealer(masterKey: masterKey)
@@ -15,6 +18,9 @@ public struct ServerSecrets: Sendable {
             inputKeyMaterial: SymmetricKey(data: masterKey), salt: Array("modgud".utf8), info: Array("one-time-code pepper v1".utf8),
             outputByteCount: 32)
         codes = OneTimeCode(pepper: pepper.withUnsafeBytes { Array($0) })
+        userCodes = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: masterKey), salt: Array("modgud".utf8), info: Array("device user code v1".utf8),
+            outputByteCount: 32)
     }
 
     /// Seals a TOTP secret for one user (additional data binds it to that user).
