@@ -8,8 +8,11 @@ struct ClientCommand: AsyncParsableCommand {
         subcommands: [Create.self, Update.self, Show.self, List.self, Disable.self, Enable.self, RotateSecret.self, Delete.self, AppLinks.self, PlayIntegrity.self])
 
     struct SettingsOptions: ParsableArguments {
-        @Option(name: .customLong("grant"), help: "urn:cocoar:otp, urn:cocoar:magic, urn:cocoar:passkey, refresh_token, client_credentials (repeatable).")
+        @Option(name: .customLong("grant"), help: ArgumentHelp(Self.grantHelp))
         var grants: [String] = []
+
+        /// Every grant type a client may hold, for `--grant`'s help.
+        static let grantHelp = "A grant type (repeatable): " + GrantType.allCases.sorted().map(\.rawValue).joined(separator: ", ") + "."
         @Option(name: .customLong("scope"), help: "An allowed scope (repeatable).") var scopes: [String] = []
         @Option(name: .customLong("audience"), help: "An audience tokens may be narrowed to (repeatable).") var audiences: [String] = []
         @Option(help: "The audience of a token asked for without one (one of --audience; \"\" clears: the client itself).")

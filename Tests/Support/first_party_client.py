@@ -55,6 +55,9 @@ the others still run; exit 1 when any failed):
      -> device_secret, sid, ds_hash; the teammate app's token exchange (ID token + device secret,
      audience the issuer) on the second; its refresh on the third; the device secret revoked there
      -> both apps' refreshes and a new exchange refused
+  k  the device authorization grant (RFC 8628) across instances: discovery, section 3.2's answer,
+     authorization_pending and slow_down on two instances, the phone app's approval with a passkey (one
+     without user verification refused first), three polls at once on three instances: one token response
   i  recovery codes across instances (Modgud's extension, issue 46): ten codes made on the first
      instance; login_hint + recovery_code on the second -> a code -> a recovery session redeemed on
      the third (scope urn:modgud:recovery, acr urn:modgud:acr:recovery, no refresh token), refused
@@ -109,7 +112,7 @@ def check(condition, what):
 
 SECRET_NAMES = {"auth_session", "authorization_code", "code", "code_verifier", "code_challenge", "access_token", "refresh_token",
                 "id_token", "magic_token", "email_code", "totp_code", "passkey_assertion", "challenge", "dpop", "authorization",
-                "dpop-nonce", "user_id", "Secret", "OtpauthUri"}
+                "dpop-nonce", "user_id", "Secret", "OtpauthUri", "device_code"}
 
 
 def short(value):
@@ -249,13 +252,15 @@ class SoftPasskey:
                 "response": {"clientDataJSON": b64u(client_data), "attestationObject": b64u(cbor({"fmt": "none", "attStmt": {}, "authData": auth_data})),
                              "transports": ["internal"]}, "clientExtensionResults": {}}
 
-    def assertion(self, options):
-        """For WebAuthn request options (`challenge`, `rpId`, `allowCredentials`)."""
+    def assertion(self, options, verified=True):
+        """For WebAuthn request options (`challenge`, `rpId`, `allowCredentials`); `verified=False`: the
+        user was present but not verified (a tap, no biometric or PIN: UV flag 0x04 clear)."""
         rp_id = options["rpId"]
         allowed = [c["id"] for c in options.get("allowCredentials") or []]
         check(not allowed or b64u(self.credential_id) in allowed, "the passkey is not among allowCredentials")
         self.count += 1
-        auth_data = hashlib.sha256(rp_id.encode()).digest() + bytes([0x01 | 0x04]) + self.count.to_bytes(4, "big")
+        flags = 0x01 | (0x04 if verified else 0)
+        auth_data = hashlib.sha256(rp_id.encode()).digest() + bytes([flags]) + self.count.to_bytes(4, "big")
         client_data = json.dumps({"type": "webauthn.get", "challenge": options["challenge"], "origin": "https://" + rp_id},
                                  separators=(",", ":")).encode()
         signature = self.key.sign(auth_data + hashlib.sha256(client_data).digest(), ec.ECDSA(hashes.SHA256()))
@@ -528,6 +533,7 @@ class ModgudSetup:
     APP = "fp-app"
     OTHER = "fp-other"
     TEAMMATE = "fp-app2"
+    TV = "fp-tv"
     RP_ID = "fp.modgud.test"
 
     def __init__(self, issuer, admin_token):
@@ -565,6 +571,10 @@ class ModgudSetup:
         self.admin("POST", f"/realms/{self.REALM}/clients", {
             "Id": self.TEAMMATE, "Type": "public", "Grants": ["urn:ietf:params:oauth:grant-type:token-exchange", "refresh_token"],
             "Scopes": ["openid", "email", "offline_access"]})
+        # flow k: a TV that signs in with the device grant (RFC 8628)
+        self.admin("POST", f"/realms/{self.REALM}/clients", {
+            "Id": self.TV, "Type": "public", "DisplayName": "First-party TV",
+            "Grants": ["urn:ietf:params:oauth:grant-type:device_code", "refresh_token"], "Scopes": ["openid", "email", "offline_access"]})
         self.admin("POST", f"/realms/{self.REALM}/clients", {
             "Id": self.OTHER, "Type": "public", "Grants": ["urn:cocoar:otp", "refresh_token"], "Scopes": ["openid", "email", "offline_access"]})
         # The instance hears of the changes by NOTIFY: wait until 127.0.0.1 is the new realm's.
@@ -942,6 +952,85 @@ class Run:
         expect_error(post(self.peers[0], "/connect/token", exchange), "invalid_grant")
         t.note("the device secret revoked on instance 3: app 1's and the teammate's refresh refused, the exchange refused")
 
+    # k
+    def flow_device_grant(self, t):
+        """The device authorization grant (RFC 8628) across instances, the device side written from the RFC
+        alone: the TV finds `device_authorization_endpoint` by discovery (section 4), asks on instance 1
+        (section 3.1) and checks section 3.2's answer; its poll on instance 2 is `authorization_pending`, a
+        poll at once on instance 3 `slow_down` (section 3.5: the interval then grows by 5 seconds, and the
+        TV keeps to it). The person's side is Modgud's (docs/guides/device-grant.md): signed in on the phone
+        app, they type the code on instance 3 (`/connect/device/verify`, with the app's bearer token), see
+        the TV's client and name, and approve with a passkey assertion; one without user verification (a
+        phished approval) is refused first. After the interval, three polls at once on three instances:
+        one gets the person's tokens, the others `invalid_grant`."""
+        check(len(self.peers) >= 2, "flow k needs --peers with two more instances")
+        phone = self.client(t)
+        metadata = self.oidc(phone)
+        endpoint = metadata.get("device_authorization_endpoint", "")
+        check(endpoint.startswith(("http://", "https://")), f"discovery: no device_authorization_endpoint (section 4): {sorted(metadata)}")
+        grant = "urn:ietf:params:oauth:grant-type:device_code"
+        check(grant in metadata.get("grant_types_supported", []), "discovery: the device_code grant is not in grant_types_supported")
+        host = urllib.parse.urlsplit(self.issuer).netloc
+        path = urllib.parse.urlsplit(endpoint).path
+
+        def post(base, path, form=None, json_body=None, bearer=None):
+            url = base + path
+            headers = {"Host": host, "Accept": "application/json"}
+            if bearer:
+                headers["Authorization"] = "Bearer " + bearer
+            response = requests.post(url, data=form, json=json_body, headers=headers, timeout=60)
+            t.exchange("POST", url, {"Host": host}, form or json_body, response)
+            return Answer(response)
+
+        def poll(base, device_code):
+            return post(base, urllib.parse.urlsplit(phone.metadata["token_endpoint"]).path,
+                        {"grant_type": grant, "device_code": device_code, "client_id": ModgudSetup.TV})
+
+        asked = post(self.issuer, path, {"client_id": ModgudSetup.TV, "scope": SCOPE, "device_name": "Living room TV"})
+        check(asked.status == 200 and asked.headers.get("Cache-Control") == "no-store", f"section 3.2: {asked!r}")
+        for member in ("device_code", "user_code", "verification_uri", "expires_in"):
+            check(member in asked.body, f"section 3.2: {member} is REQUIRED: {sorted(asked.body)}")
+        interval = asked.body.get("interval", 5)  # section 3.2: 5 when absent
+        complete = asked.body.get("verification_uri_complete")
+        check(complete is None or asked.body["user_code"] in urllib.parse.unquote(complete), "verification_uri_complete carries the user code")
+        device_code, user_code = asked.body["device_code"], asked.body["user_code"]
+        t.note(f"device authorization on instance 1: user_code {user_code}, interval {interval}, expires_in {asked.body['expires_in']}")
+        expect_error(poll(self.peers[0], device_code), "authorization_pending")
+        expect_error(poll(self.peers[1], device_code), "slow_down")
+        interval += 5  # section 3.5: "the interval MUST be increased by 5 seconds for this and all subsequent requests"
+        t.note("instance 2: authorization_pending; instance 3 at once: slow_down (the pace is the database's, not an instance's)")
+
+        address = self.address("tv")
+        user = self.setup.user(address)
+        code, pkce = self.email_code_sign_in(phone, address)
+        tokens = expect_tokens(phone.redeem(code, pkce.verifier))
+        passkey = self.setup.enroll_passkey(tokens["access_token"], t)
+        bearer = tokens["access_token"]
+        shown = post(self.peers[1], "/connect/device/verify", json_body={"user_code": user_code.lower().replace("-", " ")}, bearer=bearer)
+        check(shown.status == 200, f"verify: {shown!r}")
+        check(shown.body.get("client_id") == ModgudSetup.TV and shown.body.get("client_name") == "First-party TV"
+              and shown.body.get("device_name") == "Living room TV", f"the person sees what asks: {shown!r}")
+        phished = post(self.peers[1], "/connect/device/approve", bearer=bearer, json_body={
+            "authorization_id": shown.body["authorization_id"], "ceremonyId": shown.body["ceremonyId"],
+            "assertion": passkey.assertion(shown.body["options"], verified=False)})
+        check(phished.status == 400, f"an approval without user verification: {phished!r}")
+        again = post(self.peers[0], "/connect/device/verify", json_body={"user_code": user_code}, bearer=bearer)
+        approved = post(self.peers[1], "/connect/device/approve", bearer=bearer, json_body={
+            "authorization_id": again.body["authorization_id"], "ceremonyId": again.body["ceremonyId"],
+            "assertion": passkey.assertion(again.body["options"])})
+        check(approved.status == 200 and approved.body.get("status") == "approved", f"approve: {approved!r}")
+        t.note("the phone app: without user verification refused; with it approved (verify on instance 2, approve on instance 3)")
+
+        time.sleep(interval)  # the protocol's own pace (section 3.5), not a wait for the server
+        answers = race([lambda base=base: poll(base, device_code) for base in (self.issuer, *self.peers[:2])])
+        won = [a for a in answers if a.status == 200]
+        check(len(won) == 1, f"three polls at once after the approval: {answers}")
+        check(all(a.error == "invalid_grant" for a in answers if a.status != 200), f"the other polls: {answers}")
+        issued = expect_tokens(won[0])
+        claims = phone.with_client(ModgudSetup.TV).verify_id_token(issued["id_token"])
+        check(claims["sub"] == user, f"the TV's ID token is the person's: {claims}")
+        t.note(f"three polls at once on three instances: one token response ({[a.status for a in answers]}), sub {short(claims['sub'])}")
+
     def oidc(self, client):
         parts = urllib.parse.urlsplit(self.issuer)
         return requests.get(f"{parts.scheme}://{parts.netloc}/.well-known/openid-configuration", timeout=30).json()
@@ -1006,6 +1095,7 @@ FLOWS = [
     ("h", "step-up", Run.flow_step_up),
     ("i", "recovery codes, three instances", Run.flow_recovery),
     ("j", "Native SSO, three instances", Run.flow_native_sso),
+    ("k", "device grant, three instances", Run.flow_device_grant),
 ]
 
 
@@ -1014,7 +1104,7 @@ def main():
     parser.add_argument("--issuer", required=True, help="e.g. http://127.0.0.1:PORT (the realm this script makes serves it)")
     parser.add_argument("--admin-token", required=True)
     parser.add_argument("--smtp-port", type=int, required=True, help="where the server sends mail: this script listens there")
-    parser.add_argument("--only", help="comma-separated flow letters (a-j)")
+    parser.add_argument("--only", help="comma-separated flow letters (a-k)")
     parser.add_argument("--peers", help="comma-separated base URLs of two more instances on the same database (flow g)")
     args = parser.parse_args()
     wanted = set(args.only.split(",")) if args.only else {k for k, _, _ in FLOWS}

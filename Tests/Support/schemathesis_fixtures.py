@@ -238,7 +238,8 @@ def client_credentials(api, client, secret, scope):
 
 # The app's realm lifts every rate limit: the run sends many sign-ups and grants from one address.
 NO_LIMITS = {name: {"Limit": 1000000, "WindowSeconds": 60, "Burst": 100000} for name in
-             ["otp-request.ip", "otp-request.mailbox", "signup.ip", "token.ip", "token.client", "token.client-source", "passkey.ip", "attestation.ip"]}
+             ["otp-request.ip", "otp-request.mailbox", "signup.ip", "token.ip", "token.client", "token.client-source", "passkey.ip", "attestation.ip",
+              "device.user-code.ip", "device.user-code.realm"]}
 
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
