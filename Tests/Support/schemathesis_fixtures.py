@@ -283,7 +283,8 @@ def app_fixtures(api, binary, tag):
     me_audience = f"https://{host}/me/"
     app, me, conf = "app", "my-account", "service"
     api.admin("POST", f"/{realm}/clients", {
-        "Id": app, "Type": "public", "Grants": ["urn:cocoar:otp", "urn:cocoar:magic", "urn:cocoar:passkey", "refresh_token", TOKEN_EXCHANGE],
+        "Id": app, "Type": "public", "Grants": ["urn:cocoar:otp", "urn:cocoar:magic", "urn:cocoar:passkey", "refresh_token", TOKEN_EXCHANGE,
+                                                "urn:ietf:params:oauth:grant-type:device_code"],
         "Scopes": ["openid", "email", "profile", "offline_access", "modgud:passkeys:enroll"], "PasskeySignUp": True,
         "AppleAppIds": [APPLE_APP], "AndroidApps": [ANDROID_APP]})
     api.admin("POST", f"/{realm}/clients", {

@@ -206,6 +206,45 @@ def passkey_begin(case):
     body(case, {"client_id": APP["app_client"]})
 
 
+# The device grant (RFC 8628, issue 69): a live device authorization of the app client, typed on the
+# realm's page (no token: whoever's passkey asserts approves), approved by a signed-up user's passkey.
+
+def new_device_code():
+    return call("POST", "/connect/device_authorization", form={"client_id": APP["app_client"], "scope": "openid"})
+
+
+def device_authorization(case):
+    body(case, {"client_id": APP["app_client"], "scope": "openid", "device_name": text(generated(case, "device_name"), "Contract TV")})
+
+
+def device_shown():
+    """A device authorization typed on the page: its id and an approval ceremony."""
+    asked = new_device_code()
+    return call("POST", "/connect/device/verify", body={"user_code": asked["user_code"]}) if asked and "user_code" in asked else None
+
+
+def device_verify(case):
+    case.headers.pop("Authorization", None)
+    asked = new_device_code() if chance(rate(case)) else None
+    if asked and "user_code" in asked:
+        case.body = {"user_code": asked["user_code"]}
+
+
+def device_approve(case):
+    case.headers.pop("Authorization", None)
+    shown = device_shown() if chance(rate(case)) else None
+    if shown and "ceremonyId" in shown:
+        case.body = {"authorization_id": shown["authorization_id"], "ceremonyId": shown["ceremonyId"],
+                     "assertion": pick(PASSKEYS).assertion(shown["options"])}
+
+
+def device_deny(case):
+    case.headers.pop("Authorization", None)
+    shown = device_shown() if chance(rate(case)) else None
+    if shown and "ceremonyId" in shown:
+        case.body = {"authorization_id": shown["authorization_id"], "ceremonyId": shown["ceremonyId"]}
+
+
 def sign_up_begin(case):
     body(case, {"ClientId": APP["app_client"], "Email": fresh_address(), "DisplayName": text(generated(case, "DisplayName"), "Contract")})
 
@@ -885,6 +924,10 @@ HANDLERS = {
     "POST /passkey/challenge": auth0_challenge,
     "POST /passkey/register": auth0_register,
     "POST /connect/passkey/begin": passkey_begin,
+    "POST /connect/device_authorization": device_authorization,
+    "POST /connect/device/verify": device_verify,
+    "POST /connect/device/approve": device_approve,
+    "POST /connect/device/deny": device_deny,
     "POST /connect/passkey/register/begin": sign_up_begin,
     "POST /connect/passkey/enroll/begin": enroll_begin,
     "POST /connect/passkey/enroll": enroll,
