@@ -254,7 +254,8 @@ public struct ModgudCore: Sendable {
     public var federatedSignIn: @Sendable () throws -> FederatedSignIn {
         guard let federation, let vault, let secrets else { return { throw MasterKeyMissing() } }
         let signIn = FederatedSignIn(
-            federation: federation, tokens: tokenService, vault: vault, secondFactor: SecondFactor(secrets: secrets, now: now), pool: pool, now: now)
+            federation: federation, tokens: tokenService, vault: vault,
+            pipeline: SignInPipeline(tokens: tokenService, secondFactor: SecondFactor(secrets: secrets, now: now)), pool: pool, now: now)
         return { signIn }
     }
 

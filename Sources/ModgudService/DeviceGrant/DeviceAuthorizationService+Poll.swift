@@ -50,11 +50,13 @@ extension DeviceAuthorizationService {
         secretHash: String, _ grant: UserGrantRequest
     ) async throws -> TokenResponse {
         guard let requested = state.requested, let approved = state.approved else { throw Self.invalidDeviceCode }
-        let user = try await tokens.users.actor(for: StreamNames.user(realm: client.realm, userID: approved.userID)).current().state
-        // The approval is the sign-in: its time and methods are the tokens' auth_time and amr.
-        let signIn = try await tokens.prepareSignIn(
-            client: client, user: user, grantType: .deviceCode, scope: requested.scopes.joined(separator: " "), resources: requested.resources,
-            amr: approved.amr, issuer: grant.issuer, dpopKey: grant.dpopKey, acrValues: grant.acrValues, authTime: approved.authTime)
+        let loaded = try await tokens.users.actor(for: StreamNames.user(realm: client.realm, userID: approved.userID)).current()
+        // The approval is the sign-in: its time and methods are the tokens' auth_time and amr,
+        // and the scopes and resources are the device's request's.
+        var request = grant
+        (request.scope, request.resources) = (requested.scopes.joined(separator: " "), requested.resources)
+        let factor = SignInFactor.deviceApproval(amr: approved.amr, at: approved.authTime)
+        let signIn = try await pipeline.prepareOpen(factor, try pipeline.gate(factor, user: loaded.state, version: loaded.version, grant: request), request)
         do {
             _ = try await actor.execute(
                 .redeem(clientID: client.id, secretHash: secretHash, familyID: signIn.started.familyID), now: now(), metadata: grant.metadata,

@@ -32,6 +32,11 @@ public struct DeviceAuthorizationService: Sendable {
         self.now = now
     }
 
+    /// Everything after the approval (issue 68): a passkey approved it, no second factor is asked.
+    var pipeline: SignInPipeline {
+        SignInPipeline(tokens: tokens, secondFactor: nil)
+    }
+
     /// What the device says it is and where it asked from, shown to the person approving (the
     /// cross-device BCP's "did you start this?"). Kept only in the authorization's row.
     public struct Device: Sendable, Equatable {

@@ -42,7 +42,8 @@ public struct FederatedSignIn: Sendable {
     let federation: Federation
     let tokens: TokenService
     let vault: PersonalDataVault
-    let secondFactor: SecondFactor
+    /// Everything after the provider's proof (issue 68).
+    let pipeline: SignInPipeline
     let pool: PQPool
     let now: @Sendable () -> Date
 
@@ -51,8 +52,7 @@ public struct FederatedSignIn: Sendable {
 
     public func exchange(_ exchange: Exchange, realm settings: RealmSettings, _ grant: UserGrantRequest) async throws -> TokenResponse {
         let realm = grant.client.realm
-        _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
-        _ = try ScopePolicy.audiences(resources: grant.resources, client: grant.client.settings, clientID: grant.client.id)
+        try SignInPipeline.checkRequest(grant)
         let provider = try Self.provider(of: exchange.idToken, in: settings)
         var nonceHash: String?
         if (provider.requireNonce && !exchange.fromTokenEndpoint) || exchange.nonce != nil {
@@ -91,8 +91,7 @@ public struct FederatedSignIn: Sendable {
     public func exchange(appleCode code: String, _ exchange: Exchange, realm settings: RealmSettings, _ grant: UserGrantRequest) async throws
         -> TokenResponse
     {
-        _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
-        _ = try ScopePolicy.audiences(resources: grant.resources, client: grant.client.settings, clientID: grant.client.id)
+        try SignInPipeline.checkRequest(grant)
         guard let provider = (settings.federatedProviders ?? []).first(where: { $0.kind == .apple && $0.appleTokenEndpoint != nil }),
             let endpoint = provider.appleTokenEndpoint
         else { throw FederationError.refused(reason: "issuer", detail: "no Apple provider of this realm has Apple's token endpoint set") }
@@ -126,10 +125,10 @@ public struct FederatedSignIn: Sendable {
     private func signIn(userID: UUID, provider: String, _ grant: UserGrantRequest) async throws -> TokenResponse {
         let actor = await tokens.users.actor(for: StreamNames.user(realm: grant.client.realm, userID: userID))
         let loaded = try await actor.current()
-        guard loaded.state.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
-        let step = try totpStep(loaded.state, grant)
-        let signIn = try await prepare(loaded.state, totp: step != nil, provider: provider, grant)
-        guard let step else {
+        let factor = SignInFactor.federated(provider: provider)
+        let account = try pipeline.gate(factor, user: loaded.state, version: loaded.version, grant: grant)
+        let signIn = try await pipeline.prepareOpen(factor, account, grant)
+        guard let step = account.totpStep else {
             _ = try await tokens.families.actor(forNew: signIn.stream).execute(.start(signIn.started), now: signIn.started.authTime, metadata: grant.metadata)
             return signIn.response
         }
@@ -161,9 +160,10 @@ public struct FederatedSignIn: Sendable {
         let realm = grant.client.realm
         let actor = await tokens.users.actor(for: StreamNames.user(realm: realm, userID: userID))
         let loaded = try await actor.current()
-        guard loaded.state.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
-        let step = try totpStep(loaded.state, grant)
-        let signIn = try await prepare(loaded.state, totp: step != nil, provider: provider.id, grant)
+        let factor = SignInFactor.federated(provider: provider.id)
+        let account = try pipeline.gate(factor, user: loaded.state, version: loaded.version, grant: grant)
+        let signIn = try await pipeline.prepareOpen(factor, account, grant)
+        let step = account.totpStep
         let subject = try await vault.seal(claims.sub, subject: PersonalDataVault.userSubject(userID), realm: realm)
         let insert = FederatedIdentitiesTable.insert(realm: realm, provider: provider.id, subjectIndex: index, userID: userID, now: now())
         do {
@@ -221,7 +221,7 @@ public struct FederatedSignIn: Sendable {
             userID: userID, email: .sealed(try key.seal(email.value)), emailConfirmed: claims.emailVerified?.value == true, username: nil,
             firstName: try key.seal(firstName), lastName: try key.seal(lastName), securityStamp: OpaqueToken.generate().hash, via: Self.via(provider.id))
         let linked = UserIdentityLinked(provider: provider.id, subject: .sealed(try key.seal(claims.sub)), via: "sign-up")
-        let signIn = try await prepare(User.evolve(User.initialState, .registered(registered)), totp: false, provider: provider.id, grant)
+        let signIn = try await pipeline.prepareOpen(.federated(provider: provider.id), .registering(registered), grant)
         _ = try await pool.query(key.insert)
         let keyCheck = SubjectKeysTable.requireKey(subject: PersonalDataVault.userSubject(userID))
         let insert = FederatedIdentitiesTable.insert(realm: realm, provider: provider.id, subjectIndex: index, userID: userID, now: now())
@@ -240,24 +240,5 @@ public struct FederatedSignIn: Sendable {
             throw FederationError.refused(reason: "retry", detail: "another sign-in created this account meanwhile; try again")
         }
         return signIn.response
-    }
-
-    private func totpStep(_ user: User.State, _ grant: UserGrantRequest) throws -> UInt64? {
-        switch try secondFactor.check(grant.totpCode, user: user, realm: grant.client.realm) {
-        case .notRequired: return nil
-        case .missing, .wrong: throw SecondFactor.refusal
-        case .valid(let step): return step
-        }
-    }
-
-    /// RFC 8176 `fed`: the person authenticated at a federated provider (Microsoft's value; no
-    /// registered one says it), with TOTP `otp` and `mfa` when the second factor was given.
-    /// The family records the provider, whose revocation ends it.
-    private func prepare(_ user: User.State, totp: Bool, provider: String, _ grant: UserGrantRequest) async throws -> PreparedSignIn {
-        var signIn = try await tokens.prepareSignIn(
-            client: grant.client, user: user, grantType: .tokenExchange, scope: grant.scope, resources: grant.resources,
-            amr: totp ? ["fed", "otp", "mfa"] : ["fed"], issuer: grant.issuer, dpopKey: grant.dpopKey, acrValues: grant.acrValues)
-        signIn.started.federation = provider
-        return signIn
     }
 }

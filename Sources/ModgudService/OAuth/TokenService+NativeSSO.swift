@@ -69,9 +69,11 @@ extension TokenService {
         guard now() < started.authTime.addingTimeInterval(lifetimes.session) else { throw Self.deviceSessionEnded }
         let user = try await users.actor(for: StreamNames.user(realm: client.realm, userID: userID)).current().state
         guard user.canSignIn, user.securityStamp == started.securityStamp else { throw Self.deviceSessionEnded }
-        let prepared = try await prepareSignIn(
-            client: client, user: user, grantType: .tokenExchange, scope: exchange.scope, resources: exchange.resources, amr: started.amr,
-            issuer: issuer, nonce: exchange.nonce, dpopKey: dpopKey, joining: link, authTime: started.authTime)
+        var grant = UserGrantRequest(
+            client: client, scope: exchange.scope, resources: exchange.resources, totpCode: nil, issuer: issuer, metadata: metadata, dpopKey: dpopKey)
+        grant.nonce = exchange.nonce
+        let prepared = try await SignInPipeline(tokens: self, secondFactor: nil).prepareOpen(
+            .deviceSession(link, amr: started.amr, at: started.authTime), AccountGate(user: user), grant)
         _ = try await families.actor(forNew: prepared.stream).execute(.start(prepared.started), now: now(), metadata: metadata)
         // A sign-out between the look above and this write listed the session's families before
         // this one existed. It revokes the session's own family first, so a second look sees

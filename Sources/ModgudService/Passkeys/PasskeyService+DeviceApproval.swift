@@ -58,7 +58,7 @@ extension PasskeyService {
             checked = verified
         }
         let approver = DeviceApprover(
-            userID: checked.enrolled.userID, amr: AuthenticationContext.passkeyAMR(backupEligible: checked.enrolled.backupEligible),
+            userID: checked.enrolled.userID, amr: SignInFactor.passkey(backupEligible: checked.enrolled.backupEligible).methods(secondFactor: false),
             userVerified: checked.verdict.userVerified)
         let write: StreamWrite
         do {

@@ -55,18 +55,13 @@ extension PasskeyService {
         case .verified(let verified):
             checked = verified
         }
-        let user = try await userActors.actor(for: StreamNames.user(realm: realm, userID: checked.enrolled.userID))
-            .current(atLeast: checked.userVersion).state
+        let loaded = try await userActors.actor(for: StreamNames.user(realm: realm, userID: checked.enrolled.userID))
+            .current(atLeast: checked.userVersion)
         // User verification was required: the passkey is two factors in one (RFC 8176 "mfa";
-        // `AuthenticationContext.passkeyAMR`). The tokens are minted first; their family
-        // commits with the recorded use.
-        let signIn =
-            user.canSignIn
-            ? try await tokenService.prepareSignIn(
-                client: client, user: user, grantType: .passkey, scope: grant.scope, resources: grant.resources,
-                amr: AuthenticationContext.passkeyAMR(backupEligible: checked.enrolled.backupEligible), issuer: grant.issuer,
-                nonce: grant.nonce, dpopKey: grant.dpopKey, acrValues: grant.acrValues)
-            : nil
+        // `SignInFactor.passkey`). The tokens are minted first; their family commits with the
+        // recorded use.
+        let factor = SignInFactor.passkey(backupEligible: checked.enrolled.backupEligible)
+        let signIn = try await pipeline.prepare(factor, try pipeline.gate(factor, user: loaded.state, version: loaded.version, grant: grant), grant)
         try await recordUse(
             checked, consuming: ceremony, also: try signIn?.write(), realm: realm, consume: Self.consumeLogin(client), metadata: grant.metadata)
         guard let signIn else { throw Self.refused }
@@ -135,8 +130,7 @@ extension PasskeyService {
     /// here is counted (the grant's checks had not been sent yet).
     private func parsedCeremony(_ rawCeremonyID: String, client: AuthenticatedClient, _ grant: UserGrantRequest) async throws -> UUID {
         try await grant.checks.countingRefusals(on: pool) {
-            _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: client.settings)
-            _ = try ScopePolicy.audiences(resources: grant.resources, client: client.settings, clientID: client.id)
+            try SignInPipeline.checkRequest(grant)
             guard let ceremonyID = UUID(uuidString: rawCeremonyID) else { throw Self.refused }
             return ceremonyID
         }

@@ -109,8 +109,7 @@ extension PasskeyService {
         let badCeremony = Self.refused
         let failed = Self.refused
         let realm = client.realm
-        _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: client.settings)
-        _ = try ScopePolicy.audiences(resources: grant.resources, client: client.settings, clientID: client.id)
+        try SignInPipeline.checkRequest(grant)
         let realmSettings = try await tokenService.realmSettings(realm)
         do {
             try Self.checkSignUpAllowed(client: client.settings, realm: realmSettings)
@@ -163,10 +162,7 @@ extension PasskeyService {
     {
         let realm = client.realm
         // User verification was required: the passkey is two factors in one (RFC 8176 "mfa").
-        let signIn = try await tokenService.prepareSignIn(
-            client: client, user: User.evolve(User.initialState, .registered(registered)), grantType: .passkey, scope: grant.scope,
-            resources: grant.resources, amr: AuthenticationContext.passkeyAMR(backupEligible: enrolled.backupEligible), issuer: grant.issuer,
-            dpopKey: grant.dpopKey, acrValues: grant.acrValues)
+        let signIn = try await pipeline.prepareOpen(.passkey(backupEligible: enrolled.backupEligible), .registering(registered), grant)
         let keyCheck = SubjectKeysTable.requireKey(subject: PersonalDataVault.userSubject(registered.userID))
         let registrant = registered.userID
         do {

@@ -35,6 +35,11 @@ public struct PasskeyService: Sendable {
         self.now = now
     }
 
+    /// Everything after the assertion (issue 68): a passkey asks no second factor.
+    var pipeline: SignInPipeline {
+        SignInPipeline(tokens: tokenService, secondFactor: nil)
+    }
+
     /// No RP-ID to put passkeys under.
     static let unconfigured = ServiceRefusal(
         .unavailable, "Passkey.Unavailable", "Passkeys are not configured: set the client's RP-ID or the realm's primary domain.")

@@ -18,10 +18,7 @@ extension EmailSignInService {
             guard let valid = EmailAddress(rawEmail), code.count == 6, code.allSatisfy(\.isASCII), code.allSatisfy(\.isNumber) else {
                 throw Self.invalidCode
             }
-            // Scope and audience problems are the client's, whatever the code: check them first,
-            // so a bad request does not spend an attempt.
-            _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
-            _ = try ScopePolicy.audiences(resources: grant.resources, client: grant.client.settings, clientID: grant.client.id)
+            try SignInPipeline.checkRequest(grant)
             return valid
         }
         // The request's count and proof claim ride with the code's read (issue 49).
@@ -32,15 +29,15 @@ extension EmailSignInService {
         if let link, issued.purpose != .loginCode || issued.userID != link.userID {
             throw OAuthError.invalidGrant("The link_session belongs to another account than this code's address.")
         }
-        let account = try await accountGate(issued, grant: grant)
         let registration = try await registration(issued, email: email, realm: realm)
+        let account = try await accountGate(issued, registering: registration.event, grant: grant)
         let redemption = CodeRedemption(
             challenge: challenge, issued: issued, realm: realm, metadata: grant.metadata, now: now(),
             redeem: .redeem(
                 presentedHash: secrets.codes.hash(code, for: Self.codeBinding(realm: realm, email: email)), gate: account.gate,
                 by: grant.client.presenter),
             registration: registration, account: account, link: try link.flatMap { try identityLink($0, account: account, realm: realm) },
-            signIn: try await prepareCodeSignIn(issued, account: account, registered: registration.event, grant))
+            signIn: try await pipeline.prepare(.emailCode, account, grant))
         let outcome: CommandOutcome<EmailChallenge>
         do {
             do {
@@ -118,46 +115,13 @@ extension EmailSignInService {
         return CodeRedemption.IdentityLink(write: write, insert: link.insert(realm: realm, now: now()))
     }
 
-    /// What the account owes besides the code: found before the command, since the account's
-    /// status and second factor live in another stream.
-    struct AccountGate {
-        var gate = EmailChallenge.RedeemGate.open
-        var user: User.State?
-        var userVersion: Int64 = 0
-        /// An accepted TOTP step, spent in the code's (or link's) transaction.
-        var totpStep: UInt64?
-
-        /// The accepted TOTP step, as a write to the user's stream at the version the gate was
-        /// found at: a replay of the same TOTP code (or a concurrent one, or any change to the
-        /// user meanwhile) loses there, and the whole transaction with it. nil without a step.
-        func spentStep(realm: String) throws -> StreamWrite? {
-            guard let step = totpStep, let userID = user?.id else { return nil }
-            return StreamWrite(
-                stream: StreamNames.user(realm: realm, userID: userID), expected: ExpectedVersion(current: userVersion),
-                events: [try NewEvent(UserTOTPStepAccepted(step: step))])
-        }
-    }
-
-    private func accountGate(_ issued: ChallengeIssued, grant: UserGrantRequest) async throws -> AccountGate {
-        guard issued.purpose == .loginCode, let userID = issued.userID else { return AccountGate() }
-        let realm = grant.client.realm
-        let loaded = try await userActors.actor(for: StreamNames.user(realm: realm, userID: userID)).current()
-        return try accountGate(user: loaded.state, version: loaded.version, grant: grant)
-    }
-
-    /// The gate of a known user as loaded (state and stream version): a login code's and a
-    /// magic link's alike. Only a complete sign-in opens it; a missing or wrong second factor
-    /// closes it, so the challenge is not spent (issue 40).
-    func accountGate(user: User.State, version: Int64, grant: UserGrantRequest) throws -> AccountGate {
-        var account = AccountGate(user: user, userVersion: version)
-        switch user.canSignIn ? try secondFactor.check(grant.totpCode, user: user, realm: grant.client.realm) : nil {
-        case nil: account.gate = .accountCannotSignIn
-        case .notRequired: account.gate = .open
-        case .missing: account.gate = .secondFactorMissing
-        case .wrong: account.gate = .secondFactorWrong
-        case .valid(let step): account.totpStep = step
-        }
-        return account
+    /// The account's gate (`SignInPipeline.gate`): a login code's user as loaded, a
+    /// registration code's new user open.
+    private func accountGate(_ issued: ChallengeIssued, registering registered: UserRegistered, grant: UserGrantRequest) async throws -> AccountGate {
+        guard issued.purpose == .loginCode else { return .registering(registered) }
+        guard let userID = issued.userID else { throw Self.invalidCode }
+        let loaded = try await userActors.actor(for: StreamNames.user(realm: grant.client.realm, userID: userID)).current()
+        return try pipeline.gate(.emailCode, user: loaded.state, version: loaded.version, grant: grant)
     }
 
     /// A registration code's new user, and the statement that checks its key still exists.
@@ -191,30 +155,6 @@ extension EmailSignInService {
         _ = try await pool.query(key.insert)
         return Registration(userID: userID, event: registered)
     }
-
-    /// The tokens are minted before the code is tried, and their family commits with the
-    /// consumed code (one transaction); a refused code discards them unsent. The user as
-    /// committed: a new one from its registration event, a known one as loaded (an accepted
-    /// TOTP step changes nothing a token carries). nil when the code will not be consumed.
-    private func prepareCodeSignIn(_ issued: ChallengeIssued, account: AccountGate, registered: UserRegistered, _ grant: UserGrantRequest)
-        async throws -> PreparedSignIn?
-    {
-        switch (issued.purpose, account.gate) {
-        case (.registrationCode, _):
-            return try await tokenService.prepareSignIn(
-                client: grant.client, user: User.evolve(User.initialState, .registered(registered)), grantType: .otp, scope: grant.scope,
-                resources: grant.resources, amr: AuthenticationContext.emailAMR(totp: false), issuer: grant.issuer, nonce: grant.nonce,
-                dpopKey: grant.dpopKey, acrValues: grant.acrValues)
-        case (_, .open):
-            guard let user = account.user else { throw Self.invalidCode }
-            return try await tokenService.prepareSignIn(
-                client: grant.client, user: user, grantType: .otp, scope: grant.scope, resources: grant.resources,
-                amr: AuthenticationContext.emailAMR(totp: account.totpStep != nil), issuer: grant.issuer, nonce: grant.nonce,
-                dpopKey: grant.dpopKey, acrValues: grant.acrValues)
-        default:
-            return nil
-        }
-    }
 }
 
 /// One code redemption's command and everything that commits with a consumed code.
@@ -226,7 +166,7 @@ struct CodeRedemption: Sendable {
     let now: Date
     let redeem: EmailChallenge.Command
     let registration: EmailSignInService.Registration
-    let account: EmailSignInService.AccountGate
+    let account: AccountGate
     /// A provider account linked by this code (issue 48).
     let link: IdentityLink?
     let signIn: PreparedSignIn?
@@ -256,10 +196,9 @@ struct CodeRedemption: Sendable {
                 events: [try NewEvent(registration.event)])
             return retirement + [user] + family
         }
-        // The TOTP step is spent in the same transaction: a replay of the same TOTP code (or a
-        // concurrent one) loses on the user's stream version.
+        // The TOTP step is spent in the same transaction (`SignInPipeline.writes`): a replay of
+        // the same TOTP code (or a concurrent one) loses on the user's stream version.
         if let link { return [link.write] + family }  // the link's write carries the TOTP step
-        if let spent = try account.spentStep(realm: realm) { return [spent] + family }
-        return family
+        return try SignInPipeline.writes(signIn, account, realm: realm)
     }
 }

@@ -59,8 +59,7 @@ extension EmailSignInService {
         let realm = grant.client.realm
         let userID = try await grant.checks.countingRefusals(on: pool) {
             guard let valid = UUID(uuidString: rawUserID), token.count <= 128 else { throw Self.invalidLink }
-            _ = try ScopePolicy.grantedScopes(requested: grant.scope, client: grant.client.settings)
-            _ = try ScopePolicy.audiences(resources: grant.resources, client: grant.client.settings, clientID: grant.client.id)
+            try SignInPipeline.checkRequest(grant)
             return valid
         }
         // The request's count and proof claim ride with the user's read (issue 49).
@@ -68,28 +67,17 @@ extension EmailSignInService {
         // What the account owes besides the link, found before the command (the account's status
         // and second factor live in another stream); the challenge decides, after the link
         // itself: a wrong or spent link is "Invalid or expired link." whatever the account owes.
-        let account = try accountGate(user: loaded.state, version: loaded.version, grant: grant)
+        let account = try pipeline.gate(.magicLink, user: loaded.state, version: loaded.version, grant: grant)
         // A complete sign-in: the tokens are minted first, and their family (with the spent TOTP
         // step, if any) commits with the consumed link, one transaction; a refused link discards
         // them unsent.
-        let prepared =
-            account.gate == .open
-            ? try await tokenService.prepareSignIn(
-                client: grant.client, user: loaded.state, grantType: .magic, scope: grant.scope, resources: grant.resources,
-                amr: AuthenticationContext.emailAMR(totp: account.totpStep != nil), issuer: grant.issuer, nonce: grant.nonce,
-                dpopKey: grant.dpopKey, acrValues: grant.acrValues)
-            : nil
+        let prepared = try await pipeline.prepare(.magicLink, account, grant)
         let outcome: CommandOutcome<EmailChallenge>
         do {
             outcome = try await challengeActors.actor(for: StreamNames.magicLinks(realm: realm, userID: userID))
                 .execute(
                     .redeem(presentedHash: OpaqueToken.hash(token), gate: account.gate, by: grant.client.presenter), now: now(), metadata: grant.metadata,
-                    alsoAppending: { events in
-                        guard events.consumeChallenge, let prepared else { return [] }
-                        let family = try prepared.write()
-                        if let spent = try account.spentStep(realm: realm) { return [spent, family] }
-                        return [family]
-                    })
+                    alsoAppending: { events in events.consumeChallenge ? try SignInPipeline.writes(prepared, account, realm: realm) : [] })
         } catch {
             throw Self.refusal(for: error, registration: false, invalid: Self.invalidLink)
         }

@@ -28,8 +28,8 @@ public struct EmailSignInService: Sendable {
     let vault: PersonalDataVault
     let outbox: MailOutbox
     let limiter: RateLimiter
-    let tokenService: TokenService
-    let secondFactor: SecondFactor
+    /// Everything after the proof (issue 68).
+    let pipeline: SignInPipeline
     let mailEnqueued: @Sendable () -> Void
     let now: @Sendable () -> Date
 
@@ -47,8 +47,7 @@ public struct EmailSignInService: Sendable {
         self.vault = vault
         self.outbox = MailOutbox(pool: pool, secrets: secrets, vault: vault)
         self.limiter = limiter
-        self.tokenService = tokenService
-        self.secondFactor = SecondFactor(secrets: secrets, now: now)
+        self.pipeline = SignInPipeline(tokens: tokenService, secondFactor: SecondFactor(secrets: secrets, now: now))
         self.mailEnqueued = mailEnqueued
         self.now = now
     }

@@ -16,7 +16,8 @@ import PQ
 public struct RecoveryCodeService: Sendable {
     let pool: PQPool
     let userActors: AggregateRegistry<User>
-    let tokenService: TokenService
+    /// Everything after the code (issue 68): a recovery session asks no second factor.
+    let pipeline: SignInPipeline
     let limiter: RateLimiter
     let vault: PersonalDataVault
     let secrets: ServerSecrets
@@ -28,7 +29,7 @@ public struct RecoveryCodeService: Sendable {
     ) {
         self.pool = pool
         self.userActors = users
-        self.tokenService = tokenService
+        self.pipeline = SignInPipeline(tokens: tokenService, secondFactor: nil)
         self.limiter = limiter
         self.vault = vault
         self.secrets = secrets
@@ -99,8 +100,9 @@ public struct RecoveryCodeService: Sendable {
             // A wrong code costs no token minting and no transaction (the spend below decides).
             try await RecoveryCodesTable.isUnused(realm: realm, userID: found.userID, setID: found.setID, hash: hash, pool: pool)
         else { throw Self.invalid }
-        let session = try await tokenService.prepareRecoverySession(
-            client: grant.client, user: found.user, issuer: grant.issuer, dpopKey: grant.dpopKey)
+        // The account as the candidate's lookup found it (its version matters to no write here:
+        // the spend below is the user's own command).
+        let session = try await pipeline.prepareOpen(.recoveryCode, try pipeline.gate(.recoveryCode, user: found.user, version: 0, grant: grant), grant)
         let spend = RecoveryCodesTable.spend(realm: realm, userID: found.userID, setID: found.setID, hash: hash, at: now())
         do {
             _ = try await found.actor.execute(
