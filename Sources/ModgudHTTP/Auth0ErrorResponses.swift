@@ -39,11 +39,11 @@ enum Auth0ErrorResponses {
 
     /// An OAuth error as Auth0 words it: the same code, Auth0's text where its SDKs test one.
     static func worded(_ error: OAuthError, grantType: String?) -> OAuthError {
-        guard error.error == "invalid_grant" else { return error }
-        if grantType == Auth0Compatibility.passwordlessOTPGrant, error.description == EmailSignInService.invalidCode.description {
+        guard error.code == .invalidGrant else { return error }
+        if grantType == Auth0Compatibility.passwordlessOTPGrant, error == EmailSignInService.invalidCode {
             return OAuthError("invalid_grant", wrongCode)
         }
-        if grantType == "refresh_token", error.description == TokenService.invalidRefreshToken.description {
+        if grantType == "refresh_token", error == TokenService.invalidRefreshToken {
             return OAuthError("invalid_grant", invalidRefreshToken)
         }
         return error

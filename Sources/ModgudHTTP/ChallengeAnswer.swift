@@ -7,9 +7,9 @@ import ModgudService
 /// `insufficient_authorization` and `redirect_to_web` (as draft -04 sets them), 400
 /// otherwise. What the app must collect next is in `expecting` (Modgud's member:
 /// `email_code`, `totp_code`, `passkey_assertion`) and, for a passkey, `passkey_options`
-/// (WebAuthn request options, as `/connect/passkey/begin` gives them). Thrown by the
-/// controller's steps.
-struct ChallengeAnswer: Error {
+/// (WebAuthn request options, as `/connect/passkey/begin` gives them). Rendered by the
+/// controller.
+struct ChallengeAnswer {
     var body: Body
 
     struct Body: Encodable {
@@ -40,15 +40,10 @@ struct ChallengeAnswer: Error {
             error: "insufficient_authorization", errorDescription: description, authSession: session, expecting: expecting, passkeyOptions: passkeyOptions)
     }
 
-    /// A request the endpoint does not serve in this realm (section 5.2.2: `redirect_to_web`)
-    /// when the realm has a web sign-in to send the person to, else `invalid_request` with
-    /// `description`. Modgud has no authorization endpoint of its own, so no `request_uri` is
-    /// given (the draft's PAR-style reference); `web_uri` names the realm's web sign-in.
-    static func redirectToWeb(_ realm: RealmDirectory.Entry, _ description: String) -> ChallengeAnswer {
-        guard let web = realm.settings.webFallbackURL else { return ChallengeAnswer(error: "invalid_request", description) }
-        var answer = ChallengeAnswer(error: "redirect_to_web", "\(description) Sign in on the web instead.")
-        answer.body.webURI = web
-        return answer
+    /// `FirstPartySignIn`'s refusals (section 5.2.2).
+    init(_ refusal: FirstPartyRefusal) {
+        body = Body(error: refusal.code.rawValue, errorDescription: refusal.description)
+        body.webURI = refusal.webURI
     }
 
     /// RFC 9449 sections 5 and 8, as the token endpoint answers them.

@@ -30,7 +30,7 @@ enum OAuthResponses {
     /// The error body with `status`, by default 400, or 401 with a `WWW-Authenticate`
     /// challenge for a failed client authentication (RFC 6749 section 5.2).
     static func error(_ error: OAuthError, status: HTTPResponse.Status? = nil) -> Response {
-        let challenged = error.error == "invalid_client" && error.authenticationAttempted
+        let challenged = error.code == .invalidClient && error.authenticationAttempted
         var response = json(
             ErrorBody(
                 error: error.error, errorDescription: error.description, credentialID: error.unknownCredential?.credentialID,

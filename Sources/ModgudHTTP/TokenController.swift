@@ -122,7 +122,7 @@ struct TokenController: Sendable {
         // refresh token from one never issued (ops/enumeration-bench). Successes are not delayed.
         do {
             return try await grant.redeem(grantRequest)
-        } catch let error as OAuthError where error.error == "invalid_grant" {
+        } catch let error as OAuthError where error.code == .invalidGrant {
             await parsing.configuration.jitter.wait(since: started)
             throw error
         }

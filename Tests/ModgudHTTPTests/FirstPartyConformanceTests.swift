@@ -115,7 +115,7 @@ final class FirstPartyConformanceTests: XCTestCase {
             let (_, plain) = try await C.signInByCode(harness, client, "ada@example.com", number: 3)
             let plainTokens = try await C.redeem(client, code: plain)
             XCTAssertNil(try R.claims(try XCTUnwrap(plainTokens.json["id_token"] as? String))["nonce"])
-            let oversized = String(repeating: "n", count: AuthorizationChallengeController.nonceLimit + 1)
+            let oversized = String(repeating: "n", count: FirstPartySignIn.nonceLimit + 1)
             let refused = try await C.challenge(
                 client, [("client_id", "app"), ("login_hint", "ada@example.com"), ("code_challenge", C.challenge), ("nonce", oversized)])
             XCTAssertEqual(refused.json["error"] as? String, "invalid_request", refused.body)

@@ -50,3 +50,31 @@ extension ArchitectureFitnessTests {
         XCTAssertEqual(SignInFactor.deviceApproval(amr: ["hwk", "mfa"], at: Date(timeIntervalSince1970: 9)).authTime, Date(timeIntervalSince1970: 9))
     }
 }
+
+extension ArchitectureFitnessTests {
+    /// No control flow turns on an error's text (issue 68): codes are compared as
+    /// `OAuthError.Code` values, and known refusals as whole values.
+    func testNoControlFlowTurnsOnAnErrorsText() throws {
+        let text = try NSRegularExpression(pattern: #"\.(error|description) (==|!=) ("|\w+\.\w+\.description)"#)
+        let files = try SQLHomeTests.files().filter { $0.path.hasPrefix("Modgud") }
+        let offenders = files.filter { text.firstMatch(in: $0.code, range: NSRange($0.code.startIndex..., in: $0.code)) != nil }.map(\.path)
+        XCTAssertEqual(offenders, [], "an error's text in control flow")
+        let sample = #"catch let refusal as OAuthError where refusal.error == "invalid_grant" {"#
+        XCTAssertNotNil(text.firstMatch(in: sample, range: NSRange(location: 0, length: sample.utf16.count)), "the check would miss the old code")
+    }
+
+    /// HTTP controllers hold no sign-in state (issue 68, item 2): the first-party session, what
+    /// it holds for a second factor and the uniform answers' timing are `FirstPartySignIn`'s.
+    func testTheChallengeEndpointHoldsNoSignInState() throws {
+        let state = ["SessionState", "heldCode", "heldLink", "awaitingNames", "firstParty.update(", "firstParty.begin(", "firstParty.issueCode("]
+        let files = try SQLHomeTests.files().filter { $0.path.hasPrefix("ModgudHTTP/") }
+        var offenders: [String] = []
+        for file in files {
+            for name in state where file.code.contains(name) { offenders.append("\(file.path): \(name)") }
+        }
+        XCTAssertEqual(offenders, [], "sign-in state in HTTP")
+        let challenge = files.first { $0.path == "ModgudHTTP/AuthorizationChallengeController.swift" }?.code ?? ""
+        XCTAssertFalse(challenge.isEmpty, "the check is looking at the wrong files")
+        XCTAssertFalse(challenge.contains("jitter.wait"), "the challenge endpoint times its own answers")
+    }
+}

@@ -26,8 +26,8 @@ public struct FirstPartyAuthorization: Sendable {
         public var resources: [String]
         /// The address the client named (`login_hint`), for the email step.
         public var email: String?
-        /// How that address was written to: `code` or `link`. A session takes only that factor.
-        public var delivery: String?
+        /// How that address was written to. A session takes only that factor.
+        public var delivery: Delivery?
         /// An email code the person proved while their second factor is still owed: the next
         /// step brings the TOTP code and the held code is redeemed with it.
         public var heldCode: String?
@@ -51,6 +51,12 @@ public struct FirstPartyAuthorization: Sendable {
         /// next step brings them and the code is sent then.
         public var awaitingNames = false
 
+        /// `email_delivery`: a six-digit code or a magic link (sealed in the session as these words).
+        public enum Delivery: String, Codable, Sendable {
+            case code
+            case link
+        }
+
         public struct HeldLink: Codable, Sendable, Equatable {
             public var userID: String
             public var token: String
@@ -61,7 +67,7 @@ public struct FirstPartyAuthorization: Sendable {
             }
         }
 
-        public init(codeChallenge: String, scope: String?, resources: [String], email: String? = nil, delivery: String? = nil) {
+        public init(codeChallenge: String, scope: String?, resources: [String], email: String? = nil, delivery: Delivery? = nil) {
             self.codeChallenge = codeChallenge
             self.scope = scope
             self.resources = resources

@@ -48,6 +48,20 @@ public struct OAuthError: Error, Hashable, Sendable, CustomStringConvertible {
         return error
     }
 
+    /// The codes control flow turns on (RFC 6749 section 5.2, and RFC 8707's): compared as
+    /// values, never as text (issue 68, `ArchitectureFitnessTests`).
+    public enum Code: String, Sendable {
+        case invalidRequest = "invalid_request"
+        case invalidClient = "invalid_client"
+        case invalidGrant = "invalid_grant"
+        case unauthorizedClient = "unauthorized_client"
+        case invalidScope = "invalid_scope"
+        case invalidTarget = "invalid_target"
+    }
+
+    /// The error's code when it is one of `Code`'s.
+    public var code: Code? { Code(rawValue: error) }
+
     public static func invalidRequest(_ description: String) -> OAuthError { OAuthError("invalid_request", description) }
     public static func invalidGrant(_ description: String) -> OAuthError { OAuthError("invalid_grant", description) }
     public static func invalidScope(_ description: String) -> OAuthError { OAuthError("invalid_scope", description) }
