@@ -8,7 +8,7 @@ import ModgudService
 /// configuration (any realm), or by an access token of the realm in the path whose scopes
 /// include `modgud:admin`. Errors are RFC 7807 problems titled with the error code.
 struct AdminController: Sendable {
-    let tokens: TokenService
+    let introspection: TokenIntrospection
     let admin: Administration
     let configuration: HTTPConfiguration
     static let adminScope = "modgud:admin"
@@ -91,7 +91,7 @@ struct AdminController: Sendable {
         let token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
         if let bootstrap = configuration.adminToken, ConstantTime.equal(token, bootstrap) { return }
         guard let realm else { throw AdminProblem("Admin.Forbidden", "Only the bootstrap admin token creates realms.", status: 403) }
-        let result = try await tokens.introspect(realm: realm, token: token)
+        let result = try await introspection.introspect(realm: realm, token: token)
         guard result.active else { throw AdminProblem("Admin.Unauthorized", "The token is not valid.", status: 401) }
         guard (result.scope ?? "").split(separator: " ").contains(Substring(Self.adminScope)) else {
             throw AdminProblem("Admin.Forbidden", "The token lacks the \(Self.adminScope) scope.", status: 403)

@@ -45,6 +45,15 @@ func consoleController(core: ModgudCore, console: ConsoleConfiguration) -> Conso
         hostCheck: ConsoleHostCheck(configuration: console, realms: core.realmDirectory, clients: core.clientAuthenticator))
 }
 
+/// What the token endpoint's grants and the challenge endpoint use.
+func grantServices(_ core: ModgudCore) -> GrantServices {
+    GrantServices(
+        tokens: core.tokenService, introspection: core.tokenIntrospection, revocation: core.tokenRevocation, clientCredentials: core.clientCredentials,
+        nativeSSO: core.nativeSSO, passkeys: core.passkeys, rateLimiter: core.rateLimiter, emailSignIn: core.emailSignIn,
+        dpop: core.dpop, firstParty: core.firstParty, recoveryCodes: core.recoveryCodes, federatedSignIn: core.federatedSignIn,
+        deviceAuthorizations: core.deviceAuthorizations)
+}
+
 /// The routes, for in-process tests. `console`: the operator console on the same routes (off
 /// unless asked for: docs/operations/console.md).
 public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTTPConfiguration(), console: ConsoleConfiguration? = nil)
@@ -54,17 +63,15 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     let router = Router(context: ModgudRequestContext.self)
     router.add(middleware: RequestObservationMiddleware())
     // Each controller gets the services it uses, not the composition root.
-    let grantServices = GrantServices(
-        tokens: core.tokenService, passkeys: core.passkeys, rateLimiter: core.rateLimiter, emailSignIn: core.emailSignIn,
-        dpop: core.dpop, firstParty: core.firstParty, recoveryCodes: core.recoveryCodes, federatedSignIn: core.federatedSignIn,
-        deviceAuthorizations: core.deviceAuthorizations)
+    let grantServices = grantServices(core)
     let attestation = ClientAttestationGate(verifier: core.clientAttestation, clients: core.clientAuthenticator)
     let gates = TokenEndpointGates(
         parsing: parsing, clients: core.clientAuthenticator, rateLimiter: core.rateLimiter, dpop: core.dpop, attestation: attestation)
     let tokens = TokenController(services: grantServices, gates: gates, parsing: parsing)
-    let introspection = IntrospectionController(clients: core.clientAuthenticator, tokens: core.tokenService, parsing: parsing)
+    let introspection = IntrospectionController(
+        clients: core.clientAuthenticator, introspection: core.tokenIntrospection, revocation: core.tokenRevocation, parsing: parsing)
     let discovery = DiscoveryController(keys: core.keys, parsing: parsing)
-    let resource = ProtectedResource(tokens: core.tokenService, clients: core.clientAuthenticator, dpop: core.dpop)
+    let resource = ProtectedResource(introspection: core.tokenIntrospection, clients: core.clientAuthenticator, dpop: core.dpop)
     let userinfo = UserInfoController(tokens: core.tokenService, resource: resource, parsing: parsing)
     router.post("/connect/token", use: tokens.token)
     AuthorizationChallengeController(gates: gates, parsing: parsing, services: grantServices).register(on: router)
@@ -92,7 +99,7 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     MyAccountController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, resource: resource).register(on: router)
     RecoveryCodeController(recoveryCodes: core.recoveryCodes, passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, resource: resource)
         .register(on: router)
-    SessionController(tokens: core.tokenService, parsing: parsing, resource: resource).register(on: router)
+    SessionController(revocation: core.tokenRevocation, parsing: parsing, resource: resource).register(on: router)
     IdentityController(federatedSignIn: core.federatedSignIn, passkeys: core.passkeys, parsing: parsing, resource: resource).register(on: router)
     Auth0PasskeyController(passkeys: core.passkeys, rateLimiter: core.rateLimiter, parsing: parsing, attestation: attestation).register(on: router)
     Auth0PasswordlessController(clients: core.clientAuthenticator, emailSignIn: core.emailSignIn, parsing: parsing, attestation: attestation)
@@ -105,7 +112,7 @@ public func buildRouter(core: ModgudCore, configuration: HTTPConfiguration = HTT
     SharedSignalsController(streams: core.signalStreams, resource: resource, parsing: parsing, longPoll: configuration.signalLongPoll,
         readiness: core.readiness).register(on: router)
     AppAssociationController(realms: core.administration.realms, parsing: parsing).register(on: router)
-    AdminController(tokens: core.tokenService, admin: core.administration, configuration: configuration).register(on: router)
+    AdminController(introspection: core.tokenIntrospection, admin: core.administration, configuration: configuration).register(on: router)
     if let console { consoleController(core: core, console: console).register(on: router) }
     return router
 }

@@ -81,7 +81,7 @@ struct AuthorizationChallengeController: Sendable {
         let call = FirstPartyCall(
             client: client, realm: realm, issuer: issuer, source: source, jkt: jkt, metadata: context.eventMetadata(), started: started)
         let signIn = FirstPartySignIn(
-            sessions: services.firstParty, tokens: services.tokens, passkeys: services.passkeys, emailSignIn: services.emailSignIn,
+            sessions: services.firstParty, introspection: services.introspection, passkeys: services.passkeys, emailSignIn: services.emailSignIn,
             recoveryCodes: services.recoveryCodes, jitter: parsing.configuration.jitter)
         return try await signIn.step(Self.parameters(form), call)
     }

@@ -5,7 +5,8 @@ import ModgudService
 /// POST /connect/introspect (RFC 7662) and POST /connect/revoke (RFC 7009).
 struct IntrospectionController: Sendable {
     let clients: ClientAuthenticator
-    let tokens: TokenService
+    let introspection: TokenIntrospection
+    let revocation: TokenRevocation
     let parsing: RequestParsing
 
     /// RFC 7662 section 2.1: the caller must authenticate; only confidential clients can.
@@ -17,7 +18,7 @@ struct IntrospectionController: Sendable {
             guard secret != nil else { throw OAuthError.invalidClient(attempted: true) }
             _ = try await clients.authenticate(realm: realm.realmID, clientID: id, secret: secret)
             guard let token = form["token"] else { throw OAuthError.invalidRequest("token is required.") }
-            return OAuthResponses.introspection(try await tokens.introspect(realm: realm.realmID, token: token))
+            return OAuthResponses.introspection(try await introspection.introspect(realm: realm.realmID, token: token))
         }
     }
 
@@ -30,7 +31,7 @@ struct IntrospectionController: Sendable {
             let (id, secret) = try parsing.clientCredentials(request, form)
             let client = try await clients.authenticate(realm: realm.realmID, clientID: id, secret: secret)
             guard let token = form["token"] else { throw OAuthError.invalidRequest("token is required.") }
-            try await tokens.revoke(client: client, token: token, metadata: EventMetadata(correlationID: context.id))
+            try await revocation.revoke(client: client, token: token, metadata: EventMetadata(correlationID: context.id))
             var response = Response(status: .ok)
             response.headers[.cacheControl] = "no-store"
             return response

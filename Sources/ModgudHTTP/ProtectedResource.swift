@@ -21,7 +21,7 @@ struct Caller {
 /// proof of its key (RFC 9449 section 7). A DPoP-bound token is refused as Bearer, so a
 /// copied token is useless without the key that signs its proofs.
 struct ProtectedResource: Sendable {
-    let tokens: TokenService
+    let introspection: TokenIntrospection
     let clients: ClientAuthenticator
     let dpop: DPoPVerifier?
 
@@ -110,7 +110,7 @@ struct ProtectedResource: Sendable {
     /// A live token in the scheme its binding requires, with a valid proof for DPoP.
     private func authenticate(_ request: Request, realm: String, issuer: String) async throws -> (TokenTables.AccessToken, Scheme) {
         guard let (scheme, token) = Self.credentials(request) else { throw RequestParsing.Failure.response(Self.challenge(nil, scheme: nil)) }
-        guard let found = try await tokens.liveAccessToken(realm: realm, token: token) else {
+        guard let found = try await introspection.liveAccessToken(realm: realm, token: token) else {
             throw RequestParsing.Failure.response(Self.challenge("invalid_token", scheme: scheme))
         }
         switch (scheme, found.dpopKey) {

@@ -9,7 +9,7 @@ import ModgudService
 /// - `DELETE /connect/sessions/{id}`: ends one (its refresh token and access tokens stop
 ///   working at once); 404 for an id that is not one of the caller's live sessions.
 struct SessionController: Sendable {
-    let tokens: TokenService
+    let revocation: TokenRevocation
     let parsing: RequestParsing
     let resource: ProtectedResource
 
@@ -31,7 +31,7 @@ struct SessionController: Sendable {
         await ProblemEdge.respondWithProblems(context) {
             let (realm, caller) = try await authorized(request)
             let format = Date.ISO8601FormatStyle()
-            let sessions = try await tokens.liveSessions(realm: realm.realmID, userID: caller.userID).map {
+            let sessions = try await revocation.liveSessions(realm: realm.realmID, userID: caller.userID).map {
                 SessionBody(
                     id: $0.familyID.uuidString.lowercased(), clientId: $0.clientID, startedAt: $0.startedAt.formatted(format),
                     scope: $0.scopes.joined(separator: " "), current: $0.familyID == caller.familyID)
@@ -44,7 +44,7 @@ struct SessionController: Sendable {
         await ProblemEdge.respondWithProblems(context) {
             let (realm, caller) = try await authorized(request)
             guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
-                try await tokens.endSession(realm: realm.realmID, userID: caller.userID, familyID: id, metadata: context.eventMetadata(actor: caller.userID))
+                try await revocation.endSession(realm: realm.realmID, userID: caller.userID, familyID: id, metadata: context.eventMetadata(actor: caller.userID))
             else { return Problem.response("Session.NotFound", status: 404, detail: "No such session.") }
             return Response(status: .noContent)
         }

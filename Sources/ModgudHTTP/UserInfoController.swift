@@ -36,7 +36,7 @@ struct UserInfoController: Sendable {
             let email = scopes.contains("email")
             let profile = scopes.contains("profile")
             // Personal claims are opened for this answer only (issue 13).
-            let opened = email || profile ? try await tokens.vault.profile(of: user) : nil
+            let opened = email || profile ? try await tokens.profile(of: user) : nil
             return OAuthResponses.json(
                 Claims(
                     sub: caller.userID.uuidString.lowercased(), email: email ? opened?.email : nil,

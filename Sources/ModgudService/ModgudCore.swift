@@ -5,10 +5,13 @@ import ModgudDomain
 import Logging
 import PQ
 
-/// The composition root of one instance: the store with its inline projections, the
-/// aggregate registries and the services above them. Built once at start-up, where the
-/// services are taken from it; no type keeps it (`ArchitectureFitnessTests`). Its pool, store,
-/// registries and keys are its own: callers get services.
+/// The composition root of one instance (issue 68: it only composes). It stores what the
+/// instance shares: the store with its inline projections, the aggregate registries, the caches
+/// (realms, clients, signing keys, personal data keys, provider keys), the rate limiter, the
+/// drain switch and the wake-ups. The services above them are stateless values composed on
+/// demand (`ModgudCore+Services.swift`), so a CLI command builds only the ones it uses. Built
+/// once at start-up, where the services are taken from it; no type keeps it
+/// (`ArchitectureFitnessTests`).
 public struct ModgudCore: Sendable {
     let pool: PQPool
     let store: PostgresEventStore
@@ -16,14 +19,6 @@ public struct ModgudCore: Sendable {
     let clientActors: AggregateRegistry<Client>
     let userActors: AggregateRegistry<User>
     let familyActors: AggregateRegistry<TokenFamily>
-    public let keys: SigningKeyRing
-    /// Each realm's audit log key (checkpoints only).
-    let auditKeys: AuditLogKeys
-    /// DPoP proof checks (RFC 9449); nil in tools started without the master key.
-    public let dpop: DPoPVerifier?
-    public let tokenService: TokenService
-    public let clientAuthenticator: ClientAuthenticator
-    public let realmDirectory: RealmDirectory
     let challengeActors: AggregateRegistry<EmailChallenge>
     let ceremonyActors: AggregateRegistry<PasskeyCeremony>
     let passkeyActors: AggregateRegistry<Passkey>
@@ -31,40 +26,39 @@ public struct ModgudCore: Sendable {
     let authorizationSessionActors: AggregateRegistry<AuthorizationSession>
     /// Device authorizations (RFC 8628, issue 69).
     let deviceAuthorizationActors: AggregateRegistry<DeviceAuthorization>
-    /// Passkey ceremonies, the passkey grant and passkey management.
-    public let passkeys: PasskeyService
+    /// Receivers' Shared Signals streams (issue 30).
+    let signalStreamActors: AggregateRegistry<SignalStream>
+    /// Operators' console actions that change no aggregate of their own (issue 31).
+    let operatorLogActors: AggregateRegistry<OperatorLog>
+    public let keys: SigningKeyRing
+    /// Each realm's audit log key (checkpoints only).
+    let auditKeys: AuditLogKeys
+    /// DPoP proof checks (RFC 9449); nil in tools started without the master key.
+    public let dpop: DPoPVerifier?
+    public let clientAuthenticator: ClientAuthenticator
+    public let realmDirectory: RealmDirectory
     public let rateLimiter: RateLimiter
     /// Readiness for load balancers (`/health/ready`), and the drain switch.
     public let readiness: ReadinessProbe
+    /// The projection rebuilds started on this instance (the operations' state).
+    let rebuilds: RebuildRunner
     /// Keys derived from the master key; nil in tools started without one.
     let secrets: ServerSecrets?
     /// Personal data keys (issue 13); nil in tools started without the master key.
     let vault: PersonalDataVault?
     /// The clock every service of this instance reads (tests inject one).
     public let now: @Sendable () -> Date
-    private let mailDoorbell: Doorbell
-    private let emailSignInMade: Result<EmailSignInService, MasterKeyMissing>
-    private let totpMade: Result<TOTPEnrollment, MasterKeyMissing>
-    private let recoveryCodesMade: Result<RecoveryCodeService, MasterKeyMissing>
-    /// Receivers' Shared Signals streams (issue 30).
-    let signalStreamActors: AggregateRegistry<SignalStream>
-    /// Operators' console actions that change no aggregate of their own (issue 31).
-    let operatorLogActors: AggregateRegistry<OperatorLog>
+    let mailDoorbell: Doorbell
     /// Wakes this instance's push loop and long polls when SETs are enqueued.
     let signalWakeups = SignalWakeups()
-    /// Readiness, projections and their rebuilds, the outboxes' dead letters (the console's).
-    public let operations: OperationsService
     /// How a settings change reaches every instance's caches.
     public let settingsNotifier: SettingsNotifier
-    /// Realm, client and user administration and the audit queries (CLI, admin API, console).
-    public let administration: Administration
-    /// Erasure of a person (GDPR Article 17).
-    public let eraser: UserEraser
     /// Attestation-based client authentication (issue 47): the authorization server's checks
     /// and the attester; nil in tools started without the master key.
     public let clientAttestation: ClientAttestationVerifier?
     public let attester: ClientAttester?
-    /// ID token exchanges (issue 48); nil in tools started without the master key.
+    /// ID token exchanges (issue 48), with their provider key caches; nil in tools started
+    /// without the master key.
     public let federation: Federation?
 
     /// - Parameters:
@@ -84,55 +78,24 @@ public struct ModgudCore: Sendable {
         var sealer: (@Sendable (EventMetadata) async throws -> EventMetadata)?
         if let vault { sealer = { metadata in try await vault.sealingAddress(metadata, at: now()) } }
         store = PostgresEventStore(pool: pool, inlineProjections: ProjectionCatalog.identity, metadataSealer: sealer, groupCommit: groupCommit)
-        realmActors = AggregateRegistry(store: store)
-        clientActors = AggregateRegistry(store: store)
-        userActors = AggregateRegistry(store: store)
-        familyActors = AggregateRegistry(store: store)
+        (realmActors, clientActors, userActors, familyActors) = (AggregateRegistry(store: store), AggregateRegistry(store: store), AggregateRegistry(store: store), AggregateRegistry(store: store))
+        (challengeActors, ceremonyActors, passkeyActors) = (AggregateRegistry(store: store), AggregateRegistry(store: store), AggregateRegistry(store: store))
+        (authorizationSessionActors, deviceAuthorizationActors) = (AggregateRegistry(store: store), AggregateRegistry(store: store))
+        (signalStreamActors, operatorLogActors) = (AggregateRegistry(store: store), AggregateRegistry(store: store))
         keys = SigningKeyRing(pool: pool, sealer: try masterKey.map { try KeySealer(masterKey: $0) }, realms: realmActors)
         auditKeys = AuditLogKeys(pool: pool, sealer: try masterKey.map { try KeySealer(masterKey: $0) })
         dpop = masterKey.map { DPoPVerifier(pool: pool, nonces: DPoPNonces(masterKey: $0), clock: now) }
         realmDirectory = RealmDirectory(pool: pool, maxAge: settingsMaxAge)
-        tokenService = TokenService(
-            pool: pool, families: familyActors, users: userActors, minter: TokenMinter(keys: keys), realms: realmDirectory, vault: vault, now: now)
         clientAuthenticator = ClientAuthenticator(pool: pool, maxAge: settingsMaxAge)
-        challengeActors = AggregateRegistry(store: store)
-        ceremonyActors = AggregateRegistry(store: store)
-        passkeyActors = AggregateRegistry(store: store)
-        (authorizationSessionActors, deviceAuthorizationActors) = (AggregateRegistry(store: store), AggregateRegistry(store: store))
-        passkeys = PasskeyService(
-            pool: pool, ceremonies: ceremonyActors, passkeys: passkeyActors, users: userActors, clients: clientAuthenticator, tokenService: tokenService,
-            now: now)
         rateLimiter = RateLimiter(pool: pool, masterKey: masterKey, trips: Self.rateLimitTrips(store: store, vault: vault, pool: pool, now: now), now: now)
         readiness = ReadinessProbe(pool: pool)
+        rebuilds = RebuildRunner(pool: pool)
         secrets = try masterKey.map { try ServerSecrets(masterKey: $0) }
-        signalStreamActors = AggregateRegistry(store: store)
-        operatorLogActors = AggregateRegistry(store: store)
-        operations = OperationsService(pool: pool, readiness: readiness, secrets: secrets, vault: vault)
         self.now = now
-        let doorbell = Doorbell()
-        mailDoorbell = doorbell
-        let (challenges, users, passkeyActors, limiter, tokens) = (challengeActors, userActors, passkeyActors, rateLimiter, tokenService)
-        emailSignInMade = Self.withMasterKey(secrets, vault) { secrets, vault in
-            EmailSignInService(
-                pool: pool, challenges: challenges, users: users, passkeys: passkeyActors, secrets: secrets, vault: vault, limiter: limiter,
-                tokenService: tokens, mailEnqueued: { doorbell.ring() }, now: now)
-        }
-        let totp = Self.withMasterKey(secrets, vault) { secrets, vault in TOTPEnrollment(users: users, secrets: secrets, vault: vault, now: now) }
-        totpMade = totp
-        let recovery = Self.withMasterKey(secrets, vault) { secrets, vault in
-            RecoveryCodeService(pool: pool, users: users, tokenService: tokens, limiter: limiter, vault: vault, secrets: secrets, now: now)
-        }
-        recoveryCodesMade = recovery
-        let notifier = SettingsNotifier(pool: pool, invalidate: Self.invalidation(realms: realmDirectory, keys: keys, clients: clientAuthenticator, vault: vault))
-        settingsNotifier = notifier
-        eraser = UserEraser(
-            users: userActors, familyActors: familyActors, tokens: tokenService, passkeys: passkeys, vault: vault, pool: pool, store: store, notifier: notifier,
-            now: now)
+        mailDoorbell = Doorbell()
+        settingsNotifier = SettingsNotifier(
+            pool: pool, invalidate: Self.invalidation(realms: realmDirectory, keys: keys, clients: clientAuthenticator, vault: vault))
         (clientAttestation, attester, federation) = Self.clientFacing(pool, masterKey, keys, clientAuthenticator, attestationRoots, now)
-        administration = Self.administration(
-            realms: realmActors, clients: clientActors, users: userActors, families: familyActors, keys: keys, auditKeys: auditKeys, tokens: tokenService,
-            passkeys: passkeys, vault: vault, sealer: secrets?.sealer, totp: { try totp.get() }, recoveryCodes: { try recovery.get() }, eraser: eraser,
-            pool: pool, settings: notifier, now: now)
     }
 
     /// The recorder of tripped rate limits; a per-mailbox trip names the address's account
@@ -159,153 +122,6 @@ public struct ModgudCore: Sendable {
         let attester = ClientAttester(
             pool: pool, keys: keys, verifier: verifier, clients: clients, roots: roots, sealer: sealer, clock: now)
         return (verifier, attester, Federation(masterKey: masterKey, sealer: sealer, pool: pool, clock: now))
-    }
-
-    /// A service that needs the master key's parts, or `MasterKeyMissing` in a tool started without it.
-    private static func withMasterKey<T>(_ secrets: ServerSecrets?, _ vault: PersonalDataVault?, _ make: (ServerSecrets, PersonalDataVault) -> T)
-        -> Result<T, MasterKeyMissing>
-    {
-        guard let secrets, let vault else { return .failure(MasterKeyMissing()) }
-        return .success(make(secrets, vault))
-    }
-
-    private static func administration(
-        realms: AggregateRegistry<Realm>, clients: AggregateRegistry<Client>, users: AggregateRegistry<User>, families: AggregateRegistry<TokenFamily>,
-        keys: SigningKeyRing, auditKeys: AuditLogKeys, tokens: TokenService, passkeys: PasskeyService, vault: PersonalDataVault?, sealer: KeySealer?,
-        totp: @escaping @Sendable () throws -> TOTPEnrollment, recoveryCodes: @escaping @Sendable () throws -> RecoveryCodeService,
-        eraser: UserEraser, pool: PQPool, settings: SettingsNotifier, now: @escaping @Sendable () -> Date
-    ) -> Administration {
-        Administration(
-            realms: RealmAdministration(realms: realms, keys: keys, passkeys: passkeys, pool: pool, notifier: settings, sealer: sealer, now: now),
-            clients: ClientAdministration(clients: clients, realms: realms, passkeys: passkeys, pool: pool, notifier: settings, sealer: sealer, now: now),
-            users: UserAdministration(
-                users: users, realms: realms, families: families, tokens: tokens, passkeyService: passkeys, vault: vault, pool: pool, eraser: eraser,
-                totp: totp, recoveryCodes: recoveryCodes, now: now),
-            audit: AuditQueries(pool: pool, tokens: tokens, users: users, vault: vault, auditKeys: auditKeys), clock: now)
-    }
-
-    /// Signs SETs at delivery (push and poll alike).
-    var signalIssuer: SignalSETIssuer {
-        SignalSETIssuer(keys: keys, users: userActors, vault: vault, clients: clientAuthenticator)
-    }
-
-    /// The Authorization Challenge Endpoint's sessions and codes (issue 45).
-    public var firstParty: FirstPartyAuthorization {
-        FirstPartyAuthorization(pool: pool, sessions: authorizationSessionActors, now: now)
-    }
-
-    /// The device authorization grant (RFC 8628, issue 69); throws `MasterKeyMissing` without
-    /// the master key (user codes are hashed under a key derived from it).
-    public var deviceAuthorizations: @Sendable () throws -> DeviceAuthorizationService {
-        guard let secrets else { return { throw MasterKeyMissing() } }
-        let service = DeviceAuthorizationService(
-            pool: pool, authorizations: deviceAuthorizationActors, tokens: tokenService, passkeys: passkeys, userCodeKey: secrets.userCodes, now: now)
-        return { service }
-    }
-
-    /// The Shared Signals Stream Management API and the poll endpoint (issue 30).
-    public var signalStreams: SignalStreamService {
-        SignalStreamService(
-            pool: pool, streams: signalStreamActors, users: userActors, vault: vault, sealer: secrets?.sealer, issuer: signalIssuer,
-            wakeups: signalWakeups, now: now)
-    }
-
-    /// The log follower that enqueues SETs; it rings this instance's wakeups after each batch.
-    public func makeSignalTransmitter() -> SignalTransmitter {
-        let wakeups = signalWakeups
-        return SignalTransmitter(pool: pool, enqueued: { wakeups.ring() })
-    }
-
-    /// What rings this instance's SET wakeups whenever another instance enqueues (NOTIFY
-    /// `modgud_ssf`), and at least every second, until cancelled.
-    public func makeSignalRelay() -> @Sendable () async -> Void {
-        let (configuration, wakeups) = (pool.configuration, signalWakeups)
-        return {
-            let listener = NotificationListener(configuration: configuration, channel: SignalTables.channel)
-            while !Task.isCancelled {
-                await listener.wait(timeout: .seconds(1))
-                wakeups.ring()
-            }
-            await listener.close()
-        }
-    }
-
-    /// This instance's push deliverer.
-    public func makeSignalPusher(
-        transport: any SignalPushTransport = URLSessionSignalPushTransport(), settings: SignalPusher.Settings = SignalPusher.Settings()
-    ) -> SignalPusher {
-        SignalPusher(pool: pool, issuer: signalIssuer, transport: transport, settings: settings, wakeups: signalWakeups, sealer: secrets?.sealer)
-    }
-
-    /// Email codes and magic links; throws `MasterKeyMissing` in a tool started without the
-    /// master key. A function value: callers keep it, never the composition.
-    public var emailSignIn: @Sendable () throws -> EmailSignInService {
-        let made = emailSignInMade
-        return { try made.get() }
-    }
-
-    /// Recovery codes (issue 46); throws `MasterKeyMissing` without the master key.
-    public var recoveryCodes: @Sendable () throws -> RecoveryCodeService {
-        let made = recoveryCodesMade
-        return { try made.get() }
-    }
-
-    /// ID token exchanges (issue 48); throws `MasterKeyMissing` without the master key.
-    public var federatedSignIn: @Sendable () throws -> FederatedSignIn {
-        guard let federation, let vault, let secrets else { return { throw MasterKeyMissing() } }
-        let signIn = FederatedSignIn(
-            federation: federation, tokens: tokenService, vault: vault,
-            pipeline: SignInPipeline(tokens: tokenService, secondFactor: SecondFactor(secrets: secrets, now: now)), pool: pool, now: now)
-        return { signIn }
-    }
-
-    /// TOTP enrollment; throws `MasterKeyMissing` without the master key.
-    public var totpEnrollment: @Sendable () throws -> TOTPEnrollment {
-        let made = totpMade
-        return { try made.get() }
-    }
-
-    /// The operator console's sign-in and sessions.
-    public func console(settings: OperatorConsole.Settings) -> OperatorConsole {
-        OperatorConsole(
-            settings: settings, emailSignIn: emailSignIn, passkeys: passkeys, clients: clientAuthenticator, tokens: tokenService,
-            realms: realmDirectory, families: familyActors, operatorLogs: operatorLogActors, admin: administration, pool: pool, now: now)
-    }
-
-    /// The one-time rewrite of events written before personal data was sealed.
-    public func legacySealer(addressRetention: TimeInterval, batchSize: Int = 500) -> LegacySealer {
-        LegacySealer(
-            pool: pool, vault: vault, users: userActors, challenges: challengeActors, notifier: settingsNotifier, now: now,
-            addressRetention: addressRetention, batchSize: batchSize)
-    }
-
-    /// Sign-in material for `modgud bench load`.
-    public func loadFixtures() -> LoadFixtures {
-        LoadFixtures(emailSignIn: emailSignIn, challenges: challengeActors, secrets: secrets, now: now)
-    }
-
-    /// The mail outbox, to list, open and retry (opening needs the master key).
-    public func mailOutbox() throws -> MailOutbox {
-        MailOutbox(pool: pool, secrets: try requireSecrets(), vault: vault)
-    }
-
-    /// The outbox dispatcher of this instance, woken at once by this instance's requests.
-    public func makeMailDispatcher(transport: any MailTransport, settings: MailDispatcher.Settings = MailDispatcher.Settings()) throws
-        -> MailDispatcher
-    {
-        MailDispatcher(
-            outbox: MailOutbox(pool: pool, secrets: try requireSecrets(), vault: try requireVault()), transport: transport, settings: settings,
-            logger: Logger(label: "modgud.mail"), doorbell: mailDoorbell)
-    }
-
-    private func requireVault() throws -> PersonalDataVault {
-        guard let vault else { throw MasterKeyMissing() }
-        return vault
-    }
-
-    private func requireSecrets() throws -> ServerSecrets {
-        guard let secrets else { throw MasterKeyMissing() }
-        return secrets
     }
 
     /// What a settings change drops from this instance's caches (`nil`: everything).

@@ -41,6 +41,12 @@ public final class RealmDirectory: Sendable {
         }
     }
 
+    /// A realm's settings for a request that names it: an unknown realm is the request's error.
+    func requiredSettings(_ realm: String) async throws -> RealmSettings {
+        guard let settings = try await settings(realm: realm) else { throw OAuthError.invalidRequest("Unknown realm.") }
+        return settings
+    }
+
     /// Drops a realm (its hosts may have moved: every host entry goes too), or everything.
     public func invalidate(realm: String?) {
         byHost.invalidateAll()

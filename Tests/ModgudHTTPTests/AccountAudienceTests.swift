@@ -60,7 +60,7 @@ final class AccountAudienceTests: XCTestCase {
             realm: "dev", id: "svc", settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["api"]),
             metadata: .init())
         let service = try await harness.core.clientAuthenticator.authenticate(realm: "dev", clientID: "svc", secret: secret)
-        let serviceToken = try await harness.core.tokenService.clientCredentials(
+        let serviceToken = try await harness.core.clientCredentials.clientCredentials(
             client: service, scope: "api", resources: [], issuer: "https://localhost", metadata: .init()).accessToken
         // Another realm on another host, with its own client and person.
         var other = RealmSettings(hosts: ["other.test"], displayName: "Other", nativeGrants: NativeGrantSettings(enabled: true))

@@ -75,8 +75,8 @@ final class AdminAPITests: XCTestCase {
             realm: "demo", id: "ops", settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["modgud:admin", "api"]),
             metadata: .init())
         let ops = try await core.clientAuthenticator.authenticate(realm: "demo", clientID: "ops", secret: secret)
-        let adminToken = try await core.tokenService.clientCredentials(client: ops, scope: "modgud:admin", resources: [], issuer: "https://x", metadata: .init())
-        let plainToken = try await core.tokenService.clientCredentials(client: ops, scope: "api", resources: [], issuer: "https://x", metadata: .init())
+        let adminToken = try await core.clientCredentials.clientCredentials(client: ops, scope: "modgud:admin", resources: [], issuer: "https://x", metadata: .init())
+        let plainToken = try await core.clientCredentials.clientCredentials(client: ops, scope: "api", resources: [], issuer: "https://x", metadata: .init())
         try await buildApplication(core: core, configuration: HTTPConfiguration(adminToken: Self.adminToken)).test(.router) { client in
             let ok = try await client.execute(uri: "/admin/api/realms/demo/clients", method: .get, headers: [.authorization: "Bearer \(adminToken.accessToken)"])
             XCTAssertEqual(ok.status, .ok)

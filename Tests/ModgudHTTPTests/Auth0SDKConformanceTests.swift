@@ -61,7 +61,7 @@ final class Auth0SDKConformanceTests: XCTestCase {
             let credentials = try Auth0SDK.decode(SwiftCredentials.self, signUp.body)
             let android = try Auth0SDK.decode(AndroidCredentials.self, signUp.body)
             XCTAssertGreaterThan(credentials.expiresIn ?? 0, 0)
-            let issued = try await harness.core.tokenService.liveAccessToken(realm: "dev", token: android.access_token)
+            let issued = try await harness.core.tokenIntrospection.liveAccessToken(realm: "dev", token: android.access_token)
             XCTAssertEqual(issued?.audiences, [Self.api], "no audience asked: the client's default audience only, My Account not included")
 
             // Userinfo: Auth0.swift `UserProfile` (sub required), Auth0.Android `UserProfile`.
@@ -80,7 +80,7 @@ final class Auth0SDKConformanceTests: XCTestCase {
             let apiCredentials = try Auth0SDK.decode(AndroidCredentials.self, renewed.body)
             XCTAssertEqual(apiCredentials.scope, "openid " + Self.myAccountScopes.joined(separator: " "))
             let myAccountToken = apiCredentials.access_token
-            let switched = try await harness.core.tokenService.liveAccessToken(realm: "dev", token: myAccountToken)
+            let switched = try await harness.core.tokenIntrospection.liveAccessToken(realm: "dev", token: myAccountToken)
             XCTAssertEqual(switched?.audiences, [Self.myAccount])
 
             // Enrollment: `PasskeyEnrollmentChallenge` takes the method id from `Location`.

@@ -313,7 +313,7 @@ final class AuthorizationChallengeTests: XCTestCase {
                 proof: redeemProof[0].proof, path: "/connect/token")
             XCTAssertEqual(tokens.status, .ok, tokens.body)
             XCTAssertEqual(tokens.json["token_type"] as? String, "DPoP")
-            let introspected = try await harness.core.tokenService.introspect(realm: "dev", token: try XCTUnwrap(tokens.json["access_token"] as? String))
+            let introspected = try await harness.core.tokenIntrospection.introspect(realm: "dev", token: try XCTUnwrap(tokens.json["access_token"] as? String))
             XCTAssertEqual(introspected.dpopKey, atChallenge[0].jkt, "the tokens are bound to the session's key")
         }
     }

@@ -43,7 +43,7 @@ final class HostileRequestTests: XCTestCase {
                 }
             }
             for token in others {
-                let introspected = try await harness.core.tokenService.introspect(realm: "dev", token: token)
+                let introspected = try await harness.core.tokenIntrospection.introspect(realm: "dev", token: token)
                 XCTAssertFalse(introspected.active)
             }
         }

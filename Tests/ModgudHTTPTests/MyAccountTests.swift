@@ -218,7 +218,7 @@ final class MyAccountTests: XCTestCase {
     }
 
     static func userID(_ harness: EmailSignInHarness, _ token: String) async throws -> String {
-        let found = try await harness.core.tokenService.liveAccessToken(realm: "dev", token: token)
+        let found = try await harness.core.tokenIntrospection.liveAccessToken(realm: "dev", token: token)
         return try XCTUnwrap(found?.userID).uuidString.lowercased()
     }
 }

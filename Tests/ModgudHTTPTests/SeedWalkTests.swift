@@ -51,7 +51,7 @@ final class SeedWalkTests: XCTestCase {
             // Flow 1 with the optional `resource`, signing up (JIT-on-OTP): names persisted.
             let first = try await walk.signInWithCode(client, email, number: 1, names: ("Ada", "Lovelace"), resource: SeedWalk.api, step: "Flow 1")
             let narrowed = try XCTUnwrap(first.json["access_token"] as? String)
-            let person = try await harness.core.tokenService.liveAccessToken(realm: "dev", token: narrowed)
+            let person = try await harness.core.tokenIntrospection.liveAccessToken(realm: "dev", token: narrowed)
             XCTAssertEqual(person?.audiences, [SeedWalk.api], "Flow 1: resource narrows the token's aud (RFC 8707)")
             let user = try await harness.core.administration.users.state(realm: "dev", id: try XCTUnwrap(person?.userID))
             let profile = try await harness.core.vault!.profile(of: user)

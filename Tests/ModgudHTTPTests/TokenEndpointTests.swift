@@ -312,7 +312,7 @@ final class TwoInstanceTests: XCTestCase {
         let (_, secret) = try await admin.clients.create(
             realm: "dev", id: "svc", settings: ClientSettings(type: .confidential, grants: [.clientCredentials], allowedScopes: ["api"]), metadata: .init())
         let svc = try await core.clientAuthenticator.authenticate(realm: "dev", clientID: "svc", secret: secret)
-        let token = try await core.tokenService.clientCredentials(client: svc, scope: "api", resources: [], issuer: "https://localhost", metadata: .init())
+        let token = try await core.clientCredentials.clientCredentials(client: svc, scope: "api", resources: [], issuer: "https://localhost", metadata: .init())
         let form: HTTPFields = [.contentType: "application/x-www-form-urlencoded"]
         try await buildApplication(core: core).test(.router) { client in
             let unknown = try await client.execute(

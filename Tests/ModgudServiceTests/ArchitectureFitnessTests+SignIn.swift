@@ -78,3 +78,50 @@ extension ArchitectureFitnessTests {
         XCTAssertFalse(challenge.contains("jitter.wait"), "the challenge endpoint times its own answers")
     }
 }
+
+extension ArchitectureFitnessTests {
+    /// `TokenService` mints and refreshes; it is no locator (issue 68, item 4): its
+    /// collaborators are its own, and nothing reaches through it to them.
+    func testNothingReachesThroughTheTokenService() throws {
+        let reach = try NSRegularExpression(pattern: #"\b(tokens|tokenService)\.(users|families|tokens|minter|realms|vault|pool)\b"#)
+        let files = try SQLHomeTests.files().filter { $0.path.hasPrefix("Modgud") && !$0.path.hasPrefix("ModgudService/OAuth/TokenService") }
+        let offenders = files.filter { reach.firstMatch(in: $0.code, range: NSRange($0.code.startIndex..., in: $0.code)) != nil }.map(\.path)
+        XCTAssertEqual(offenders, [], "a reach through the token service")
+        let service = try SQLHomeTests.files().first { $0.path == "ModgudService/OAuth/TokenService.swift" }?.code ?? ""
+        XCTAssertTrue(service.contains("struct TokenService"), "the check is looking at the wrong file")
+        XCTAssertFalse(service.contains("public let "), "the token service hands out a collaborator")
+    }
+
+    /// The composition only composes (issue 68, item 5): services are computed from what it
+    /// stores, so it stores the shared state and nothing built from it.
+    func testTheCompositionStoresNoService() throws {
+        let core = try SQLHomeTests.files().first { $0.path == "ModgudService/ModgudCore.swift" }?.code ?? ""
+        let stored = try NSRegularExpression(pattern: #"^    (?:public )?let (\w+): (\w+)"#, options: [.anchorsMatchLines])
+        let types = stored.matches(in: core, range: NSRange(core.startIndex..., in: core)).compactMap { match in
+            Range(match.range(at: 2), in: core).map { String(core[$0]) }
+        }
+        XCTAssertGreaterThan(types.count, 10, "the check is looking at the wrong text")
+        let services = types.filter { $0.hasSuffix("Service") || ["Administration", "UserEraser", "TOTPEnrollment", "TokenIntrospection"].contains($0) }
+        XCTAssertEqual(services, [], "a service stored in the composition")
+    }
+}
+
+extension ArchitectureFitnessTests {
+    /// No source file over 300 lines (issue 68, item 8), outside the parsers
+    /// (`ArchitectureFitnessTests.parsers`), whose grammars are read as one.
+    func testNoFileIsLongerThanThreeHundredLines() throws {
+        let root = SQLHomeTests.sources
+        let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)!
+        var long: [String] = []
+        var seen = 0
+        for case let url as URL in enumerator where url.pathExtension == "swift" {
+            let path = String(url.path.dropFirst(root.path.count + 1))
+            seen += 1
+            guard !Self.parsers.contains(where: path.hasPrefix) else { continue }
+            let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).count
+            if lines > 301 { long.append("\(path): \(lines) lines") }
+        }
+        XCTAssertGreaterThan(seen, 100, "the check is looking at the wrong files")
+        XCTAssertEqual(long, [], "files over 300 lines")
+    }
+}

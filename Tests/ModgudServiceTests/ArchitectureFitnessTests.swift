@@ -132,7 +132,7 @@ extension ArchitectureFitnessTests {
     /// Where the composition is built and taken apart into services: its own files and the
     /// start-ups of the server, `modgud dev`, the admin commands and the load bench.
     static let compositionSites: Set<String> = [
-        "ModgudService/ModgudCore.swift", "ModgudService/ModgudCore+Background.swift", "ModgudHTTP/Application+build.swift",
+        "ModgudService/ModgudCore.swift", "ModgudService/ModgudCore+Background.swift", "ModgudService/ModgudCore+Services.swift", "ModgudHTTP/Application+build.swift",
         "ModgudCLI/ServeCommand.swift", "ModgudCLI/DevCommand.swift", "ModgudCLI/Server.swift", "ModgudCLI/AdminContext.swift",
         "ModgudCLI/Bench/LoadEnvironment.swift",
     ]

@@ -26,12 +26,12 @@ extension TokenServiceTests {
     /// introspection says inactive, and the protected endpoints' lookup finds nothing.
     func testADisabledClientsAccessTokensAreInactiveEverywhere() async throws {
         let tokens = try await signIn()
-        let live = try await service.introspect(realm: "demo", token: tokens.accessToken)
+        let live = try await introspection.introspect(realm: "demo", token: tokens.accessToken)
         XCTAssertTrue(live.active, "the control: live before the disable")
         _ = try await instance.clients.actor(for: StreamNames.client(realm: "demo", clientID: "app")).execute(.disable, now: now, metadata: .none)
-        let introspected = try await service.introspect(realm: "demo", token: tokens.accessToken)
+        let introspected = try await introspection.introspect(realm: "demo", token: tokens.accessToken)
         XCTAssertFalse(introspected.active)
-        let found = try await service.liveAccessToken(realm: "demo", token: tokens.accessToken)
+        let found = try await introspection.liveAccessToken(realm: "demo", token: tokens.accessToken)
         XCTAssertNil(found, "userinfo, the passkey and the account endpoints authenticate through this lookup")
     }
 

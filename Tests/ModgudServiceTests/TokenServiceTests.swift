@@ -10,6 +10,9 @@ final class TokenServiceTests: XCTestCase {
     var database: TestDatabase!
     var instance: IdentityInstance!
     var service: TokenService!
+    var introspection: TokenIntrospection!
+    var revocation: TokenRevocation!
+    var credentials: ClientCredentialsService!
     var authenticator: ClientAuthenticator!
     var serviceSecret = ""
     var user: User.State!
@@ -21,6 +24,12 @@ final class TokenServiceTests: XCTestCase {
         let ring = SigningKeyRing(pool: database.pool, sealer: try KeySealer(masterKey: Array(repeating: 1, count: 32)), realms: instance.realms)
         service = TokenService(pool: database.pool, families: instance.families, users: instance.users, minter: TokenMinter(keys: ring),
             realms: RealmDirectory(pool: database.pool), vault: try PersonalDataVault(pool: database.pool, masterKey: Array(repeating: 1, count: 32)))
+        let (tables, realms) = (TokenTables(pool: database.pool), RealmDirectory(pool: database.pool))
+        introspection = TokenIntrospection(families: instance.families, tokens: tables, keys: ring, now: { Date() })
+        let deviceSessions = NativeSSOService(
+            tokenService: service, families: instance.families, users: instance.users, tokens: tables, keys: ring, realms: realms, now: { Date() })
+        revocation = TokenRevocation(families: instance.families, tokens: tables, introspection: introspection, deviceSessions: deviceSessions, now: { Date() })
+        credentials = ClientCredentialsService(families: instance.families, minter: TokenMinter(keys: ring), realms: realms, now: { Date() })
         authenticator = ClientAuthenticator(pool: database.pool)
         _ = try await instance.realm("demo").execute(.create(id: "demo", settings: demoSettings), now: now, metadata: .none)
         try await ring.rotate(realm: "demo", now: now, metadata: .none)
@@ -92,7 +101,7 @@ final class TokenServiceTests: XCTestCase {
         XCTAssertNotNil(first.idToken)
         XCTAssertEqual(first.expiresIn, 900)
         XCTAssertEqual(first.scope, "openid email offline_access")
-        let active = try await service.introspect(realm: "demo", token: first.accessToken)
+        let active = try await introspection.introspect(realm: "demo", token: first.accessToken)
         XCTAssertTrue(active.active)
         XCTAssertEqual(active.subject, user.id!.uuidString.lowercased())
 
@@ -106,7 +115,7 @@ final class TokenServiceTests: XCTestCase {
             _ = try await self.service.refresh(client: client, refreshToken: second.refreshToken!, resources: [], issuer: self.issuer, metadata: .none)
         }
         for token in [first.accessToken, second.accessToken] {
-            let result = try await service.introspect(realm: "demo", token: token)
+            let result = try await introspection.introspect(realm: "demo", token: token)
             XCTAssertEqual(result, .inactive, "the whole family died")
         }
         let reuse = try await database.pool.query("SELECT count(*) FROM events WHERE type = 'token_family.revoked' AND payload->>'reason' = 'reuse'")
@@ -126,7 +135,7 @@ final class TokenServiceTests: XCTestCase {
         let narrowed = try await service.signIn(
             client: client, user: user, grantType: .otp, scope: "api offline_access", resources: ["https://api.demo.test"], amr: ["otp"],
             issuer: issuer, metadata: .none)
-        let introspected = try await service.introspect(realm: "demo", token: narrowed.accessToken)
+        let introspected = try await introspection.introspect(realm: "demo", token: narrowed.accessToken)
         XCTAssertEqual(introspected.audiences, ["https://api.demo.test"])
         await expect("invalid_target") {
             _ = try await self.service.refresh(
@@ -149,12 +158,12 @@ final class TokenServiceTests: XCTestCase {
             client: client, user: user, grantType: .otp, scope: "api offline_access", resources: [], amr: ["otp"], issuer: issuer, metadata: .none)
         let forAPI = try await service.refresh(
             client: client, refreshToken: open.refreshToken!, resources: ["https://api.demo.test"], issuer: issuer, metadata: .none)
-        let introspected = try await service.introspect(realm: "demo", token: forAPI.accessToken)
+        let introspected = try await introspection.introspect(realm: "demo", token: forAPI.accessToken)
         XCTAssertEqual(introspected.audiences, ["https://api.demo.test"])
         XCTAssertEqual(forAPI.scope, "api offline_access", "the grant's scopes, never wider")
         let forFiles = try await service.refresh(
             client: client, refreshToken: forAPI.refreshToken!, resources: ["https://files.demo.test"], issuer: issuer, metadata: .none)
-        let files = try await service.introspect(realm: "demo", token: forFiles.accessToken)
+        let files = try await introspection.introspect(realm: "demo", token: forFiles.accessToken)
         XCTAssertEqual(files.audiences, ["https://files.demo.test"], "the grant, not the last token, decides")
         await expect("invalid_target") {
             _ = try await self.service.refresh(
@@ -165,7 +174,7 @@ final class TokenServiceTests: XCTestCase {
     func testLogoutEverywhereEndsRefreshAndAccessAtOnce() async throws {
         let tokens = try await signIn()
         _ = try await instance.user(user.id!).execute(.rotateSecurityStamp(newStamp: "s2", reason: .logoutEverywhere), now: now, metadata: .none)
-        let introspected = try await service.introspect(realm: "demo", token: tokens.accessToken)
+        let introspected = try await introspection.introspect(realm: "demo", token: tokens.accessToken)
         XCTAssertFalse(introspected.active)
         let client = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
         await expect("invalid_grant") {
@@ -175,14 +184,14 @@ final class TokenServiceTests: XCTestCase {
 
     func testClientCredentialsOnlyForServiceClients() async throws {
         let svc = try await authenticator.authenticate(realm: "demo", clientID: "svc", secret: serviceSecret)
-        let token = try await service.clientCredentials(client: svc, scope: "api", resources: [], issuer: issuer, metadata: .none)
+        let token = try await credentials.clientCredentials(client: svc, scope: "api", resources: [], issuer: issuer, metadata: .none)
         XCTAssertNil(token.refreshToken)
         XCTAssertNil(token.idToken)
-        let introspected = try await service.introspect(realm: "demo", token: token.accessToken)
+        let introspected = try await introspection.introspect(realm: "demo", token: token.accessToken)
         XCTAssertEqual(introspected.subject, "svc")
         let app = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
         await expect("unauthorized_client") {
-            _ = try await self.service.clientCredentials(client: app, scope: nil, resources: [], issuer: self.issuer, metadata: .none)
+            _ = try await self.credentials.clientCredentials(client: app, scope: nil, resources: [], issuer: self.issuer, metadata: .none)
         }
         await expect("unauthorized_client") {
             _ = try await self.service.refresh(client: svc, refreshToken: "x", resources: [], issuer: self.issuer, metadata: .none)
@@ -193,21 +202,21 @@ final class TokenServiceTests: XCTestCase {
         let tokens = try await signIn()
         let app = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
         let svc = try await authenticator.authenticate(realm: "demo", clientID: "svc", secret: serviceSecret)
-        try await service.revoke(client: svc, token: tokens.refreshToken!, metadata: .none)  // not svc's: ignored
-        let stillActive = try await service.introspect(realm: "demo", token: tokens.accessToken)
+        try await revocation.revoke(client: svc, token: tokens.refreshToken!, metadata: .none)  // not svc's: ignored
+        let stillActive = try await introspection.introspect(realm: "demo", token: tokens.accessToken)
         XCTAssertTrue(stillActive.active)
-        try await service.revoke(client: app, token: "never-issued", metadata: .none)  // unknown: no error
-        try await service.revoke(client: app, token: tokens.refreshToken!, metadata: .none)
-        let revoked = try await service.introspect(realm: "demo", token: tokens.accessToken)
+        try await revocation.revoke(client: app, token: "never-issued", metadata: .none)  // unknown: no error
+        try await revocation.revoke(client: app, token: tokens.refreshToken!, metadata: .none)
+        let revoked = try await introspection.introspect(realm: "demo", token: tokens.accessToken)
         XCTAssertFalse(revoked.active)
-        let unknown = try await service.introspect(realm: "demo", token: "garbage")
+        let unknown = try await introspection.introspect(realm: "demo", token: "garbage")
         XCTAssertEqual(unknown, .inactive)
     }
 
     func testJWTAccessTokensIntrospectThroughTheirJTI() async throws {
         let tokens = try await signIn("jwt-app", scope: "openid api")
         XCTAssertEqual(tokens.accessToken.split(separator: ".").count, 3)
-        let introspected = try await service.introspect(realm: "demo", token: tokens.accessToken)
+        let introspected = try await introspection.introspect(realm: "demo", token: tokens.accessToken)
         XCTAssertTrue(introspected.active)
         XCTAssertEqual(introspected.clientID, "jwt-app")
     }
@@ -229,14 +238,14 @@ final class TokenServiceTests: XCTestCase {
             "\(parts[0]).\(parts[1]).",
         ]
         for forged in forgeries {
-            let live = try await service.liveAccessToken(realm: "demo", token: forged)
+            let live = try await introspection.liveAccessToken(realm: "demo", token: forged)
             XCTAssertNil(live, forged)
-            let introspected = try await service.introspect(realm: "demo", token: forged)
+            let introspected = try await introspection.introspect(realm: "demo", token: forged)
             XCTAssertFalse(introspected.active, forged)
             let client = try await authenticator.authenticate(realm: "demo", clientID: "jwt-app", secret: nil)
-            try await service.revoke(client: client, token: forged, metadata: .none)
+            try await revocation.revoke(client: client, token: forged, metadata: .none)
         }
-        let stillLive = try await service.liveAccessToken(realm: "demo", token: tokens.accessToken)
+        let stillLive = try await introspection.liveAccessToken(realm: "demo", token: tokens.accessToken)
         XCTAssertNotNil(stillLive, "no forgery revoked the real token")
     }
 
@@ -249,13 +258,13 @@ final class TokenServiceTests: XCTestCase {
         let jti = try XCTUnwrap(claims["jti"] as? String)
         _ = try await database.pool.query(
             "UPDATE access_tokens SET token_hash = \(OpaqueToken.hash(jti)) WHERE token_hash = \(OpaqueToken.hash(tokens.accessToken))")
-        let legacy = try await service.liveAccessToken(realm: "demo", token: tokens.accessToken)
+        let legacy = try await introspection.liveAccessToken(realm: "demo", token: tokens.accessToken)
         XCTAssertEqual(legacy?.clientID, "jwt-app")
         let other = try await signIn("jwt-app", scope: "openid api")
         let forged = "\(parts[0]).\(parts[1]).\(other.accessToken.split(separator: ".")[2])"
-        let refused = try await service.liveAccessToken(realm: "demo", token: forged)
+        let refused = try await introspection.liveAccessToken(realm: "demo", token: forged)
         XCTAssertNil(refused)
-        let introspected = try await service.introspect(realm: "demo", token: forged)
+        let introspected = try await introspection.introspect(realm: "demo", token: forged)
         XCTAssertFalse(introspected.active)
     }
 }

@@ -75,7 +75,7 @@ final class UserEraserTests: XCTestCase {
                 XCTAssertEqual(error.error, "invalid_grant")
             }
             // And a logout of another session (RFC 7009): an end for another reason.
-            try await tokens.revoke(client: client, token: loggedOut.refreshToken!, metadata: .init())
+            try await core.tokenRevocation.revoke(client: client, token: loggedOut.refreshToken!, metadata: .init())
             await ended.add()
         }
         let outcome = try await eraser.erase(realm: "r", id.uuidString, metadata: .init())

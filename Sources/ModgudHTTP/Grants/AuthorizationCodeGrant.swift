@@ -25,7 +25,7 @@ struct AuthorizationCodeGrant: TokenGrant {
         } catch let reused as FirstPartyAuthorization.CodeReused {
             // RFC 9700 section 4.2.4: the tokens the code gave are revoked.
             if let familyID = reused.familyID {
-                try await request.services.tokens.revokeForCodeReuse(
+                try await request.services.revocation.revokeForCodeReuse(
                     realm: request.realm.realmID, familyID: familyID, metadata: request.metadata(actorIsClient: true))
             }
             throw FirstPartyAuthorization.codeRefused

@@ -9,7 +9,7 @@ struct ClientCredentialsGrant: TokenGrant {
     let isNative = false
 
     func redeem(_ request: GrantRequest) async throws -> TokenResponse {
-        try await request.services.tokens.clientCredentials(
+        try await request.services.clientCredentials.clientCredentials(
             client: request.client, scope: request.form["scope"], resources: request.form.all("resource"), issuer: request.issuer,
             metadata: request.metadata(actorIsClient: false), dpopKey: request.dpopKey)
     }

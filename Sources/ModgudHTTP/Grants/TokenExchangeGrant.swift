@@ -73,7 +73,7 @@ struct TokenExchangeGrant: TokenGrant {
         guard Self.trimmed(audience) == Self.trimmed(request.issuer) else {
             throw OAuthError.invalidTarget("The audience of a Native SSO exchange is the issuer, \(request.issuer).")
         }
-        var response = try await request.services.tokens.exchangeDeviceSecret(
+        var response = try await request.services.nativeSSO.exchangeDeviceSecret(
             client: request.client,
             .init(idToken: idToken, deviceSecret: secret, scope: form["scope"], resources: form.all("resource"), nonce: form["nonce"]),
             issuer: request.issuer, dpopKey: request.dpopKey, metadata: request.metadata(actorIsClient: true))

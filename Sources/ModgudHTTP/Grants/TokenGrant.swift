@@ -81,6 +81,13 @@ struct GrantRequest: Sendable {
 /// What grants may call: the token, sign-in and passkey services and the rate limiter.
 struct GrantServices: Sendable {
     let tokens: TokenService
+    /// Introspection (a step-up session's sign-in, revoked or not).
+    let introspection: TokenIntrospection
+    /// A reused authorization code's family.
+    let revocation: TokenRevocation
+    let clientCredentials: ClientCredentialsService
+    /// Native SSO's token exchange (issue 69).
+    let nativeSSO: NativeSSOService
     let passkeys: PasskeyService
     let rateLimiter: RateLimiter
     /// Email codes and links (needs the master key; throws without it).

@@ -68,7 +68,7 @@ extension AuditQueries {
                 guard event.streamID.hasPrefix(TokenFamily.streamType + "-") else { return nil }
                 return UUID(uuidString: String(event.streamID.dropFirst(TokenFamily.streamType.count + 1)))
             }
-            let familyClients = try await tokens.tokens.clients(ofFamilies: Array(Set(events.compactMap(familyOf))))
+            let familyClients = try await tokenTables.clients(ofFamilies: Array(Set(events.compactMap(familyOf))))
             for event in events {
                 let payload = Self.fields(event.payload)
                 let metadata = Self.fields(event.metadata)

@@ -9,7 +9,7 @@ import PQ
 public struct AuditQueries: Sendable {
     /// Read by `EventLogMaintenance` and `AuditLogReader`.
     let pool: PQPool
-    let tokens: TokenService
+    let tokenTables: TokenTables
     let users: AggregateRegistry<User>
     /// Personal data keys; nil in tools started without the master key.
     let vault: PersonalDataVault?
@@ -57,7 +57,7 @@ public struct AuditQueries: Sendable {
             // Their own stream, their token families' (with the client of each), and their
             // passkeys', deleted ones included (an operator command: a scan of the realm's
             // passkey enrollments is acceptable here).
-            let families = try await tokens.tokens.families(realm: realm, userID: userID)
+            let families = try await tokenTables.families(realm: realm, userID: userID)
             var clientOfStream: [String: String] = [:]
             for (family, client) in families { clientOfStream[StreamNames.tokenFamily(realm: realm, familyID: family).id] = client }
             let log = EventLogMaintenance(pool: pool)

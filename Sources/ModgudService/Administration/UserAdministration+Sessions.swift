@@ -7,7 +7,7 @@ extension UserAdministration {
     /// A user's sessions (token families), live ones first.
     public func sessions(realm: String, userID: UUID) async throws -> [TokenTables.Session] {
         try await ServiceRefusal.translating {
-            try await tokens.tokens.sessions(realm: realm, userID: userID)
+            try await tokenTables.sessions(realm: realm, userID: userID)
         }
     }
 
@@ -15,7 +15,7 @@ extension UserAdministration {
     /// tokens stop being live (introspection, userinfo). False when the user has no such session.
     public func revokeSession(realm: String, userID: UUID, familyID: UUID, metadata: EventMetadata) async throws -> Bool {
         return try await ServiceRefusal.translating {
-            guard try await tokens.tokens.families(realm: realm, userID: userID)[familyID] != nil else { return false }
+            guard try await tokenTables.families(realm: realm, userID: userID)[familyID] != nil else { return false }
             _ = try await families.actor(for: StreamNames.tokenFamily(realm: realm, familyID: familyID))
                 .execute(.revoke(.admin), now: now(), metadata: metadata)
             return true

@@ -10,7 +10,7 @@ public struct UserAdministration: Sendable {
     let users: AggregateRegistry<User>
     let realms: AggregateRegistry<Realm>
     let families: AggregateRegistry<TokenFamily>
-    let tokens: TokenService
+    let tokenTables: TokenTables
     let passkeyService: PasskeyService
     /// Personal data keys; nil in tools started without the master key.
     let vault: PersonalDataVault?

@@ -53,7 +53,7 @@ public struct OperatorConsole: Sendable {
     let emailSignIn: @Sendable () throws -> EmailSignInService
     let passkeys: PasskeyService
     let clients: ClientAuthenticator
-    let tokens: TokenService
+    let introspection: TokenIntrospection
     let realms: RealmDirectory
     let families: AggregateRegistry<TokenFamily>
     let operatorLogs: AggregateRegistry<OperatorLog>
@@ -66,7 +66,7 @@ public struct OperatorConsole: Sendable {
     /// The same console for another operator realm or other timeouts.
     public func with(settings: Settings) -> OperatorConsole {
         OperatorConsole(
-            settings: settings, emailSignIn: emailSignIn, passkeys: passkeys, clients: clients, tokens: tokens, realms: realms, families: families,
+            settings: settings, emailSignIn: emailSignIn, passkeys: passkeys, clients: clients, introspection: introspection, realms: realms, families: families,
             operatorLogs: operatorLogs, admin: admin, pool: pool, now: now)
     }
 
@@ -105,7 +105,7 @@ public struct OperatorConsole: Sendable {
     /// The session of a sign-in the services granted: the user must hold the role, or the
     /// sign-in's family is revoked at once and `NotAnOperator` thrown.
     func establish(_ response: TokenResponse, realm: String, metadata: EventMetadata) async throws -> (token: String, session: Operator) {
-        let introspection = try await tokens.introspect(realm: realm, token: response.accessToken)
+        let introspection = try await self.introspection.introspect(realm: realm, token: response.accessToken)
         guard let subject = introspection.subject, let userID = UUID(uuidString: subject), let sid = introspection.sessionID,
             let familyID = UUID(uuidString: sid)
         else { throw EmailSignInService.invalidCode }

@@ -50,7 +50,7 @@ extension DeviceAuthorizationService {
         secretHash: String, _ grant: UserGrantRequest
     ) async throws -> TokenResponse {
         guard let requested = state.requested, let approved = state.approved else { throw Self.invalidDeviceCode }
-        let loaded = try await tokens.users.actor(for: StreamNames.user(realm: client.realm, userID: approved.userID)).current()
+        let loaded = try await users.actor(for: StreamNames.user(realm: client.realm, userID: approved.userID)).current()
         // The approval is the sign-in: its time and methods are the tokens' auth_time and amr,
         // and the scopes and resources are the device's request's.
         var request = grant

@@ -16,17 +16,19 @@ public struct DeviceAuthorizationService: Sendable {
     let pool: PQPool
     let authorizations: AggregateRegistry<DeviceAuthorization>
     let tokens: TokenService
+    let users: AggregateRegistry<User>
     let passkeys: PasskeyService
     let userCodeKey: SymmetricKey
     let now: @Sendable () -> Date
 
     public init(
-        pool: PQPool, authorizations: AggregateRegistry<DeviceAuthorization>, tokens: TokenService, passkeys: PasskeyService, userCodeKey: SymmetricKey,
+        pool: PQPool, authorizations: AggregateRegistry<DeviceAuthorization>, tokens: TokenService, users: AggregateRegistry<User>, passkeys: PasskeyService, userCodeKey: SymmetricKey,
         now: @escaping @Sendable () -> Date
     ) {
         self.pool = pool
         self.authorizations = authorizations
         self.tokens = tokens
+        self.users = users
         self.passkeys = passkeys
         self.userCodeKey = userCodeKey
         self.now = now

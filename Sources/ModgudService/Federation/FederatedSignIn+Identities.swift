@@ -30,7 +30,7 @@ extension FederatedSignIn {
         async throws -> Bool
     {
         let unlinked = try await Self.unlink(
-            users: tokens.users, realm: realm, userID: userID, provider: provider, reason: reason, metadata: metadata, now: now())
+            users: users, realm: realm, userID: userID, provider: provider, reason: reason, metadata: metadata, now: now())
         if endingSessions { try await endSessions(realm: realm, userID: userID, provider: provider, metadata: metadata) }
         return unlinked
     }
@@ -51,8 +51,8 @@ extension FederatedSignIn {
     /// Ends the user's live sessions signed in with `provider` (`token_family.revoked`, reason
     /// `provider_revoked`); the user's other sessions stay.
     func endSessions(realm: String, userID: UUID, provider: String, metadata: EventMetadata) async throws {
-        for session in try await tokens.liveSessions(realm: realm, userID: userID) {
-            let family = await tokens.families.actor(for: StreamNames.tokenFamily(realm: realm, familyID: session.familyID))
+        for session in try await TokenTables(pool: pool).sessions(realm: realm, userID: userID).filter(\.live) {
+            let family = await families.actor(for: StreamNames.tokenFamily(realm: realm, familyID: session.familyID))
             guard let started = try await family.current().state.started, started.userID == userID, started.federation == provider else { continue }
             _ = try await family.execute(.revoke(.providerRevoked), now: now(), metadata: metadata)
         }

@@ -40,7 +40,8 @@ public struct FederatedSignIn: Sendable {
     }
 
     let federation: Federation
-    let tokens: TokenService
+    let users: AggregateRegistry<User>
+    let families: AggregateRegistry<TokenFamily>
     let vault: PersonalDataVault
     /// Everything after the provider's proof (issue 68).
     let pipeline: SignInPipeline
@@ -123,13 +124,13 @@ public struct FederatedSignIn: Sendable {
 
     /// A linked account: its user signs in, with TOTP when on (spent with the family).
     private func signIn(userID: UUID, provider: String, _ grant: UserGrantRequest) async throws -> TokenResponse {
-        let actor = await tokens.users.actor(for: StreamNames.user(realm: grant.client.realm, userID: userID))
+        let actor = await users.actor(for: StreamNames.user(realm: grant.client.realm, userID: userID))
         let loaded = try await actor.current()
         let factor = SignInFactor.federated(provider: provider)
         let account = try pipeline.gate(factor, user: loaded.state, version: loaded.version, grant: grant)
         let signIn = try await pipeline.prepareOpen(factor, account, grant)
         guard let step = account.totpStep else {
-            _ = try await tokens.families.actor(forNew: signIn.stream).execute(.start(signIn.started), now: signIn.started.authTime, metadata: grant.metadata)
+            _ = try await families.actor(forNew: signIn.stream).execute(.start(signIn.started), now: signIn.started.authTime, metadata: grant.metadata)
             return signIn.response
         }
         do {
@@ -158,7 +159,7 @@ public struct FederatedSignIn: Sendable {
             }
         }
         let realm = grant.client.realm
-        let actor = await tokens.users.actor(for: StreamNames.user(realm: realm, userID: userID))
+        let actor = await users.actor(for: StreamNames.user(realm: realm, userID: userID))
         let loaded = try await actor.current()
         let factor = SignInFactor.federated(provider: provider.id)
         let account = try pipeline.gate(factor, user: loaded.state, version: loaded.version, grant: grant)
@@ -226,7 +227,7 @@ public struct FederatedSignIn: Sendable {
         let keyCheck = SubjectKeysTable.requireKey(subject: PersonalDataVault.userSubject(userID))
         let insert = FederatedIdentitiesTable.insert(realm: realm, provider: provider.id, subjectIndex: index, userID: userID, now: now())
         do {
-            _ = try await tokens.users.actor(forNew: StreamNames.user(realm: realm, userID: userID)).execute(
+            _ = try await users.actor(forNew: StreamNames.user(realm: realm, userID: userID)).execute(
                 .registerLinked(registered, linked), now: now(), metadata: grant.metadata, extra: { _ in [keyCheck, insert] },
                 alsoAppending: { _ in [try signIn.write()] })
         } catch let taken where UsersTable.isAddressTaken(taken) || FederatedIdentitiesTable.isTaken(taken) {

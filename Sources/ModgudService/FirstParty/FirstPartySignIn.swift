@@ -17,7 +17,7 @@ import ModgudDomain
 ///   is asked for `totp_code` (the proven code held in the session); then the code.
 public struct FirstPartySignIn: Sendable {
     let sessions: FirstPartyAuthorization
-    let tokens: TokenService
+    let introspection: TokenIntrospection
     let passkeys: PasskeyService
     let emailSignIn: @Sendable () throws -> EmailSignInService
     let recoveryCodes: @Sendable () throws -> RecoveryCodeService
@@ -25,11 +25,11 @@ public struct FirstPartySignIn: Sendable {
     let jitter: ResponseJitter
 
     public init(
-        sessions: FirstPartyAuthorization, tokens: TokenService, passkeys: PasskeyService, emailSignIn: @escaping @Sendable () throws -> EmailSignInService,
+        sessions: FirstPartyAuthorization, introspection: TokenIntrospection, passkeys: PasskeyService, emailSignIn: @escaping @Sendable () throws -> EmailSignInService,
         recoveryCodes: @escaping @Sendable () throws -> RecoveryCodeService, jitter: ResponseJitter
     ) {
         self.sessions = sessions
-        self.tokens = tokens
+        self.introspection = introspection
         self.passkeys = passkeys
         self.emailSignIn = emailSignIn
         self.recoveryCodes = recoveryCodes
@@ -111,7 +111,7 @@ public struct FirstPartySignIn: Sendable {
     private func reauthenticate(_ presented: FirstPartyAuthorization.Session, _ request: FirstPartyRequest, _ call: FirstPartyCall) async throws
         -> FirstPartyStep
     {
-        if let family = presented.state.signInFamily, try await tokens.isRevoked(realm: call.realmID, familyID: family) {
+        if let family = presented.state.signInFamily, try await introspection.isRevoked(realm: call.realmID, familyID: family) {
             throw FirstPartyRefusal.invalidSession("The sign-in of the auth_session was revoked.")
         }
         var state = try Self.newSignIn(request)

@@ -15,7 +15,7 @@ extension TokenService {
     /// `urn:modgud:acr:recovery`, `amr` `otp`, no refresh token and no ID token.
     public func prepareRecoverySession(client: AuthenticatedClient, user: User.State, issuer: String, dpopKey: String?) async throws -> PreparedSignIn {
         guard let userID = user.id, user.canSignIn else { throw OAuthError.invalidGrant("The account cannot sign in.") }
-        let lifetimes = try await realmLifetimes(client.realm)
+        let lifetimes = TokenLifetimes(try await realmSettings(client.realm))
         let time = now()
         let scopes = [Self.recoveryScope]
         let minted = try await minter.mint(

@@ -4,19 +4,21 @@ import Foundation
 import ModgudDomain
 import PQ
 
-/// Everything after the proof of identity: which scopes and audiences, which tokens, how they
-/// are refreshed, introspected and revoked (docs/spec.md sections 0 and 5). The HTTP layer parses
-/// requests and maps `OAuthError`s; the rules live here.
+/// Minting and refresh (docs/spec.md sections 0 and 5): the tokens a sign-in gets, which
+/// scopes and audiences they carry, and their rotation. Its collaborators are its own (issue
+/// 68): introspection (`TokenIntrospection`), revocation (`TokenRevocation`), client credentials
+/// (`ClientCredentialsService`) and Native SSO (`NativeSSOService`) are types of their own, and
+/// the step before minting is the sign-in pipeline's (`SignInPipeline`).
 public struct TokenService: Sendable {
     let pool: PQPool
-    public let families: AggregateRegistry<TokenFamily>
-    public let users: AggregateRegistry<User>
-    public let tokens: TokenTables
-    public let minter: TokenMinter
-    public let realms: RealmDirectory
+    let families: AggregateRegistry<TokenFamily>
+    let users: AggregateRegistry<User>
+    let tokens: TokenTables
+    let minter: TokenMinter
+    let realms: RealmDirectory
     /// Opens the personal claims (issue 13); nil in tools without the master key.
-    public let vault: PersonalDataVault?
-    public let now: @Sendable () -> Date
+    let vault: PersonalDataVault?
+    let now: @Sendable () -> Date
 
     /// The one answer to an unknown, spent, expired or foreign refresh token.
     public static let invalidRefreshToken = OAuthError.invalidGrant("The refresh token is invalid or expired.")
@@ -65,10 +67,11 @@ public struct TokenService: Sendable {
         // RFC 9470 section 4: a sign-in weaker than asked is refused here, before the caller
         // spends its proof (a code, a link, a passkey ceremony stays as it was).
         guard AuthenticationContext.satisfies(AuthenticationContext.acr(amr: amr), acrValues: acrValues) else { throw Self.unmetACR }
-        let team = try await realmSettings(client.realm).nativeSSOTeam(of: client.id)
+        let settings = try await realmSettings(client.realm)
+        let team = settings.nativeSSOTeam(of: client.id)
         var scopes = try ScopePolicy.grantedScopes(requested: scope, client: client.settings)
         let audiences = try ScopePolicy.audiences(resources: resources, client: client.settings, clientID: client.id)
-        let lifetimes = try await realmLifetimes(client.realm)
+        let lifetimes = TokenLifetimes(settings)
         let wantsRefresh = scopes.contains("offline_access") && client.settings.grants.contains(.refreshToken)
         let time = now()
         let familyID = UUID()
@@ -166,7 +169,7 @@ public struct TokenService: Sendable {
             }
             profile = try await vault.profile(of: userState)
         }
-        let (lifetimes, time) = (try await realmLifetimes(client.realm), now())
+        let (lifetimes, time) = (TokenLifetimes(try await realmSettings(client.realm)), now())
         var minted = try await minter.mint(
             TokenMinter.Request(realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: userState,
                 profile: profile, scopes: scopes, audiences: audiences, authTime: started.authTime, amr: started.amr, accessLifetime: lifetimes.access,
@@ -200,7 +203,7 @@ public struct TokenService: Sendable {
     /// spent token revokes the family instead, and a changed security stamp refuses.
     private func rotate(
         _ family: AggregateActor<TokenFamily>, presented: String, minted: TokenMinter.Minted, user: User.State, started: TokenFamilyStarted,
-        lifetimes: (access: TimeInterval, refresh: TimeInterval, session: TimeInterval, reuseGrace: TimeInterval), at time: Date,
+        lifetimes: TokenLifetimes, at time: Date,
         metadata: EventMetadata
     ) async throws {
         let outcome: CommandOutcome<TokenFamily>
@@ -220,31 +223,9 @@ public struct TokenService: Sendable {
         }
     }
 
-    /// grant_type=client_credentials: a service client's own token, no refresh token, no ID token.
-    public func clientCredentials(
-        client: AuthenticatedClient, scope: String?, resources: [String], issuer: String, metadata: EventMetadata, dpopKey: String? = nil
-    ) async throws -> TokenResponse {
-        guard client.settings.grants.contains(.clientCredentials) else {
-            throw OAuthError.unauthorizedClient("The client may not use grant_type client_credentials.")
-        }
-        let scopes = try ScopePolicy.grantedScopes(requested: scope, client: client.settings).filter { $0 != "openid" && $0 != "offline_access" && $0 != NativeSSO.scope }
-        let audiences = try ScopePolicy.audiences(resources: resources, client: client.settings, clientID: client.id)
-        let lifetimes = try await realmLifetimes(client.realm)
-        let time = now()
-        let minted = try await minter.mint(
-            TokenMinter.Request(
-                realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: nil,
-                scopes: scopes, audiences: audiences, authTime: time, amr: [], accessLifetime: lifetimes.access, refreshLifetime: nil,
-                dpopKey: dpopKey, attestation: client.attestation),
-            now: time)
-        let familyID = UUID()
-        _ = try await families.actor(forNew: StreamNames.tokenFamily(realm: client.realm, familyID: familyID)).execute(
-            .start(
-                TokenFamilyStarted(
-                    familyID: familyID, clientID: client.id, userID: nil, scopes: scopes, audiences: audiences,
-                    grantType: GrantType.clientCredentials.rawValue, authTime: time, amr: [], securityStamp: nil,
-                    accessToken: minted.accessRecord)), now: time, metadata: metadata)
-        return TokenResponse(accessToken: minted.accessToken, tokenType: minted.tokenType, expiresIn: minted.expiresIn, scope: scopes.joined(separator: " "))
+    /// A user's personal claims, opened (userinfo's `email` and `profile`).
+    public func profile(of user: User.State) async throws -> UserProfile {
+        try await vault.profile(of: user)
     }
 
     /// A user's current state (userinfo reads the claims from it).
@@ -258,29 +239,8 @@ public struct TokenService: Sendable {
         try await minter.keys.requireKey(realm: realm)
     }
 
-    func realmLifetimes(_ realm: String) async throws -> (access: TimeInterval, refresh: TimeInterval, session: TimeInterval, reuseGrace: TimeInterval) {
-        let settings = try await realmSettings(realm)
-        return (
-            TimeInterval(settings.nativeGrants.accessTokenLifetimeMinutes * 60), TimeInterval(settings.nativeGrants.refreshTokenLifetimeDays * 86400),
-            TimeInterval(settings.sessionLimits.absoluteLifetimeDays * 86400), TimeInterval(settings.sessionLimits.refreshReuseGraceSeconds)
-        )
-    }
-
     /// A realm's settings (held per instance by the realm directory).
     func realmSettings(_ realm: String) async throws -> RealmSettings {
-        guard let settings = try await realms.settings(realm: realm) else { throw OAuthError.invalidRequest("Unknown realm.") }
-        return settings
-    }
-}
-
-/// A minted sign-in whose token family is not written yet (`TokenService.prepareSignIn`).
-public struct PreparedSignIn: Sendable {
-    public let stream: StreamRef
-    public var started: TokenFamilyStarted
-    public let response: TokenResponse
-
-    /// The family's first event, for a multi-stream append (the family must be new).
-    public func write() throws -> StreamWrite {
-        StreamWrite(stream: stream, expected: .noStream, events: [try TokenFamilyEvent.started(started).newEvent()])
+        try await realms.requiredSettings(realm)
     }
 }

@@ -13,12 +13,12 @@ public struct OperationsService: Sendable {
     /// The rebuilds started on this instance (run by the server's lifecycle).
     public let rebuilds: RebuildRunner
 
-    init(pool: PQPool, readiness: ReadinessProbe, secrets: ServerSecrets?, vault: PersonalDataVault?) {
+    init(pool: PQPool, readiness: ReadinessProbe, rebuilds: RebuildRunner, secrets: ServerSecrets?, vault: PersonalDataVault?) {
         self.pool = pool
         probe = readiness
         self.secrets = secrets
         self.vault = vault
-        rebuilds = RebuildRunner(pool: pool)
+        self.rebuilds = rebuilds
     }
 
     /// One projection as operators see it.

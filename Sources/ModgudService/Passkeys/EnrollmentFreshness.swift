@@ -18,7 +18,7 @@ extension PasskeyService {
     /// the problem `Passkey.ReauthenticationRequired` (its code kept, issue 46; it was a 403).
     public func requireFreshSignIn(realm: RealmDirectory.Entry, familyID: UUID, scopes: [String]) async throws {
         if scopes.contains(Self.enrollmentScope) { return }
-        let family = try await tokenService.families.actor(for: StreamNames.tokenFamily(realm: realm.realmID, familyID: familyID)).current().state
+        let family = try await families.actor(for: StreamNames.tokenFamily(realm: realm.realmID, familyID: familyID)).current().state
         let limit = TimeInterval(realm.settings.sessionLimits.enrollmentFreshnessMinutes * 60)
         guard let signedIn = family.started?.authTime, now().timeIntervalSince(signedIn) <= limit else {
             throw ServiceRefusal(
@@ -49,7 +49,7 @@ extension PasskeyService {
     /// registration it allows asserts no user presence, so only the moment right after a proven
     /// sign-in may ask for one. Otherwise 403 `Passkey.UpgradeNotAllowed`.
     public func requireUpgradeSignIn(realm: RealmDirectory.Entry, familyID: UUID) async throws {
-        let family = try await tokenService.families.actor(for: StreamNames.tokenFamily(realm: realm.realmID, familyID: familyID)).current().state
+        let family = try await families.actor(for: StreamNames.tokenFamily(realm: realm.realmID, familyID: familyID)).current().state
         guard let started = family.started, !Self.isPasskeySignIn(started.amr), now().timeIntervalSince(started.authTime) <= Self.upgradeWindow else {
             throw ServiceRefusal.forbidden(
                 "Passkey.UpgradeNotAllowed", "An automatic passkey upgrade follows a sign-in by email code or link within 5 minutes.")

@@ -25,7 +25,7 @@ extension PasskeyService {
         let (ceremonyID, challenge) = try await begin(
             realm: realm.realmID, kind: .enrollment, rpID: rpID, clientID: clientID, userID: userID, conditional: conditional, metadata: metadata)
         // Shown by the authenticator only; opened for this answer, never stored.
-        let profile = try await tokenService.vault.profile(of: user)
+        let profile = try await vault.profile(of: user)
         let name = profile.email ?? userID.uuidString.lowercased()
         let displayName = profile.displayName
         return Begun(

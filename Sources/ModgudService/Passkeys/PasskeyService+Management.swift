@@ -67,14 +67,14 @@ extension PasskeyService {
 
     /// A passkey's name sealed under its owner's data key (issue 22: users type names into it).
     func sealName(_ name: String, userID: UUID, realm: String) async throws -> PersonalText {
-        guard let vault = tokenService.vault else { throw MasterKeyMissing() }
+        guard let vault else { throw MasterKeyMissing() }
         return .sealed(try await vault.seal(name, subject: PersonalDataVault.userSubject(userID), realm: realm))
     }
 
     /// A stored name opened (legacy plaintext as it is); nil when the owner was erased.
     func openName(_ name: PersonalText?) async throws -> String? {
         guard case .sealed = name else { return name.map(\.stored) }
-        guard let vault = tokenService.vault else { throw MasterKeyMissing() }
+        guard let vault else { throw MasterKeyMissing() }
         return try await vault.open(name)
     }
 

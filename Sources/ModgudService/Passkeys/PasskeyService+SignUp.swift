@@ -66,7 +66,7 @@ extension PasskeyService {
         }
         guard let email = EmailAddress(request.email) else { throw ServiceRefusal.invalid("Passkey.InvalidEmail", "Email is not an address.") }
         guard let rpID = Self.rpID(client: client, realm: realm.settings) else { throw Self.unconfigured }
-        guard let vault = tokenService.vault else { throw Self.unconfigured }
+        guard let vault else { throw Self.unconfigured }
         let firstName = fields.firstname == .off ? nil : User.cleanName(request.firstName)
         let lastName = fields.lastname == .off ? nil : User.cleanName(request.lastName)
         // The future user's key, with the address's blind index beside it (the users
@@ -136,7 +136,7 @@ extension PasskeyService {
         // has an account. The unique index below decides a race between sign-ups; this lookup
         // also finds accounts projected before sealing (`plain:` keys, which that index cannot
         // compare) and spares minting tokens that could not commit.
-        guard let vault = tokenService.vault, let address = try await vault.open(sealedEmail).flatMap(EmailAddress.init) else {
+        guard let vault, let address = try await vault.open(sealedEmail).flatMap(EmailAddress.init) else {
             throw badCeremony  // the address was erased while the ceremony was out
         }
         if try await UsersTable.userID(realm: realm, email: address, index: vault.blindIndex(address.value, realm: realm), pool: pool) != nil {

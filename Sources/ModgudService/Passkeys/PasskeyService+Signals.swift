@@ -36,7 +36,7 @@ extension PasskeyService {
     /// have passkeys under.
     public func signals(realm: RealmDirectory.Entry, userID: UUID, clientID: String) async throws -> [Signals] {
         let user = try await userActors.actor(for: StreamNames.user(realm: realm.realmID, userID: userID)).current().state
-        let profile = try await tokenService.vault.profile(of: user)
+        let profile = try await vault.profile(of: user)
         let name = profile.email ?? userID.uuidString.lowercased()
         let displayName = profile.displayName.isEmpty ? name : profile.displayName
         let client = try await clients.enabledClient(realm: realm.realmID, clientID: clientID)

@@ -19,11 +19,15 @@ public struct PasskeyService: Sendable {
     let userActors: AggregateRegistry<User>
     let clients: ClientAuthenticator
     let tokenService: TokenService
+    let families: AggregateRegistry<TokenFamily>
+    /// Opens the personal claims; nil in tools without the master key.
+    let vault: PersonalDataVault?
     let now: @Sendable () -> Date
 
     init(
         pool: PQPool, ceremonies: AggregateRegistry<PasskeyCeremony>, passkeys: AggregateRegistry<Passkey>, users: AggregateRegistry<User>,
-        clients: ClientAuthenticator, tokenService: TokenService, now: @escaping @Sendable () -> Date
+        clients: ClientAuthenticator, tokenService: TokenService, families: AggregateRegistry<TokenFamily>, vault: PersonalDataVault?,
+        now: @escaping @Sendable () -> Date
     ) {
         self.pool = pool
         self.passkeyTable = PasskeysTable(pool: pool)
@@ -32,6 +36,8 @@ public struct PasskeyService: Sendable {
         self.userActors = users
         self.clients = clients
         self.tokenService = tokenService
+        self.families = families
+        self.vault = vault
         self.now = now
     }
 

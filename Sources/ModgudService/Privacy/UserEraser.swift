@@ -22,7 +22,7 @@ import PQ
 public struct UserEraser: Sendable {
     let users: AggregateRegistry<User>
     let familyActors: AggregateRegistry<TokenFamily>
-    let tokens: TokenService
+    let tokenTables: TokenTables
     let passkeys: PasskeyService
     /// Personal data keys; nil in tools started without the master key (erasure refuses).
     let vault: PersonalDataVault?
@@ -141,7 +141,7 @@ public struct UserEraser: Sendable {
     /// then (every family the read model knows, revoked or not, is in the answer: a family
     /// missing from it started later). Read from each family's stream, not the read model.
     private func liveFamilyVersions(realm: String, userID: UUID) async throws -> (known: Set<UUID>, live: [UUID: Int64]) {
-        let families = try await tokens.tokens.familiesRevoked(realm: realm, userID: userID)
+        let families = try await tokenTables.familiesRevoked(realm: realm, userID: userID)
         var live: [UUID: Int64] = [:]
         for (family, revoked) in families where !revoked {
             let (state, version) = try await familyActors.actor(for: StreamNames.tokenFamily(realm: realm, familyID: family)).current()
@@ -163,7 +163,7 @@ public struct UserEraser: Sendable {
     /// Revokes every family still live (reason `erased`); the ones this revocation ended.
     private func revokeFamilies(realm: String, userID: UUID, metadata: EventMetadata) async throws -> Set<UUID> {
         var revoked: Set<UUID> = []
-        for family in try await tokens.tokens.liveFamilies(realm: realm, userID: userID) {
+        for family in try await tokenTables.liveFamilies(realm: realm, userID: userID) {
             let result = try await familyActors.actor(for: StreamNames.tokenFamily(realm: realm, familyID: family))
                 .execute(.revoke(.erased), now: now(), metadata: metadata)
             if !result.events.isEmpty { revoked.insert(family) }
@@ -178,7 +178,7 @@ public struct UserEraser: Sendable {
     ) async throws -> Int {
         // Families started after the look before (a sign-in racing the erasure) are read from
         // their start: counted only when that was before the `user.erased` event.
-        let started = try await tokens.tokens.families(realm: realm, userID: userID).keys.filter { !before.known.contains($0) }
+        let started = try await tokenTables.families(realm: realm, userID: userID).keys.filter { !before.known.contains($0) }
         var candidates = before.live
         for family in started where candidates[family] == nil { candidates[family] = 0 }
         var ended = 0

@@ -4,8 +4,16 @@ import ModgudDomain
 
 /// OpenID Connect Native SSO for Mobile Apps, draft 07 (issue 69): a teammate app's sign-in
 /// from the device session's ID token and device secret (section 4), and the sign-out on the
-/// device that ends every app's sign-in in the session.
-extension TokenService {
+/// device that ends every app's sign-in in the session (issue 68: out of `TokenService`).
+public struct NativeSSOService: Sendable {
+    let tokenService: TokenService
+    let families: AggregateRegistry<TokenFamily>
+    let users: AggregateRegistry<User>
+    let tokens: TokenTables
+    let keys: SigningKeyRing
+    let realms: RealmDirectory
+    let now: @Sendable () -> Date
+
     /// The token exchange request of section 4.1, parsed.
     public struct DeviceSSOExchange: Sendable {
         /// `subject_token`: an ID token of the device session.
@@ -40,7 +48,7 @@ extension TokenService {
     public func exchangeDeviceSecret(
         client: AuthenticatedClient, _ exchange: DeviceSSOExchange, issuer: String, dpopKey: String?, metadata: EventMetadata
     ) async throws -> TokenResponse {
-        guard let team = try await realmSettings(client.realm).nativeSSOTeam(of: client.id) else {
+        guard let team = try await realms.requiredSettings(client.realm).nativeSSOTeam(of: client.id) else {
             throw NativeSSO.refusal("team", "The client is in no Native SSO team of the realm.")
         }
         if let scope = exchange.scope, !scope.split(separator: " ").contains("openid") {
@@ -53,7 +61,7 @@ extension TokenService {
         guard let started = session.started, started.startsDeviceSession, let link = started.deviceSession, let userID = started.userID,
             session.revoked == nil
         else { throw Self.deviceSessionEnded }
-        guard let claims = await minter.keys.verified(exchange.idToken, as: DeviceSSOSubjectClaims.self, realm: client.realm),
+        guard let claims = await keys.verified(exchange.idToken, as: DeviceSSOSubjectClaims.self, realm: client.realm),
             claims.iss.value == issuer, claims.sub.value == userID.uuidString.lowercased(), claims.sid == sessionID.uuidString.lowercased(),
             ConstantTime.equal(claims.dsHash ?? "", secretHash)
         else { throw NativeSSO.refusal("subject_token", "The ID token is not one of this device session's.") }
@@ -65,14 +73,14 @@ extension TokenService {
                 "invalid_dpop_proof",
                 dpopKey == nil ? "The device session is bound to a DPoP key: send a DPoP proof by it." : "The DPoP proof is by another key than the device session's.")
         }
-        let lifetimes = try await realmLifetimes(client.realm)
+        let lifetimes = TokenLifetimes(try await realms.requiredSettings(client.realm))
         guard now() < started.authTime.addingTimeInterval(lifetimes.session) else { throw Self.deviceSessionEnded }
         let user = try await users.actor(for: StreamNames.user(realm: client.realm, userID: userID)).current().state
         guard user.canSignIn, user.securityStamp == started.securityStamp else { throw Self.deviceSessionEnded }
         var grant = UserGrantRequest(
             client: client, scope: exchange.scope, resources: exchange.resources, totpCode: nil, issuer: issuer, metadata: metadata, dpopKey: dpopKey)
         grant.nonce = exchange.nonce
-        let prepared = try await SignInPipeline(tokens: self, secondFactor: nil).prepareOpen(
+        let prepared = try await SignInPipeline(tokens: tokenService, secondFactor: nil).prepareOpen(
             .deviceSession(link, amr: started.amr, at: started.authTime), AccountGate(user: user), grant)
         _ = try await families.actor(forNew: prepared.stream).execute(.start(prepared.started), now: now(), metadata: metadata)
         // A sign-out between the look above and this write listed the session's families before
@@ -91,7 +99,7 @@ extension TokenService {
     /// `device_sign_out` (each a Shared Signals session-revoked). Only a client of the
     /// session's team may; false when `token` is no device secret it may end.
     func endDeviceSession(client: AuthenticatedClient, token: String, metadata: EventMetadata) async throws -> Bool {
-        guard let team = try await realmSettings(client.realm).nativeSSOTeam(of: client.id),
+        guard let team = try await realms.requiredSettings(client.realm).nativeSSOTeam(of: client.id),
             let sessionID = try await tokens.deviceSession(secretHash: OpaqueToken.hash(token), realm: client.realm)
         else { return false }
         let origin = await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: sessionID))

@@ -2,9 +2,14 @@ import EventSourcing
 import Foundation
 import ModgudDomain
 
-/// What a presented token is (RFC 7662 introspection, the bearer lookups of the protected
-/// endpoints) and its revocation (RFC 7009, code reuse, a device's sign-out).
-extension TokenService {
+/// What a presented access token is (issue 68, out of `TokenService`): RFC 7662 introspection
+/// and the bearer lookups of the protected endpoints, and whether a sign-in was revoked.
+public struct TokenIntrospection: Sendable {
+    let families: AggregateRegistry<TokenFamily>
+    let tokens: TokenTables
+    let keys: SigningKeyRing
+    let now: @Sendable () -> Date
+
     /// RFC 7662: whether an access token is active, and what it allows. Unknown, expired and
     /// revoked tokens are all just inactive.
     public func introspect(realm: String, token: String) async throws -> Introspection {
@@ -21,31 +26,6 @@ extension TokenService {
             result.acr = started.acr ?? AuthenticationContext.acr(amr: started.amr)
         }
         return result
-    }
-
-    /// RFC 7009: revokes the family of a refresh or access token the client owns; a device
-    /// secret (Native SSO) ends its device session, every app's sign-in in it. Unknown tokens
-    /// and other clients' tokens are ignored (the endpoint answers 200 either way).
-    public func revoke(client: AuthenticatedClient, token: String, metadata: EventMetadata) async throws {
-        let familyID: UUID?
-        if let refresh = try await tokens.refreshToken(hash: OpaqueToken.hash(token), realm: client.realm) {
-            familyID = refresh.familyID
-        } else {
-            familyID = try await familyOfAccessToken(token, realm: client.realm)
-        }
-        guard let familyID else {
-            _ = try await endDeviceSession(client: client, token: token, metadata: metadata)
-            return
-        }
-        let family = await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: familyID))
-        guard try await family.current().state.started?.clientID == client.id else { return }
-        _ = try await family.execute(.revoke(.logout), now: now(), metadata: metadata)
-    }
-
-    /// Revokes the family an authorization code handed over, when the code is presented again
-    /// (RFC 9700 section 4.2.4). A family revoked already stays as it is.
-    public func revokeForCodeReuse(realm: String, familyID: UUID, metadata: EventMetadata) async throws {
-        _ = try await families.actor(for: StreamNames.tokenFamily(realm: realm, familyID: familyID)).execute(.revoke(.codeReuse), now: now(), metadata: metadata)
     }
 
     /// Whether the sign-in `familyID` was revoked (code reuse, refresh token reuse, logout, an
@@ -65,7 +45,7 @@ extension TokenService {
     }
 
     /// The family of an access token, by the same rule as `liveAccessToken`.
-    private func familyOfAccessToken(_ token: String, realm: String) async throws -> UUID? {
+    func familyOfAccessToken(_ token: String, realm: String) async throws -> UUID? {
         if let found = try await tokens.familyOfAccessToken(hash: OpaqueToken.hash(token), realm: realm) { return found }
         guard let legacy = await legacyAccessHash(of: token, realm: realm) else { return nil }
         return try await tokens.familyOfAccessToken(hash: legacy, realm: realm)
@@ -76,7 +56,7 @@ extension TokenService {
     /// (a rolling upgrade's tokens live one access lifetime; afterwards nothing matches).
     private func legacyAccessHash(of token: String, realm: String) async -> String? {
         guard token.utf8.count <= 8192, token.split(separator: ".", omittingEmptySubsequences: false).count == 3,
-            let jti = await minter.keys.verifiedJTI(of: token, realm: realm)
+            let jti = await keys.verifiedJTI(of: token, realm: realm)
         else { return nil }
         return OpaqueToken.hash(jti)
     }
