@@ -153,7 +153,8 @@ struct TokenController: Sendable {
         // the signed tokens). Whether one may is read from the request and the client only.
         if grant.refusesUniformly, Self.maySign(form, client: client) { try await services.tokens.requireSigningKey(realm: realm.realmID) }
         return GrantRequest(
-            form: form, client: client, limits: limits, realm: realm, issuer: issuer, source: source, correlationID: context.id,
+            form: form, client: client, uncounted: grant.countsItself ? limits : nil, realm: realm, issuer: issuer, source: source,
+            correlationID: context.id,
             clientIP: context.peerAddress, userAgent: context.userAgent, services: services, dpopKey: dpop?.key, dpopClaim: dpop?.claim)
     }
 }

@@ -50,16 +50,17 @@ public actor AggregateActor<A: Aggregate> where A.State: Sendable {
         return (state, version)
     }
 
-    /// The state with every committed event applied, read in one round trip with a token
-    /// request's `checks` (its rate-limit count and DPoP jti claim, issue 49): their verdicts
-    /// are thrown before the state is touched. A cached state is still confirmed by the read.
-    public func current(checking checks: GrantChecks) async throws -> (state: A.State, version: Int64) {
-        guard !checks.isEmpty else { return try await current() }
+    /// The state with every committed event applied, read in one round trip with `queries`
+    /// (the stream's read goes in at `index`). `judging` sees every result first and may throw
+    /// (a token request's checks, issue 49); only then are the newer events applied. A cached
+    /// state is still confirmed by the read.
+    public func current(
+        pipelinedWith queries: [PQQuery], at index: Int, judging: @Sendable ([PQResult]) throws -> Void
+    ) async throws -> (state: A.State, version: Int64) {
         await enter()
         defer { gate.leave() }
-        let (queries, index) = checks.statements
         let (newer, results) = try await store.readStream(stream.id, after: version, pipelinedWith: queries, at: index)
-        _ = try checks.verdicts(results, lookupIndex: index)
+        try judging(results)
         try apply(newer)
         return (state, version)
     }

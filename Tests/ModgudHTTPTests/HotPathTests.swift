@@ -29,7 +29,8 @@ final class HotPathTests: XCTestCase {
             let count = core.rateLimiter.prepare(
                 [RateLimitBucket(.tokenPerIP, key: "10.0.0.1"), RateLimitBucket(.tokenPerClient, key: "app")], realm: "dev", settings: settings)
             return try await core.tokenService.refresh(
-                client: app, refreshToken: token, resources: [], issuer: "https://localhost", metadata: .init(), rateLimit: count)
+                RefreshRequest(
+                    client: app, refreshToken: token, issuer: "https://localhost", metadata: .init(), checks: GrantChecks(rateLimit: count)))
         }
         let signedIn = try await TestRealm.signIn(core, user)
         let first = try await refresh(try XCTUnwrap(signedIn.refreshToken))
@@ -56,8 +57,9 @@ final class HotPathTests: XCTestCase {
             let count = core.rateLimiter.prepare([RateLimitBucket(.tokenPerIP, key: "10.0.0.1")], realm: "dev", settings: settings)
             let checked = try verifier.check(proof, method: "POST", url: endpoint.absoluteString)
             return try await core.tokenService.refresh(
-                client: app, refreshToken: token, resources: [], issuer: "https://localhost", metadata: .init(), rateLimit: count,
-                dpopKey: checked.proof.key.thumbprint, dpopClaim: checked.claim)
+                RefreshRequest(
+                    client: app, refreshToken: token, issuer: "https://localhost", metadata: .init(), dpopKey: checked.proof.key.thumbprint,
+                    checks: GrantChecks(rateLimit: count, dpopClaim: checked.claim)))
         }
         let signedIn = try await core.tokenService.signIn(
             client: app, user: user, grantType: .otp, scope: "openid offline_access", resources: [], amr: ["otp"], issuer: "https://localhost",

@@ -88,8 +88,8 @@ final class AdministrationTests: XCTestCase {
         let tokens = try await core.tokenService.signIn(
             client: app, user: user, grantType: .otp, scope: "openid offline_access", resources: [], amr: ["otp"], issuer: "https://x",
             metadata: EventMetadata(actor: "user:\(id)", clientIP: "203.0.113.5"))
-        _ = try await core.tokenService.refresh(client: app, refreshToken: tokens.refreshToken!, resources: [], issuer: "https://x", metadata: .none)
-        _ = try? await core.tokenService.refresh(client: app, refreshToken: tokens.refreshToken!, resources: [], issuer: "https://x", metadata: .none)
+        _ = try await core.tokenService.refresh(RefreshRequest(client: app, refreshToken: tokens.refreshToken!, issuer: "https://x", metadata: .none))
+        _ = try? await core.tokenService.refresh(RefreshRequest(client: app, refreshToken: tokens.refreshToken!, issuer: "https://x", metadata: .none))
         let loggedOut = try await admin.users.apply(.logoutEverywhere, realm: "demo", userID: id, metadata: metadata)
         XCTAssertEqual(loggedOut.status, .active)
 

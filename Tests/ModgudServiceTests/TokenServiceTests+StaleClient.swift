@@ -15,7 +15,7 @@ extension TokenServiceTests {
         let stale = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
         XCTAssertEqual(stale, cached, "the cache still holds the enabled client (the case this guards)")
         do {
-            _ = try await service.refresh(client: stale, refreshToken: tokens.refreshToken!, resources: [], issuer: issuer, metadata: .none)
+            _ = try await service.refresh(RefreshRequest(client: stale, refreshToken: tokens.refreshToken!, issuer: issuer, metadata: .none))
             XCTFail("the client is disabled")
         } catch let error as OAuthError {
             XCTAssertEqual(error, .invalidGrant("The OAuth client is disabled."))
@@ -42,13 +42,13 @@ extension TokenServiceTests {
         let client = try await authenticator.authenticate(realm: "demo", clientID: "conf", secret: secret)
         let tokens = try await service.signIn(
             client: client, user: user, grantType: .otp, scope: "openid offline_access", resources: [], amr: ["otp"], issuer: issuer, metadata: .none)
-        let refreshed = try await service.refresh(client: client, refreshToken: tokens.refreshToken!, resources: [], issuer: issuer, metadata: .none)
+        let refreshed = try await service.refresh(RefreshRequest(client: client, refreshToken: tokens.refreshToken!, issuer: issuer, metadata: .none))
         // Another instance rotates the secret; this one still accepts the old one from its cache.
         _ = try await instance.clients.actor(for: StreamNames.client(realm: "demo", clientID: "conf"))
             .execute(.rotateSecret(secretHash: ClientAuthenticator.generateSecret().hash), now: now, metadata: .none)
         let stale = try await authenticator.authenticate(realm: "demo", clientID: "conf", secret: secret)
         await expect("invalid_client", attempted: true) {
-            _ = try await self.service.refresh(client: stale, refreshToken: refreshed.refreshToken!, resources: [], issuer: self.issuer, metadata: .none)
+            _ = try await self.service.refresh(RefreshRequest(client: stale, refreshToken: refreshed.refreshToken!, issuer: self.issuer, metadata: .none))
         }
     }
 
@@ -57,7 +57,7 @@ extension TokenServiceTests {
         let stale = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
         _ = try await instance.clients.actor(for: StreamNames.client(realm: "demo", clientID: "app")).execute(.delete, now: now, metadata: .none)
         await expect("invalid_client") {
-            _ = try await self.service.refresh(client: stale, refreshToken: tokens.refreshToken!, resources: [], issuer: self.issuer, metadata: .none)
+            _ = try await self.service.refresh(RefreshRequest(client: stale, refreshToken: tokens.refreshToken!, issuer: self.issuer, metadata: .none))
         }
     }
 }

@@ -106,13 +106,13 @@ final class TokenServiceTests: XCTestCase {
         XCTAssertEqual(active.subject, user.id!.uuidString.lowercased())
 
         let client = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
-        let second = try await service.refresh(client: client, refreshToken: first.refreshToken!, resources: [], issuer: issuer, metadata: .none)
+        let second = try await service.refresh(RefreshRequest(client: client, refreshToken: first.refreshToken!, issuer: issuer, metadata: .none))
         XCTAssertNotEqual(second.refreshToken, first.refreshToken, "rotated")
         await expect("invalid_grant") {
-            _ = try await self.service.refresh(client: client, refreshToken: first.refreshToken!, resources: [], issuer: self.issuer, metadata: .none)
+            _ = try await self.service.refresh(RefreshRequest(client: client, refreshToken: first.refreshToken!, issuer: self.issuer, metadata: .none))
         }
         await expect("invalid_grant") {
-            _ = try await self.service.refresh(client: client, refreshToken: second.refreshToken!, resources: [], issuer: self.issuer, metadata: .none)
+            _ = try await self.service.refresh(RefreshRequest(client: client, refreshToken: second.refreshToken!, issuer: self.issuer, metadata: .none))
         }
         for token in [first.accessToken, second.accessToken] {
             let result = try await introspection.introspect(realm: "demo", token: token)
@@ -138,8 +138,8 @@ final class TokenServiceTests: XCTestCase {
         let introspected = try await introspection.introspect(realm: "demo", token: narrowed.accessToken)
         XCTAssertEqual(introspected.audiences, ["https://api.demo.test"])
         await expect("invalid_target") {
-            _ = try await self.service.refresh(
-                client: client, refreshToken: narrowed.refreshToken!, resources: ["https://files.demo.test"], issuer: self.issuer, metadata: .none)
+            _ = try await self.service.refresh(RefreshRequest(
+                client: client, refreshToken: narrowed.refreshToken!, resources: ["https://files.demo.test"], issuer: self.issuer, metadata: .none))
         }
         await expect("invalid_target") {
             _ = try await self.service.signIn(
@@ -156,18 +156,18 @@ final class TokenServiceTests: XCTestCase {
         let client = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
         let open = try await service.signIn(
             client: client, user: user, grantType: .otp, scope: "api offline_access", resources: [], amr: ["otp"], issuer: issuer, metadata: .none)
-        let forAPI = try await service.refresh(
-            client: client, refreshToken: open.refreshToken!, resources: ["https://api.demo.test"], issuer: issuer, metadata: .none)
+        let forAPI = try await service.refresh(RefreshRequest(
+            client: client, refreshToken: open.refreshToken!, resources: ["https://api.demo.test"], issuer: issuer, metadata: .none))
         let introspected = try await introspection.introspect(realm: "demo", token: forAPI.accessToken)
         XCTAssertEqual(introspected.audiences, ["https://api.demo.test"])
         XCTAssertEqual(forAPI.scope, "api offline_access", "the grant's scopes, never wider")
-        let forFiles = try await service.refresh(
-            client: client, refreshToken: forAPI.refreshToken!, resources: ["https://files.demo.test"], issuer: issuer, metadata: .none)
+        let forFiles = try await service.refresh(RefreshRequest(
+            client: client, refreshToken: forAPI.refreshToken!, resources: ["https://files.demo.test"], issuer: issuer, metadata: .none))
         let files = try await introspection.introspect(realm: "demo", token: forFiles.accessToken)
         XCTAssertEqual(files.audiences, ["https://files.demo.test"], "the grant, not the last token, decides")
         await expect("invalid_target") {
-            _ = try await self.service.refresh(
-                client: client, refreshToken: forFiles.refreshToken!, resources: ["https://evil.test"], issuer: self.issuer, metadata: .none)
+            _ = try await self.service.refresh(RefreshRequest(
+                client: client, refreshToken: forFiles.refreshToken!, resources: ["https://evil.test"], issuer: self.issuer, metadata: .none))
         }
     }
 
@@ -178,7 +178,7 @@ final class TokenServiceTests: XCTestCase {
         XCTAssertFalse(introspected.active)
         let client = try await authenticator.authenticate(realm: "demo", clientID: "app", secret: nil)
         await expect("invalid_grant") {
-            _ = try await self.service.refresh(client: client, refreshToken: tokens.refreshToken!, resources: [], issuer: self.issuer, metadata: .none)
+            _ = try await self.service.refresh(RefreshRequest(client: client, refreshToken: tokens.refreshToken!, issuer: self.issuer, metadata: .none))
         }
     }
 
@@ -194,7 +194,7 @@ final class TokenServiceTests: XCTestCase {
             _ = try await self.credentials.clientCredentials(client: app, scope: nil, resources: [], issuer: self.issuer, metadata: .none)
         }
         await expect("unauthorized_client") {
-            _ = try await self.service.refresh(client: svc, refreshToken: "x", resources: [], issuer: self.issuer, metadata: .none)
+            _ = try await self.service.refresh(RefreshRequest(client: svc, refreshToken: "x", issuer: self.issuer, metadata: .none))
         }
     }
 

@@ -69,7 +69,7 @@ final class UserEraserTests: XCTestCase {
         eraser.betweenStampAndRevocations = {
             // Another instance's refresh, after the stamp: it finds the user erased.
             do {
-                _ = try await tokens.refresh(client: client, refreshToken: refreshed.refreshToken!, resources: [], issuer: "https://r.test", metadata: .init())
+                _ = try await tokens.refresh(RefreshRequest(client: client, refreshToken: refreshed.refreshToken!, issuer: "https://r.test", metadata: .init()))
                 XCTFail("refreshed an erased user's session")
             } catch let error as OAuthError {
                 XCTAssertEqual(error.error, "invalid_grant")

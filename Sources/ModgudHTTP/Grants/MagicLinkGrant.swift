@@ -12,12 +12,10 @@ struct MagicLinkGrant: TokenGrant {
 
     func redeem(_ request: GrantRequest) async throws -> TokenResponse {
         guard let userID = request.form["user_id"], let token = request.form["magic_token"] else {
-            try await request.services.rateLimiter.run(request.limits)
+            try await request.countRefusal()
             throw OAuthError.invalidRequest("user_id and magic_token are required.")
         }
-        var signIn = request.signIn
-        signIn.checks = request.checks
-        var response = try await request.services.emailSignIn().redeemMagicLink(userID: userID, token: token, signIn)
+        var response = try await request.services.emailSignIn().redeemMagicLink(userID: userID, token: token, request.signIn)
         response.passkeyUpgrade = await request.services.passkeys.upgradeHint(for: response, client: request.client)
         return response
     }

@@ -14,17 +14,13 @@ struct OneTimeCodeGrant: TokenGrant {
 
     func redeem(_ request: GrantRequest) async throws -> TokenResponse {
         var signIn = request.signIn
-        signIn.checks = request.checks
         guard let username = request.form["username"], let code = request.form["otp_code"] else {
-            try await request.services.rateLimiter.run(request.limits)
+            try await request.countRefusal()
             throw OAuthError.invalidRequest("username and otp_code are required.")
         }
         var link: PendingIdentityLink?
         if let session = request.form["link_session"] {
-            // Counted before the link's own lookup, as for any other grant.
-            try await request.services.rateLimiter.run(request.limits)
-            signIn.checks.rateLimit = nil
-            link = try await request.services.federatedSignIn().pendingLink(session: session, signIn)
+            link = try await request.services.federatedSignIn().pendingLink(session: session, &signIn)
         }
         var response = try await request.services.emailSignIn().redeemCode(email: username, code: code, signIn, linking: link)
         response.passkeyUpgrade = await request.services.passkeys.upgradeHint(for: response, client: request.client)

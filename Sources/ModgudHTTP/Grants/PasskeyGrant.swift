@@ -14,11 +14,9 @@ struct PasskeyGrant: TokenGrant {
     func redeem(_ request: GrantRequest) async throws -> TokenResponse {
         let (assertion, attestation) = (request.form["assertion"], request.form["attestation"])
         guard let ceremony = request.form["ceremony_id"], (assertion == nil) != (attestation == nil) else {
-            try await request.services.rateLimiter.run(request.limits)
+            try await request.countRefusal()
             throw OAuthError.invalidRequest("ceremony_id and assertion (sign-in) or attestation (sign-up) are required.")
         }
-        var signIn = request.signIn
-        signIn.checks = request.checks
-        return try await PasskeyRedemption.redeem(ceremony: ceremony, assertion: assertion, attestation: attestation, grant: signIn, request)
+        return try await PasskeyRedemption.redeem(ceremony: ceremony, assertion: assertion, attestation: attestation, grant: request.signIn, request)
     }
 }

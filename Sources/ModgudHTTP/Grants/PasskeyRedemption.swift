@@ -10,15 +10,13 @@ enum PasskeyRedemption {
     {
         let services = request.services
         if let attestation {
-            // A sign-up's first statement is no read: its checks (a grant that counts itself) go alone.
-            try await services.rateLimiter.send(grant.checks)
-            try await services.rateLimiter.check(.passkeyPerIP, key: request.source, realm: request.realm.realmID, settings: request.realm.settings)
-            var sent = grant
-            sent.checks = .none
-            return try await services.passkeys.redeemSignUp(client: grant.client, ceremonyID: ceremony, attestation: Array(attestation.utf8), sent)
+            let perSource = services.rateLimiter.prepare(
+                [RateLimitBucket(.passkeyPerIP, key: request.source)], realm: request.realm.realmID, settings: request.realm.settings)
+            return try await services.passkeys.redeemSignUp(
+                client: grant.client, ceremonyID: ceremony, attestation: Array(attestation.utf8), grant, perSource: perSource)
         }
         guard let assertion else {
-            try await services.rateLimiter.countRefusal(grant.checks)
+            try await request.countRefusal()
             throw OAuthError.invalidRequest("ceremony_id and assertion (sign-in) or attestation (sign-up) are required.")
         }
         return try await services.passkeys.redeem(client: grant.client, ceremonyID: ceremony, assertion: assertion, grant)

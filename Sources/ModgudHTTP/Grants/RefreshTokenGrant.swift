@@ -15,16 +15,15 @@ struct RefreshTokenGrant: TokenGrant {
 
     func redeem(_ request: GrantRequest) async throws -> TokenResponse {
         guard let refreshToken = request.form["refresh_token"] else {
-            try await request.services.rateLimiter.run(request.limits)
+            try await request.countRefusal()
             throw OAuthError.invalidRequest("refresh_token is required.")
         }
         // `scope` narrows (RFC 6749 section 6); `resource` (RFC 8707) or Auth0's `audience`
         // narrows the audience or, by the client's refresh policy, switches it. Auth0's SDKs
         // send `offline_access` the client may not have: it is dropped, as at sign-in.
         return try await request.services.tokens.refresh(
-            client: request.client, refreshToken: refreshToken, scope: Auth0Compatibility.scope(request.form["scope"], client: request.client.settings),
-            resources: request.form.all("resource") + (request.form["audience"].map { [$0] } ?? []), issuer: request.issuer,
-            metadata: request.metadata(actorIsClient: false), rateLimit: request.limits, dpopKey: request.dpopKey, dpopClaim: request.dpopClaim,
-            maxAge: request.form["max_age"].flatMap { Double($0) }, acrValues: AuthenticationContext.values(request.form["acr_values"]))
+            request.refresh(
+                refreshToken, scope: Auth0Compatibility.scope(request.form["scope"], client: request.client.settings),
+                resources: request.form.all("resource") + (request.form["audience"].map { [$0] } ?? [])))
     }
 }

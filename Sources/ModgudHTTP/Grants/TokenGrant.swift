@@ -38,9 +38,10 @@ extension TokenGrant {
 struct GrantRequest: Sendable {
     let form: FormBody
     let client: AuthenticatedClient
-    /// The request's buckets (per source, per client), counted already unless the grant
-    /// `countsItself`.
-    let limits: RateLimitCheck
+    /// The request's buckets (per source, per client) when the grant `countsItself`; nil when
+    /// the endpoint counted them. Grants never send it: the service's first read carries it
+    /// (`checks`), and `countRefusal` counts a request refused before that read.
+    let uncounted: RateLimitCheck?
     let realm: RealmDirectory.Entry
     let issuer: String
     /// The request's source key (an address, or an IPv6 /64), for per-source limits.
@@ -56,8 +57,16 @@ struct GrantRequest: Sendable {
     /// the endpoint claimed it).
     let dpopClaim: DPoPClaim?
 
-    /// The count and the proof's claim still to send, for a grant that `countsItself`.
-    var checks: GrantChecks { GrantChecks(rateLimit: limits, dpopClaim: dpopClaim) }
+    /// The count and the proof's claim still to send (`.none` unless the grant `countsItself`):
+    /// they ride inside the request a grant hands its service (issue 68).
+    private var checks: GrantChecks { GrantChecks(rateLimit: uncounted, dpopClaim: dpopClaim) }
+
+    /// Counts a request refused before the service's first read (a malformed one), so refusals
+    /// cannot be tried without limit; throws `RateLimited` in place of the refusal when over.
+    /// Nothing when the endpoint counted it already.
+    func countRefusal() async throws {
+        if let uncounted { try await services.rateLimiter.run(uncounted) }
+    }
 
     /// Metadata of the events the grant appends, `actor` unset (a refresh) or the client.
     func metadata(actorIsClient: Bool) -> EventMetadata {
@@ -70,11 +79,21 @@ struct GrantRequest: Sendable {
     }
 
     /// The sign-in request with the scope and resources a grant reads its own way (Auth0's
-    /// grants); the DPoP key and the rest come from the request, so no grant can drop them.
+    /// grants); the DPoP key, the checks and the rest come from the request, so no grant can
+    /// drop them.
     func signIn(scope: String?, resources: [String]) -> UserGrantRequest {
         UserGrantRequest(
             client: client, scope: scope, resources: resources, totpCode: form["totp_code"], issuer: issuer, metadata: metadata(actorIsClient: true),
-            dpopKey: dpopKey, acrValues: AuthenticationContext.values(form["acr_values"]))
+            dpopKey: dpopKey, acrValues: AuthenticationContext.values(form["acr_values"]), checks: checks)
+    }
+
+    /// The refresh request of `refresh_token` (RFC 6749 section 6), with the request's DPoP
+    /// key, checks and context; `actor` is unset in its events.
+    func refresh(_ refreshToken: String, scope: String?, resources: [String]) -> RefreshRequest {
+        RefreshRequest(
+            client: client, refreshToken: refreshToken, scope: scope, resources: resources, issuer: issuer, metadata: metadata(actorIsClient: false),
+            dpopKey: dpopKey, maxAge: form["max_age"].flatMap { Double($0) }, acrValues: AuthenticationContext.values(form["acr_values"]),
+            checks: checks)
     }
 }
 

@@ -197,7 +197,11 @@ public struct FederatedSignIn: Sendable {
     /// What a link session a refused exchange handed out says, ready for the email code's
     /// redemption to commit: refused when the session is not this realm's and client's, or
     /// expired. The subject is sealed under the account's key, as every link's is.
-    public func pendingLink(session: String, _ grant: UserGrantRequest) async throws -> PendingIdentityLink {
+    ///
+    /// The request is counted first, before the session is opened (as any grant's is before
+    /// its lookup); the proof's claim stays in `grant` for the code's own read.
+    public func pendingLink(session: String, _ grant: inout UserGrantRequest) async throws -> PendingIdentityLink {
+        try await grant.checks.sendCount(on: pool)
         let realm = grant.client.realm
         guard let claims = federation.links.open(session, realm: realm, clientID: grant.client.id, now: now()) else {
             throw OAuthError.invalidGrant("The link_session is not valid (expired, or not this client's).")

@@ -1,3 +1,4 @@
+import ModgudDomain
 import PQ
 
 /// What a token request must pass that the database decides: its rate-limit count and its
@@ -7,12 +8,17 @@ import PQ
 ///
 /// The verdicts are read in the order the token endpoint gives them when it sends them
 /// itself: a 429 first, then a replayed proof, then the lookup's answer.
+///
+/// A value internal to the service (issue 68): the token endpoint builds it from what it
+/// prepared and hands it over inside the request (`UserGrantRequest`, `RefreshRequest`); the
+/// service's first read carries it. No grant, table, `AggregateActor` or store names it.
 public struct GrantChecks: Sendable {
     /// The request's prepared count (nil: counted already, or nothing to count).
-    public var rateLimit: RateLimitCheck?
+    var rateLimit: RateLimitCheck?
     /// The proof's claim (nil: no proof, or claimed already).
-    public var dpopClaim: DPoPClaim?
+    var dpopClaim: DPoPClaim?
 
+    /// The checks of a grant that counts itself: the request's count and its proof's claim.
     public init(rateLimit: RateLimitCheck? = nil, dpopClaim: DPoPClaim? = nil) {
         self.rateLimit = rateLimit
         self.dpopClaim = dpopClaim
@@ -24,7 +30,7 @@ public struct GrantChecks: Sendable {
     private var count: PQQuery? { rateLimit?.query }
 
     /// Whether there is a statement to send.
-    public var isEmpty: Bool { count == nil && dpopClaim == nil }
+    var isEmpty: Bool { count == nil && dpopClaim == nil }
 
     /// The statements around a lookup, and where the lookup's result is among theirs.
     ///
@@ -38,7 +44,7 @@ public struct GrantChecks: Sendable {
     /// The count goes last: its bucket's row stays locked until the commit, and every request
     /// of one client counts that row, so the less runs after it, the shorter the queue behind
     /// it. One implicit transaction either way: the order changes no outcome.
-    public func pipeline(around lookup: PQQuery) -> (queries: [PQQuery], lookupIndex: Int) {
+    func pipeline(around lookup: PQQuery) -> (queries: [PQQuery], lookupIndex: Int) {
         var (queries, index) = statements
         queries.insert(lookup, at: index)
         return (queries, index)
@@ -46,7 +52,7 @@ public struct GrantChecks: Sendable {
 
     /// The statements without the lookup, and the index the lookup goes in at (for a lookup
     /// another module builds, such as a stream's read).
-    public var statements: (queries: [PQQuery], lookupIndex: Int) {
+    var statements: (queries: [PQQuery], lookupIndex: Int) {
         let relaxed = dpopClaim.map { _ in DPoPReplayTable.commitWithTheNextFlush }
         let before = [relaxed, dpopClaim?.query].compactMap { $0 }
         return (before + [count].compactMap { $0 }, before.count)
@@ -54,7 +60,7 @@ public struct GrantChecks: Sendable {
 
     /// Judges the pipeline's answers (`pipeline(around:)`): throws `RateLimited`, then
     /// `DPoPError.replayed`; otherwise returns the lookup's result.
-    public func verdicts(_ results: [PQResult], lookupIndex: Int) throws -> PQResult {
+    func verdicts(_ results: [PQResult], lookupIndex: Int) throws -> PQResult {
         if let rateLimit, count != nil { try rateLimit.verdict(results[lookupIndex + 1]) }
         if let dpopClaim { try dpopClaim.verdict(results[lookupIndex - 1]) }
         return results[lookupIndex]
@@ -62,7 +68,7 @@ public struct GrantChecks: Sendable {
 
     /// Runs `lookup` with the checks in one pipeline (alone when there are none), judges the
     /// verdicts and returns the lookup's result.
-    public func run(_ lookup: PQQuery, on pool: PQPool) async throws -> PQResult {
+    func run(_ lookup: PQQuery, on pool: PQPool) async throws -> PQResult {
         guard !isEmpty else { return try await pool.query(lookup) }
         let (queries, index) = pipeline(around: lookup)
         return try verdicts(try await pool.pipeline(queries), lookupIndex: index)
@@ -70,7 +76,7 @@ public struct GrantChecks: Sendable {
 
     /// Sends the count and the claim without a lookup (a grant whose first statement is not a
     /// read), with a synchronous commit of their own; judges them as `verdicts` does.
-    public func send(on pool: PQPool) async throws {
+    func send(on pool: PQPool) async throws {
         guard !isEmpty else { return }
         let results = try await pool.pipeline([dpopClaim?.query, count].compactMap { $0 })
         if let rateLimit, count != nil { try rateLimit.verdict(results[results.count - 1]) }
@@ -79,7 +85,7 @@ public struct GrantChecks: Sendable {
 
     /// Runs a grant's own checks before its first read (`body`: the parameters' shape, the
     /// scopes and audiences asked for); a refusal there is counted before it is thrown.
-    public func countingRefusals<T>(on pool: PQPool, _ body: () throws -> T) async throws -> T {
+    func countingRefusals<T>(on pool: PQPool, _ body: () throws -> T) async throws -> T {
         do {
             return try body()
         } catch {
@@ -91,7 +97,22 @@ public struct GrantChecks: Sendable {
     /// Sends only the count, for a request refused before its lookup: a refusal is counted
     /// too, so requests cannot be tried without limit (its proof is not claimed, as nothing
     /// was granted). Throws `RateLimited` in place of the refusal when over the limit.
-    public func countRefusal(on pool: PQPool) async throws {
+    func countRefusal(on pool: PQPool) async throws {
         try await rateLimit?.run(on: pool)
+    }
+
+    /// Sends the count alone (a grant whose first lookup is not the proof's: a link session's)
+    /// and leaves the claim to the grant's first read.
+    mutating func sendCount(on pool: PQPool) async throws {
+        try await rateLimit?.run(on: pool)
+        rateLimit = nil
+    }
+
+    /// An aggregate's current state read with the checks (`AggregateActor.current(pipelinedWith:at:judging:)`):
+    /// their verdicts are thrown before the state is used; a plain `current()` when there are none.
+    func read<A: Aggregate>(_ actor: AggregateActor<A>) async throws -> (state: A.State, version: Int64) where A.State: Sendable {
+        guard !isEmpty else { return try await actor.current() }
+        let (queries, index) = statements
+        return try await actor.current(pipelinedWith: queries, at: index) { results in _ = try verdicts(results, lookupIndex: index) }
     }
 }

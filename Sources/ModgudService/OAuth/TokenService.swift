@@ -107,57 +107,28 @@ public struct TokenService: Sendable {
     /// grant_type=refresh_token: rotates the refresh token; a spent one revokes the family.
     ///
     /// Two round trips when this instance holds the family and the user (issue 12): the
-    /// request's rate-limit count and one lookup (the token's family and the current versions
-    /// of the family's and the user's streams) in one pipeline, then the append.
-    /// - Parameter rateLimit: the request's prepared count, sent with the lookup.
-    /// - Parameter dpopKey: the request's verified DPoP key. A bound family refreshes only with
-    ///   its own key; another key, or none, is refused before anything is spent, so a stolen
-    ///   token without its key cannot revoke the session either.
-    /// - Parameter dpopClaim: the proof's jti claim, sent with the lookup (a replay throws
-    ///   `DPoPError.replayed` before anything is read).
-    /// - Parameter maxAge: RFC 9470 / OpenID Connect `max_age`: a sign-in older than this many
-    ///   seconds is refused before anything is spent (a refresh never makes a sign-in fresher).
-    public func refresh(
-        client: AuthenticatedClient, refreshToken: String, scope: String? = nil, resources: [String], issuer: String, metadata: EventMetadata,
-        rateLimit: RateLimitCheck? = nil, dpopKey: String? = nil, dpopClaim: DPoPClaim? = nil, maxAge: TimeInterval? = nil,
-        acrValues: [String] = []
-    ) async throws -> TokenResponse {
+    /// request's checks (its rate-limit count and DPoP jti claim) and one lookup (the token's
+    /// family and the current versions of the family's and the user's streams) in one
+    /// pipeline, then the append. `RefreshRequest` says what each part of the request does.
+    public func refresh(_ request: RefreshRequest) async throws -> TokenResponse {
+        let client = request.client
         guard client.settings.grants.contains(.refreshToken) else {
-            try await rateLimit?.run(on: pool)
+            try await request.checks.countRefusal(on: pool)
             throw OAuthError.unauthorizedClient("The client may not use grant_type refresh_token.")
         }
-        let presented = OpaqueToken.hash(refreshToken)
-        guard let found = try await lookUpRefreshToken(presented, realm: client.realm, rateLimit: rateLimit, dpopClaim: dpopClaim) else {
+        let presented = OpaqueToken.hash(request.refreshToken)
+        guard let found = try await lookUpRefreshToken(presented, realm: client.realm, checks: request.checks) else {
             throw Self.invalidRefreshToken
         }
         let family = await families.actor(for: StreamNames.tokenFamily(realm: client.realm, familyID: found.familyID))
-        let familyState = try await family.current(atLeast: found.familyVersion).state
-        guard let started = familyState.started, started.clientID == client.id, let userID = started.userID else {
-            throw Self.invalidRefreshToken
-        }
-        // The client as the store has it now: this instance's copy may predate a disable, a
-        // deletion or a secret rotation made on another instance (docs/architecture.md, "Caches").
-        guard let enabled = found.clientEnabled else { throw OAuthError.invalidClient(attempted: client.secretHash != nil) }
-        if client.settings.type == .confidential {
-            guard let stored = found.clientSecretHash, let used = client.secretHash, ConstantTime.equal(stored, used) else {
-                throw OAuthError.invalidClient(attempted: true)
-            }
-        }
-        guard enabled else { throw OAuthError.invalidGrant("The OAuth client is disabled.") }
-        try Self.checkKeyBindings(of: started, dpopKey: dpopKey, attestation: client.attestation)
-        if let maxAge, now().timeIntervalSince(started.authTime) > maxAge {
-            throw OAuthError.invalidGrant("The sign-in is older than max_age: sign in again (the refresh token stays valid).")
-        }
-        // A refresh never makes a sign-in stronger either.
-        guard AuthenticationContext.satisfies(started.acr ?? AuthenticationContext.acr(amr: started.amr), acrValues: acrValues) else {
-            throw Self.unmetACR
-        }
+        let (started, userID) = try admitted(try await family.current(atLeast: found.familyVersion).state, found: found, request)
         // RFC 6749 section 6 and RFC 8707 section 2.2: a refresh may narrow the scopes, ask for
         // any audience the grant allows (every permitted one when the sign-in named none; for
         // families started before issue 65, when its audience is the client's default), or
         // switch audience by the client's refresh policy; never widen the scopes.
         let (scopes, audiences) = try ScopePolicy.refreshed(
-            requestedScope: scope, resources: resources, granted: (started.scopes, started.audiences), client: client.settings, clientID: client.id,
+            requestedScope: request.scope, resources: request.resources, granted: (started.scopes, started.audiences), client: client.settings,
+            clientID: client.id,
             namedNoResource: started.requestedResources.map(\.isEmpty) ?? (started.audiences == [client.settings.defaultAudience ?? client.id]))
         let userState = try await users.actor(for: StreamNames.user(realm: client.realm, userID: userID))
             .current(atLeast: found.userVersion).state
@@ -171,27 +142,56 @@ public struct TokenService: Sendable {
         }
         let (lifetimes, time) = (TokenLifetimes(try await realmSettings(client.realm)), now())
         var minted = try await minter.mint(
-            TokenMinter.Request(realm: client.realm, issuer: issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: userState,
+            TokenMinter.Request(
+                realm: client.realm, issuer: request.issuer, clientID: client.id, format: client.settings.accessTokenFormat, user: userState,
                 profile: profile, scopes: scopes, audiences: audiences, authTime: started.authTime, amr: started.amr, accessLifetime: lifetimes.access,
-                refreshLifetime: lifetimes.refresh, dpopKey: dpopKey, acr: started.acr, attestation: client.attestation, deviceSession: started.deviceSession),
+                refreshLifetime: lifetimes.refresh, dpopKey: request.dpopKey, acr: started.acr, attestation: client.attestation, deviceSession: started.deviceSession),
             now: time)
         // The access token's own scopes and audiences, when they are not the grant's.
         if scopes != started.scopes { minted.accessRecord.scopes = scopes }
         if audiences != started.audiences { minted.accessRecord.audiences = audiences }
-        try await rotate(family, presented: presented, minted: minted, user: userState, started: started, lifetimes: lifetimes, at: time, metadata: metadata)
+        try await rotate(
+            family, presented: presented, minted: minted, user: userState, started: started, lifetimes: lifetimes, at: time, metadata: request.metadata)
         return TokenResponse(
             accessToken: minted.accessToken, tokenType: minted.tokenType, expiresIn: minted.expiresIn, refreshToken: minted.refreshToken,
             scope: scopes.joined(separator: " "), idToken: minted.idToken)
     }
 
+    /// The family's sign-in and its user, when this request may refresh it: the family is this
+    /// client's, the client is still enabled with the same secret, the request holds the
+    /// family's keys, and the sign-in is fresh and strong enough. Refused before anything is spent.
+    private func admitted(_ familyState: TokenFamily.State, found: TokenTables.RefreshLookup, _ request: RefreshRequest) throws
+        -> (TokenFamilyStarted, UUID)
+    {
+        let client = request.client
+        guard let started = familyState.started, started.clientID == client.id, let userID = started.userID else {
+            throw Self.invalidRefreshToken
+        }
+        // The client as the store has it now: this instance's copy may predate a disable, a
+        // deletion or a secret rotation made on another instance (docs/architecture.md, "Caches").
+        guard let enabled = found.clientEnabled else { throw OAuthError.invalidClient(attempted: client.secretHash != nil) }
+        if client.settings.type == .confidential {
+            guard let stored = found.clientSecretHash, let used = client.secretHash, ConstantTime.equal(stored, used) else {
+                throw OAuthError.invalidClient(attempted: true)
+            }
+        }
+        guard enabled else { throw OAuthError.invalidGrant("The OAuth client is disabled.") }
+        try Self.checkKeyBindings(of: started, dpopKey: request.dpopKey, attestation: client.attestation)
+        if let maxAge = request.maxAge, now().timeIntervalSince(started.authTime) > maxAge {
+            throw OAuthError.invalidGrant("The sign-in is older than max_age: sign in again (the refresh token stays valid).")
+        }
+        // A refresh never makes a sign-in stronger either.
+        guard AuthenticationContext.satisfies(started.acr ?? AuthenticationContext.acr(amr: started.amr), acrValues: request.acrValues) else {
+            throw Self.unmetACR
+        }
+        return (started, userID)
+    }
+
     /// The presented token's lookup (`TokenTables.refreshLookupQuery`), pipelined with the
     /// request's rate-limit count and its DPoP jti claim (`GrantChecks`: one round trip, one
     /// transaction). nil for an unknown token.
-    private func lookUpRefreshToken(_ presented: String, realm: String, rateLimit: RateLimitCheck?, dpopClaim: DPoPClaim?) async throws
-        -> TokenTables.RefreshLookup?
-    {
+    private func lookUpRefreshToken(_ presented: String, realm: String, checks: GrantChecks) async throws -> TokenTables.RefreshLookup? {
         let lookup = TokenTables.refreshLookupQuery(presentedHash: presented, realm: realm)
-        let checks = GrantChecks(rateLimit: rateLimit, dpopClaim: dpopClaim)
         // The lookup joins two tables a rebuild of the token projection swaps: a deadlock with
         // the swap rolls back this (read-only but for the count and the claim) transaction,
         // which then runs again.

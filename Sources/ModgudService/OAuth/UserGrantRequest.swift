@@ -19,15 +19,16 @@ public struct UserGrantRequest: Sendable {
     /// OpenID Connect Core section 3.1.2.1 `nonce`: the ID token carries it (section 3.1.3.6).
     /// Set by the Authorization Challenge Endpoint from its first request (issue 69).
     public var nonce: String?
-    /// The request's rate-limit count and DPoP jti claim when the grant sends them with its
-    /// own first lookup (a grant that counts itself, issue 49); `.none` when the token
-    /// endpoint sent them already.
-    public var checks = GrantChecks.none
+    /// The request's rate-limit count and DPoP jti claim, which the service's first read of the
+    /// proof carries (a grant that counts itself, issue 49); `.none` when the token endpoint
+    /// sent them already. Only the service spends them (issue 68).
+    public internal(set) var checks: GrantChecks
 
     public init(
         client: AuthenticatedClient, scope: String?, resources: [String], totpCode: String?, issuer: String, metadata: EventMetadata,
-        dpopKey: String? = nil, acrValues: [String] = []
+        dpopKey: String? = nil, acrValues: [String] = [], checks: GrantChecks = .none
     ) {
+        self.checks = checks
         self.acrValues = acrValues
         self.dpopKey = dpopKey
         self.client = client

@@ -145,7 +145,7 @@ extension PasskeyService {
             try await checks.countRefusal(on: pool)
             return nil
         }
-        return try await passkeyTable.credential(realm: realm, rawID: rawID, checking: checks)
+        return try PasskeysTable.credential(try await checks.run(passkeyTable.credentialQuery(realm: realm, rawID: rawID), on: pool))
     }
 
     /// A verified assertion: what the sign-in needs of it.

@@ -103,9 +103,16 @@ extension PasskeyService {
 
     /// The sign-up redemption. Every failure is `invalid_grant` (the HTTP layer adds the
     /// jitter), `accountExists` included; `unauthorized_client` when sign-up is not allowed.
+    ///
+    /// A sign-up's first statement is no read, so the request's checks go alone, first; then
+    /// `perSource`, the passkey limit per source (its answer may tell that an address has an
+    /// account), each throwing `RateLimited` when over.
     public func redeemSignUp(
-        client: AuthenticatedClient, ceremonyID rawCeremonyID: String, attestation: [UInt8], _ grant: UserGrantRequest
+        client: AuthenticatedClient, ceremonyID rawCeremonyID: String, attestation: [UInt8], _ grant: UserGrantRequest,
+        perSource: RateLimitCheck? = nil
     ) async throws -> TokenResponse {
+        try await grant.checks.send(on: pool)
+        try await perSource?.run(on: pool)
         let badCeremony = Self.refused
         let failed = Self.refused
         let realm = client.realm

@@ -51,17 +51,6 @@ public struct RateLimiter: Sendable {
     /// Counts one request against one policy; throws `RateLimited` when over the limit.
     /// - Parameter source: the request's source key, for the policy's allowlist (defaults to
     ///   `key` for per-source policies).
-    /// Sends a grant's count and DPoP claim with no read of the grant's own (a passkey
-    /// sign-up's first statement is a write), so the HTTP adapter needs no pool (issue 68).
-    public func send(_ checks: GrantChecks) async throws {
-        try await checks.send(on: pool)
-    }
-
-    /// Counts a grant refused before its checks went out (a malformed request).
-    public func countRefusal(_ checks: GrantChecks) async throws {
-        try await checks.countRefusal(on: pool)
-    }
-
     public func check(_ policy: RateLimitPolicy, key: String, realm: String, settings: RealmSettings, source: String? = nil) async throws {
         try await check([RateLimitBucket(policy, key: key, source: source)], realm: realm, settings: settings)
     }

@@ -63,7 +63,7 @@ extension EmailSignInService {
             return valid
         }
         // The request's count and proof claim ride with the user's read (issue 49).
-        let loaded = try await userActors.actor(for: StreamNames.user(realm: realm, userID: userID)).current(checking: grant.checks)
+        let loaded = try await grant.checks.read(await userActors.actor(for: StreamNames.user(realm: realm, userID: userID)))
         // What the account owes besides the link, found before the command (the account's status
         // and second factor live in another stream); the challenge decides, after the link
         // itself: a wrong or spent link is "Invalid or expired link." whatever the account owes.

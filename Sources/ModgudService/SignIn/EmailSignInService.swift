@@ -214,7 +214,7 @@ public struct EmailSignInService: Sendable {
         var checks = checks
         for day in [time, time - Self.codeLifetime] {
             let challenge = await challengeActors.actor(for: codeStream(realm: realm, email: email, day: day))
-            let current = try await challenge.current(checking: checks).state
+            let current = try await checks.read(challenge).state
             checks = .none
             if let issued = current.current, current.isLive(at: time) { return (challenge, issued) }
             if PersonalDataVault.dayText(day) == PersonalDataVault.dayText(time - Self.codeLifetime) { break }

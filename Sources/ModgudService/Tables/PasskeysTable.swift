@@ -109,18 +109,20 @@ public struct PasskeysTable: Sendable {
     /// The passkey grant's lookup: the credential by the hash of its id (one indexed row, never
     /// a scan), with the current versions of the passkey's and its user's streams, so warm
     /// actors read nothing more (docs/decisions.md: the hot path reads `streams` beside the read model).
-    /// The request's `checks` (its rate-limit count and DPoP jti claim) ride with it (issue 49).
-    func credential(realm: String, rawID: [UInt8], checking checks: GrantChecks) async throws
-        -> (passkeyID: UUID, passkeyVersion: Int64, userVersion: Int64)?
-    {
-        let lookup: PQQuery = """
-            SELECT p.passkey_id, p.user_id,
-                   \(unescaped: PostgresEventStore.streamVersionSQL(streamType: Passkey.streamType, idColumn: "p.passkey_id")),
-                   \(unescaped: PostgresEventStore.streamVersionSQL(streamType: User.streamType, idColumn: "p.user_id"))
-            FROM passkeys p
-            WHERE p.realm_id = \(realm) AND p.credential_hash = \(Self.credentialHash(rawID))
-            """
-        guard let row = try await checks.run(lookup, on: pool).first else { return nil }
+    /// The service sends it with the request's checks (issue 49); `credential(_:)` reads its answer.
+    func credentialQuery(realm: String, rawID: [UInt8]) -> PQQuery {
+        """
+        SELECT p.passkey_id, p.user_id,
+               \(unescaped: PostgresEventStore.streamVersionSQL(streamType: Passkey.streamType, idColumn: "p.passkey_id")),
+               \(unescaped: PostgresEventStore.streamVersionSQL(streamType: User.streamType, idColumn: "p.user_id"))
+        FROM passkeys p
+        WHERE p.realm_id = \(realm) AND p.credential_hash = \(Self.credentialHash(rawID))
+        """
+    }
+
+    /// The credential `credentialQuery` found, if any.
+    static func credential(_ result: PQResult) throws -> (passkeyID: UUID, passkeyVersion: Int64, userVersion: Int64)? {
+        guard let row = result.first else { return nil }
         return (try row.decode(UUID.self, at: 0), try row.decode(Int64.self, at: 2), try row.decode(Int64.self, at: 3))
     }
 
