@@ -134,6 +134,11 @@ extension ModgudCore {
         LoadFixtures(emailSignIn: emailSignIn, challenges: challengeActors, secrets: secrets, now: now)
     }
 
+    /// Sessions aged by many rotations, for `modgud bench scale`.
+    public func sessionHistory() -> SessionHistory {
+        SessionHistory(pool: pool, store: store, families: familyActors, now: now)
+    }
+
     /// The mail outbox, to list, open and retry (opening needs the master key).
     public func mailOutbox() throws -> MailOutbox {
         try withMasterKey { secrets, vault in MailOutbox(pool: pool, secrets: secrets, vault: vault) }()

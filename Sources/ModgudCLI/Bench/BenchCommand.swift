@@ -4,5 +4,5 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Benchmarks that print numbers (build with -c release).",
-        subcommands: [LoadCommand.self, GetCommand.self, EventStoreBenchCommand.self, AuditLogBenchCommand.self, WebAuthnBenchCommand.self, SessionsCommand.self, RefreshChainsCommand.self, FloorServerCommand.self])
+        subcommands: [LoadCommand.self, GetCommand.self, EventStoreBenchCommand.self, AuditLogBenchCommand.self, WebAuthnBenchCommand.self, SessionsCommand.self, RefreshChainsCommand.self, FloorServerCommand.self, ScaleCommand.self])
 }

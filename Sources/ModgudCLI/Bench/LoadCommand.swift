@@ -86,7 +86,7 @@ struct LoadCommand: AsyncParsableCommand {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
-    private func measure(_ scenario: LoadScenario, fixtures: LoadFixtureSet, environment: LoadEnvironment) async throws -> LoadReport {
+    func measure(_ scenario: LoadScenario, fixtures: LoadFixtureSet, environment: LoadEnvironment) async throws -> LoadReport {
         // The A/B scenarios of issue 67: a rate-limit table in the other persistence, for this run only.
         guard let change = scenario.persistenceSwitch else { return try await measureAsIs(scenario, fixtures: fixtures, environment: environment) }
         guard environment.cluster != nil else { throw CommandError("\(scenario.rawValue) alters a table: only on the bench's own cluster, not with --url") }

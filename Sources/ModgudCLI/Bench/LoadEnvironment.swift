@@ -91,7 +91,8 @@ struct LoadEnvironment {
         let core = try ModgudCore(pool: pool, masterKey: masterKey)
         return LoadFixtureSet(
             admin: core.administration, clients: core.clientAuthenticator, tokens: core.tokenService, realms: core.realmDirectory,
-            passkeyService: core.passkeys, fixtures: core.loadFixtures(), keys: core.keys)
+            passkeyService: core.passkeys, fixtures: core.loadFixtures(), history: core.sessionHistory(),
+            keys: core.keys)
     }
 
     /// Counters after PostgreSQL's statistics settled.

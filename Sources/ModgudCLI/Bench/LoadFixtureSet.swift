@@ -25,6 +25,8 @@ struct LoadFixtureSet: Sendable {
     let realms: RealmDirectory
     let passkeyService: PasskeyService
     let fixtures: LoadFixtures
+    /// Sessions aged by many rotations (`bench scale`).
+    let history: SessionHistory
     let keys: SigningKeyRing
     let metadata = EventMetadata(actor: "system:bench")
     /// The service client's secret (set up by `prepareRealm`).
