@@ -113,5 +113,5 @@ struct VerifyState: Codable {
 }
 
 extension Duration {
-    fileprivate var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -109,7 +109,6 @@ struct ScaleRun {
     }
 
     static func seconds(since start: ContinuousClock.Instant) -> String {
-        let elapsed = ContinuousClock.now - start
-        return String(format: "%.1f", Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        String(format: "%.1f", (ContinuousClock.now - start).seconds)
     }
 }
