@@ -221,7 +221,11 @@ public enum EventStoreSQL {
         """
     }
 
-    static let countEvents: PQQuery = "SELECT count(*) FROM events"
+    /// Events in the log of these types (nil: of any type).
+    static func countEvents(types: Set<String>?) -> PQQuery {
+        let types = types.map { Array($0).sorted() }
+        return "SELECT count(*) FROM events WHERE \(types)::text[] IS NULL OR type = ANY(\(types))"
+    }
 }
 
 extension PostgresEventStore {

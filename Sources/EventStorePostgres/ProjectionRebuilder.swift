@@ -69,7 +69,7 @@ public struct ProjectionRebuilder: Sendable {
         }
         let parked = Set(
             try connection.query(EventStoreSQL.parkedPositions(name)).rows.map { try $0.decode(Int64.self, at: 0) })
-        let total = try connection.query(EventStoreSQL.countEvents).first?.decode(Int.self, at: 0) ?? 0
+        let total = try connection.query(EventStoreSQL.countEvents(types: projection.eventTypes)).first?.decode(Int.self, at: 0) ?? 0
         var run = Run(cursor: .start, applied: 0)
         try applyLog(projection, on: connection, into: fresh, skipping: parked, batchSize: batchSize, run: &run) { applied in
             progress(Progress(applied: applied, total: max(total, applied)))
@@ -123,10 +123,9 @@ public struct ProjectionRebuilder: Sendable {
                 try connection.execute("LOCK TABLE events IN EXCLUSIVE MODE")
             }
             while true {
-                let events = try connection.query(
-                    EventStoreSQL.readLog(after: run.cursor, limit: batchSize, filter: .all, gapSafe: !inline)
-                ).rows.map(RecordedEvent.init(row:))
-                guard let last = events.last else { break }
+                let read = try BatchApplier.Read.next(for: projection, after: run.cursor, limit: batchSize, gapSafe: !inline, on: connection)
+                guard let last = read.next else { break }
+                let events = read.events
                 let handled = events.filter { projection.handles($0.type) && !parked.contains($0.position) }
                 let statements = try projection.statements(forBatch: handled.map(\.envelope), tables: fresh)
                 do {
@@ -135,7 +134,7 @@ public struct ProjectionRebuilder: Sendable {
                     throw ProjectionRebuildError.eventFailed(projection: projection.name, position: -1, reason: error.description)
                 }
                 run.applied += events.count
-                run.cursor = last.cursor
+                run.cursor = last
             }
             for table in projection.tables {
                 try connection.query("DROP TABLE \(unescaped: live(table))")

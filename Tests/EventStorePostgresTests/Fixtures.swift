@@ -50,10 +50,13 @@ struct StreamTotals: SQLProjection, InlineProjection {
 /// Async: how many times each (stream, version) was applied, and the value; rejects n < 0.
 struct AppliedLog: SQLProjection, AsyncProjection {
     let name: String
-    let eventTypes: Set<String>? = nil
+    let eventTypes: Set<String>?
     var tables: [String] { [name] }
 
-    init(name: String = "applied_log") { self.name = name }
+    init(name: String = "applied_log", eventTypes: Set<String>? = nil) {
+        self.name = name
+        self.eventTypes = eventTypes
+    }
 
     var createTable: PQQuery {
         """
