@@ -118,3 +118,5 @@ extension Int64: PQArrayElement { public static var pqArrayOID: UInt32 { PQType.
 extension Int: PQArrayElement { public static var pqArrayOID: UInt32 { PQType.int8Array } }
 extension Int32: PQArrayElement { public static var pqArrayOID: UInt32 { PQType.int4Array } }
 extension PQJSON: PQArrayElement { public static var pqArrayOID: UInt32 { PQType.jsonbArray } }
+/// A nil element is bound as `NULL` inside the array.
+extension Optional: PQArrayElement where Wrapped: PQArrayElement { public static var pqArrayOID: UInt32 { Wrapped.pqArrayOID } }

@@ -40,6 +40,7 @@ final class IdentityRebuildTests: XCTestCase {
                         authTime: now, amr: ["otp"], securityStamp: "s", accessToken: IssuedAccessToken(hash: "a\(index)", expiresAt: now + 60, format: .reference),
                         refreshTokenHash: "r\(index)", refreshExpiresAt: now + 600)), now: now, metadata: .none)
             if index == 1 { _ = try await instance.family(family).execute(.revoke(.admin), now: now, metadata: .none) }
+            if index >= 2 { try await refreshChain(instance.family(family), index: index, now: now) }
         }
         let passkeys = AggregateRegistry<Passkey>(store: instance.store)
         for index in 0..<3 {
@@ -65,6 +66,30 @@ final class IdentityRebuildTests: XCTestCase {
             }
         }
         await database.drop()
+    }
+
+    /// Two rotations (the second narrows the scopes and binds a DPoP key); for index 4, then a
+    /// replay of the first refresh token, which revokes the family as reuse. The token
+    /// projection's rebuild folds these into set-based statements (issue 70), which must give
+    /// the rows one-by-one application gave.
+    private func refreshChain(_ family: AggregateActor<TokenFamily>, index: Int, now: Date) async throws {
+        for (step, presented) in ["r\(index)", "r\(index)-1"].enumerated() {
+            let access = IssuedAccessToken(
+                hash: "a\(index)-\(step + 1)", expiresAt: now + 120, format: .reference, dpopKey: step == 1 ? "jkt" : nil,
+                scopes: step == 1 ? [] : nil)
+            _ = try await family.execute(
+                .refresh(
+                    presentedHash: presented, newRefreshHash: "r\(index)-\(step + 1)", newRefreshExpiresAt: now + 900, accessToken: access,
+                    userStamp: "s"),
+                now: now, metadata: .none)
+        }
+        if index == 4 {
+            _ = try await family.execute(
+                .refresh(
+                    presentedHash: "r\(index)", newRefreshHash: "r\(index)-x", newRefreshExpiresAt: now + 900,
+                    accessToken: IssuedAccessToken(hash: "a\(index)-x", expiresAt: now + 120, format: .reference), userStamp: "s"),
+                now: now, metadata: .none)
+        }
     }
 
     /// Every row as text, sorted; time columns written by the database (`now()` defaults) excluded.

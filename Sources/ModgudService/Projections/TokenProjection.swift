@@ -26,4 +26,26 @@ public struct TokenProjection: SQLProjection, InlineProjection {
             return []  // not among `eventTypes`: the log's record of a refusal changes no token
         }
     }
+
+    /// One event (an append) keeps its per-row statements; a batch (a rebuild, the catch-up of
+    /// a swap) folds into a few set-based statements per run of events (`TokenTables.Batch`).
+    public func statements(forBatch events: [EventEnvelope], tables: ProjectionTables) throws -> [PQQuery] {
+        guard events.count > 1 else { return try events.flatMap { try statements(for: $0, tables: tables) } }
+        var folded: [PQQuery] = []
+        var batch = TokenTables.Batch()
+        for event in events {
+            guard let familyID = StreamNames.uuid(of: event.stream) else { continue }
+            if !batch.accepts(family: familyID) {
+                folded += batch.statements(tables: tables)
+                batch = TokenTables.Batch()
+            }
+            switch try TokenFamilyEvent(decoding: event, registry: ModgudEvents.registry) {
+            case .started(let started): batch.add(started, family: familyID, realm: event.stream.realm)
+            case .refreshed(let refreshed): batch.add(refreshed, family: familyID, realm: event.stream.realm)
+            case .revoked(let revoked): batch.add(revoked, family: familyID)
+            case .refreshRefused: continue
+            }
+        }
+        return folded + batch.statements(tables: tables)
+    }
 }
