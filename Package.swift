@@ -104,6 +104,7 @@ let package = Package(
                 .embedInCode("0028_native_sso.sql"),
                 .embedInCode("0029_android_attestation_status.sql"),
                 .embedInCode("0030_device_authorizations.sql"),
+                .embedInCode("0031_token_pruning.sql"),
             ],
             swiftSettings: strict
         ),

@@ -41,6 +41,7 @@ public enum ModgudSchema {
         Migration(name: "0028_native_sso.sql", sql: text(PackageResources._028_native_sso_sql)),
         Migration(name: "0029_android_attestation_status.sql", sql: text(PackageResources._029_android_attestation_status_sql)),
         Migration(name: "0030_device_authorizations.sql", sql: text(PackageResources._030_device_authorizations_sql)),
+        Migration(name: "0031_token_pruning.sql", sql: text(PackageResources._031_token_pruning_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

@@ -31,7 +31,7 @@ extension ModgudCore {
     public func makeHousekeeping(retention: Duration, addressRetention: Duration, console: OperatorConsole.Settings) -> Housekeeping {
         Housekeeping(
             rateLimiter: rateLimiter, dpop: dpop, console: self.console(settings: console), retention: .oneShotStreams(pool: pool, maxAge: retention),
-            vault: vault, addressRetention: addressRetention, firstParty: firstParty, now: now)
+            vault: vault, addressRetention: addressRetention, firstParty: firstParty, tokens: TokenTables(pool: pool), now: now)
     }
 
     /// Signs SETs at delivery (push and poll alike).

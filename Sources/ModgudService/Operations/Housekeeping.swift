@@ -5,7 +5,8 @@ import Logging
 /// One instance's periodic pruning (`modgud serve`'s maintenance loop): drained rate-limit
 /// buckets (a bucket whose time has passed holds nothing; deleting it changes no decision),
 /// spent DPoP `jti`s, idle console sessions, expired `auth_session`s, authorization codes and device authorizations, one-shot streams past their retention, the day
-/// keys of client IPs past theirs, and the keys of registrations never completed. Every
+/// keys of client IPs past theirs, the keys of registrations never completed, and token rows
+/// no request can use any more (`TokenTables.prune`). Every
 /// instance runs it; each delete is idempotent and skips rows another instance holds. A
 /// database error is logged and the next step runs.
 public struct Housekeeping: Sendable {
@@ -19,6 +20,8 @@ public struct Housekeeping: Sendable {
     let addressRetention: Duration
     /// Expired `auth_session`s and authorization codes (issue 45).
     let firstParty: FirstPartyAuthorization
+    /// Expired access tokens and the refresh tokens of ended families (issue 70).
+    let tokens: TokenTables
     let now: @Sendable () -> Date
 
     /// Runs every step once.
@@ -31,6 +34,16 @@ public struct Housekeeping: Sendable {
             try await DeviceAuthorizationsTable.prune(before: now(), pool: firstParty.pool)
         } catch {
             logger.warning("rate-limit, DPoP jti, console session or first-party session pruning failed", metadata: ["error": "\(error)"])
+        }
+        do {
+            let pruned = try await tokens.prune(now: now())
+            if pruned.accessTokens + pruned.refreshTokens > 0 {
+                logger.info(
+                    "pruned token rows no request can use",
+                    metadata: ["access_tokens": "\(pruned.accessTokens)", "refresh_tokens": "\(pruned.refreshTokens)"])
+            }
+        } catch {
+            logger.warning("token pruning failed", metadata: ["error": "\(error)"])
         }
         do {
             let report = try await retention.prune()
