@@ -23,7 +23,7 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "A running server, http://HOST:PORT (default: start one).") var url: String?
     @Option(name: .customLong("database-url"), help: "The running server's database (with --url).") var databaseURL: String?
     @Option(help: "Scenarios, comma-separated: \(LoadScenario.allCases.map(\.rawValue).joined(separator: ",")).")
-    var scenarios = LoadScenario.allCases.filter { $0.persistenceSwitch == nil }.map(\.rawValue).joined(separator: ",")
+    var scenarios = LoadScenario.allCases.filter { $0.schemaSwitch == nil }.map(\.rawValue).joined(separator: ",")
     @Option(help: "Concurrent keep-alive connections.") var connections = 32
     @Option(help: "Seconds per scenario.") var seconds = 10.0
     @Option(help: "Requests per second in all, paced (default: as fast as answers come).") var rate: Double?
@@ -87,16 +87,16 @@ struct LoadCommand: AsyncParsableCommand {
     }
 
     func measure(_ scenario: LoadScenario, fixtures: LoadFixtureSet, environment: LoadEnvironment) async throws -> LoadReport {
-        // The A/B scenarios of issue 67: a rate-limit table in the other persistence, for this run only.
-        guard let change = scenario.persistenceSwitch else { return try await measureAsIs(scenario, fixtures: fixtures, environment: environment) }
-        guard environment.cluster != nil else { throw CommandError("\(scenario.rawValue) alters a table: only on the bench's own cluster, not with --url") }
-        _ = try await environment.pool.query("ALTER TABLE \(identifier: change.table) SET \(unescaped: change.during)")
+        // The A/B scenarios of issues 67 and 70: a schema or setting changed for this run only.
+        guard let change = scenario.schemaSwitch else { return try await measureAsIs(scenario, fixtures: fixtures, environment: environment) }
+        guard environment.cluster != nil else { throw CommandError("\(scenario.rawValue) alters the schema: only on the bench's own cluster, not with --url") }
+        for statement in change.during { _ = try await environment.pool.query(PQQuery(statement)) }
         do {
             let report = try await measureAsIs(scenario, fixtures: fixtures, environment: environment)
-            _ = try await environment.pool.query("ALTER TABLE \(identifier: change.table) SET \(unescaped: change.after)")
+            for statement in change.after { _ = try await environment.pool.query(PQQuery(statement)) }
             return report
         } catch {
-            _ = try? await environment.pool.query("ALTER TABLE \(identifier: change.table) SET \(unescaped: change.after)")
+            for statement in change.after { _ = try? await environment.pool.query(PQQuery(statement)) }
             throw error
         }
     }
@@ -140,7 +140,7 @@ struct LoadCommand: AsyncParsableCommand {
         case .otpRequest, .otpRequestVolatile: return Array(repeating: .otpRequest, count: connections)
         case .passkey:
             return try await fixtures.passkeys(connections).map { .passkey(clientID: app, credential: $0, origin: LoadFixtureSet.origin) }
-        case .refresh, .refreshLoggedBrakes:
+        case .refresh, .refreshLoggedBrakes, .refreshFillfactor, .refreshUserIndex, .refreshNoExpiryIndex, .refreshWALCompression:
             return try await fixtures.refreshTokens(connections).map { .refresh(clientID: app, token: $0.token) }
         case .refreshDPoP:
             let endpoint = try await RefreshChainsCommand.tokenEndpoint(connection)

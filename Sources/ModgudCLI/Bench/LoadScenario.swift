@@ -30,15 +30,49 @@ enum LoadScenario: String, CaseIterable, Sendable {
     /// 67): alternated with `refresh`, why those brakes stay UNLOGGED.
     case refreshLoggedBrakes = "refresh-logged-brakes"
 
-    /// The table a scenario runs with in another persistence, and the SQL words for it then and
-    /// after: the A/B scenarios of issue 67, on the bench's own cluster only.
-    var persistenceSwitch: (table: String, during: String, after: String)? {
+    /// Refresh with the rows updated in place on its path (a stream's version, a refresh
+    /// token's `spent`, a rate-limit bucket) given free room on their pages (issue 70): whether
+    /// HOT updates pay.
+    case refreshFillfactor = "refresh-fillfactor"
+    /// Refresh with the b-tree on access tokens by user put back (issue 70 dropped it: no query
+    /// reads it): what that index cost every grant.
+    case refreshUserIndex = "refresh-user-index"
+    /// Refresh without the BRIN indexes on token expiry (issue 70 added them for pruning).
+    case refreshNoExpiryIndex = "refresh-no-expiry-index"
+    /// Refresh with full-page images in the WAL compressed (`wal_compression = lz4`).
+    case refreshWALCompression = "refresh-wal-compression"
+
+    /// The SQL a lever scenario runs before it (and after it, to undo it): the A/B scenarios of
+    /// issues 67 and 70, each alternated with its plain scenario in one run, on the bench's own
+    /// cluster only.
+    var schemaSwitch: (during: [String], after: [String])? {
         switch self {
-        case .otpRequestVolatile: ("rate_limits_durable", "UNLOGGED", "LOGGED")
-        case .refreshLoggedBrakes: ("rate_limits", "LOGGED", "UNLOGGED")
+        case .otpRequestVolatile: (["ALTER TABLE rate_limits_durable SET UNLOGGED"], ["ALTER TABLE rate_limits_durable SET LOGGED"])
+        case .refreshLoggedBrakes: (["ALTER TABLE rate_limits SET LOGGED"], ["ALTER TABLE rate_limits SET UNLOGGED"])
+        case .refreshFillfactor:
+            (
+                ["streams", "refresh_tokens", "rate_limits"].map { "ALTER TABLE \($0) SET (fillfactor = 70)" },
+                ["streams", "refresh_tokens", "rate_limits"].map { "ALTER TABLE \($0) RESET (fillfactor)" }
+            )
+        case .refreshUserIndex:
+            (["CREATE INDEX access_tokens_user ON access_tokens (realm_id, user_id)"], ["DROP INDEX access_tokens_user"])
+        case .refreshNoExpiryIndex:
+            (
+                ["DROP INDEX access_tokens_expiry", "DROP INDEX refresh_tokens_expiry"],
+                [
+                    "CREATE INDEX access_tokens_expiry ON access_tokens USING brin (expires_at)",
+                    "CREATE INDEX refresh_tokens_expiry ON refresh_tokens USING brin (expires_at)",
+                ]
+            )
+        case .refreshWALCompression:
+            (
+                ["ALTER SYSTEM SET wal_compression = 'lz4'", "SELECT pg_reload_conf()"],
+                ["ALTER SYSTEM RESET wal_compression", "SELECT pg_reload_conf()"]
+            )
         default: nil
         }
     }
+
     /// The floor (issue 49; `BenchFloor`): a bare route that parses the form, signs one ES256
     /// JWT and commits one row with group commit, on a server of its own; and its parts.
     case floor
