@@ -57,7 +57,7 @@ let package = Package(
             // Everything else in docs/ is for readers of the repository.
             exclude: [
                 "api.md", "architecture.md", "configuration.md", "decisions.md", "development.md", "features.md", "performance.md", "spec.md", "webauthn.md",
-                "guides/coming-from-auth0.md", "guides/dpop.md", "guides/first-party-apps.md", "guides/ios-and-android.md", "guides/modgud-client.md",
+                "guides/coming-from-auth0.md", "guides/device-grant.md", "guides/dpop.md", "guides/first-party-apps.md", "guides/ios-and-android.md", "guides/modgud-client.md",
                 "guides/native-sso.md", "guides/passkeys-in-an-app.md", "guides/sign-in-with-apple-and-google.md", "operations/console", "security",
             ],
             sources: ["OperatorDocs.swift"],

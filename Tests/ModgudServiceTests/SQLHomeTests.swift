@@ -54,10 +54,10 @@ final class SQLHomeTests: XCTestCase {
         let homes: [String: Set<String>] = [
             "users": ["UsersTable.swift", "TokenTables.swift", "SubjectKeysTable.swift", "ConsoleSessionsTable.swift"],
             "passkeys": ["PasskeysTable.swift"],
-            "token_families": ["TokenTables.swift", "ConsoleSessionsTable.swift"],
+            "token_families": ["TokenTables.swift", "TokenTables+Pruning.swift", "ConsoleSessionsTable.swift"],
             "console_sessions": ["ConsoleSessionsTable.swift"],
-            "access_tokens": ["TokenTables.swift"],
-            "refresh_tokens": ["TokenTables.swift"],
+            "access_tokens": ["TokenTables.swift", "TokenTables+Pruning.swift"],
+            "refresh_tokens": ["TokenTables.swift", "TokenTables+Pruning.swift"],
             "subject_keys": ["SubjectKeysTable.swift"],
             "erased_subjects": ["SubjectKeysTable.swift"],
             "rate_limits": ["RateLimitsTable.swift"],

@@ -30,9 +30,8 @@ enum LoadScenario: String, CaseIterable, Sendable {
     /// 67): alternated with `refresh`, why those brakes stay UNLOGGED.
     case refreshLoggedBrakes = "refresh-logged-brakes"
 
-    /// Refresh with the rows updated in place on its path (a stream's version, a refresh
-    /// token's `spent`, a rate-limit bucket) given free room on their pages (issue 70): whether
-    /// HOT updates pay.
+    /// Refresh with the rows updated in place on its path (a stream's version, a rate-limit
+    /// bucket) given free room on their pages (issue 70): whether HOT updates pay.
     case refreshFillfactor = "refresh-fillfactor"
     /// Refresh with the b-tree on access tokens by user put back (issue 70 dropped it: no query
     /// reads it): what that index cost every grant.
@@ -51,8 +50,8 @@ enum LoadScenario: String, CaseIterable, Sendable {
         case .refreshLoggedBrakes: (["ALTER TABLE rate_limits SET LOGGED"], ["ALTER TABLE rate_limits SET UNLOGGED"])
         case .refreshFillfactor:
             (
-                ["streams", "refresh_tokens", "rate_limits"].map { "ALTER TABLE \($0) SET (fillfactor = 70)" },
-                ["streams", "refresh_tokens", "rate_limits"].map { "ALTER TABLE \($0) RESET (fillfactor)" }
+                ["streams", "rate_limits"].map { "ALTER TABLE \($0) SET (fillfactor = 70)" },
+                ["streams", "rate_limits"].map { "ALTER TABLE \($0) RESET (fillfactor)" }
             )
         case .refreshUserIndex:
             (["CREATE INDEX access_tokens_user ON access_tokens (realm_id, user_id)"], ["DROP INDEX access_tokens_user"])

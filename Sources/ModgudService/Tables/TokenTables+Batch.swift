@@ -11,15 +11,14 @@ extension TokenTables {
     /// the same whatever the batch's size (one prepared statement, never a new one per size).
     ///
     /// The statements run in a fixed order: families, then refresh and access tokens, then
-    /// spent refresh tokens, then revocations. That order gives the same rows as applying the
-    /// events one by one as long as no event of a family follows its revocation within the
-    /// fold; `accepts` reports that case, and the caller starts a new fold there.
+    /// revocations. That order gives the same rows as applying the events one by one as long
+    /// as no event of a family follows its revocation within the fold; `accepts` reports that
+    /// case, and the caller starts a new fold there.
     struct Batch {
         private var families = Columns(count: 9)
         private var startedAccess = Columns(count: 10)
         private var refreshedAccess = Columns(count: 7)
         private var refresh = Columns(count: 4)
-        private var spent: [String] = []
         private var revoked = Columns(count: 2)
         private var revokedFamilies: Set<UUID> = []
         /// The `attestation` column of each access token (JSON; kept apart from `Columns`,
@@ -48,8 +47,6 @@ extension TokenTables {
         }
 
         mutating func add(_ refreshed: TokenFamilyRefreshed, family: UUID, realm: String) {
-            if let retired = refreshed.retiredRefreshHash { spent.append(retired) }
-            spent.append(refreshed.spentRefreshHash)
             refresh.append([refreshed.refreshTokenHash, realm, family.text, refreshed.refreshExpiresAt.text])
             let token = refreshed.accessToken
             refreshedAccess.append([
@@ -108,20 +105,13 @@ extension TokenTables {
                     JOIN \(unescaped: tables("token_families")) t ON t.family_id = x.f::uuid
                     """)
             }
-            if !spent.isEmpty {
-                statements.append("UPDATE \(unescaped: tables("refresh_tokens")) SET spent = true WHERE token_hash = ANY(\(spent))")
-            }
             if !revoked.isEmpty {
                 let c = revoked.arrays
-                let families = Array(revokedFamilies.map(\.text)).sorted()
-                statements += [
+                statements.append(
                     """
                     UPDATE \(unescaped: tables("token_families")) t SET revoked_reason = x.reason
                     FROM unnest(\(c[0]), \(c[1])) AS x(f, reason) WHERE t.family_id = x.f::uuid
-                    """,
-                    "UPDATE \(unescaped: tables("access_tokens")) SET revoked = true WHERE family_id = ANY(\(families)::uuid[])",
-                    "UPDATE \(unescaped: tables("refresh_tokens")) SET spent = true WHERE family_id = ANY(\(families)::uuid[])",
-                ]
+                    """)
             }
             return statements
         }

@@ -21,10 +21,11 @@ public struct TokenTables: Sendable {
         public var attestation: ClientAttestationFact? = nil
     }
 
-    /// A refresh token's family and whether it was spent.
+    /// A refresh token's family. Whether it is spent, and whether the family still lives, the
+    /// family decides (its aggregate, and `token_families.revoked_reason`): token rows are
+    /// written once and never updated (issue 70).
     public struct RefreshToken: Sendable, Equatable {
         public var familyID: UUID
-        public var spent: Bool
         public var expiresAt: Date
     }
 
@@ -34,8 +35,8 @@ public struct TokenTables: Sendable {
         self.pool = pool
     }
 
-    /// The access token with this hash if it is live now: not expired, not revoked, its family
-    /// not revoked, its client neither deleted nor disabled (issue 65: introspection, userinfo
+    /// The access token with this hash if it is live now: not expired, its family not revoked
+    /// (a revocation is one row, the family's), its client neither deleted nor disabled (issue 65: introspection, userinfo
     /// and the account endpoints refuse a disabled client's tokens as a refresh does), and its
     /// user active with the security stamp the family started with.
     /// It joins tables a rebuild of the token projection swaps: a deadlock with the swap is
@@ -49,7 +50,7 @@ public struct TokenTables: Sendable {
                 JOIN token_families f ON f.family_id = t.family_id
                 JOIN clients c ON c.realm_id = t.realm_id AND c.client_id = t.client_id AND c.enabled
                 LEFT JOIN users u ON u.user_id = t.user_id
-                WHERE t.token_hash = \(hash) AND t.realm_id = \(realm) AND NOT t.revoked AND f.revoked_reason IS NULL
+                WHERE t.token_hash = \(hash) AND t.realm_id = \(realm) AND f.revoked_reason IS NULL
                   AND t.expires_at > \(now)
                   AND (t.user_id IS NULL OR (u.status = 'active' AND u.security_stamp = f.security_stamp))
                 """
@@ -64,13 +65,13 @@ public struct TokenTables: Sendable {
             attestation: try row.decode(String?.self, at: 7).flatMap { try? JSONDecoder().decode(ClientAttestationFact.self, from: Data($0.utf8)) })
     }
 
-    /// The refresh token with this hash, spent or not.
+    /// The refresh token with this hash, spent or not, its family revoked or not.
     public func refreshToken(hash: String, realm: String) async throws -> RefreshToken? {
         let row = try await pool.query(
-            "SELECT family_id, spent, expires_at FROM refresh_tokens WHERE token_hash = \(hash) AND realm_id = \(realm)"
+            "SELECT family_id, expires_at FROM refresh_tokens WHERE token_hash = \(hash) AND realm_id = \(realm)"
         ).first
         guard let row else { return nil }
-        return RefreshToken(familyID: try row.decode(UUID.self, at: 0), spent: try row.decode(Bool.self, at: 1), expiresAt: try row.decode(Date.self, at: 2))
+        return RefreshToken(familyID: try row.decode(UUID.self, at: 0), expiresAt: try row.decode(Date.self, at: 1))
     }
 
     /// The access token's family, live or not.
@@ -227,13 +228,11 @@ extension TokenTables {
         return statements
     }
 
-    /// The family row names the client, user, scopes and audiences of every token.
+    /// The family row names the client, user, scopes and audiences of every token. The spent
+    /// token's row stays as it is: the family's stream knows it is spent, and the lookup only
+    /// maps a hash to its family (issue 70: one update per refresh less).
     static func refreshFamily(_ refreshed: TokenFamilyRefreshed, family: UUID, realm: String, tables: ProjectionTables) -> [PQQuery] {
-        let retire: [PQQuery] = refreshed.retiredRefreshHash.map {
-            ["UPDATE \(unescaped: tables("refresh_tokens")) SET spent = true WHERE token_hash = \($0)"]
-        } ?? []
-        return retire + [
-            "UPDATE \(unescaped: tables("refresh_tokens")) SET spent = true WHERE token_hash = \(refreshed.spentRefreshHash)",
+        [
             insertRefresh(refreshed.refreshTokenHash, expiresAt: refreshed.refreshExpiresAt, family: family, realm: realm, tables: tables),
             """
             INSERT INTO \(unescaped: tables("access_tokens"))
@@ -252,12 +251,9 @@ extension TokenTables {
         token.attestation.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Every reader of a token joins its family, so the family's row alone ends them all.
     static func revokeFamily(_ revoked: TokenFamilyRevoked, family: UUID, tables: ProjectionTables) -> [PQQuery] {
-        [
-            "UPDATE \(unescaped: tables("token_families")) SET revoked_reason = \(revoked.reason.rawValue) WHERE family_id = \(family)",
-            "UPDATE \(unescaped: tables("access_tokens")) SET revoked = true WHERE family_id = \(family)",
-            "UPDATE \(unescaped: tables("refresh_tokens")) SET spent = true WHERE family_id = \(family)",
-        ]
+        ["UPDATE \(unescaped: tables("token_families")) SET revoked_reason = \(revoked.reason.rawValue) WHERE family_id = \(family)"]
     }
 
     private static func insertRefresh(_ hash: String, expiresAt: Date, family: UUID, realm: String, tables: ProjectionTables) -> PQQuery {
