@@ -1,5 +1,6 @@
 import AsyncTestSupport
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -38,6 +39,7 @@ public final class SMTPSink: @unchecked Sendable {
         self.port = try port ?? Self.freePort()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("smtp-sink-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        SinkFolders.remember(directory)
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         var arguments = ["python3", Self.scriptPath, "--port", String(self.port), "--dir", directory.path]
@@ -106,6 +108,25 @@ public final class SMTPSink: @unchecked Sendable {
         }
         guard bound else { throw SinkError("bind() failed") }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// Every sink's folder, removed when the test process exits: XCTest keeps a test case's
+/// properties (and so its sinks) alive until then, so `deinit` alone left one folder per sink
+/// in the temporary directory after every run.
+enum SinkFolders {
+    private static let folders = Mutex<[URL]>([])
+    private static let registered = Atomic<Bool>(false)
+
+    static func remember(_ folder: URL) {
+        folders.withLock { $0.append(folder) }
+        if registered.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+            atexit { SinkFolders.removeAll() }
+        }
+    }
+
+    static func removeAll() {
+        for folder in folders.withLock({ $0 }) { try? FileManager.default.removeItem(at: folder) }
     }
 }
 
