@@ -5,8 +5,9 @@ import PQ
 ///
 /// Steps: take the projection's session-scoped advisory lock (refused if a daemon is in a
 /// batch or another rebuild runs; daemons skip the projection while it is held); create
-/// `table__rebuild` copies (`LIKE … INCLUDING ALL`); apply the log gap-safely in batches;
-/// then, in one transaction, catch up to the end and swap the tables. For an inline
+/// `table__rebuild` copies (`LIKE … INCLUDING ALL`; an insert-only table's copy without its
+/// indexes, built once after the fold by `RebuildIndexes`); apply the log gap-safely in
+/// batches; then, in one transaction, catch up to the end and swap the tables. For an inline
 /// projection the final catch-up holds `LOCK events IN EXCLUSIVE MODE` so that no append
 /// can commit between the last event read and the swap (appends wait, briefly, and then
 /// write into the new tables). For an asynchronous projection the checkpoint moves to the
@@ -63,9 +64,11 @@ public struct ProjectionRebuilder: Sendable {
         defer { _ = try? connection.query(EventStoreSQL.unlockProjectionForSession(name)) }
 
         let fresh = ProjectionTables.rebuild(projection)
+        let live = ProjectionTables.live(projection)
         for table in projection.tables {
+            let indexes = projection.insertOnlyTables.contains(table) ? " EXCLUDING INDEXES" : ""
             try connection.query("DROP TABLE IF EXISTS \(unescaped: fresh(table))")
-            try connection.query("CREATE TABLE \(unescaped: fresh(table)) (LIKE \(unescaped: ProjectionTables.live(projection)(table)) INCLUDING ALL)")
+            try connection.query("CREATE TABLE \(unescaped: fresh(table)) (LIKE \(unescaped: live(table)) INCLUDING ALL\(unescaped: indexes))")
         }
         let parked = Set(
             try connection.query(EventStoreSQL.parkedPositions(name)).rows.map { try $0.decode(Int64.self, at: 0) })
@@ -74,6 +77,7 @@ public struct ProjectionRebuilder: Sendable {
         try applyLog(projection, on: connection, into: fresh, skipping: parked, batchSize: batchSize, run: &run) { applied in
             progress(Progress(applied: applied, total: max(total, applied)))
         }
+        try buildDeferredIndexes(projection, on: connection, from: live, to: fresh)
         try swap(projection, on: connection, from: fresh, skipping: parked, batchSize: batchSize, run: &run)
         progress(Progress(applied: run.applied, total: max(total, run.applied)))
         return run.applied
@@ -106,6 +110,20 @@ public struct ProjectionRebuilder: Sendable {
             run.applied += count
             run.cursor = last
             progress(run.applied)
+        }
+    }
+
+    /// Indexes the insert-only copies after the fold, before the swap's lock is taken.
+    private static func buildDeferredIndexes(
+        _ projection: any SQLProjection, on connection: isolated PQConnection, from live: ProjectionTables, to fresh: ProjectionTables
+    ) throws {
+        for table in projection.tables where projection.insertOnlyTables.contains(table) {
+            do {
+                try RebuildIndexes.copy(from: live(table), to: fresh(table), on: connection)
+            } catch {
+                throw ProjectionRebuildError.eventFailed(
+                    projection: projection.name, position: -1, reason: "indexing the rebuilt \(table): \(error)")
+            }
         }
     }
 

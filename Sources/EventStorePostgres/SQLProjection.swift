@@ -18,9 +18,17 @@ public protocol SQLProjection: Projection {
     /// The statements that apply several events in log order. The default applies them one by
     /// one; override it to fold a batch into fewer statements (counters, last-writer-wins rows).
     func statements(forBatch events: [EventEnvelope], tables: ProjectionTables) throws -> [PQQuery]
+    /// Tables that the projection's statements only ever `INSERT` into (no upsert, update,
+    /// delete or read-back of the same table). A rebuild fills their copies without indexes
+    /// and builds each index once, after the fold and before the swap, instead of descending a
+    /// random-keyed b-tree per row. A duplicate key then fails the index build, as it would
+    /// have failed the insert. The default is none.
+    var insertOnlyTables: Set<String> { get }
 }
 
 extension SQLProjection {
+    public var insertOnlyTables: Set<String> { [] }
+
     public func statements(forBatch events: [EventEnvelope], tables: ProjectionTables) throws -> [PQQuery] {
         try events.flatMap { try statements(for: $0, tables: tables) }
     }

@@ -82,3 +82,28 @@ extension PQPool {
         try await query(sql).first!.decode(Int.self, at: 0)
     }
 }
+
+/// Inline and insert-only: one row per counted event, with a primary key, a unique partial
+/// index and a plain index, so a rebuild must build all three after its fold.
+struct CountedRows: SQLProjection, InlineProjection {
+    let name = "counted_rows"
+    let eventTypes: Set<String>? = [Counted.eventType]
+    let tables = ["counted_rows"]
+    let insertOnlyTables: Set<String> = ["counted_rows"]
+
+    static let createTable: [PQQuery] = [
+        "CREATE TABLE counted_rows (stream_id text NOT NULL, version bigint NOT NULL, n bigint NOT NULL, PRIMARY KEY (stream_id, version))",
+        "CREATE UNIQUE INDEX counted_rows_big ON counted_rows (n) WHERE n >= 1000",
+        "CREATE INDEX counted_rows_by_n ON counted_rows USING btree (n DESC, stream_id)",
+    ]
+
+    func statements(for event: EventEnvelope, tables: ProjectionTables) throws -> [PQQuery] {
+        let payload = try event.decode(Counted.self)
+        return [
+            """
+            INSERT INTO \(unescaped: tables("counted_rows")) (stream_id, version, n)
+            VALUES (\(event.stream.id), \(event.streamVersion), \(payload.n))
+            """
+        ]
+    }
+}

@@ -105,6 +105,48 @@ final class RebuildTests: XCTestCase {
         XCTAssertEqual(actual, expected)
     }
 
+    func testAnInsertOnlyTableIsRebuiltWithEveryIndexItHad() async throws {
+        for statement in CountedRows.createTable {
+            try await database.pool.query(statement)
+        }
+        let rows = CountedRows()
+        let store = PostgresEventStore(pool: database.pool, inlineProjections: [inline, rows])
+        for index in 0..<120 {
+            let key = "k\(index % 5)"
+            let version = try await store.version(of: "counter-\(key)")
+            _ = try await store.append([try counted(index * 10)], to: stream(key), expected: ExpectedVersion(current: version), metadata: .none)
+        }
+        // Index definitions without their names (PostgreSQL names the rebuilt ones itself).
+        let definitions: PQQuery = """
+            SELECT regexp_replace(pg_get_indexdef(indexrelid), 'INDEX \\S+ ON', 'INDEX ON') FROM pg_index
+            WHERE indrelid = 'counted_rows'::regclass ORDER BY 1
+            """
+        let keys: PQQuery = "SELECT contype::text FROM pg_constraint WHERE conrelid = 'counted_rows'::regclass ORDER BY 1"
+        let before = try await snapshot(definitions)
+        let keysBefore = try await snapshot(keys)
+        let content = try await snapshot("SELECT stream_id, version, n FROM counted_rows ORDER BY 1, 2")
+        XCTAssertEqual(before.count, 3)
+        XCTAssertEqual(content.count, 120)
+
+        let report = try await ProjectionRebuilder(pool: database.pool, batchSize: 16).rebuild(rows)
+        XCTAssertEqual(report.events, 120)
+        let after = try await snapshot(definitions)
+        let keysAfter = try await snapshot(keys)
+        let rebuilt = try await snapshot("SELECT stream_id, version, n FROM counted_rows ORDER BY 1, 2")
+        XCTAssertEqual(after, before)
+        XCTAssertEqual(keysAfter, keysBefore)
+        XCTAssertEqual(rebuilt, content)
+        // The rebuilt unique indexes hold: a duplicate key is refused, as before the rebuild.
+        do {
+            try await database.pool.query("INSERT INTO counted_rows (stream_id, version, n) SELECT stream_id, version, 7 FROM counted_rows LIMIT 1")
+            XCTFail("the rebuilt primary key must refuse a duplicate")
+        } catch is PQError {}
+        do {
+            try await database.pool.query("INSERT INTO counted_rows (stream_id, version, n) VALUES ('x', 1, 1100)")
+            XCTFail("the rebuilt partial unique index must refuse a duplicate")
+        } catch is PQError {}
+    }
+
     func testRebuildIsRefusedWhileSomeoneElseHoldsTheProjection() async throws {
         let holder = try await PQConnection.connect(PQConfiguration(connectionString: database.url))
         try await holder.query("SELECT pg_advisory_lock(hashtextextended('modgud.projection/applied_log', 0))")

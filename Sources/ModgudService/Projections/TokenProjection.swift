@@ -9,6 +9,9 @@ public struct TokenProjection: SQLProjection, InlineProjection {
     public let name = "tokens"
     public let eventTypes: Set<String>? = [TokenFamilyStarted.eventType, TokenFamilyRefreshed.eventType, TokenFamilyRevoked.eventType]
     public let tables = ["token_families", "access_tokens", "refresh_tokens"]
+    /// Issued tokens are only inserted (a family's revocation updates `token_families`; pruning
+    /// deletes from the live tables, never from a rebuild's copies).
+    public let insertOnlyTables: Set<String> = ["access_tokens", "refresh_tokens"]
 
     public init() {}
 
