@@ -35,4 +35,27 @@ final class BenchLoadTests: XCTestCase {
         XCTAssertEqual(Double(floor[7]) ?? 0, 1, accuracy: 0.3, "one statement per floor grant")
         XCTAssertGreaterThan(Double(refresh.last ?? "") ?? 0, 0, "refresh as a fraction of the floor")
     }
+
+    /// `--uncounted` (an allowlist on every policy) takes the rate-limit count out of a grant;
+    /// `--sources` claims client addresses through the started server's trusted proxy, and
+    /// every grant still succeeds. What PostgreSQL executed per refresh shows the count or not.
+    func testTheRateLimitCountIsMeasuredAsAnAB() throws {
+        let runner = CLIRunner(databaseURL: "postgresql://unused@127.0.0.1:1/none")
+        func refreshStatements(_ extra: [String]) throws -> [Substring] {
+            let outcome = try runner.run(
+                ["bench", "load", "--scenarios", "refresh", "--seconds", "1", "--warmup", "0", "--connections", "4", "--statements", "40",
+                    "--fail-on-errors", "--data-dir", "/var/tmp/modgud-bench-test"] + extra)
+            XCTAssertEqual(outcome.status, 0, outcome.output + outcome.error)
+            let lines = outcome.output.split(separator: "\n")
+            let line = try XCTUnwrap(lines.first { $0.hasPrefix("refresh ") })
+            XCTAssertEqual(line.split(separator: " ", omittingEmptySubsequences: true)[4], "0", "no errors: \(line)")
+            return lines.filter { $0.contains("INSERT INTO rate_limits") }
+        }
+        let counted = try refreshStatements(["--sources", "4"])
+        XCTAssertEqual(counted.count, 1, "one count statement")
+        let calls = counted.first.flatMap { Double($0.split(separator: " ", omittingEmptySubsequences: true)[0]) } ?? 0
+        XCTAssertEqual(calls, 1, accuracy: 0.1, "one count per refresh: \(counted)")
+        let uncounted = try refreshStatements(["--sources", "4", "--uncounted"])
+        XCTAssertEqual(uncounted, [], "an allowlisted source is not counted")
+    }
 }

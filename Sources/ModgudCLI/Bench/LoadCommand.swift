@@ -34,6 +34,11 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "Folder for the embedded cluster and the server's log (a run folder inside is removed afterwards).")
     var dataDir = "/var/tmp/modgud-bench"
     @Option(help: "Database pool size of the started server (MODGUD_DB_POOL_SIZE).") var poolSize = 32
+    @Option(help: "shared_buffers of the started PostgreSQL (default: PostgreSQL's own).") var sharedBuffers = "128MB"
+    @Option(help: "Client addresses the connections claim by X-Forwarded-For (the started server trusts the loopback as its proxy); 1: all are the loopback.")
+    var sources = 1
+    @Flag(help: "Allowlist the bench's sources in every rate-limit policy, so that nothing is counted (the count's cost, as an A/B).")
+    var uncounted = false
     @Option(help: "Also print the N statements called most per operation (pg_stat_statements).") var statements = 0
     @Flag(help: "Keep the run folder (the server's log) afterwards.") var keep = false
     @Flag(help: "Exit with status 1 when any request failed (for CI smoke runs).") var failOnErrors = false
@@ -43,14 +48,17 @@ struct LoadCommand: AsyncParsableCommand {
             guard let scenario = LoadScenario(rawValue: String(name)) else { throw ValidationError("unknown scenario \(name)") }
             return scenario
         }
-        guard connections > 0, seconds > 0 else { throw ValidationError("--connections and --seconds must be positive") }
+        guard connections > 0, seconds > 0, sources > 0, sources <= 65536 else {
+            throw ValidationError("--connections and --seconds must be positive, --sources between 1 and 65536")
+        }
         let environment = try await LoadEnvironment.open(self)
         var failures = 0
         do {
             var fixtures = environment.fixtures
-            try await fixtures.prepareRealm()
+            try await fixtures.prepareRealm(allowlist: uncounted ? [Self.loopback, Self.claimedSources] : [])
             if let server = environment.server { try await server.waitUntilReady() }
-            emit("modgud bench load — \(connections) connections, \(seconds) s per scenario\(rate.map { ", paced at \(Int($0))/s" } ?? "")")
+            let counting = uncounted ? ", nothing rate-counted" : ""
+            emit("modgud bench load — \(connections) connections from \(sources) source(s)\(counting), \(seconds) s per scenario\(rate.map { ", paced at \(Int($0))/s" } ?? "")")
             emit(LoadReport.header)
             // The floor first (issue 49), on its own server: every other rate is printed as a
             // fraction of it.
@@ -79,6 +87,18 @@ struct LoadCommand: AsyncParsableCommand {
         }
         await environment.close(keep: keep)
         if failOnErrors && failures > 0 { throw CommandError("\(failures) requests failed") }
+    }
+
+    static let loopback = "127.0.0.1"
+    /// The network the connections' claimed addresses come from (`--sources`).
+    static let claimedSources = "10.77.0.0/16"
+
+    /// The address connection `index` claims through `X-Forwarded-For`: one of `--sources`
+    /// addresses in `claimedSources`, or none (the loopback itself) with one source.
+    func claimedSource(connection index: Int) -> String? {
+        guard sources > 1 else { return nil }
+        let host = index % sources
+        return "10.77.\(host / 256).\(host % 256)"
     }
 
     /// One line to standard output at once (print is buffered when piped).
@@ -184,7 +204,7 @@ struct LoadCommand: AsyncParsableCommand {
                     var exhausted = false
                     while !exhausted && ContinuousClock.now < deadline {
                         do {
-                            exhausted = try await connection.session { send in
+                            exhausted = try await connection.session(forwardedFor: claimedSource(connection: index)) { send in
                                 while ContinuousClock.now < deadline {
                                     if let interval {
                                         try await Task.sleep(until: next, clock: .continuous)

@@ -51,7 +51,9 @@ struct LoadEnvironment {
         let folder = command.dataDir + "/run-\(getpid())"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let cluster = try EmbeddedPostgres(
-            .init(dataDirectory: folder + "/postgres", durable: true, settings: ["shared_preload_libraries": "pg_stat_statements"]))
+            .init(
+                dataDirectory: folder + "/postgres", durable: true,
+                settings: ["shared_preload_libraries": "pg_stat_statements", "shared_buffers": command.sharedBuffers]))
         let pool = PQPool(configuration: PQConfiguration(connectionString: cluster.url), options: .init(maxConnections: 16))
         _ = try await Migrator.product(pool: pool).migrate()
         _ = try? await pool.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
@@ -62,7 +64,7 @@ struct LoadEnvironment {
             environment: [
                 "MODGUD_DATABASE_URL": cluster.url, "MODGUD_MASTER_KEY": Data(masterKey).base64EncodedString(), "MODGUD_HOST": "127.0.0.1",
                 "MODGUD_PORT": String(port), "MODGUD_MAIL_TRANSPORT": "console", "MODGUD_ISSUER_SCHEME": "https", "MODGUD_DRAIN_SECONDS": "0",
-                "MODGUD_DB_POOL_SIZE": String(command.poolSize),
+                "MODGUD_DB_POOL_SIZE": String(command.poolSize), "MODGUD_TRUSTED_PROXIES": LoadCommand.loopback,
             ],
             logPath: folder + "/server.log")
         return LoadEnvironment(

@@ -32,13 +32,14 @@ struct LoadFixtureSet: Sendable {
     /// The service client's secret (set up by `prepareRealm`).
     var serviceSecret = ""
 
-    /// Creates the realm (every rate limit lifted out of the way), its signing key and the two
-    /// clients; on a database that has them already, lifts the limits again and rotates the
-    /// service client's secret.
-    mutating func prepareRealm() async throws {
+    /// Creates the realm (every rate limit lifted out of the way, still counted unless its
+    /// source is in `allowlist`), its signing key and the two clients; on a database that has
+    /// them already, lifts the limits again and rotates the service client's secret.
+    mutating func prepareRealm(allowlist: [String] = []) async throws {
         var lifted: [String: RateLimitSetting] = [:]
         for policy in RateLimitPolicy.all {
-            lifted[policy.name] = RateLimitSetting(limit: 1_000_000_000, windowSeconds: 1, burst: 1_000_000_000)
+            lifted[policy.name] = RateLimitSetting(
+                limit: 1_000_000_000, windowSeconds: 1, burst: 1_000_000_000, allowlist: allowlist.isEmpty ? nil : allowlist)
         }
         let settings = RealmSettings(
             hosts: [Self.host], displayName: "Modgud bench", primaryDomain: Self.host, nativeGrants: NativeGrantSettings(enabled: true),

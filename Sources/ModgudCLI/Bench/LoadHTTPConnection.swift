@@ -33,7 +33,9 @@ struct LoadHTTPConnection {
 
     /// Opens a connection and runs `body` with a function that sends one request and waits
     /// for its answer; the connection closes when `body` returns or throws.
-    func session<T>(_ body: (_ send: Sender) async throws -> T) async throws -> T
+    /// - Parameter forwardedFor: an `X-Forwarded-For` every request carries (a client address
+    ///   the server believes when it trusts the loopback as its proxy).
+    func session<T>(forwardedFor: String? = nil, _ body: (_ send: Sender) async throws -> T) async throws -> T
     {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -49,6 +51,7 @@ struct LoadHTTPConnection {
                 var headers = HTTPHeaders()
                 headers.add(contentsOf: extra)
                 headers.add(name: "Host", value: authority)
+                if let forwardedFor { headers.add(name: "X-Forwarded-For", value: forwardedFor) }
                 // What a native app's HTTP stack sends: the server records it with every event
                 // it writes for the request (issue 43), so the bench pays what apps make it pay.
                 headers.add(name: "User-Agent", value: "Acme/41 CFNetwork/1568.200.51 Darwin/24.1.0")

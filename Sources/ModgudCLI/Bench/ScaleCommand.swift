@@ -27,7 +27,10 @@ struct ScaleCommand: AsyncParsableCommand {
     @Option(help: "Concurrent keep-alive connections of the refresh measurement.") var connections = 32
     @Option(help: "Seconds of each refresh measurement.") var seconds = 8.0
     @Option(help: "Folder for the embedded cluster (a run folder inside is removed afterwards).") var dataDir = "/var/tmp/modgud-bench"
+    @Option(help: "shared_buffers of the started PostgreSQL (default: PostgreSQL's own; a large store wants its token indexes in it).")
+    var sharedBuffers = "128MB"
     @Flag(help: "Skip the projection rebuilds (their time grows with the log).") var noRebuild = false
+    @Flag(help: "Keep the run folder (the filled cluster and the server's log) for measurements of its own.") var keep = false
 
     func run() async throws {
         let sizes = try events.split(separator: ",").map { text in
@@ -36,6 +39,7 @@ struct ScaleCommand: AsyncParsableCommand {
         }
         let load = try LoadCommand.parse([
             "--scenarios", "refresh", "--connections", String(connections), "--seconds", String(seconds), "--data-dir", dataDir,
+            "--shared-buffers", sharedBuffers,
         ])
         let environment = try await LoadEnvironment.open(load)
         do {
@@ -53,6 +57,6 @@ struct ScaleCommand: AsyncParsableCommand {
             await environment.close(keep: true)
             throw error
         }
-        await environment.close(keep: false)
+        await environment.close(keep: keep)
     }
 }
