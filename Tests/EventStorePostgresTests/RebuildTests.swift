@@ -128,8 +128,11 @@ final class RebuildTests: XCTestCase {
         XCTAssertEqual(before.count, 3)
         XCTAssertEqual(content.count, 120)
 
-        let report = try await ProjectionRebuilder(pool: database.pool, batchSize: 16).rebuild(rows)
-        XCTAssertEqual(report.events, 120)
+        // Twice: the second rebuild's indexes are named beside the first one's, still live.
+        for _ in 0..<2 {
+            let report = try await ProjectionRebuilder(pool: database.pool, batchSize: 16).rebuild(rows)
+            XCTAssertEqual(report.events, 120)
+        }
         let after = try await snapshot(definitions)
         let keysAfter = try await snapshot(keys)
         let rebuilt = try await snapshot("SELECT stream_id, version, n FROM counted_rows ORDER BY 1, 2")
