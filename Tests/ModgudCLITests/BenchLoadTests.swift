@@ -57,5 +57,8 @@ final class BenchLoadTests: XCTestCase {
         XCTAssertEqual(calls, 1, accuracy: 0.1, "one count per refresh: \(counted)")
         let uncounted = try refreshStatements(["--sources", "4", "--uncounted"])
         XCTAssertEqual(uncounted, [], "an allowlisted source is not counted")
+        let unknown = try runner.run(["bench", "load", "--uncounted-policy", "token.nobody"])
+        XCTAssertNotEqual(unknown.status, 0)
+        XCTAssertTrue((unknown.output + unknown.error).contains("no rate-limit policy named token.nobody"), unknown.error)
     }
 }

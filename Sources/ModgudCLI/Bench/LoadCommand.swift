@@ -39,6 +39,8 @@ struct LoadCommand: AsyncParsableCommand {
     var sources = 1
     @Flag(help: "Allowlist the bench's sources in every rate-limit policy, so that nothing is counted (the count's cost, as an A/B).")
     var uncounted = false
+    @Option(name: .customLong("uncounted-policy"), help: "Like --uncounted for this policy only (token.client, …); repeatable.")
+    var uncountedPolicies: [String] = []
     @Option(help: "Also print the N statements called most per operation (pg_stat_statements).") var statements = 0
     @Flag(help: "Keep the run folder (the server's log) afterwards.") var keep = false
     @Flag(help: "Exit with status 1 when any request failed (for CI smoke runs).") var failOnErrors = false
@@ -51,13 +53,18 @@ struct LoadCommand: AsyncParsableCommand {
         guard connections > 0, seconds > 0, sources > 0, sources <= 65536 else {
             throw ValidationError("--connections and --seconds must be positive, --sources between 1 and 65536")
         }
+        if let unknown = uncountedPolicies.first(where: { RateLimitPolicy.named($0) == nil }) {
+            throw ValidationError("no rate-limit policy named \(unknown)")
+        }
         let environment = try await LoadEnvironment.open(self)
         var failures = 0
         do {
             var fixtures = environment.fixtures
-            try await fixtures.prepareRealm(allowlist: uncounted ? [Self.loopback, Self.claimedSources] : [])
+            try await fixtures.prepareRealm(
+                allowlist: uncounted || !uncountedPolicies.isEmpty ? [Self.loopback, Self.claimedSources] : [],
+                policies: uncounted ? nil : Set(uncountedPolicies))
             if let server = environment.server { try await server.waitUntilReady() }
-            let counting = uncounted ? ", nothing rate-counted" : ""
+            let counting = uncounted ? ", nothing rate-counted" : uncountedPolicies.isEmpty ? "" : ", \(uncountedPolicies.joined(separator: ",")) not counted"
             emit("modgud bench load — \(connections) connections from \(sources) source(s)\(counting), \(seconds) s per scenario\(rate.map { ", paced at \(Int($0))/s" } ?? "")")
             emit(LoadReport.header)
             // The floor first (issue 49), on its own server: every other rate is printed as a

@@ -33,13 +33,14 @@ struct LoadFixtureSet: Sendable {
     var serviceSecret = ""
 
     /// Creates the realm (every rate limit lifted out of the way, still counted unless its
-    /// source is in `allowlist`), its signing key and the two clients; on a database that has
-    /// them already, lifts the limits again and rotates the service client's secret.
-    mutating func prepareRealm(allowlist: [String] = []) async throws {
+    /// source is in `allowlist`, which applies to `policies`, nil: all), its signing key and
+    /// the two clients; on a database that has them already, lifts the limits again and
+    /// rotates the service client's secret.
+    mutating func prepareRealm(allowlist: [String] = [], policies: Set<String>? = nil) async throws {
         var lifted: [String: RateLimitSetting] = [:]
         for policy in RateLimitPolicy.all {
-            lifted[policy.name] = RateLimitSetting(
-                limit: 1_000_000_000, windowSeconds: 1, burst: 1_000_000_000, allowlist: allowlist.isEmpty ? nil : allowlist)
+            let allowed = allowlist.isEmpty || !(policies?.contains(policy.name) ?? true) ? nil : allowlist
+            lifted[policy.name] = RateLimitSetting(limit: 1_000_000_000, windowSeconds: 1, burst: 1_000_000_000, allowlist: allowed)
         }
         let settings = RealmSettings(
             hosts: [Self.host], displayName: "Modgud bench", primaryDomain: Self.host, nativeGrants: NativeGrantSettings(enabled: true),
