@@ -64,7 +64,7 @@ let package = Package(
             resources: [
                 .embedInCode("operations/console.md"), .embedInCode("operations/metrics.md"), .embedInCode("operations/audit-log.md"),
                 .embedInCode("operations/retention.md"), .embedInCode("operations/privacy.md"), .embedInCode("operations/production.md"),
-                .embedInCode("operations/commands.md"), .embedInCode("operations/backups.md"), .embedInCode("guides/shared-signals.md"),
+                .embedInCode("operations/commands.md"), .embedInCode("operations/backups.md"), .embedInCode("operations/cells.md"), .embedInCode("guides/shared-signals.md"),
                 .embedInCode("guides/genuine-apps.md"),
             ],
             swiftSettings: strict

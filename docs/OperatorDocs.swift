@@ -19,6 +19,7 @@ public enum OperatorDocs {
             ("production", "operations/production.md", PackageResources.production_md),
             ("commands", "operations/commands.md", PackageResources.commands_md),
             ("backups", "operations/backups.md", PackageResources.backups_md),
+            ("cells", "operations/cells.md", PackageResources.cells_md),
             ("shared-signals", "guides/shared-signals.md", PackageResources.shared_signals_md),
             ("genuine-apps", "guides/genuine-apps.md", PackageResources.genuine_apps_md),
         ]

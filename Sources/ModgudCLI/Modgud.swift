@@ -8,6 +8,7 @@ struct Modgud: AsyncParsableCommand {
         subcommands: [
             DevCommand.self,
             ServeCommand.self,
+            CellCommand.self,
             RealmCommand.self,
             ClientCommand.self,
             UserCommand.self,

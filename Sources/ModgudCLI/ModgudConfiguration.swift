@@ -47,6 +47,9 @@ struct ModgudConfiguration {
     /// `MODGUD_ATTESTATION_ROOTS_GOOGLE` name PEM files that replace Apple's and Google's
     /// published roots (a staging root, or a test authority).
     var attestationRoots = AttestationRoots.published
+    /// The cell directory (`MODGUD_DIRECTORY_URL`, issue 71): set, the instance serves every
+    /// cell it lists and `MODGUD_DATABASE_URL` is not used; unset, one database as always.
+    var directory: PQConfiguration?
 
     /// Where the operator console is served: its own listener (`MODGUD_CONSOLE_PORT`, on
     /// `MODGUD_CONSOLE_HOST`), and/or the public port when `MODGUD_CONSOLE_ON_PUBLIC_PORT=true`.
@@ -102,7 +105,8 @@ struct ModgudConfiguration {
             signalPush: SignalPusher.Settings(
                 maxAttempts: try number("MODGUD_SSF_PUSH_MAX_ATTEMPTS", 20, 1...1000),
                 maxBackoff: TimeInterval(try number("MODGUD_SSF_PUSH_MAX_BACKOFF_SECONDS", 300, 1...86_400))),
-            console: try consoleListener(environment, number), attestationRoots: try attestationRoots(environment))
+            console: try consoleListener(environment, number), attestationRoots: try attestationRoots(environment),
+            directory: environment["MODGUD_DIRECTORY_URL"].flatMap { $0.isEmpty ? nil : PQConfiguration(connectionString: $0) })
     }
 
     /// `MODGUD_ATTESTATION_ROOTS_APPLE` / `_GOOGLE`: PEM files of certificates; unset: the platforms' published roots.

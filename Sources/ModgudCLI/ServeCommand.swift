@@ -17,6 +17,10 @@ struct ServeCommand: AsyncParsableCommand {
         guard let masterKey = settings.masterKey else {
             throw CommandError("MODGUD_MASTER_KEY is required (32 bytes, base64): it seals the signing keys")
         }
+        if let directory = settings.directory {
+            try await CellServing.serve(directory: directory, settings: settings, masterKey: masterKey)
+            return
+        }
         let pool = PQPool(
             configuration: settings.database,
             options: .init(maxConnections: settings.poolSize, waitObserver: MetricsExposition.poolWaitObserver()))
@@ -27,11 +31,13 @@ struct ServeCommand: AsyncParsableCommand {
                 "events written before personal data was sealed hold addresses in plaintext: run `modgud privacy seal-legacy --apply`")
         }
         try await Server.run(
-            core: core,
-            settings: .init(
-                host: settings.host, port: settings.port, issuerScheme: settings.issuerScheme, drain: settings.drain, limits: settings.limits,
-                retention: settings.retention, addressRetention: settings.addressRetention),
-            configuration: settings, mail: try settings.mailTransport(allowConsoleByDefault: false))
+            core: core, settings: Self.serverSettings(settings), configuration: settings, mail: try settings.mailTransport(allowConsoleByDefault: false))
         await pool.close()
+    }
+
+    static func serverSettings(_ settings: ModgudConfiguration) -> Server.Settings {
+        .init(
+            host: settings.host, port: settings.port, issuerScheme: settings.issuerScheme, drain: settings.drain, limits: settings.limits,
+            retention: settings.retention, addressRetention: settings.addressRetention)
     }
 }

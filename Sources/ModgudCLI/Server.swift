@@ -31,58 +31,103 @@ enum Server {
     }
 
     static func run(core: ModgudCore, settings: Settings, configuration: ModgudConfiguration, mail: any MailTransport) async throws {
+        try await run(cells: [("", core)], directory: nil, settings: settings, configuration: configuration, mail: mail)
+    }
+
+    /// Serves every cell (issue 71) with one HTTP listener: each cell's background services run
+    /// as a single-database instance's do, and the directory is followed for placements. The
+    /// home cell (the first) answers health, the console and hosts no realm claims.
+    static func run(
+        cells: [(name: String, core: ModgudCore)], directory: CellServing.Following?, settings: Settings, configuration: ModgudConfiguration,
+        mail: any MailTransport
+    ) async throws {
         var logger = Logger(label: "modgud")
         logger.logLevel = .info
-        logger.info("starting", metadata: ["tasks_on": "\(GlobalExecutor.isNIO ? "nio-event-loops" : "cooperative-pool")"])
-        let daemon = ProjectionDaemonService(daemon: core.makeProjectionDaemon())
-        let auditLog = AuditLogService(integrator: core.makeAuditLogIntegrator(settings: configuration.auditLog))
+        logger.info("starting", metadata: ["tasks_on": "\(GlobalExecutor.isNIO ? "nio-event-loops" : "cooperative-pool")", "cells": "\(cells.count)"])
+        let home = cells[0].core
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        for cell in cells {
+            services += try backgroundServices(core: cell.core, settings: settings, configuration: configuration, mail: mail, logger: logger)
+        }
+        if let directory { services.append(.init(service: CellDirectoryService(following: directory))) }
+        let http = HTTPConfiguration(
+            issuerScheme: settings.issuerScheme, adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies,
+            limits: settings.limits, metrics: MetricsExposition.registry)
+        let console = consoleConfiguration(settings: settings, configuration: configuration)
+        let publicConsole = settings.consoleOnPublicPort || configuration.console.onPublicPort ? console : nil
+        let address = ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: "modgud")
+        if let directory {
+            services.append(
+                .init(service: buildCellApplication(cells: cells, directory: directory.directory, hosts: directory.hosts, configuration: http, server: address, console: publicConsole, logger: logger)))
+        } else {
+            services.append(.init(service: buildApplication(core: home, configuration: http, server: address, console: publicConsole, logger: logger)))
+        }
+        if let port = configuration.console.port {
+            // The console's own listener (docs/operations/console.md): loopback by default.
+            services.append(
+                .init(
+                    service: buildConsoleApplication(
+                        core: home, configuration: http, console: console,
+                        server: ApplicationConfiguration(address: .hostname(configuration.console.host, port: port), serverName: "modgud-console"),
+                        logger: logger)))
+        }
+        services.append(.init(service: DrainService(readiness: home.readiness, delay: settings.drain, logger: logger)))
+        var group = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // A request that never finishes must not hold the shutdown forever: after the drain
+        // and 30 s more, whatever still runs is cancelled.
+        group.maximumGracefulShutdownDuration = settings.drain + .seconds(30)
+        try await ServiceGroup(configuration: group).run()
+    }
+
+    /// One cell's background services, in their stopping order's reverse: the settings
+    /// listener, the projection daemon, the audit log's integrator, the mail dispatcher, the
+    /// signals, the maintenance loop and the console's rebuilds.
+    private static func backgroundServices(
+        core: ModgudCore, settings: Settings, configuration: ModgudConfiguration, mail: any MailTransport, logger: Logger
+    ) throws -> [ServiceGroupConfiguration.ServiceConfiguration] {
         let signals = SharedSignalsService(
             transmitter: core.makeSignalTransmitter(), pusher: core.makeSignalPusher(settings: configuration.signalPush),
             relay: core.makeSignalRelay())
         let dispatcher = try core.makeMailDispatcher(transport: mail, settings: configuration.mailDispatcher)
-        let http = HTTPConfiguration(
-            issuerScheme: settings.issuerScheme, adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies,
-            limits: settings.limits, metrics: MetricsExposition.registry)
+        let maintenance = MaintenanceService(
+            sampler: core.makeMetricsSampler(outbox: dispatcher.outbox),
+            housekeeping: core.makeHousekeeping(
+                retention: settings.retention, addressRetention: settings.addressRetention, console: configuration.console.settings),
+            tally: core.clientAttestation?.tally, logger: logger)
+        return [
+            .init(service: SettingsListenerService(listener: core.makeSettingsChangeListener(logger: logger))),
+            .init(service: ProjectionDaemonService(daemon: core.makeProjectionDaemon())),
+            .init(service: AuditLogService(integrator: core.makeAuditLogIntegrator(settings: configuration.auditLog))),
+            .init(service: MailDispatcherService(dispatcher: dispatcher)), .init(service: signals), .init(service: maintenance),
+            .init(service: RebuildRunnerService(runner: core.operations.rebuilds)),
+        ]
+    }
+
+    /// The console's configuration: its own names (accepted by default with the realms' hosts)
+    /// are each listener it is on.
+    private static func consoleConfiguration(settings: Settings, configuration: ModgudConfiguration) -> ConsoleConfiguration {
         var console = ConsoleConfiguration(
             settings: configuration.console.settings, secureCookie: settings.consoleSecureCookie, trustedProxies: configuration.trustedProxies)
         console.hostnames = configuration.console.hostnames
-        // The console's own names (accepted by default with the realms' hosts): each listener it is on.
         if settings.consoleOnPublicPort || configuration.console.onPublicPort {
             console.ownHostnames.formUnion(ConsoleConfiguration.ownHostnames(listeningOn: settings.host))
         }
         if configuration.console.port != nil {
             console.ownHostnames.formUnion(ConsoleConfiguration.ownHostnames(listeningOn: configuration.console.host))
         }
-        let app = buildApplication(
-            core: core, configuration: http,
-            server: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: "modgud"),
-            console: settings.consoleOnPublicPort || configuration.console.onPublicPort ? console : nil, logger: logger)
-        let maintenance = MaintenanceService(
-            sampler: core.makeMetricsSampler(outbox: dispatcher.outbox),
-            housekeeping: core.makeHousekeeping(
-                retention: settings.retention, addressRetention: settings.addressRetention, console: configuration.console.settings),
-            tally: core.clientAttestation?.tally, logger: logger)
-        let listener = SettingsListenerService(listener: core.makeSettingsChangeListener(logger: logger))
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: listener), .init(service: daemon), .init(service: auditLog), .init(service: MailDispatcherService(dispatcher: dispatcher)),
-            .init(service: signals), .init(service: maintenance), .init(service: RebuildRunnerService(runner: core.operations.rebuilds)),
-            .init(service: app),
-        ]
-        if let port = configuration.console.port {
-            // The console's own listener (docs/operations/console.md): loopback by default.
-            services.append(
-                .init(
-                    service: buildConsoleApplication(
-                        core: core, configuration: http, console: console,
-                        server: ApplicationConfiguration(address: .hostname(configuration.console.host, port: port), serverName: "modgud-console"),
-                        logger: logger)))
+        return console
+    }
+}
+
+/// The cell directory's follower as a lifecycle service (issue 71).
+struct CellDirectoryService: Service {
+    let following: CellServing.Following
+
+    func run() async throws {
+        let (hosts, pools) = (following.hosts, following.pools)
+        await cancelWhenGracefulShutdown {
+            await following.directory.follow(configuration: following.configuration) { await hosts.refresh(cells: pools) }
         }
-        services.append(.init(service: DrainService(readiness: core.readiness, delay: settings.drain, logger: logger)))
-        var group = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        // A request that never finishes must not hold the shutdown forever: after the drain
-        // and 30 s more, whatever still runs is cancelled.
-        group.maximumGracefulShutdownDuration = settings.drain + .seconds(30)
-        try await ServiceGroup(configuration: group).run()
     }
 }
 

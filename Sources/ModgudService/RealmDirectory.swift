@@ -54,7 +54,7 @@ public final class RealmDirectory: Sendable {
     }
 
     /// `Login.Example.com:8443` → `login.example.com`; `[::1]:80` → `::1`.
-    static func normalize(_ host: String) -> String {
+    public static func normalize(_ host: String) -> String {
         var name = host.lowercased()
         if name.hasPrefix("["), let end = name.firstIndex(of: "]") {
             name = String(name[name.index(after: name.startIndex)..<end])

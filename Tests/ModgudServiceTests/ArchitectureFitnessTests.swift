@@ -130,11 +130,12 @@ extension ArchitectureFitnessTests {
 
 extension ArchitectureFitnessTests {
     /// Where the composition is built and taken apart into services: its own files and the
-    /// start-ups of the server, `modgud dev`, the admin commands and the load bench.
+    /// start-ups of the server (one database, or the cells: issue 71), `modgud dev`, the admin
+    /// commands and the load bench.
     static let compositionSites: Set<String> = [
         "ModgudService/ModgudCore.swift", "ModgudService/ModgudCore+Background.swift", "ModgudService/ModgudCore+Services.swift", "ModgudHTTP/Application+build.swift",
         "ModgudCLI/ServeCommand.swift", "ModgudCLI/DevCommand.swift", "ModgudCLI/Server.swift", "ModgudCLI/AdminContext.swift",
-        "ModgudCLI/Bench/LoadEnvironment.swift",
+        "ModgudCLI/Bench/LoadEnvironment.swift", "ModgudHTTP/Application+cells.swift", "ModgudCLI/CellServing.swift",
     ]
 
     /// Only the composition names the composition type (issue 42): everything else is handed

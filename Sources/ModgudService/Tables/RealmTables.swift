@@ -16,6 +16,11 @@ enum RealmTables {
         return projection == RealmDirectoryProjection().name
     }
 
+    /// Every host of every realm in this database (a cell's hosts, for `CellHostIndex`).
+    static let allHosts: PQQuery = "SELECT host, realm_id FROM realm_hosts"
+    /// Every realm's id (`modgud cell list`).
+    static let realmIDs: PQQuery = "SELECT realm_id FROM realms ORDER BY realm_id"
+
     // MARK: Statements (applied inline by the projection; `tables` resolves live or rebuild names)
 
     static func create(realm: String, settings: RealmSettings, tables: ProjectionTables) throws -> [PQQuery] {

@@ -1,0 +1,99 @@
+import AsyncTestSupport
+import Foundation
+import MailTestSupport
+import PQ
+import PostgresTestSupport
+import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Issue 71, test (c): one `modgud serve` with `MODGUD_DIRECTORY_URL` serves two cells (two
+/// databases, each its own pool and schema) and routes each request by its host; the
+/// directory's placement decides between two cells that both hold a realm, and a flip is
+/// followed without a restart. Played as an operator would: `modgud cell add/place/list`,
+/// `modgud realm create --database-url <cell>`, and requests over a real socket.
+final class CellRoutingTests: XCTestCase {
+    var databases: [TestDatabase] = []
+    var server: CLIRunner.Launched?
+
+    override func tearDown() async throws {
+        if let server {
+            server.process.terminate()
+            _ = server.finish()
+        }
+        for database in databases { await database.drop() }
+    }
+
+    func testAnInstanceRoutesByHostAcrossCellsAndFollowsAFlip() async throws {
+        for _ in 0..<3 { databases.append(try await TestDatabase.create(maxConnections: 4)) }
+        let (cellA, cellB, directory) = (CLIRunner(databaseURL: databases[0].url), CLIRunner(databaseURL: databases[1].url), databases[2].url)
+        // `red` (host localhost) in both cells, as mid-move; `blue` (host 127.0.0.1) in cell b only.
+        for cell in [cellA, cellB] {
+            try cell.ok(["realm", "create", "red", "--host", "localhost"])
+            try cell.ok(["realm", "rotate-key", "red"])
+        }
+        let operator_ = CLIRunner(databaseURL: "postgresql://nowhere.invalid/none")
+        try operator_.ok(["cell", "add", "a", "--url", databases[0].url, "--directory-url", directory])
+        try operator_.ok(["cell", "add", "b", "--url", databases[1].url, "--directory-url", directory])
+        let unplaced = try operator_.fails(["cell", "place", "red", "--cell", "c", "--directory-url", directory])
+        XCTAssertTrue(unplaced.contains("No cell is named c"), unplaced)
+        try operator_.ok(["cell", "place", "red", "--cell", "a", "--directory-url", directory])
+
+        let port = try SMTPSink.freePort()
+        server = try operator_.launch(
+            ["serve"],
+            environment: [
+                "MODGUD_DIRECTORY_URL": directory, "MODGUD_PORT": "\(port)", "MODGUD_ISSUER_SCHEME": "http", "MODGUD_MAIL_TRANSPORT": "console",
+            ])
+        try await LoginCommandTests.waitUntilReady("http://localhost:\(port)")
+
+        // Placed in a: the keys a signs with, and the issuer of the host.
+        let kidsA = try await kids(in: databases[0].pool), kidsB = try await kids(in: databases[1].pool)
+        XCTAssertNotEqual(kidsA, kidsB, "each cell made its own key")
+        let red = try await Self.json("http://localhost:\(port)/.well-known/openid-configuration")
+        XCTAssertEqual(red.status, 200)
+        XCTAssertEqual(red.body["issuer"] as? String, "http://localhost:\(port)")
+        let servedA = try await Self.servedKids("http://localhost:\(port)")
+        XCTAssertEqual(servedA, kidsA)
+
+        // A host no cell knows: the home cell (a) answers that no realm serves it.
+        let unknown = try await Self.json("http://127.0.0.1:\(port)/.well-known/openid-configuration")
+        XCTAssertEqual(unknown.status, 404)
+        XCTAssertEqual(unknown.body["title"] as? String, "Realm.NotFound")
+
+        // `blue` created in b while the instance runs, never placed: held by one cell, served from it.
+        try cellB.ok(["realm", "create", "blue", "--host", "127.0.0.1"])
+        try cellB.ok(["realm", "rotate-key", "blue"])
+        let blueKids = try await kids(in: databases[1].pool, realm: "blue")
+        try await Eventually.wait("blue served from cell b") { (try? await Self.servedKids("http://127.0.0.1:\(port)")) == blueKids }
+
+        // The flip: red placed in b; the instance follows the directory without a restart.
+        try operator_.ok(["cell", "place", "red", "--cell", "b", "--directory-url", directory])
+        try await Eventually.wait("red served from cell b after the flip") { (try? await Self.servedKids("http://localhost:\(port)")) == kidsB }
+
+        let listed = try operator_.ok(["cell", "list", "--directory-url", directory])
+        let lines = listed.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
+        XCTAssertEqual(lines.first, ["CELL", "HEALTH", "HELD", "PLACED", "URL"])
+        XCTAssertEqual(lines.dropFirst().map { Array($0.prefix(4)) }, [["a", "primary", "red", "-"], ["b", "primary", "blue,red", "red"]])
+    }
+
+    /// The kids of a realm's signing keys, as the cell's database holds them.
+    func kids(in pool: PQPool, realm: String = "red") async throws -> Set<String> {
+        Set(try await pool.query("SELECT kid FROM signing_keys WHERE realm_id = \(realm)").rows.map { try $0.decode(String.self, at: 0) })
+    }
+
+    /// The kids the server publishes for the realm of `base`'s host.
+    static func servedKids(_ base: String) async throws -> Set<String> {
+        let jwks = try await json(base + "/.well-known/jwks.json")
+        let keys = try XCTUnwrap(jwks.body["keys"] as? [[String: Any]])
+        return Set(keys.compactMap { $0["kid"] as? String })
+    }
+
+    static func json(_ url: String) async throws -> (status: Int, body: [String: Any]) {
+        let (data, response) = try await URLSession.shared.data(from: URL(string: url)!)
+        let body = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, body)
+    }
+}

@@ -1,0 +1,42 @@
+@testable import ModgudService
+import XCTest
+
+/// Issue 71: where `CellMap.route` sends a request, given which cells know its host's realm.
+final class CellMapTests: XCTestCase {
+    let map = CellMap(
+        cells: [.init(name: "home", databaseURL: "a"), .init(name: "east", databaseURL: "b")],
+        placements: ["red": .init(cell: "east"), "green": .init(cell: "home", state: .moving)])
+
+    func testAPlacedRealmGoesToItsCellWhoeverElseHoldsACopy() {
+        XCTAssertEqual(map.route(holders: ["home": "red", "east": "red"]), .cell("east"))
+        XCTAssertEqual(map.route(holders: ["home": "red"]), .cell("east"), "placed elsewhere: its cell answers, not the stale copy")
+    }
+
+    func testAMovingRealmIsFencedAndAnUnplacedOneIsServedOnlyByItsOneHolder() {
+        XCTAssertEqual(map.route(holders: ["home": "green", "east": "green"]), .fenced(realm: "green"))
+        XCTAssertEqual(map.route(holders: ["east": "blue"]), .cell("east"))
+        XCTAssertEqual(map.route(holders: ["home": "blue", "east": "blue"]), .unplaced(realm: "blue"), "never a guess between two copies")
+    }
+
+    func testAHostNoCellKnowsGoesHomeAndTwoRealmsOnOneHostDeferToThePlacedOne() {
+        XCTAssertEqual(map.route(holders: [:]), .cell("home"))
+        XCTAssertNil(CellMap(cells: []).route(holders: [:]))
+        XCTAssertEqual(map.route(holders: ["home": "blue", "east": "red"]), .cell("east"))
+        XCTAssertEqual(map.route(holders: ["home": "blue", "east": "yellow"]), .unplaced(realm: "blue"))
+    }
+}
+
+/// Issue 71: the in-memory host index the router reads before any SQL.
+final class CellHostIndexTests: XCTestCase {
+    func testARefreshReplacesOneCellsHostsAndLeavesTheOthers() {
+        let index = CellHostIndex()
+        index.replace(cell: "home", with: [("red.test", "red"), ("shared.test", "red")])
+        index.replace(cell: "east", with: [("shared.test", "red"), ("blue.test", "blue")])
+        XCTAssertEqual(index.holders(ofHost: "shared.test"), ["home": "red", "east": "red"])
+        index.replace(cell: "home", with: [("green.test", "green")])
+        XCTAssertNil(index.holders(ofHost: "red.test"), "a host its cell no longer has is gone")
+        XCTAssertEqual(index.holders(ofHost: "shared.test"), ["east": "red"])
+        XCTAssertEqual(index.holders(ofHost: "green.test"), ["home": "green"])
+        XCTAssertEqual(index.holders(ofHost: "blue.test"), ["east": "blue"])
+    }
+}
