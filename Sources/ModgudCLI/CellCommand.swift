@@ -8,7 +8,7 @@ import PQ
 struct CellCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cell", abstract: "Cells: the PostgreSQL groups realms live in, and the directory that places them.",
-        subcommands: [Add.self, List.self, Place.self])
+        subcommands: [Add.self, List.self, Place.self, Realms.self, Audit.self])
 
     /// `--directory-url`, default `MODGUD_DIRECTORY_URL`.
     struct DirectoryOptions: ParsableArguments {
@@ -20,6 +20,13 @@ struct CellCommand: AsyncParsableCommand {
                 throw CommandError("name the cell directory: --directory-url or MODGUD_DIRECTORY_URL")
             }
             return PQPool(configuration: PQConfiguration(connectionString: url), options: .init(maxConnections: 2))
+        }
+
+        /// The directory's map, read now.
+        func read() async throws -> CellMap {
+            let pool = try makePool()
+            defer { Task { await pool.close() } }
+            return try await CellDirectory.read(pool: pool)
         }
     }
 

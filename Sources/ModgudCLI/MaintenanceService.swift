@@ -8,7 +8,8 @@ import ServiceLifecycle
 /// Every `pruneInterval`: `Housekeeping.prune`. A database error is logged and the loop
 /// carries on. At shutdown the counts are flushed once more.
 struct MaintenanceService: Service {
-    let sampler: MetricsSampler
+    /// Nil for every cell but the home cell (issue 71): `/metrics`' state gauges are one cell's.
+    let sampler: MetricsSampler?
     let housekeeping: Housekeeping
     /// Nil without the master key (no attestation is checked).
     let tally: ClientAttestationTally?
@@ -22,7 +23,7 @@ struct MaintenanceService: Service {
             var nextPrune = clock.now
             while !Task.isCancelled {
                 do {
-                    try await sampler.sample()
+                    try await sampler?.sample()
                 } catch {
                     logger.warning("metrics sampling failed", metadata: ["error": "\(error)"])
                 }

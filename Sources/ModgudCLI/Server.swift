@@ -46,8 +46,9 @@ enum Server {
         logger.info("starting", metadata: ["tasks_on": "\(GlobalExecutor.isNIO ? "nio-event-loops" : "cooperative-pool")", "cells": "\(cells.count)"])
         let home = cells[0].core
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        for cell in cells {
-            services += try backgroundServices(core: cell.core, settings: settings, configuration: configuration, mail: mail, logger: logger)
+        for (index, cell) in cells.enumerated() {
+            services += try backgroundServices(
+                core: cell.core, samplesMetrics: index == 0, settings: settings, configuration: configuration, mail: mail, logger: logger)
         }
         if let directory { services.append(.init(service: CellDirectoryService(following: directory))) }
         let http = HTTPConfiguration(
@@ -71,7 +72,7 @@ enum Server {
                         server: ApplicationConfiguration(address: .hostname(configuration.console.host, port: port), serverName: "modgud-console"),
                         logger: logger)))
         }
-        services.append(.init(service: DrainService(readiness: home.readiness, delay: settings.drain, logger: logger)))
+        services.append(.init(service: DrainService(readiness: cells.map(\.core.readiness), delay: settings.drain, logger: logger)))
         var group = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         // A request that never finishes must not hold the shutdown forever: after the drain
         // and 30 s more, whatever still runs is cancelled.
@@ -81,16 +82,17 @@ enum Server {
 
     /// One cell's background services, in their stopping order's reverse: the settings
     /// listener, the projection daemon, the audit log's integrator, the mail dispatcher, the
-    /// signals, the maintenance loop and the console's rebuilds.
+    /// signals, the maintenance loop and the console's rebuilds. `/metrics`' state gauges are
+    /// sampled from the home cell only (`samplesMetrics`), so no two cells overwrite them.
     private static func backgroundServices(
-        core: ModgudCore, settings: Settings, configuration: ModgudConfiguration, mail: any MailTransport, logger: Logger
+        core: ModgudCore, samplesMetrics: Bool, settings: Settings, configuration: ModgudConfiguration, mail: any MailTransport, logger: Logger
     ) throws -> [ServiceGroupConfiguration.ServiceConfiguration] {
         let signals = SharedSignalsService(
             transmitter: core.makeSignalTransmitter(), pusher: core.makeSignalPusher(settings: configuration.signalPush),
             relay: core.makeSignalRelay())
         let dispatcher = try core.makeMailDispatcher(transport: mail, settings: configuration.mailDispatcher)
         let maintenance = MaintenanceService(
-            sampler: core.makeMetricsSampler(outbox: dispatcher.outbox),
+            sampler: samplesMetrics ? core.makeMetricsSampler(outbox: dispatcher.outbox) : nil,
             housekeeping: core.makeHousekeeping(
                 retention: settings.retention, addressRetention: settings.addressRetention, console: configuration.console.settings),
             tally: core.clientAttestation?.tally, logger: logger)
@@ -219,13 +221,14 @@ struct MailDispatcherService: Service {
 /// On SIGTERM: report not ready at once, then give load balancers `delay` to notice before
 /// the HTTP server (the next service to stop) closes its listener.
 struct DrainService: Service {
-    let readiness: ReadinessProbe
+    /// Every cell's (one, without cells).
+    let readiness: [ReadinessProbe]
     let delay: Duration
     let logger: Logger
 
     func run() async throws {
         try? await gracefulShutdown()
-        readiness.beginDrain()
+        for probe in readiness { probe.beginDrain() }
         logger.info("draining: /health/ready answers 503", metadata: ["drain_seconds": "\(delay.components.seconds)"])
         try? await Task.sleep(for: delay)
     }

@@ -13,7 +13,7 @@ public func buildCellApplication(
 ) -> some ApplicationProtocol {
     let routed = cells.enumerated().map { index, cell in
         CellRouter.Cell(
-            name: cell.name, realms: cell.core.realmDirectory, router: buildRouter(core: cell.core, configuration: configuration, console: index == 0 ? console : nil))
+            name: cell.name, realms: cell.core.realmDirectory, readiness: cell.core.readiness, router: buildRouter(core: cell.core, configuration: configuration, console: index == 0 ? console : nil))
     }
     let limits = configuration.limits
     var server = server

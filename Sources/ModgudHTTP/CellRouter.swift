@@ -14,11 +14,13 @@ public struct CellRouter: HTTPResponderBuilder {
         public var name: String
         /// The cell's realm cache (for a host the index does not know yet).
         public var realms: RealmDirectory
+        public var readiness: ReadinessProbe
         public var router: Router<ModgudRequestContext>
 
-        public init(name: String, realms: RealmDirectory, router: Router<ModgudRequestContext>) {
+        public init(name: String, realms: RealmDirectory, readiness: ReadinessProbe, router: Router<ModgudRequestContext>) {
             self.name = name
             self.realms = realms
+            self.readiness = readiness
             self.router = router
         }
     }
@@ -34,15 +36,18 @@ public struct CellRouter: HTTPResponderBuilder {
     }
 
     public func buildResponder() -> Responder {
-        Responder(cells: cells.map { ($0.name, $0.realms, $0.router.buildResponder()) }, directory: directory, hosts: hosts)
+        Responder(cells: cells.map { ($0.name, $0.realms, $0.readiness, $0.router.buildResponder()) }, directory: directory, hosts: hosts)
     }
 
     public struct Responder: HTTPResponder {
-        let cells: [(name: String, realms: RealmDirectory, responder: RouterResponder<ModgudRequestContext>)]
+        let cells: [(name: String, realms: RealmDirectory, readiness: ReadinessProbe, responder: RouterResponder<ModgudRequestContext>)]
         let directory: CellDirectory
         let hosts: CellHostIndex
 
         public func respond(to request: Request, context: ModgudRequestContext) async throws -> Response {
+            // The instance's readiness, on any host: one cell's failover must not take the
+            // others out of the balancer (`CellReadiness`).
+            if request.method == .get, request.uri.path == "/health/ready" { return await ready() }
             switch directory.map.route(holders: await holders(of: request.head.authority ?? "")) {
             case .cell(let name):
                 guard let cell = cells.first(where: { $0.name == name }) else { return Self.unserved(name) }
@@ -58,6 +63,17 @@ public struct CellRouter: HTTPResponderBuilder {
             case nil:
                 return Problem.response("Realm.NotFound", status: 404, detail: "No realm serves this host.")
             }
+        }
+
+        /// 200 unless draining or no cell is ready; every cell's verdict in the checks.
+        func ready() async -> Response {
+            let reports = await withTaskGroup(of: (String, ReadinessProbe.Report).self) { group in
+                for cell in cells { group.addTask { (cell.name, await cell.readiness.check()) } }
+                var reports: [String: ReadinessProbe.Report] = [:]
+                for await (name, report) in group { reports[name] = report }
+                return reports
+            }
+            return ReadinessResponse.render(CellReadiness.combine(reports))
         }
 
         /// The cells that serve a realm on `authority`'s host, and the realm each serves there.

@@ -19,12 +19,7 @@ struct HealthController: Sendable {
     /// 200 when ready, 503 otherwise (draining, database unreachable, migrations pending, a
     /// projection stalled), with each check's verdict: `{ "status", "checks": { … } }`.
     func ready(_ request: Request, context: ModgudRequestContext) async -> Response {
-        let report = await readiness.check()
-        var response = OAuthResponses.json(
-            ReadyBody(status: report.ready ? "ready" : "unavailable", checks: report.checks),
-            status: report.ready ? .ok : .serviceUnavailable)
-        if !report.ready { response.headers[.retryAfter] = "1" }
-        return response
+        ReadinessResponse.render(await readiness.check())
     }
 
     /// The Prometheus text exposition format (version 0.0.4).
@@ -35,10 +30,5 @@ struct HealthController: Sendable {
         // Read at scrape time: a process-wide atomic, no database work.
         Gauge(label: "modgud_db_round_trips").record(StoreFailure.roundTrips)
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics?.emitToBuffer() ?? [])))
-    }
-
-    struct ReadyBody: Encodable {
-        var status: String
-        var checks: [String: String]
     }
 }

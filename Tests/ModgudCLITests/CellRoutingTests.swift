@@ -58,6 +58,11 @@ final class CellRoutingTests: XCTestCase {
         let servedA = try await Self.servedKids("http://localhost:\(port)")
         XCTAssertEqual(servedA, kidsA)
 
+        // The instance's readiness names every cell, on any host (a balancer sends none).
+        let ready = try await Self.json("http://127.0.0.1:\(port)/health/ready")
+        XCTAssertEqual(ready.status, 200)
+        XCTAssertEqual(ready.body["checks"] as? [String: String], ["draining": "ok", "cell.a": "ok", "cell.b": "ok"])
+
         // A host no cell knows: the home cell (a) answers that no realm serves it.
         let unknown = try await Self.json("http://127.0.0.1:\(port)/.well-known/openid-configuration")
         XCTAssertEqual(unknown.status, 404)
@@ -77,6 +82,32 @@ final class CellRoutingTests: XCTestCase {
         let lines = listed.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
         XCTAssertEqual(lines.first, ["CELL", "HEALTH", "HELD", "PLACED", "URL"])
         XCTAssertEqual(lines.dropFirst().map { Array($0.prefix(4)) }, [["a", "primary", "red", "-"], ["b", "primary", "blue,red", "red"]])
+        try await operatorViews(cellA: cellA, cellB: cellB, directory: directory)
+    }
+
+    /// Test (d): the operator's realm list and a person's history across cells, merged; a cell
+    /// that does not answer is named and fails the command, the others' answers still printed.
+    func operatorViews(cellA: CLIRunner, cellB: CLIRunner, directory: String) async throws {
+        try cellA.ok(["user", "create", "red", "ada@example.com"])
+        try cellB.ok(["user", "create", "blue", "ada@example.com"])
+        let operator_ = CLIRunner(databaseURL: "postgresql://nowhere.invalid/none")
+        let realms = try operator_.ok(["cell", "realms", "--directory-url", directory]).split(separator: "\n").map(String.init)
+        XCTAssertEqual(
+            realms, ["REALM\tCELL\tPLACED\tHOSTS", "blue\tb\tunplaced\t127.0.0.1", "red\ta\tin b\tlocalhost", "red\tb\there\tlocalhost"])
+        let history = try operator_.ok(["cell", "audit", "ada@example.com", "--directory-url", directory])
+        let registered = history.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }.filter { $0.count > 3 && $0[3] == "user.registered" }
+        XCTAssertEqual(Set(registered.map { $0[1] + "/" + $0[2] }), ["a/red", "b/blue"], history)
+
+        // A third cell whose database is gone.
+        let gone = try await TestDatabase.create(maxConnections: 2)
+        try operator_.ok(["cell", "add", "c", "--url", gone.url, "--directory-url", directory])
+        await gone.drop()
+        let partial = try operator_.run(["cell", "realms", "--directory-url", directory])
+        XCTAssertEqual(partial.status, 1)
+        XCTAssertTrue(partial.error.contains("cell c did not answer"), partial.error)
+        XCTAssertTrue(partial.output.contains("blue\tb\tunplaced"), "the other cells' answers are printed: \(partial.output)")
+        let health = try operator_.ok(["cell", "list", "--directory-url", directory])
+        XCTAssertTrue(health.contains("c\tunreachable\t?\t-"), health)
     }
 
     /// The kids of a realm's signing keys, as the cell's database holds them.

@@ -40,3 +40,19 @@ final class CellHostIndexTests: XCTestCase {
         XCTAssertEqual(index.holders(ofHost: "blue.test"), ["east": "blue"])
     }
 }
+
+/// Issue 71: one cell's failover does not make the instance unready for the others.
+final class CellReadinessTests: XCTestCase {
+    func testTheInstanceIsReadyWhileAnyCellIsAndSaysWhichIsNot() {
+        let ok = ReadinessProbe.Report(ready: true, checks: ["draining": "ok", "database": "ok", "migrations": "ok", "projections": "ok"])
+        let down = ReadinessProbe.Report(ready: false, checks: ["draining": "ok", "database": "unreachable"])
+        let one = CellReadiness.combine(["a": down, "b": ok])
+        XCTAssertTrue(one.ready)
+        XCTAssertEqual(one.checks, ["draining": "ok", "cell.a": "database: unreachable", "cell.b": "ok"])
+        XCTAssertFalse(CellReadiness.combine(["a": down, "b": down]).ready, "no cell ready: no traffic")
+        let draining = ReadinessProbe.Report(ready: false, checks: ["draining": "draining"])
+        let drained = CellReadiness.combine(["a": draining, "b": ok])
+        XCTAssertFalse(drained.ready, "draining takes the instance out whatever its cells say")
+        XCTAssertEqual(drained.checks["draining"], "draining")
+    }
+}
