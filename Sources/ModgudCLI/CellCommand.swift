@@ -73,15 +73,11 @@ struct CellCommand: AsyncParsableCommand {
         @OptionGroup var directory: DirectoryOptions
 
         func run() async throws {
-            let pool = try directory.makePool()
-            let map = try await CellDirectory.read(pool: pool)
-            await pool.close()
             print("CELL\tHEALTH\tHELD\tPLACED\tURL")
-            for cell in map.cells {
-                let placed = map.placements.filter { $0.value.cell == cell.name }.keys.sorted()
-                let (health, held) = await CellHealth.probe(databaseURL: cell.databaseURL)
-                let heldText = held.map { $0.isEmpty ? "-" : $0.joined(separator: ",") } ?? "?"
-                print("\(cell.name)\t\(health)\t\(heldText)\t\(placed.isEmpty ? "-" : placed.joined(separator: ","))\t\(CellHealth.redacted(cell.databaseURL))")
+            for cell in await CellHealth.statuses(of: try await directory.read()) {
+                let held = cell.held.map { $0.isEmpty ? "-" : $0.joined(separator: ",") } ?? "?"
+                let placed = cell.placed.isEmpty ? "-" : cell.placed.joined(separator: ",")
+                print("\(cell.name)\t\(cell.health)\t\(held)\t\(placed)\t\(CellHealth.redacted(cell.databaseURL))")
             }
         }
     }

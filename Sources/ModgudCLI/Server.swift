@@ -54,7 +54,8 @@ enum Server {
         let http = HTTPConfiguration(
             issuerScheme: settings.issuerScheme, adminToken: configuration.adminToken, trustedProxies: configuration.trustedProxies,
             limits: settings.limits, metrics: MetricsExposition.registry)
-        let console = consoleConfiguration(settings: settings, configuration: configuration)
+        var console = consoleConfiguration(settings: settings, configuration: configuration)
+        if let directory = directory?.directory { console.cells = { await CellHealth.statuses(of: directory.map) } }
         let publicConsole = settings.consoleOnPublicPort || configuration.console.onPublicPort ? console : nil
         let address = ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: "modgud")
         if let directory {

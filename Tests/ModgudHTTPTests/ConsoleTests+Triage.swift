@@ -149,7 +149,7 @@ extension ConsoleTests {
             XCTAssertTrue(metrics.body.contains("modgud_http_requests_total"), "the page's text, as shipped")
             XCTAssertTrue(metrics.body.contains(#"<a href="/console/docs/console">"#), "with the other pages")
             let index = try await H.call(client, .get, "/console/docs", "", headers: session.headers)
-            XCTAssertEqual(index.body.components(separatedBy: "<li><a href=\"/console/docs/").count - 1, 10, index.body)
+            XCTAssertEqual(index.body.components(separatedBy: "<li><a href=\"/console/docs/").count - 1, 11, index.body)
             let missing = try await H.call(client, .get, "/console/docs/architecture", "", headers: session.headers)
             XCTAssertEqual(missing.status, .notFound, "only the operator's pages ship")
             let signedOut = try await H.call(client, .get, "/console/docs/metrics", "", headers: [:])

@@ -26,6 +26,9 @@ public struct ConsoleConfiguration: Sendable {
     }
 
     public var hostnames: HostNames = .realmsAndOwn
+    /// The cells and their health for the health page (issue 71), when the instance serves
+    /// cells (`MODGUD_DIRECTORY_URL`); nil for one database.
+    public var cells: (@Sendable () async -> [CellHealth.Status])? = nil
     /// The console's own names, accepted by default besides the realms' hosts: the loopback
     /// names, and the host of each listener the console is served on (`ownHostnames(listeningOn:)`).
     public var ownHostnames: Set<String> = Self.loopbackNames

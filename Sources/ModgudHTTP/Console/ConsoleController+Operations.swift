@@ -71,9 +71,17 @@ extension ConsoleController {
             ["label": "signal streams", "value": ConsoleFormat.count(streams.count)],
             ["label": "SETs waiting", "value": ConsoleFormat.count(streams.reduce(0) { $0 + $1.pending })],
         ]
-        return ConsolePage(
-            template: "health", title: "Health", values: ["ready": report.ready, "checks": checks, "stats": stats, "projections": try await projectionRows()],
-            section: "health")
+        var values: [String: Any] = ["ready": report.ready, "checks": checks, "stats": stats, "projections": try await projectionRows()]
+        if let cells = configuration.cells {
+            values["hasCells"] = true
+            values["cells"] = await cells().map { cell -> [String: Any] in
+                [
+                    "name": cell.name, "health": cell.health, "ok": cell.health == "primary", "held": cell.held.map { $0.joined(separator: ", ") } ?? "?",
+                    "placed": cell.placed.joined(separator: ", "), "url": CellHealth.redacted(cell.databaseURL),
+                ]
+            }
+        }
+        return ConsolePage(template: "health", title: "Health", values: values, section: "health")
     }
 
     private func projectionRows() async throws -> [[String: Any]] {
