@@ -68,7 +68,7 @@ public struct CellRouter: HTTPResponderBuilder {
         /// 200 unless draining or no cell is ready; every cell's verdict in the checks.
         func ready() async -> Response {
             let reports = await withTaskGroup(of: (String, ReadinessProbe.Report).self) { group in
-                for cell in cells { group.addTask { (cell.name, await cell.readiness.check()) } }
+                for cell in cells { group.addTask { (cell.name, await CellReadiness.check(cell.readiness)) } }
                 var reports: [String: ReadinessProbe.Report] = [:]
                 for await (name, report) in group { reports[name] = report }
                 return reports

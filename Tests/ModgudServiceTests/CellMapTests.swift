@@ -1,4 +1,8 @@
+import AsyncTestSupport
 @testable import ModgudService
+import PQ
+import PostgresTestSupport
+import Synchronization
 import XCTest
 
 /// Issue 71: where `CellMap.route` sends a request, given which cells know its host's realm.
@@ -55,4 +59,37 @@ final class CellReadinessTests: XCTestCase {
         XCTAssertFalse(drained.ready, "draining takes the instance out whatever its cells say")
         XCTAssertEqual(drained.checks["draining"], "draining")
     }
+}
+
+extension CellReadinessTests {
+    /// A cell whose check does not answer in time counts as not ready, and the instance's
+    /// answer does not wait for it (a pool whose every connection hangs on a dead primary).
+    func testACellThatDoesNotAnswerInTimeIsNotReadyAndDoesNotHoldTheAnswer() async throws {
+        let database = try await TestDatabase.create(maxConnections: 1)
+        let leased = ReadinessLease()
+        // The pool's one connection is leased and not returned until the end: every check waits for it.
+        let held = Task {
+            try await database.pool.withConnection { _ in
+                leased.signal()
+                try await Task.sleep(for: .seconds(3600))
+            }
+        }
+        try await Eventually.wait("the connection leased") { leased.isSet }
+        let probe = ReadinessProbe(pool: database.pool, cacheFor: .zero)
+        let report = await CellReadiness.check(probe, within: .milliseconds(200))
+        XCTAssertFalse(report.ready)
+        XCTAssertEqual(report.checks["database"], "no answer within 0.2 seconds")
+        held.cancel()
+        _ = await held.result
+        let free = await CellReadiness.check(probe, within: .seconds(120))
+        XCTAssertTrue(free.ready, "the same probe answers once the connection is back: \(free)")
+        await database.drop()
+    }
+}
+
+/// Set once, read from any task.
+final class ReadinessLease: Sendable {
+    private let flag = Mutex(false)
+    func signal() { flag.withLock { $0 = true } }
+    var isSet: Bool { flag.withLock { $0 } }
 }
