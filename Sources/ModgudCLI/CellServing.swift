@@ -6,7 +6,8 @@ import ModgudService
 import PQ
 
 /// `modgud serve` with `MODGUD_DIRECTORY_URL` (issue 71, docs/operations/cells.md): opens the
-/// directory, then every cell it lists (a pool each, migrated), and serves them all.
+/// directory, then every cell it lists (a pool each, migrated), and serves them all. A cell
+/// that does not answer at start is not waited for (`migrate`).
 enum CellServing {
     /// What an instance serving cells follows: the directory's map, and the cells' hosts.
     struct Following: Sendable {
@@ -31,11 +32,10 @@ enum CellServing {
                 configuration: PQConfiguration(connectionString: cell.databaseURL),
                 options: .init(maxConnections: settings.poolSize, waitObserver: MetricsExposition.poolWaitObserver()))
             pools.append((cell.name, pool))
-            _ = try await DatabaseStartup.migrateWhenReachable(pool, logger: logger)
             cells.append(
                 (cell.name, try ModgudCore(pool: pool, masterKey: masterKey, groupCommit: settings.groupCommit, attestationRoots: settings.attestationRoots)))
-            logger.info("cell opened", metadata: ["cell": "\(cell.name)"])
         }
+        try await migrate(pools, logger: logger)
         let hosts = CellHostIndex()
         await hosts.refresh(cells: pools)
         let following = Following(directory: directory, configuration: configuration, hosts: hosts, pools: pools)
@@ -44,6 +44,30 @@ enum CellServing {
             mail: try settings.mailTransport(allowConsoleByDefault: false))
         for (_, pool) in pools { await pool.close() }
         await directoryPool.close()
+    }
+
+    /// Applies every cell's missing migrations, all at once. A cell that does not answer is not
+    /// waited for: one cell down must not keep an instance from serving the others (a rolling
+    /// restart during a cell's failover). Its migrations are applied in the background once it
+    /// answers; until then its readiness says so and its realms fail on their own. A refusal
+    /// retrying cannot fix (an edited migration) still ends the process, as with one database.
+    static func migrate(_ pools: [(name: String, pool: PQPool)], logger: Logger) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (name, pool) in pools {
+                group.addTask {
+                    do {
+                        _ = try await Migrator.product(pool: pool).migrate()
+                        logger.info("cell opened", metadata: ["cell": "\(name)"])
+                    } catch where PQError.meansDatabaseUnavailable(error) {
+                        logger.warning(
+                            "cell not reachable at start: serving the other cells, migrating it once it answers",
+                            metadata: ["cell": "\(name)", "error": "\(error)"])
+                        Task { _ = try? await DatabaseStartup.migrateWhenReachable(pool, logger: logger) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
     }
 
     /// The directory, once it answers: a directory in failover is waited for, not a reason to exit.

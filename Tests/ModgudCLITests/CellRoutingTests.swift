@@ -1,6 +1,7 @@
 import AsyncTestSupport
 import Foundation
 import MailTestSupport
+import ModgudService
 import PQ
 import PostgresTestSupport
 import XCTest
@@ -108,6 +109,33 @@ final class CellRoutingTests: XCTestCase {
         XCTAssertTrue(partial.output.contains("blue\tb\tunplaced"), "the other cells' answers are printed: \(partial.output)")
         let health = try operator_.ok(["cell", "list", "--directory-url", directory])
         XCTAssertTrue(health.contains("c\tunreachable\t?\t-"), health)
+    }
+
+    /// One cell down when an instance starts: it serves the others, and says which cell is not ready.
+    func testAnInstanceStartsAndServesItsCellsWhileAnotherCellIsDown() async throws {
+        for _ in 0..<2 { databases.append(try await TestDatabase.create(maxConnections: 4)) }
+        let (cellA, directory) = (CLIRunner(databaseURL: databases[0].url), databases[1].url)
+        try cellA.ok(["realm", "create", "red", "--host", "localhost"])
+        try cellA.ok(["realm", "rotate-key", "red"])
+        let operator_ = CLIRunner(databaseURL: "postgresql://nowhere.invalid/none")
+        try operator_.ok(["cell", "add", "a", "--url", databases[0].url, "--directory-url", directory])
+        // Cell b's primary is down: nothing listens at its URL (added directly: `cell add` migrates first).
+        try await CellDirectory.addCell(name: "b", databaseURL: "postgresql://postgres@127.0.0.1:1/modgud", pool: databases[1].pool)
+
+        let port = try SMTPSink.freePort()
+        server = try operator_.launch(
+            ["serve"],
+            environment: [
+                "MODGUD_DIRECTORY_URL": directory, "MODGUD_PORT": "\(port)", "MODGUD_ISSUER_SCHEME": "http", "MODGUD_MAIL_TRANSPORT": "console",
+            ])
+        try await LoginCommandTests.waitUntilReady("http://localhost:\(port)")
+        let ready = try await Self.json("http://localhost:\(port)/health/ready")
+        let checks = try XCTUnwrap(ready.body["checks"] as? [String: String])
+        XCTAssertEqual(checks["cell.a"], "ok")
+        XCTAssertTrue(checks["cell.b"]?.hasPrefix("database: ") == true, "\(checks)")
+        let served = try await Self.servedKids("http://localhost:\(port)")
+        let held = try await kids(in: databases[0].pool)
+        XCTAssertEqual(served, held, "realm red served from cell a while cell b is down")
     }
 
     /// The kids of a realm's signing keys, as the cell's database holds them.
