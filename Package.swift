@@ -293,6 +293,7 @@ let package = Package(
             name: "ModgudCLITests",
             dependencies: [
                 "ModgudCLI", "PostgresTestSupport", "PQ", "ModgudSchema", "MailTestSupport", "AsyncTestSupport", "ModgudService", "EventStorePostgres",
+                "ModgudClient", "TransparencyLog", "WebAuthn",
             ],
             swiftSettings: strict),
         .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: strict),

@@ -57,6 +57,14 @@ public enum EventStoreSQL {
 
     static let notify: PQQuery = "SELECT pg_notify('\(unescaped: channel)', '')"
 
+    /// The log's horizon (no transaction below it is still running) and the WAL position after
+    /// it, for a reader of the log through logical replication (the live realm move, issue 71):
+    /// once a subscriber has confirmed the position, it has every event below the horizon.
+    public static let horizonAndWALPosition: PQQuery = "SELECT pg_snapshot_xmin(pg_current_snapshot()), pg_current_wal_lsn()::text"
+
+    /// Wakes the projection daemons (an append made outside the store: the live move).
+    public static let wakeProjections: PQQuery = notify
+
     static func readStream(_ streamID: String, after version: Int64) -> PQQuery {
         """
         SELECT \(unescaped: eventColumns) FROM events

@@ -40,8 +40,11 @@ struct CellCommand: AsyncParsableCommand {
         func run() async throws {
             let cell = PQPool(configuration: PQConfiguration(connectionString: url), options: .init(maxConnections: 2))
             let report = try await Migrator.product(pool: cell).migrate()
-            await cell.close()
             let pool = try directory.makePool()
+            try await CellDirectory.migrate(pool: pool)
+            let cells = try await CellDirectory.read(pool: pool).cells
+            try await RealmMove.separatePositions(ofCellAt: cells.firstIndex { $0.name == name } ?? cells.count, pool: cell)
+            await cell.close()
             try await CellDirectory.addCell(name: name, databaseURL: url, pool: pool)
             await pool.close()
             print("cell \(name) added (\(report.applied.count) migrations applied)")

@@ -13,9 +13,19 @@ struct PostgresCommand: AsyncParsableCommand {
         @Option(help: "Folder of the cluster.") var dataDir: String
         @Option(help: "Port (default: a free one, or the running cluster's).") var port: Int?
         @Option(help: "Database to create.") var database = "modgud"
+        @Option(
+            name: .customLong("setting"),
+            help: "A server setting as name=value, repeatable: wal_level=logical on a cell realms move out of (docs/operations/cells.md).")
+        var settings: [String] = []
 
         func open() throws -> EmbeddedPostgres {
-            try EmbeddedPostgres(.init(dataDirectory: dataDir, database: database, port: port, durable: true))
+            var parsed: [String: String] = [:]
+            for setting in settings {
+                let parts = setting.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2, !parts[0].isEmpty else { throw ValidationError("--setting takes name=value, not \(setting)") }
+                parsed[parts[0]] = parts[1]
+            }
+            return try EmbeddedPostgres(.init(dataDirectory: dataDir, database: database, port: port, durable: true, settings: parsed))
         }
     }
 

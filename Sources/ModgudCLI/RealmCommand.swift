@@ -5,7 +5,9 @@ import ModgudService
 
 struct RealmCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "realm", abstract: "Create, change and inspect realms.", subcommands: [Create.self, Update.self, Show.self, List.self, RotateKey.self, RetireKey.self, Provider.self, AppleKey.self])
+        commandName: "realm", abstract: "Create, change and inspect realms.", subcommands: [
+            Create.self, Update.self, Show.self, List.self, RotateKey.self, RetireKey.self, Provider.self, AppleKey.self, Move.self, Retire.self,
+        ])
 
     /// Settings options shared by create and update (unset options leave values alone on update).
     struct SettingsOptions: ParsableArguments {

@@ -17,9 +17,10 @@ public final class RestartableDatabase: Sendable {
 
     /// - Parameter durable: commits wait for their WAL (a test that crashes the server and
     ///   expects a commit to survive); the default trades that for speed.
-    public init(maxConnections: Int = 20, durable: Bool = false) async throws {
+    ///   - settings: server settings (`wal_level=logical` for a cell a realm moves out of).
+    public init(maxConnections: Int = 20, durable: Bool = false, settings: [String: String] = [:]) async throws {
         let folder = "/tmp/modgud-restartable-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        cluster = try EmbeddedPostgres(.init(dataDirectory: folder, database: "modgud", durable: durable))
+        cluster = try EmbeddedPostgres(.init(dataDirectory: folder, database: "modgud", durable: durable, settings: settings))
         url = cluster.url
         pool = PQPool(configuration: PQConfiguration(connectionString: url), options: .init(maxConnections: maxConnections, acquireTimeout: .seconds(2)))
         _ = try await Migrator(pool: pool, migrations: ModgudSchema.migrations.map { .init(name: $0.name, sql: $0.sql) }).migrate()

@@ -15,18 +15,7 @@ import FoundationNetworking
 /// directory's placement decides between two cells that both hold a realm, and a flip is
 /// followed without a restart. Played as an operator would: `modgud cell add/place/list`,
 /// `modgud realm create --database-url <cell>`, and requests over a real socket.
-final class CellRoutingTests: XCTestCase {
-    var databases: [TestDatabase] = []
-    var server: CLIRunner.Launched?
-
-    override func tearDown() async throws {
-        if let server {
-            server.process.terminate()
-            _ = server.finish()
-        }
-        for database in databases { await database.drop() }
-    }
-
+final class CellRoutingTests: CellTestCase {
     func testAnInstanceRoutesByHostAcrossCellsAndFollowsAFlip() async throws {
         for _ in 0..<3 { databases.append(try await TestDatabase.create(maxConnections: 4)) }
         let (cellA, cellB, directory) = (CLIRunner(databaseURL: databases[0].url), CLIRunner(databaseURL: databases[1].url), databases[2].url)

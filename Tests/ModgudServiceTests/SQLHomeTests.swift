@@ -64,17 +64,19 @@ final class SQLHomeTests: XCTestCase {
             "rate_limits_durable": ["RateLimitsTable.swift"],
             "mail_outbox": ["MailOutboxTable.swift"],
             "clients": ["ClientsTable.swift", "TokenTables.swift"],
-            "realms": ["RealmTables.swift"],
+            // The live move (issue 71) copies and retires every table of a realm by name lists;
+            // it names only the ones it reads in a way of their own.
+            "realms": ["RealmTables.swift", "RealmMoveSQL.swift"],
             "realm_hosts": ["RealmTables.swift"],
             "signing_keys": ["RealmTables.swift"],
             "signing_key_secrets": ["RealmTables.swift"],
             "personal_data_sealing": ["PersonalDataSealingTable.swift"],
             "audit_log_keys": ["AuditLogKeysTable.swift"],
-            "dpop_jtis": ["DPoPReplayTable.swift"],
+            "dpop_jtis": ["DPoPReplayTable.swift", "RealmMoveSQL.swift"],
             "settings_instances": ["SettingsAcknowledgementsTable.swift"],
             // The lease looks at a stream's first waiting SET, the overview counts them; the
             // fan-out and the drop pick the streams that hold them (issue 42).
-            "ssf_streams": ["SignalStreamsTable.swift", "SignalOutboxTable.swift"],
+            "ssf_streams": ["SignalStreamsTable.swift", "SignalOutboxTable.swift", "RealmMoveSQL.swift"],
             "ssf_outbox": ["SignalOutboxTable.swift", "SignalStreamsTable.swift"],
         ]
         let files = try Self.files().filter { !$0.path.hasPrefix("ModgudCLI/Bench/") }
