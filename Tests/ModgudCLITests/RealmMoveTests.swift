@@ -46,7 +46,9 @@ final class RealmMoveTests: CellTestCase {
         let spent = sessions[0].token
         let first = try await refresh(issuer, sessions[0], proof: nil)
         XCTAssertEqual(first.status, 200, "\(first.body)")
-        let usedProof = try sessions[1].key.proof(method: "POST", url: URL(string: issuer + "/connect/token")!)
+        // Its iat 50 s ahead: fresh (within the 60 s window) for 110 s, so a replay after a slow
+        // move is refused for its jti, not for its age.
+        let usedProof = try sessions[1].key.proof(method: "POST", url: URL(string: issuer + "/connect/token")!, now: Date().addingTimeInterval(50))
         let second = try await refresh(issuer, sessions[1], proof: usedProof)
         XCTAssertEqual(second.status, 200, "\(second.body)")
         let live = RefreshChainLine(token: try XCTUnwrap(second.body["refresh_token"] as? String), key: sessions[1].key)

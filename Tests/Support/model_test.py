@@ -51,6 +51,9 @@ the disable answered is refused, every refresh of the user's sessions afterwards
 no access token a racing sign-in got is active after the disable (userinfo on every instance).
 The races' own counts are printed beside the command and check totals.
 
+With --move-to CELL (ops/cells-test, issue 71) the realm moves to that cell (`modgud realm
+move`) after the commands, and the final checks run against the target cell's database.
+
 On the first divergence it prints the seed, the command, the instance, expected and actual, and
 a replayable JSON list of the commands that lead to it (the failing round and the commands that
 changed what it depends on), and exits 1. Reads that are caches of other instances' writes (a
@@ -92,6 +95,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 class DISRUPTION:
     """--disruption: instances are restarted (SIGTERM, drained) while the test runs."""
     on = False
+
+
+class MOVE:
+    """--move-to: the realm has moved to another cell (issue 71); until every instance follows
+    the flip, the realm's requests may be answered 503 with Retry-After, which a client retries."""
+    on = False
+    retried = 0
 
 
 HANG_GUARD = 60.0  # seconds: how long a poll for an asynchronous outcome may take before it is a divergence
@@ -183,7 +193,15 @@ class Http:
                 response = entry[0].getresponse()
                 data = response.read()
                 entry[1] = time.monotonic()
-                return Answer(response.status, {k.lower(): v for k, v in response.getheaders()}, data, rid)
+                headers_read = {k.lower(): v for k, v in response.getheaders()}
+                if MOVE.on and response.status == 503 and "retry-after" in headers_read:
+                    # The fence or an instance not yet following the flip: nothing was done (a hang guard, not a timing).
+                    down_since = down_since or time.monotonic()
+                    if time.monotonic() - down_since < HANG_GUARD:
+                        MOVE.retried += 1
+                        time.sleep(0.1)
+                        continue
+                return Answer(response.status, headers_read, data, rid)
             except ConnectionRefusedError:
                 # The instance is down (a rolling restart): nothing was sent; wait for it to come
                 # back (a hang guard, not a timing).
@@ -1128,7 +1146,9 @@ class Runner:
     # The log
 
     def max_position(self):
-        return int(self.env.psql.query("SELECT coalesce(max(position), 0) FROM events")[0][0])
+        # The realm's own: with cells (issue 71) a database also holds realms moved in from
+        # another cell, whose positions come from that cell's range, above or below this one's.
+        return int(self.env.psql.query(f"SELECT coalesce(max(position), 0) FROM events WHERE realm = '{self.env.realm}'")[0][0])
 
     def events_since(self, position):
         return [(int(p), s, t, c) for p, s, t, c in self.env.psql.query(
@@ -2309,6 +2329,8 @@ def run(args, env_vars):
         # The end: every entity on every instance, every session that is not revoked refreshed
         # once (the behaviour), and every code the model expects mailed, none more.
         failing_round = []
+        if args.move_to:
+            move_realm(args, env, env_vars)
         everything = {"users": set(runner.state.users), "clients": set(runner.state.clients), "realm": True}
         runner.check(everything, console=True)
         rng = random.Random(seed + 1)
@@ -2344,7 +2366,7 @@ def run(args, env_vars):
         print("model-test: answers: " + ", ".join(f"{k}: {n}" for k, n in sorted(runner.outcomes.items())))
         print("model-test: races: " + ", ".join(f"{k} {n}" for k, n in runner.race_stats.items()))
         print(f"model-test: {label}, {commands} commands ({runner.concurrent_rounds} concurrent rounds), {runner.checks} checks, "
-              f"0 divergences ({elapsed:.0f} s)")
+              f"0 divergences ({elapsed:.0f} s)" + (f"; the final checks in cell {args.move_to} after the move, {MOVE.retried} 503s retried" if args.move_to else ""))
         # Issue 67: a run that did next to nothing (a slow setup ate the budget, a generator that
         # stalls) proves nothing, so it fails. A replay is as long as its prefix.
         if not args.replay:
@@ -2371,6 +2393,20 @@ def run(args, env_vars):
         runner.pool.shutdown(wait=False)
         env.psql.close()
         env.mailbox.close()
+
+
+def move_realm(args, env, env_vars):
+    """--move-to: the realm moves to another cell (`modgud realm move`, issue 71) after the
+    commands and before the final checks, which then read the target cell's database: every
+    entity on every instance, every live session refreshed, every mail, as the model says."""
+    for argv in (["cell", "place", env.realm, "--cell", args.move_from], ["realm", "move", env.realm, "--to", args.move_to]):
+        done = subprocess.run([env_vars["MODGUD_BIN"], *argv], capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise RuntimeError(f"modgud {' '.join(argv)}: {done.stdout} {done.stderr}")
+    print(f"model-test: {done.stdout.strip().splitlines()[-1]}", flush=True)
+    env.psql.close()
+    env.psql = Psql(args.move_database_url)
+    MOVE.on = True
 
 
 def past_budget(args, started, commands, checks):
@@ -2417,6 +2453,9 @@ def main():
     parser.add_argument("--disruption", action="store_true",
                         help="instances are restarted (SIGTERM, drained) meanwhile: wait for a refused instance, and send a request "
                              "again on a fresh connection when a kept-alive one was closed before an answer")
+    parser.add_argument("--move-to", help="cells (issue 71): move the realm to this cell before the final checks")
+    parser.add_argument("--move-from", default="a", help="the cell the realm is created in (the directory's home cell)")
+    parser.add_argument("--move-database-url", help="with --move-to: the target cell's database, which the final checks read")
     parser.add_argument("--replay", help="a JSON list of commands (a printed prefix): run them one at a time")
     parser.add_argument("--out", default=os.environ.get("MODGUD_CLUSTER_DIR", "/tmp"), help="where the command log and prefix go")
     args = parser.parse_args()
