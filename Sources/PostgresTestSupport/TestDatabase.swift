@@ -89,7 +89,7 @@ final class TestServer: @unchecked Sendable {
     private static func start() async throws -> Ready {
         let baseURL: @Sendable (String) -> String
         if let external = getenv("MODGUD_DATABASE_URL").map({ String(cString: $0) }), !external.isEmpty {
-            baseURL = { database in Self.replacingDatabase(in: external, with: database) }
+            baseURL = { database in PQConfiguration.replacingDatabase(in: external, with: database) }
         } else {
             let folder = "/tmp/modgud-test-\(getpid())"
             let cluster = try EmbeddedPostgres(.init(dataDirectory: folder, database: "postgres", durable: false))
@@ -104,18 +104,6 @@ final class TestServer: @unchecked Sendable {
         _ = try await Migrator(pool: migrating, migrations: ModgudSchema.migrations.map { .init(name: $0.name, sql: $0.sql) }).migrate()
         await migrating.close()
         return Ready(admin: admin, template: template, baseURL: baseURL)
-    }
-
-    /// Swaps the database name in a `postgresql://…/name?…` URL.
-    static func replacingDatabase(in url: String, with database: String) -> String {
-        let characters = Array(url)
-        guard let schemeEnd = characters.indices.first(where: { index in
-            index + 2 < characters.count && characters[index] == ":" && characters[index + 1] == "/" && characters[index + 2] == "/"
-        }) else { return url }
-        let afterScheme = schemeEnd + 3
-        let query = characters[afterScheme...].firstIndex(of: "?") ?? characters.count
-        let slash = characters[afterScheme..<query].firstIndex(of: "/") ?? query
-        return String(characters[..<slash]) + "/" + database + String(characters[query...])
     }
 }
 

@@ -42,10 +42,10 @@ final class RealmMoveTablesTests: XCTestCase {
 
     func testTheStagingDatabaseIsNamedInEitherFormOfAConnectionString() {
         XCTAssertEqual(
-            CellURL.replacingDatabase(in: "postgresql://postgres@127.0.0.1:5432/modgud?sslmode=disable", with: "m"),
+            PQConfiguration.replacingDatabase(in: "postgresql://postgres@127.0.0.1:5432/modgud?sslmode=disable", with: "m"),
             "postgresql://postgres@127.0.0.1:5432/m?sslmode=disable")
-        XCTAssertEqual(CellURL.replacingDatabase(in: "postgresql://h:1", with: "m"), "postgresql://h:1/m")
-        XCTAssertEqual(CellURL.replacingDatabase(in: "host=h dbname=modgud", with: "m"), "host=h dbname=modgud dbname=m")
+        XCTAssertEqual(PQConfiguration.replacingDatabase(in: "postgresql://h:1", with: "m"), "postgresql://h:1/m")
+        XCTAssertEqual(PQConfiguration.replacingDatabase(in: "host=h dbname=modgud", with: "m"), "host=h dbname=modgud dbname=m")
     }
 
     func testAMovesNamesAreSafeIdentifiersAndDifferForRealmsThatLookAlike() {

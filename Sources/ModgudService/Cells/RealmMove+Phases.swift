@@ -63,7 +63,7 @@ extension RealmMove {
         let slotLost = try await pools.source.query(RealmMoveSQL.slotSender(names.replication)).first == nil
         _ = try await pools.source.query(RealmMoveSQL.createSlot(names.replication))
         if !resuming { _ = try await pools.target.query(RealmMoveSQL.createDatabase(names.staging)) }
-        let staging = Self.pool(CellURL.replacingDatabase(in: target.databaseURL, with: names.staging))
+        let staging = Self.pool(PQConfiguration.replacingDatabase(in: target.databaseURL, with: names.staging))
         pools.staging.withLock { $0 = staging }
         try await Self.untilReachable(staging)
         _ = try await staging.query(RealmMoveSQL.stagingSchema)

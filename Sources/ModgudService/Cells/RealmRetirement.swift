@@ -29,7 +29,7 @@ public enum RealmRetirement {
         let names = RealmMove.names(for: realm)
         if try await pool.query(RealmMoveSQL.databaseExists(names.staging)).first!.decode(Int.self, at: 0) > 0 {
             // An abandoned move into this cell: its subscription, and the slot in the cell it read.
-            let staging = RealmMove.pool(CellURL.replacingDatabase(in: holder.databaseURL, with: names.staging))
+            let staging = RealmMove.pool(PQConfiguration.replacingDatabase(in: holder.databaseURL, with: names.staging))
             try await RealmMove.dropSubscription(names.replication, staging: staging)
             await staging.close()
             _ = try await pool.query(RealmMoveSQL.dropDatabase(names.staging))
